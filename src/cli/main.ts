@@ -1,13 +1,123 @@
-// The `holon` command. Command groups register cheap definitions here; each action
-// imports its heavy modules lazily so `holon --help` and `holon status` start fast.
-import { Command } from "commander";
+// The `holon` command. Definitions here are cheap (commander only); each action imports
+// its implementation lazily so `holon --help` and `holon status` start fast.
+import { Command, Option } from "commander";
+import { action } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
 
 const program = new Command();
 program
   .name("holon")
   .description("Headless, event-driven runtime for long-lived AI agents")
-  .version("0.1.0");
+  .version("0.1.0")
+  .showHelpAfterError();
+
+const home = () =>
+  new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
+const token = () => new Option("--token <token>", "control token for a runtime in bearer mode");
+const json = () => new Option("--json", "print machine-readable JSON");
+
+program
+  .command("serve")
+  .description("Run the runtime host in the foreground with its HTTP control plane")
+  .option("--port <port>", "TCP port on the listen host (0 picks a free one)", "9101")
+  .option("--host <host>", "address to bind", "127.0.0.1")
+  .option("--listen <addr>", "host:port to bind (overrides --host/--port)")
+  .addOption(home())
+  .option("--token <token>", "require this bearer token for control routes")
+  .option("--token-file <path>", "read the bearer token from a file")
+  .action(action(async (opts) => (await import("./serve.ts")).serve(opts)));
+
+program
+  .command("status")
+  .description("Show an agent's status (default agent when omitted)")
+  .argument("[agent]", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./inspect.ts")).status(agent, opts)));
+
+program
+  .command("prompt")
+  .description("Send an operator prompt to an agent")
+  .argument("<text...>", "prompt text")
+  .option("--agent <id>", "target agent (default agent when omitted)")
+  .addOption(
+    new Option("--priority <priority>", "queue priority").choices([
+      "interject",
+      "next",
+      "normal",
+      "background",
+    ]),
+  )
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(
+    action(async (text, opts) => (await import("./inspect.ts")).prompt(text.join(" "), opts)),
+  );
+
+program
+  .command("tail")
+  .description("Show an agent's recent events")
+  .argument("[agent]", "agent id")
+  .option("-n, --limit <n>", "how many events", "20")
+  .option("-f, --follow", "keep streaming new events")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./inspect.ts")).tail(agent, opts)));
+
+program
+  .command("transcript")
+  .description("Show an agent's transcript")
+  .argument("[agent]", "agent id")
+  .option("-n, --limit <n>", "how many entries", "50")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./inspect.ts")).transcript(agent, opts)));
+
+const agentCmd = program.command("agent").description("Manage agents");
+agentCmd
+  .command("list")
+  .description("List public agents")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (opts) => (await import("./agent.ts")).list(opts)));
+agentCmd
+  .command("status")
+  .description("Show an agent's status")
+  .argument("[agent]", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./inspect.ts")).status(agent, opts)));
+agentCmd
+  .command("create")
+  .description("Create a named public agent")
+  .argument("<agent>", "agent id")
+  .option("--workspace-root <path>", "workspace the agent works in")
+  .option("--template <template>", "agent template (not supported yet)")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).create(agent, opts)));
+for (const [name, act, desc] of [
+  ["start", "resume", "Start (resume) a stopped or paused agent"],
+  ["stop", "stop", "Stop an agent: abort its current run and stop processing"],
+  ["pause", "pause", "Pause an agent: finish the current run, then stop dequeuing"],
+  ["wake", "wake", "Wake a sleeping agent"],
+] as const) {
+  agentCmd
+    .command(name)
+    .description(desc)
+    .argument("[agent]", "agent id")
+    .addOption(home())
+    .addOption(token())
+    .addOption(json())
+    .action(action(async (agent, opts) => (await import("./agent.ts")).control(act, agent, opts)));
+}
 
 registerConfigCommands(program);
 

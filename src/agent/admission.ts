@@ -1,0 +1,195 @@
+// Admission: the one boundary every ingress passes through. The runtime derives trust,
+// authority, trigger kind, delivery surface and admission context here; callers only
+// describe what arrived and through which door.
+import {
+  MessageEnvelope,
+  RUNTIME_OWNED_KINDS,
+  authorityForTrust,
+  defaultTrustFor,
+  triggerKindFor,
+  type AdmissionContext,
+  type MessageBody,
+  type MessageDeliverySurface,
+  type MessageKind,
+  type MessageOrigin,
+  type Priority,
+  type TrustLevel,
+} from "../domain/message.ts";
+import { HolonError, agentStopped, unknownAgent } from "../domain/errors.ts";
+import type { Store } from "../store/db.ts";
+import { transition } from "./status.ts";
+
+export type AdmissionRequest = {
+  agent_id: string;
+  kind: MessageKind;
+  origin: MessageOrigin;
+  body: MessageBody;
+  surface: MessageDeliverySurface;
+  admission: AdmissionContext;
+  priority?: Priority | undefined;
+  /** Only local or runtime-owned ingress may choose trust; everyone else gets the origin default. */
+  trust?: TrustLevel | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  source_refs?: Record<string, string> | undefined;
+  work_item_id?: string | undefined;
+  task_id?: string | undefined;
+  correlation_id?: string | undefined;
+  causation_id?: string | undefined;
+};
+
+const OPERATOR_ADMISSIONS: ReadonlySet<AdmissionContext> = new Set([
+  "local_process",
+  "control_authenticated",
+  "operator_transport_authenticated",
+]);
+
+function reject(kind: string, message: string, hint?: string): never {
+  throw new HolonError(kind, message, hint ? { status: 400, hint } : { status: 400 });
+}
+
+/** Check the request against admission policy and build the envelope. Pure; stores nothing. */
+export function buildEnvelope(
+  req: AdmissionRequest,
+  id: string,
+  createdAt: string,
+): MessageEnvelope {
+  const runtimeOwned = req.admission === "runtime_owned";
+  const operatorAdmission = OPERATOR_ADMISSIONS.has(req.admission);
+
+  if (RUNTIME_OWNED_KINDS.has(req.kind) && !runtimeOwned) {
+    reject(
+      "forbidden_kind",
+      `message kind '${req.kind}' is produced only by the runtime itself`,
+      "send channel_event or webhook_event from integrations",
+    );
+  }
+  if (req.kind === "operator_prompt" && (req.origin.kind !== "operator" || !operatorAdmission)) {
+    reject(
+      "forbidden_kind",
+      "operator_prompt is accepted only from the authenticated operator control surface",
+      "use POST /control/agents/:id/prompt (or `holon prompt`) for operator input",
+    );
+  }
+  if (req.origin.kind === "operator" && !operatorAdmission) {
+    reject(
+      "forbidden_origin",
+      "public ingress cannot claim the operator origin",
+      "use a channel or webhook origin",
+    );
+  }
+  if (req.trust !== undefined && !operatorAdmission && !runtimeOwned) {
+    reject("forbidden_trust_override", "trust is derived by the runtime and cannot be set here");
+  }
+  const priority = req.priority ?? "normal";
+  if (priority === "interject" && !(operatorAdmission && req.origin.kind === "operator")) {
+    reject(
+      "forbidden_priority",
+      "interject priority is reserved for the operator through the control plane",
+      "use next, normal or background",
+    );
+  }
+  if ((req.work_item_id !== undefined || req.task_id !== undefined) && !runtimeOwned) {
+    reject(
+      "forbidden_binding",
+      "only runtime-owned ingress may bind a message to a work item or task",
+    );
+  }
+
+  const trust = req.trust ?? defaultTrustFor(req.origin);
+  const sourceRefs: Record<string, string> = { ...originRefs(req.origin), ...req.source_refs };
+
+  const envelope: MessageEnvelope = {
+    id,
+    agent_id: req.agent_id,
+    created_at: createdAt,
+    kind: req.kind,
+    origin: req.origin,
+    trust,
+    authority_class: authorityForTrust(trust),
+    priority,
+    trigger_kind: triggerKindFor(req.kind),
+    body: req.body,
+    delivery_surface: req.surface,
+    admission_context: req.admission,
+  };
+  if (Object.keys(sourceRefs).length > 0) envelope.source_refs = sourceRefs;
+  if (req.work_item_id !== undefined) envelope.work_item_id = req.work_item_id;
+  if (req.task_id !== undefined) envelope.task_id = req.task_id;
+  if (req.metadata !== undefined) envelope.metadata = req.metadata;
+  if (req.correlation_id !== undefined) envelope.correlation_id = req.correlation_id;
+  if (req.causation_id !== undefined) envelope.causation_id = req.causation_id;
+  return MessageEnvelope.parse(envelope);
+}
+
+function originRefs(origin: MessageOrigin): Record<string, string> {
+  switch (origin.kind) {
+    case "channel":
+      return { channel_id: origin.channel_id };
+    case "callback":
+      return { descriptor_id: origin.descriptor_id };
+    case "timer":
+      return { timer_id: origin.timer_id };
+    case "task":
+      return { task_id: origin.task_id };
+    case "webhook":
+      return { webhook_source: origin.source };
+    default:
+      return {};
+  }
+}
+
+/**
+ * Admit a message durably: insert it and its `message_admitted` event in one transaction.
+ * Returns only after the commit, so a 2xx built on the result never loses the message.
+ */
+export function admitMessage(store: Store, req: AdmissionRequest): MessageEnvelope {
+  const envelope = buildEnvelope(req, store.ids.next("msg"), store.clock.now().toISOString());
+  return store.tx(() => {
+    const agent = store.agents.get(req.agent_id);
+    if (!agent) throw unknownAgent(req.agent_id);
+    if (agent.status === "stopped" && req.admission !== "runtime_owned") {
+      throw agentStopped(req.agent_id);
+    }
+    const seq = store.messages.insert(envelope);
+    store.appendEvent(req.agent_id, {
+      type: "message_admitted",
+      provenance: provenanceOf(envelope),
+      payload: {
+        message_id: envelope.id,
+        queue_seq: seq,
+        kind: envelope.kind,
+        priority: envelope.priority,
+        trigger_kind: envelope.trigger_kind,
+        admitted_at: envelope.created_at,
+        body_preview: previewBody(envelope.body),
+      },
+    });
+    if (agent.status === "asleep") {
+      transition(store, req.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
+        last_wake_reason: envelope.kind,
+      });
+    }
+    return envelope;
+  });
+}
+
+export function provenanceOf(m: MessageEnvelope) {
+  const p: Record<string, unknown> = {
+    origin: m.origin,
+    trust: m.trust,
+    authority_class: m.authority_class,
+    message_id: m.id,
+  };
+  if (m.delivery_surface) p.delivery_surface = m.delivery_surface;
+  if (m.admission_context) p.admission_context = m.admission_context;
+  if (m.task_id) p.task_id = m.task_id;
+  if (m.work_item_id) p.work_item_id = m.work_item_id;
+  if (m.correlation_id) p.correlation_id = m.correlation_id;
+  if (m.causation_id) p.causation_id = m.causation_id;
+  return p;
+}
+
+function previewBody(body: MessageBody): string {
+  const text = body.type === "json" ? JSON.stringify(body.value) : body.text;
+  return text.length > 200 ? text.slice(0, 200) + "…" : text;
+}

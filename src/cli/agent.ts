@@ -1,0 +1,64 @@
+// `holon agent …`: list, create and lifecycle control.
+import { call, connect, type ClientFlags } from "./connect.ts";
+import { printJson } from "./output.ts";
+
+type Flags = ClientFlags & { json?: boolean };
+
+export async function list(flags: Flags): Promise<void> {
+  const client = connect(flags);
+  const res = await call(() =>
+    client.call<{
+      agents: {
+        agent_id: string;
+        status: string;
+        pending: number;
+        is_default: boolean;
+        kind: string;
+      }[];
+    }>("GET", "/agents/list"),
+  );
+  if (flags.json) return printJson(res.agents);
+  for (const a of res.agents) {
+    process.stdout.write(
+      `${a.agent_id.padEnd(24)} ${a.status.padEnd(14)} ${String(a.pending).padStart(4)} pending${a.is_default ? "  (default)" : ""}\n`,
+    );
+  }
+}
+
+export async function create(
+  agent: string,
+  flags: Flags & { workspaceRoot?: string; template?: string },
+): Promise<void> {
+  const client = connect(flags);
+  const body: Record<string, unknown> = {};
+  if (flags.workspaceRoot) body.workspace_root = flags.workspaceRoot;
+  if (flags.template) body.template = flags.template;
+  const res = await call(() =>
+    client.call<{ agent: { agent_id: string; status: string } }>(
+      "POST",
+      `/control/agents/${encodeURIComponent(agent)}/create`,
+      body,
+    ),
+  );
+  if (flags.json) return printJson(res.agent);
+  process.stdout.write(`created agent ${res.agent.agent_id} (${res.agent.status})\n`);
+}
+
+export async function control(
+  actionName: string,
+  agent: string | undefined,
+  flags: Flags,
+): Promise<void> {
+  const client = connect(flags);
+  const agentId =
+    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const res = await call(() =>
+    client.call<{ disposition: string; status: string }>(
+      "POST",
+      `/control/agents/${encodeURIComponent(agentId)}/control`,
+      { action: actionName },
+    ),
+  );
+  if (flags.json) return printJson(res);
+  process.stdout.write(`${agentId}: ${res.disposition} (status ${res.status})\n`);
+}

@@ -1,0 +1,122 @@
+// Agent-scoped inspection and prompting: status, prompt, tail, transcript.
+import { call, connect, type ClientFlags } from "./connect.ts";
+import { CliError, printJson } from "./output.ts";
+
+type Flags = ClientFlags & { json?: boolean };
+
+function agentPath(agent: string | undefined): string {
+  return agent ? `/agents/${encodeURIComponent(agent)}` : "";
+}
+
+export async function status(agent: string | undefined, flags: Flags): Promise<void> {
+  const client = connect(flags);
+  const s = await call(() => client.call<Record<string, any>>("GET", `${agentPath(agent)}/status`));
+  if (flags.json) return printJson(s);
+  const usage = s.token_usage ?? {};
+  const lines = [
+    `agent:    ${s.agent_id}${s.is_default ? " (default)" : ""}  [${s.kind}, ${s.visibility}]`,
+    `status:   ${s.status}`,
+    `hint:     ${s.lifecycle_hint?.message ?? ""}${s.lifecycle_hint?.resume_command ? `  → ${s.lifecycle_hint.resume_command}` : ""}`,
+    `queue:    ${s.pending} pending${s.current_run_id ? `, running ${s.current_run_id}` : ""}`,
+    `tokens:   ${usage.total_input_tokens ?? 0} in / ${usage.total_output_tokens ?? 0} out over ${usage.total_model_rounds ?? 0} model rounds`,
+  ];
+  if (s.model)
+    lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
+  if (s.active_task_ids?.length) lines.push(`tasks:    ${s.active_task_ids.join(", ")}`);
+  if (s.last_failure)
+    lines.push(`failure:  ${s.last_failure.occurred_at} ${s.last_failure.summary}`);
+  process.stdout.write(lines.join("\n") + "\n");
+}
+
+export async function prompt(
+  text: string,
+  flags: Flags & { agent?: string; priority?: string },
+): Promise<void> {
+  if (!text.trim()) throw new CliError("the prompt is empty");
+  const client = connect(flags);
+  const agentId =
+    flags.agent ??
+    (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const body: Record<string, unknown> = { text, surface: "cli_prompt" };
+  if (flags.priority) body.priority = flags.priority;
+  const res = await call(() =>
+    client.call<{ message_id: string; agent_id: string }>(
+      "POST",
+      `/control/agents/${encodeURIComponent(agentId)}/prompt`,
+      body,
+    ),
+  );
+  if (flags.json) return printJson(res);
+  process.stdout.write(`queued ${res.message_id} for ${res.agent_id}\n`);
+}
+
+type EventLike = { event_seq: number; ts: string; type: string; payload: Record<string, unknown> };
+
+function eventLine(e: EventLike): string {
+  const p = e.payload;
+  const detail =
+    (p.reason as string | undefined) ??
+    (p.body_preview as string | undefined) ??
+    (p.summary as string | undefined) ??
+    (p.brief as { text?: string } | undefined)?.text ??
+    (p.from && p.to ? `${p.from} → ${p.to}` : "");
+  return `${String(e.event_seq).padStart(6)}  ${e.ts}  ${e.type}${detail ? `  ${String(detail).replace(/\s+/g, " ").slice(0, 120)}` : ""}`;
+}
+
+export async function tail(
+  agent: string | undefined,
+  flags: Flags & { limit: string; follow?: boolean },
+): Promise<void> {
+  const client = connect(flags);
+  const agentId =
+    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const limit = Number(flags.limit);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new CliError("--limit must be a positive integer");
+  const res = await call(() =>
+    client.call<{ events: EventLike[]; newest_seq: number }>(
+      "GET",
+      `/agents/${encodeURIComponent(agentId)}/events?limit=${limit}&order=desc`,
+    ),
+  );
+  const events = res.events.reverse();
+  if (flags.json && !flags.follow) return printJson(events);
+  for (const e of events)
+    process.stdout.write((flags.json ? JSON.stringify(e) : eventLine(e)) + "\n");
+  if (!flags.follow) return;
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort());
+  await client.stream(
+    `/agents/${encodeURIComponent(agentId)}/events/stream?after_seq=${res.newest_seq}`,
+    (_type, data) => {
+      const e = JSON.parse(data) as EventLike;
+      process.stdout.write((flags.json ? JSON.stringify(e) : eventLine(e)) + "\n");
+    },
+    controller.signal,
+  );
+}
+
+export async function transcript(
+  agent: string | undefined,
+  flags: Flags & { limit: string },
+): Promise<void> {
+  const client = connect(flags);
+  const limit = Number(flags.limit);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new CliError("--limit must be a positive integer");
+  const res = await call(() =>
+    client.call<{
+      entries: { seq: number; created_at: string; kind: string; data: Record<string, unknown> }[];
+    }>("GET", `${agentPath(agent)}/transcript?limit=${limit}`),
+  );
+  if (flags.json) return printJson(res.entries);
+  for (const e of res.entries) {
+    const d = e.data;
+    const text =
+      (d.text as string | undefined) ??
+      (d.summary as string | undefined) ??
+      (d.summary_text as string | undefined) ??
+      JSON.stringify(d);
+    process.stdout.write(`#${e.seq} ${e.created_at} ${e.kind}: ${String(text).slice(0, 400)}\n`);
+  }
+}

@@ -1,0 +1,120 @@
+// Agent identity, lifecycle status and the summaries the inspection surfaces return.
+import { z } from "zod";
+
+export const AgentStatus = z.enum([
+  "booting",
+  "awake_idle",
+  "awake_running",
+  "awaiting_task",
+  "asleep",
+  "paused",
+  "stopped",
+]);
+export type AgentStatus = z.infer<typeof AgentStatus>;
+
+export const AgentKind = z.enum(["default", "named", "child"]);
+export type AgentKind = z.infer<typeof AgentKind>;
+export const AgentVisibility = z.enum(["public", "private"]);
+export type AgentVisibility = z.infer<typeof AgentVisibility>;
+export const AgentOwnership = z.enum(["self_owned", "parent_supervised"]);
+export type AgentOwnership = z.infer<typeof AgentOwnership>;
+export const ProfilePreset = z.enum(["public_named", "private_child"]);
+export type ProfilePreset = z.infer<typeof ProfilePreset>;
+
+/** Agent ids appear in paths and URLs, so they are deliberately plain. */
+export const AgentId = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    "agent ids are 1-64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit",
+  );
+
+export const TokenTotals = z.object({
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+});
+export type TokenTotals = z.infer<typeof TokenTotals>;
+
+/** The durable per-agent record. Status changes are written with the event that explains them. */
+export const AgentRecord = z.object({
+  agent_id: z.string(),
+  agent_home: z.string(),
+  kind: AgentKind,
+  visibility: AgentVisibility,
+  ownership: AgentOwnership,
+  profile_preset: ProfilePreset,
+  lineage_parent_agent_id: z.string().optional(),
+  status: AgentStatus,
+  created_at: z.string(),
+  updated_at: z.string(),
+  current_run_id: z.string().optional(),
+  sleeping_until: z.string().optional(),
+  last_wake_reason: z.string().optional(),
+  last_brief_at: z.string().optional(),
+  model_override: z.string().optional(),
+  workspace_root: z.string().optional(),
+  cwd: z.string().optional(),
+  total_message_count: z.number().int(),
+  total_input_tokens: z.number().int(),
+  total_output_tokens: z.number().int(),
+  total_model_rounds: z.number().int(),
+  last_turn_token_usage: z.record(z.string(), z.unknown()).optional(),
+  last_failure: z
+    .object({ occurred_at: z.string(), summary: z.string(), phase: z.string() })
+    .optional(),
+});
+export type AgentRecord = z.infer<typeof AgentRecord>;
+
+export type LifecycleHint = {
+  resume_required: boolean;
+  message: string;
+  resume_command?: string;
+};
+
+export function lifecycleHint(agentId: string, status: AgentStatus): LifecycleHint {
+  switch (status) {
+    case "stopped":
+      return {
+        resume_required: true,
+        message:
+          "Agent is stopped: new prompts are rejected and wake does not cross the stopped boundary. Resume it first.",
+        resume_command: `holon agent start ${agentId}`,
+      };
+    case "paused":
+      return {
+        resume_required: true,
+        message: "Agent is paused: messages are queued but not processed until it is resumed.",
+        resume_command: `holon agent start ${agentId}`,
+      };
+    default:
+      return { resume_required: false, message: statusMessage(status) };
+  }
+}
+
+function statusMessage(status: AgentStatus): string {
+  switch (status) {
+    case "booting":
+      return "Agent is starting up.";
+    case "awake_idle":
+      return "Agent is awake and ready for work.";
+    case "awake_running":
+      return "Agent is working on a message.";
+    case "awaiting_task":
+      return "Agent is waiting on a task result.";
+    case "asleep":
+      return "Agent is asleep and wakes on the next message.";
+    default:
+      return status;
+  }
+}
+
+/** `GET /agents/list` entry: small enough for selection UIs. */
+export type AgentListEntry = {
+  agent_id: string;
+  kind: AgentKind;
+  visibility: AgentVisibility;
+  status: AgentStatus;
+  pending: number;
+  is_default: boolean;
+};

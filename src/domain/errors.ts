@@ -1,0 +1,49 @@
+// Errors that cross a boundary carry a stable `kind`, a message and a hint.
+// HTTP maps them to a status code; the CLI prints message and hint.
+
+export type ErrorBody = { kind: string; message: string; hint?: string };
+
+export class HolonError extends Error {
+  readonly kind: string;
+  readonly status: number;
+  readonly hint: string | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(
+    kind: string,
+    message: string,
+    opts: { status?: number; hint?: string; details?: Record<string, unknown> } = {},
+  ) {
+    super(message);
+    this.kind = kind;
+    this.status = opts.status ?? 400;
+    this.hint = opts.hint;
+    this.details = opts.details;
+  }
+
+  toBody(): ErrorBody & Record<string, unknown> {
+    const body: ErrorBody & Record<string, unknown> = { kind: this.kind, message: this.message };
+    if (this.hint) body.hint = this.hint;
+    if (this.details) Object.assign(body, this.details);
+    return body;
+  }
+}
+
+export function unknownAgent(agentId: string): HolonError {
+  return new HolonError("unknown_agent", `no agent named '${agentId}'`, {
+    status: 404,
+    hint: `create it first: holon agent create ${agentId} (or POST /control/agents/${agentId}/create)`,
+  });
+}
+
+export function agentStopped(agentId: string): HolonError {
+  return new HolonError(
+    "agent_stopped",
+    `agent '${agentId}' is stopped and does not accept new input`,
+    {
+      status: 409,
+      hint: `resume it first: holon agent start ${agentId} (or POST /control/agents/${agentId}/control {"action":"resume"})`,
+      details: { resume_required: true },
+    },
+  );
+}

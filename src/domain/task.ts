@@ -1,0 +1,46 @@
+// Managed background tasks (command tasks first). Records persist across restarts.
+import { z } from "zod";
+import { FailureArtifactLike } from "./failure.ts";
+
+export const TaskStatus = z.enum(["queued", "running", "completed", "failed", "cancelled"]);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set([
+  "completed",
+  "failed",
+  "cancelled",
+]);
+
+export const TaskKind = z.enum(["command_task"]);
+export type TaskKind = z.infer<typeof TaskKind>;
+
+export const TaskRecord = z.object({
+  id: z.string(),
+  agent_id: z.string(),
+  kind: TaskKind,
+  status: TaskStatus,
+  created_at: z.string(),
+  updated_at: z.string(),
+  parent_message_id: z.string().optional(),
+  summary: z.string().optional(),
+  cmd: z.string(),
+  cmd_digest: z.string(),
+  workdir: z.string(),
+  shell: z.string(),
+  login: z.boolean(),
+  tty: z.boolean(),
+  accepts_input: z.boolean(),
+  output_path: z.string(),
+  process_dir: z.string(),
+  pid: z.number().int().optional(),
+  /** Whether the terminal result re-enters the queue as a model-visible task_result. */
+  terminal_reentry: z.boolean(),
+  exit_status: z
+    .object({ exit_code: z.number().int().nullable(), signal: z.string().nullable() })
+    .optional(),
+  output_snapshot: z
+    .object({ preview: z.string(), total_bytes: z.number().int(), truncated: z.boolean() })
+    .optional(),
+  failure_artifact: FailureArtifactLike.optional(),
+  finished_at: z.string().optional(),
+});
+export type TaskRecord = z.infer<typeof TaskRecord>;

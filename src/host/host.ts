@@ -1,0 +1,421 @@
+// RuntimeHost: the one owner of a HOLON_HOME. It opens the store, recovers what a crash
+// or restart left behind, keeps one AgentRuntime per live agent, and is the only way the
+// HTTP layer and in-process clients change anything.
+import { mkdirSync } from "node:fs";
+import { AgentId, lifecycleHint, type AgentListEntry, type AgentRecord } from "../domain/agent.ts";
+import { randomIds, systemClock, type Clock, type IdSource } from "../domain/clock.ts";
+import { HolonError, agentStopped, unknownAgent } from "../domain/errors.ts";
+import type { MessageEnvelope } from "../domain/message.ts";
+import { admitMessage, type AdmissionRequest } from "../agent/admission.ts";
+import { createBrief } from "../agent/briefs.ts";
+import { AgentRuntime, type TurnExecutor } from "../agent/runtime.ts";
+import { transition } from "../agent/status.ts";
+import { Store } from "../store/db.ts";
+import { acquireHomeLock } from "./lock.ts";
+import { agentHomeDir, homePaths } from "./paths.ts";
+
+export type HostOptions = {
+  home: string;
+  clock?: Clock;
+  ids?: IdSource;
+  /** Builds the turn executor once the host exists. */
+  executor?: (host: RuntimeHost) => TurnExecutor;
+  defaultAgentId?: string;
+  /** Skip the HOLON_HOME lock (only for tests that open a store twice on purpose). */
+  skipLock?: boolean;
+};
+
+export type ControlAction = "pause" | "resume" | "start" | "stop" | "wake";
+
+export type CreateAgentOptions = {
+  visibility?: "public" | "private";
+  workspace_root?: string;
+  lineage_parent_agent_id?: string;
+};
+
+export class RuntimeHost {
+  readonly home: string;
+  readonly paths: ReturnType<typeof homePaths>;
+  readonly store: Store;
+  readonly defaultAgentId: string;
+  readonly startedAt: string;
+  private readonly runtimes = new Map<string, AgentRuntime>();
+  private readonly executor: TurnExecutor;
+  private readonly releaseLock: () => void;
+  private closed = false;
+  private opened = false;
+
+  private constructor(opts: HostOptions, releaseLock: () => void) {
+    this.home = opts.home;
+    this.paths = homePaths(opts.home);
+    this.releaseLock = releaseLock;
+    this.store = new Store(this.paths.database, opts.clock ?? systemClock, opts.ids ?? randomIds);
+    this.defaultAgentId = opts.defaultAgentId ?? process.env.HOLON_AGENT_ID ?? "main";
+    this.startedAt = this.store.clock.now().toISOString();
+    this.executor = opts.executor ? opts.executor(this) : unconfiguredExecutor(this);
+  }
+
+  static open(opts: HostOptions): RuntimeHost {
+    const paths = homePaths(opts.home);
+    mkdirSync(paths.runDir, { recursive: true });
+    const release = opts.skipLock ? () => {} : acquireHomeLock(paths.lockFile);
+    let host: RuntimeHost;
+    try {
+      host = new RuntimeHost(opts, release);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    host.recover();
+    if (!host.store.agents.get(host.defaultAgentId)) {
+      host.createAgent(host.defaultAgentId, {}, "default");
+    }
+    for (const agent of host.store.agents.list()) {
+      if (agent.visibility === "public") host.startRuntime(agent.agent_id);
+    }
+    host.opened = true;
+    return host;
+  }
+
+  get clock(): Clock {
+    return this.store.clock;
+  }
+
+  // ---- agents ---------------------------------------------------------------------
+
+  getAgent(agentId: string): AgentRecord {
+    const agent = this.store.agents.get(agentId);
+    if (!agent) throw unknownAgent(agentId);
+    return agent;
+  }
+
+  /** Public agents are reachable by id; private ones only through their owner. */
+  getPublicAgent(agentId: string): AgentRecord {
+    const agent = this.getAgent(agentId);
+    if (agent.visibility !== "public") throw unknownAgent(agentId);
+    return agent;
+  }
+
+  listAgents(): AgentListEntry[] {
+    return this.store.agents
+      .list()
+      .filter((a) => a.visibility === "public")
+      .map((a) => ({
+        agent_id: a.agent_id,
+        kind: a.kind,
+        visibility: a.visibility,
+        status: a.status,
+        pending: this.store.messages.pendingCount(a.agent_id),
+        is_default: a.agent_id === this.defaultAgentId,
+      }));
+  }
+
+  createAgent(
+    agentId: string,
+    opts: CreateAgentOptions = {},
+    kind: AgentRecord["kind"] = "named",
+  ): AgentRecord {
+    const idCheck = AgentId.safeParse(agentId);
+    if (!idCheck.success) {
+      throw new HolonError("invalid_agent_id", idCheck.error.issues[0]?.message ?? "bad agent id");
+    }
+    const store = this.store;
+    const agentHome = agentHomeDir(this.home, agentId);
+    const record = store.tx(() => {
+      if (store.agents.get(agentId)) {
+        throw new HolonError("agent_exists", `agent '${agentId}' already exists`, { status: 409 });
+      }
+      const now = store.clock.now().toISOString();
+      const visibility = opts.visibility ?? "public";
+      const record: AgentRecord = {
+        agent_id: agentId,
+        agent_home: agentHome,
+        kind,
+        visibility,
+        ownership: "self_owned",
+        profile_preset: visibility === "public" ? "public_named" : "private_child",
+        status: "booting",
+        created_at: now,
+        updated_at: now,
+        total_message_count: 0,
+        total_input_tokens: 0,
+        total_output_tokens: 0,
+        total_model_rounds: 0,
+      };
+      if (opts.workspace_root) record.workspace_root = opts.workspace_root;
+      if (opts.lineage_parent_agent_id)
+        record.lineage_parent_agent_id = opts.lineage_parent_agent_id;
+      store.agents.put(record);
+      store.appendEvent(agentId, {
+        type: "agent_created",
+        payload: {
+          agent_id: agentId,
+          kind,
+          visibility,
+          ownership: record.ownership,
+          profile_preset: record.profile_preset,
+          agent_home: agentHome,
+        },
+      });
+      return transition(store, agentId, "awake_idle", "created");
+    });
+    mkdirSync(agentHome, { recursive: true });
+    if (this.opened) this.startRuntime(agentId);
+    return record;
+  }
+
+  /** Remove a temporary private agent's runtime (its records stay for audit). */
+  async retireAgent(agentId: string): Promise<void> {
+    const rt = this.runtimes.get(agentId);
+    this.runtimes.delete(agentId);
+    await rt?.close();
+  }
+
+  runtimeIfLive(agentId: string): AgentRuntime | undefined {
+    return this.runtimes.get(agentId);
+  }
+
+  /** Model selection as status surfaces show it; filled in by the provider layer. */
+  modelState(agent: AgentRecord): Record<string, unknown> | null {
+    return this.modelStateProvider ? this.modelStateProvider(agent) : null;
+  }
+
+  modelStateProvider: ((agent: AgentRecord) => Record<string, unknown>) | undefined;
+
+  runtime(agentId: string): AgentRuntime {
+    const rt = this.runtimes.get(agentId);
+    if (!rt) throw unknownAgent(agentId);
+    return rt;
+  }
+
+  private startRuntime(agentId: string): void {
+    if (this.runtimes.has(agentId)) return;
+    const rt = new AgentRuntime(this.store, agentId, this.executor);
+    this.runtimes.set(agentId, rt);
+    rt.start();
+  }
+
+  // ---- ingress -------------------------------------------------------------------
+
+  /** Admit a message (durably) and wake the agent's loop. */
+  admit(req: AdmissionRequest): MessageEnvelope {
+    if (this.closed) {
+      throw new HolonError("runtime_shutting_down", "the runtime is shutting down", {
+        status: 503,
+      });
+    }
+    const envelope = admitMessage(this.store, req);
+    this.runtimes.get(req.agent_id)?.notify();
+    return envelope;
+  }
+
+  // ---- lifecycle control ---------------------------------------------------------
+
+  control(
+    agentId: string,
+    action: ControlAction,
+    source = "operator",
+  ): { agent_id: string; action: ControlAction; status: string; disposition: string } {
+    const store = this.store;
+    const agent = this.getAgent(agentId);
+    const rt = this.runtimes.get(agentId);
+    let disposition: string;
+    switch (action) {
+      case "wake": {
+        if (agent.status === "stopped") throw agentStopped(agentId);
+        if (agent.status === "asleep") {
+          store.tx(() => {
+            transition(store, agentId, "awake_idle", "operator wake", { last_wake_reason: "wake" });
+            store.appendEvent(agentId, {
+              type: "wake_requested",
+              payload: { source, disposition: "woken" },
+            });
+          });
+          disposition = "woken";
+        } else {
+          disposition = agent.status === "paused" ? "paused" : "already_awake";
+          store.tx(() =>
+            store.appendEvent(agentId, {
+              type: "wake_requested",
+              payload: { source, disposition },
+            }),
+          );
+        }
+        break;
+      }
+      case "pause": {
+        if (agent.status === "stopped") throw agentStopped(agentId);
+        disposition = agent.status === "paused" ? "already_paused" : "paused";
+        this.applyControl(agentId, action, "paused", disposition);
+        break;
+      }
+      case "resume":
+      case "start": {
+        if (agent.status !== "paused" && agent.status !== "stopped") {
+          disposition = "already_running";
+          store.tx(() =>
+            store.appendEvent(agentId, {
+              type: "control_applied",
+              payload: { action, disposition, from: agent.status, to: agent.status },
+            }),
+          );
+        } else {
+          disposition = "resumed";
+          this.applyControl(agentId, action, "awake_idle", disposition);
+        }
+        break;
+      }
+      case "stop": {
+        disposition = agent.status === "stopped" ? "already_stopped" : "stopped";
+        if (rt?.currentRun) rt.abortCurrentRun("operator_stopped", { stopAfter: true });
+        this.applyControl(agentId, action, "stopped", disposition);
+        break;
+      }
+    }
+    rt?.notify();
+    return { agent_id: agentId, action, status: this.getAgent(agentId).status, disposition };
+  }
+
+  private applyControl(
+    agentId: string,
+    action: ControlAction,
+    to: AgentRecord["status"],
+    disposition: string,
+  ) {
+    const store = this.store;
+    store.tx(() => {
+      const from = this.getAgent(agentId).status;
+      transition(store, agentId, to, `control: ${action}`);
+      store.appendEvent(agentId, {
+        type: "control_applied",
+        payload: { action, disposition, from, to },
+      });
+    });
+  }
+
+  /** Abort the current run (operator abort). The agent is stopped once the run has ended. */
+  abortCurrentRun(agentId: string, runId?: string): { agent_id: string; run_id: string } {
+    this.getAgent(agentId);
+    const rt = this.runtime(agentId);
+    const aborted = rt.abortCurrentRun("operator_aborted", { runId, stopAfter: true });
+    this.store.tx(() =>
+      this.store.appendEvent(agentId, {
+        type: "current_run_abort_requested",
+        payload: { run_id: aborted, mode: "stop_after_abort" },
+      }),
+    );
+    return { agent_id: agentId, run_id: aborted };
+  }
+
+  // ---- recovery and shutdown -----------------------------------------------------
+
+  /**
+   * After a crash or restart: a message that was mid-turn is recorded as interrupted
+   * (never silently redone or dropped) and agents that were running become idle.
+   * `stopped` and `paused` agents stay as they were.
+   */
+  private recover(): void {
+    const store = this.store;
+    for (const agent of store.agents.list()) {
+      store.tx(() => {
+        for (const m of store.messages.withStatus(agent.agent_id, "processing")) {
+          store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());
+          store.appendEvent(agent.agent_id, {
+            type: "message_interrupted",
+            provenance: { message_id: m.id },
+            payload: {
+              message_id: m.id,
+              run_id: agent.current_run_id ?? null,
+              reason: "runtime_restart",
+            },
+          });
+          store.transcript.append({
+            id: store.ids.next("tr"),
+            agent_id: agent.agent_id,
+            created_at: store.clock.now().toISOString(),
+            kind: "turn_terminal",
+            ...(agent.current_run_id ? { run_id: agent.current_run_id } : {}),
+            message_id: m.id,
+            data: { kind: "aborted", reason: "interrupted_by_restart" },
+          });
+          createBrief(store, {
+            agent_id: agent.agent_id,
+            kind: "failure",
+            text: "The run for this message was interrupted when the runtime restarted; it was not redone. Send it again if it is still needed.",
+            related_message_id: m.id,
+          });
+        }
+        if (agent.status === "awake_running" || agent.status === "booting") {
+          transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
+            clear: ["current_run_id"],
+          });
+        }
+      });
+    }
+  }
+
+  /** Runtime-wide activity summary for `GET /control/runtime/status` and `daemon status`. */
+  runtimeStatus() {
+    const agents = this.store.agents.list().filter((a) => a.visibility === "public");
+    const processing = agents.filter((a) => a.status === "awake_running" || a.status === "booting");
+    const waiting = agents.filter((a) => a.status === "awaiting_task");
+    const activeTasks = this.store.tasks.active().length;
+    const lastFailure = agents
+      .map((a) => a.last_failure)
+      .filter((f) => f !== undefined)
+      .sort((a, b) => b.occurred_at.localeCompare(a.occurred_at))[0];
+    return {
+      pid: process.pid,
+      home_dir: this.home,
+      started_at: this.startedAt,
+      default_agent: this.defaultAgentId,
+      activity: {
+        active_agent_count: agents.filter((a) => a.status !== "stopped").length,
+        active_task_count: activeTasks,
+        processing_agent_count: processing.length,
+        waiting_agent_count: waiting.length,
+        state:
+          processing.length > 0
+            ? "processing"
+            : waiting.length > 0 || activeTasks > 0
+              ? "waiting"
+              : "idle",
+      },
+      last_failure: lastFailure ?? null,
+    };
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Graceful shutdown: stop the loops without persisting any agent as stopped. */
+  async shutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.runtimes.values()].map((rt) => rt.close()));
+    this.runtimes.clear();
+    this.store.close();
+    this.releaseLock();
+  }
+}
+
+/** Until a model provider is configured, every turn fails honestly and says why. */
+function unconfiguredExecutor(host: RuntimeHost): TurnExecutor {
+  return {
+    async run(req) {
+      const { recordRuntimeFailure } = await import("../agent/briefs.ts");
+      const summary =
+        "No model provider is configured, so this message could not be worked on. Configure one (holon config set model.default <provider>/<model>).";
+      recordRuntimeFailure(host.store, {
+        agent_id: req.agent.agent_id,
+        run_id: req.run_id,
+        message_id: req.message.id,
+        summary,
+      });
+      return { outcome: "failed", summary };
+    },
+  };
+}
+
+export { lifecycleHint };

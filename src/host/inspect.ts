@@ -1,0 +1,83 @@
+// Inspection projections: the concise AgentSummary (`/status`) and the bootstrap
+// snapshot (`/state`). Both are derived from durable records, never stored.
+import { lifecycleHint, type AgentRecord } from "../domain/agent.ts";
+import { TERMINAL_TASK_STATUSES } from "../domain/task.ts";
+import type { RuntimeHost } from "./host.ts";
+
+export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
+  const store = host.store;
+  const tasks = store.tasks.forAgent(agent.agent_id, 50);
+  const summary: Record<string, unknown> = {
+    agent_id: agent.agent_id,
+    kind: agent.kind,
+    visibility: agent.visibility,
+    ownership: agent.ownership,
+    profile_preset: agent.profile_preset,
+    agent_home: agent.agent_home,
+    is_default: agent.agent_id === host.defaultAgentId,
+    status: agent.status,
+    lifecycle_hint: lifecycleHint(agent.agent_id, agent.status),
+    current_run_id: agent.current_run_id ?? null,
+    pending: store.messages.pendingCount(agent.agent_id),
+    sleeping_until: agent.sleeping_until ?? null,
+    last_wake_reason: agent.last_wake_reason ?? null,
+    last_brief_at: agent.last_brief_at ?? null,
+    created_at: agent.created_at,
+    updated_at: agent.updated_at,
+    total_message_count: agent.total_message_count,
+    token_usage: {
+      total_input_tokens: agent.total_input_tokens,
+      total_output_tokens: agent.total_output_tokens,
+      total_tokens: agent.total_input_tokens + agent.total_output_tokens,
+      total_model_rounds: agent.total_model_rounds,
+      last_turn: agent.last_turn_token_usage ?? null,
+    },
+    model: host.modelState(agent),
+    workspace: {
+      workspace_root: agent.workspace_root ?? null,
+      cwd: agent.cwd ?? null,
+      execution_root: agent.workspace_root ?? agent.agent_home,
+    },
+    active_task_ids: tasks.filter((t) => !TERMINAL_TASK_STATUSES.has(t.status)).map((t) => t.id),
+    last_failure: agent.last_failure ?? null,
+  };
+  if (agent.lineage_parent_agent_id)
+    summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;
+  return summary;
+}
+
+export function agentState(host: RuntimeHost, agent: AgentRecord) {
+  const store = host.store;
+  const current = host.runtimeIfLive(agent.agent_id)?.currentRun;
+  return {
+    agent: agentSummary(host, agent),
+    session: {
+      status: agent.status,
+      current_run_id: agent.current_run_id ?? null,
+      current_message_id: current?.message_id ?? null,
+      pending: store.messages.pendingCount(agent.agent_id),
+      queued_messages: store.messages
+        .withStatus(agent.agent_id, "queued")
+        .slice(0, 20)
+        .map((m) => ({
+          message_id: m.id,
+          kind: m.kind,
+          priority: m.priority,
+          created_at: m.created_at,
+        })),
+    },
+    tasks: store.tasks.forAgent(agent.agent_id, 20),
+    transcript_tail: store.transcript.recent(agent.agent_id, 20),
+    timers: [],
+    work_items: [],
+    work_plan: null,
+    waiting_intents: [],
+    external_triggers: [],
+    workspace: {
+      workspace_root: agent.workspace_root ?? null,
+      execution_root: agent.workspace_root ?? agent.agent_home,
+      cwd: agent.cwd ?? null,
+    },
+    newest_seq: store.events.newestSeq(agent.agent_id),
+  };
+}

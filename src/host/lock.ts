@@ -1,0 +1,44 @@
+// One owner per HOLON_HOME: a lock file under run/ holding the owner's pid.
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+import { HolonError } from "../domain/errors.ts";
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Take the lock or fail with `home_locked`. A lock left by a dead process is taken over. */
+export function acquireHomeLock(lockPath: string): () => void {
+  mkdirSync(dirname(lockPath), { recursive: true });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockPath, "wx", 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        try {
+          if (readFileSync(lockPath, "utf8").trim() === String(process.pid)) rmSync(lockPath);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const owner = Number.parseInt(readFileSync(lockPath, "utf8").trim(), 10);
+      if (Number.isFinite(owner) && owner !== process.pid && pidAlive(owner)) {
+        throw new HolonError("home_locked", `another Holon runtime (pid ${owner}) owns this home`, {
+          status: 409,
+          hint: "talk to it with the CLI (holon status), or stop it first",
+          details: { owner_pid: owner },
+        });
+      }
+      rmSync(lockPath, { force: true }); // stale: its owner is gone
+    }
+  }
+  throw new HolonError("home_locked", "could not take the runtime lock", { status: 409 });
+}

@@ -1,0 +1,68 @@
+// The HTTP control plane. Routes are grouped by surface (public reads and ingress,
+// control, webhooks, events); every error is JSON with a stable `kind`.
+import { Hono } from "hono";
+import { HolonError } from "../domain/errors.ts";
+import type { RuntimeHost } from "../host/host.ts";
+import { bearerOf, errorResponse, isLoopback, tokenMatches, type AppEnv } from "./support.ts";
+import { EventHub } from "./sse.ts";
+import { publicRoutes } from "./routes-public.ts";
+import { controlRoutes } from "./routes-control.ts";
+import { eventRoutes } from "./routes-events.ts";
+
+export type AppOptions = {
+  /** Bearer mode when set. */
+  token?: string | undefined;
+  heartbeatMs?: number;
+  /** Called after POST /control/runtime/shutdown has been answered. */
+  onShutdown?: () => void;
+  /** Describes where the server listens, for /handshake and runtime status. */
+  listen?: { http_addr?: string | null; socket_path?: string | null };
+};
+
+export type AppContext = {
+  host: RuntimeHost;
+  hub: EventHub;
+  opts: AppOptions;
+};
+
+export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
+  const app = new Hono<AppEnv>();
+  const hub = new EventHub(host.store);
+  const ctx: AppContext = { host, hub, opts };
+
+  app.use("*", async (c, next) => {
+    const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)
+      ?.incoming;
+    const token = opts.token;
+    c.set("auth", {
+      mode: token ? "bearer" : "local",
+      local: isLoopback(incoming?.socket?.remoteAddress),
+      token_ok: token ? tokenMatches(bearerOf(c.req.header("authorization")), token) : false,
+    });
+    await next();
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof HolonError) return errorResponse(c, err);
+    return errorResponse(
+      c,
+      new HolonError("internal_error", err instanceof Error ? err.message : String(err), {
+        status: 500,
+      }),
+    );
+  });
+  app.notFound((c) =>
+    errorResponse(
+      c,
+      new HolonError("not_found", `no route for ${c.req.method} ${c.req.path}`, {
+        status: 404,
+        hint: "see docs/http-api.md for the routes",
+      }),
+    ),
+  );
+
+  publicRoutes(app, ctx);
+  eventRoutes(app, ctx);
+  controlRoutes(app, ctx);
+  return { app, hub };
+}

@@ -1,0 +1,139 @@
+// Authenticated control routes: operator prompts, lifecycle, agent creation, runtime.
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { HolonError } from "../domain/errors.ts";
+import { Priority, TrustLevel } from "../domain/message.ts";
+import { agentSummary } from "../host/inspect.ts";
+import type { AppContext } from "./app.ts";
+import { readJson, requireControl, validate, type AppEnv } from "./support.ts";
+
+const PromptBody = z.strictObject({
+  text: z.string().min(1, "text must not be empty"),
+  priority: Priority.optional(),
+  actor_id: z.string().max(200).optional(),
+  trust: TrustLevel.optional(),
+  correlation_id: z.string().max(200).optional(),
+  /** The CLI marks its prompts so audit shows they came from `holon prompt`. */
+  surface: z.enum(["http_control_prompt", "cli_prompt"]).optional(),
+});
+
+const ControlBody = z.strictObject({
+  action: z.enum(["pause", "resume", "start", "stop", "wake"]),
+  trust: TrustLevel.optional(),
+});
+
+const WakeBody = z.strictObject({
+  reason: z.string().max(500).optional(),
+  source: z.string().max(200).optional(),
+});
+
+const CreateBody = z.strictObject({
+  template: z.string().nullable().optional(),
+  trust: TrustLevel.optional(),
+  workspace_root: z.string().optional(),
+});
+
+const AbortBody = z.strictObject({
+  mode: z.enum(["stop_after_abort", "pause_after_abort"]).optional(),
+  run_id: z.string().optional(),
+});
+
+export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): void {
+  const admissionOf = (c: Context<AppEnv>) =>
+    c.get("auth").mode === "bearer"
+      ? ("control_authenticated" as const)
+      : ("local_process" as const);
+
+  app.post("/control/agents/:id/prompt", async (c) => {
+    requireControl(c);
+    const body = validate(PromptBody, await readJson(c));
+    const agentId = c.req.param("id");
+    host.getPublicAgent(agentId);
+    const origin = body.actor_id
+      ? { kind: "operator" as const, actor_id: body.actor_id }
+      : { kind: "operator" as const };
+    const envelope = host.admit({
+      agent_id: agentId,
+      kind: "operator_prompt",
+      origin,
+      body: { type: "text", text: body.text },
+      priority: body.priority,
+      trust: body.trust,
+      surface: body.surface ?? "http_control_prompt",
+      admission: admissionOf(c),
+      correlation_id: body.correlation_id,
+    });
+    return c.json({ ok: true, agent_id: agentId, message_id: envelope.id }, 202);
+  });
+
+  app.post("/control/agents/:id/control", async (c) => {
+    requireControl(c);
+    const body = validate(ControlBody, await readJson(c));
+    const agentId = c.req.param("id");
+    host.getPublicAgent(agentId);
+    return c.json({ ok: true, ...host.control(agentId, body.action) });
+  });
+
+  app.post("/control/agents/:id/wake", async (c) => {
+    requireControl(c);
+    const body = validate(WakeBody, await readJson(c, { optional: true }));
+    const agentId = c.req.param("id");
+    host.getPublicAgent(agentId);
+    const result = host.control(agentId, "wake", body.source ?? "operator");
+    return c.json({
+      ok: true,
+      agent_id: agentId,
+      disposition: result.disposition,
+      status: result.status,
+    });
+  });
+
+  app.post("/control/agents/:id/create", async (c) => {
+    requireControl(c);
+    const body = validate(CreateBody, await readJson(c, { optional: true }));
+    if (body.template) {
+      throw new HolonError("unsupported_template", "agent templates are not supported yet", {
+        hint: "create the agent without a template",
+      });
+    }
+    const agent = host.createAgent(
+      c.req.param("id"),
+      body.workspace_root ? { workspace_root: body.workspace_root } : {},
+    );
+    return c.json({ ok: true, agent: agentSummary(host, agent) }, 201);
+  });
+
+  app.post("/control/agents/:id/current-run/abort", async (c) => {
+    requireControl(c);
+    const body = validate(AbortBody, await readJson(c, { optional: true }));
+    const agentId = c.req.param("id");
+    host.getPublicAgent(agentId);
+    const result = host.abortCurrentRun(agentId, body.run_id);
+    return c.json({ ok: true, ...result, mode: "stop_after_abort" }, 202);
+  });
+
+  app.get("/control/runtime/status", (c) => {
+    requireControl(c);
+    return c.json({
+      ok: true,
+      ...host.runtimeStatus(),
+      http_addr: opts.listen?.http_addr ?? null,
+      socket_path: opts.listen?.socket_path ?? null,
+      control_token_configured: Boolean(opts.token),
+    });
+  });
+
+  app.post("/control/runtime/shutdown", (c) => {
+    requireControl(c);
+    host.store.tx(() => {
+      for (const a of host.listAgents()) {
+        host.store.appendEvent(a.agent_id, {
+          type: "runtime_service_shutdown_requested",
+          payload: { source: "control" },
+        });
+      }
+    });
+    setImmediate(() => opts.onShutdown?.());
+    return c.json({ ok: true, shutting_down: true }, 202);
+  });
+}

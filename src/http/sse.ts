@@ -1,0 +1,162 @@
+// Live event fan-out for SSE subscribers. The store publishes committed events; the hub
+// encodes each one once and hands it to every subscriber of that agent. A subscriber
+// that falls too far behind is disconnected (it resumes with Last-Event-ID) so a slow
+// client can never hold the runtime back or grow memory without bound.
+import type { EventEnvelope, EventProjectionName, ProjectedEvent } from "../domain/event.ts";
+import type { Store } from "../store/db.ts";
+
+export const MAX_SUBSCRIBER_BACKLOG = 20_000;
+
+export function project(e: EventEnvelope, name: EventProjectionName): ProjectedEvent {
+  return { ...e, projection: { name, raw_payload_included: true, redactions: [] } };
+}
+
+export function sseFrame(e: EventEnvelope, name: EventProjectionName): string {
+  return `id: ${e.event_seq}\nevent: ${e.type}\ndata: ${JSON.stringify(project(e, name))}\n\n`;
+}
+
+type Subscriber = {
+  projection: EventProjectionName;
+  push(frame: string, seq: number): void;
+};
+
+export class EventHub {
+  private readonly subs = new Map<string, Set<Subscriber>>();
+  private readonly unlisten: () => void;
+
+  constructor(store: Store) {
+    this.unlisten = store.onEvents((events) => this.publish(events));
+  }
+
+  private publish(events: EventEnvelope[]): void {
+    for (const e of events) {
+      const set = this.subs.get(e.agent_id);
+      if (!set || set.size === 0) continue;
+      const frames: Partial<Record<EventProjectionName, string>> = {};
+      for (const sub of set) {
+        const frame = (frames[sub.projection] ??= sseFrame(e, sub.projection));
+        sub.push(frame, e.event_seq);
+      }
+    }
+  }
+
+  /**
+   * Open a stream for `agentId`: replay everything after `afterSeq` from the durable log,
+   * then continue live with no gap or duplicate at the seam.
+   */
+  open(
+    store: Store,
+    agentId: string,
+    opts: {
+      afterSeq: number | undefined;
+      projection: EventProjectionName;
+      heartbeatMs: number;
+      signal: AbortSignal;
+    },
+  ): ReadableStream<Uint8Array> {
+    const encoder = new TextEncoder();
+    const queue: string[] = [];
+    let lastSeq = opts.afterSeq ?? store.events.newestSeq(agentId);
+    let replaying = true;
+    const pendingLive: { frame: string; seq: number }[] = [];
+    let notify: (() => void) | undefined;
+    let overflowed = false;
+    let closed = false;
+
+    const sub: Subscriber = {
+      projection: opts.projection,
+      push: (frame, seq) => {
+        if (closed) return;
+        if (replaying) {
+          pendingLive.push({ frame, seq });
+        } else if (seq > lastSeq) {
+          lastSeq = seq;
+          queue.push(frame);
+        }
+        if (queue.length + pendingLive.length > MAX_SUBSCRIBER_BACKLOG) overflowed = true;
+        const n = notify;
+        notify = undefined;
+        n?.();
+      },
+    };
+    // Subscribe before reading the log, so nothing committed in between is missed.
+    let set = this.subs.get(agentId);
+    if (!set) this.subs.set(agentId, (set = new Set()));
+    set.add(sub);
+    const detach = () => {
+      closed = true;
+      set.delete(sub);
+      const n = notify;
+      notify = undefined;
+      n?.();
+    };
+    opts.signal.addEventListener("abort", detach, { once: true });
+
+    const replay = () => {
+      if (opts.afterSeq !== undefined) {
+        for (;;) {
+          const page = store.events.after(agentId, lastSeq, 500);
+          for (const e of page) queue.push(sseFrame(e, opts.projection));
+          if (page.length > 0) lastSeq = page[page.length - 1]!.event_seq;
+          if (page.length < 500) break;
+        }
+      }
+      for (const p of pendingLive) {
+        if (p.seq > lastSeq) {
+          lastSeq = p.seq;
+          queue.push(p.frame);
+        }
+      }
+      pendingLive.length = 0;
+      replaying = false;
+    };
+
+    let heartbeat: ReturnType<typeof setInterval> | undefined;
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          controller.enqueue(encoder.encode(`: connected\nretry: 1000\n\n`));
+          replay();
+          heartbeat = setInterval(() => {
+            queue.push(`: heartbeat\n\n`);
+            const n = notify;
+            notify = undefined;
+            n?.();
+          }, opts.heartbeatMs);
+          heartbeat.unref?.();
+        },
+        pull: async (controller) => {
+          while (queue.length === 0 && !closed && !overflowed) {
+            await new Promise<void>((resolve) => (notify = resolve));
+          }
+          if (overflowed || closed) {
+            if (overflowed) {
+              controller.enqueue(
+                encoder.encode(
+                  `event: stream_overflow\ndata: {"reason":"client too slow; reconnect with Last-Event-ID"}\n\n`,
+                ),
+              );
+            }
+            clearInterval(heartbeat);
+            detach();
+            controller.close();
+            return;
+          }
+          // Batch what is waiting into one chunk.
+          const chunk = queue.join("");
+          queue.length = 0;
+          controller.enqueue(encoder.encode(chunk));
+        },
+        cancel: () => {
+          clearInterval(heartbeat);
+          detach();
+        },
+      },
+      { highWaterMark: 1 },
+    );
+  }
+
+  close(): void {
+    this.unlisten();
+  }
+}

@@ -1,0 +1,26 @@
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { BriefRecord } from "../domain/brief.ts";
+import { readRow, writeRow } from "./json.ts";
+
+export class BriefsRepo {
+  private readonly insertStmt: StatementSync;
+  private readonly recentStmt: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    this.insertStmt = db.prepare("INSERT INTO briefs (id, agent_id, data) VALUES (?, ?, ?)");
+    this.recentStmt = db.prepare(
+      "SELECT data FROM briefs WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+    );
+  }
+
+  insert(brief: BriefRecord): void {
+    this.insertStmt.run(brief.id, brief.agent_id, writeRow(brief));
+  }
+
+  /** Most recent briefs, oldest first. */
+  recent(agentId: string, limit: number): BriefRecord[] {
+    return (this.recentStmt.all(agentId, limit) as { data: string }[])
+      .map((r) => readRow(BriefRecord, r.data, "brief"))
+      .reverse();
+  }
+}

@@ -1,0 +1,147 @@
+// The durable store: one SQLite database per HOLON_HOME (WAL), versioned migrations,
+// one repository per record family, and transactions that publish their events only
+// after they commit ("durable before visible").
+import { DatabaseSync } from "node:sqlite";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import type { Clock, IdSource } from "../domain/clock.ts";
+import type { EventEnvelope, NewEvent } from "../domain/event.ts";
+import { MIGRATIONS } from "./migrations.ts";
+import { AgentsRepo } from "./agents.ts";
+import { MessagesRepo } from "./messages.ts";
+import { EventsRepo } from "./events.ts";
+import { BriefsRepo } from "./briefs.ts";
+import { TranscriptRepo } from "./transcript.ts";
+import { TasksRepo } from "./tasks.ts";
+
+export type EventListener = (events: EventEnvelope[]) => void;
+
+export class Store {
+  readonly db: DatabaseSync;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly agents: AgentsRepo;
+  readonly messages: MessagesRepo;
+  readonly events: EventsRepo;
+  readonly briefs: BriefsRepo;
+  readonly transcript: TranscriptRepo;
+  readonly tasks: TasksRepo;
+  private depth = 0;
+  private pending: EventEnvelope[] = [];
+  private readonly listeners = new Set<EventListener>();
+
+  constructor(path: string, clock: Clock, ids: IdSource) {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    this.db = new DatabaseSync(path);
+    this.db.exec("PRAGMA journal_mode = WAL");
+    this.db.exec("PRAGMA synchronous = NORMAL");
+    this.db.exec("PRAGMA busy_timeout = 5000");
+    this.db.exec("PRAGMA foreign_keys = ON");
+    this.clock = clock;
+    this.ids = ids;
+    migrate(this.db);
+    this.agents = new AgentsRepo(this.db);
+    this.messages = new MessagesRepo(this.db);
+    this.events = new EventsRepo(this.db);
+    this.briefs = new BriefsRepo(this.db);
+    this.transcript = new TranscriptRepo(this.db);
+    this.tasks = new TasksRepo(this.db);
+  }
+
+  /**
+   * Run `fn` in one transaction. Nested calls join the outer transaction. Events appended
+   * inside are delivered to listeners only after the outermost commit succeeds.
+   */
+  tx<T>(fn: () => T): T {
+    if (this.depth > 0) {
+      this.depth++;
+      try {
+        return fn();
+      } finally {
+        this.depth--;
+      }
+    }
+    this.db.exec("BEGIN IMMEDIATE");
+    this.depth = 1;
+    let result: T;
+    try {
+      result = fn();
+      this.db.exec("COMMIT");
+    } catch (err) {
+      this.pending = [];
+      try {
+        this.db.exec("ROLLBACK");
+      } catch {
+        // the transaction may already be gone; the original error matters more
+      }
+      throw err;
+    } finally {
+      this.depth = 0;
+    }
+    const published = this.pending;
+    this.pending = [];
+    if (published.length > 0) {
+      for (const listener of this.listeners) {
+        try {
+          listener(published);
+        } catch {
+          // a broken subscriber must never break the runtime
+        }
+      }
+    }
+    return result;
+  }
+
+  /** Append an audit event for `agentId`. Must run inside `tx`. */
+  appendEvent(agentId: string, event: NewEvent): EventEnvelope {
+    if (this.depth === 0) throw new Error("appendEvent must run inside a transaction");
+    const envelope: EventEnvelope = {
+      id: this.ids.next("evt"),
+      event_seq: this.events.nextSeq(agentId),
+      ts: this.clock.now().toISOString(),
+      agent_id: agentId,
+      type: event.type,
+      provenance: event.provenance ?? {},
+      payload: event.payload ?? {},
+    };
+    this.events.insert(envelope);
+    this.pending.push(envelope);
+    return envelope;
+  }
+
+  onEvents(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    if (this.db.isOpen) this.db.close();
+  }
+}
+
+function migrate(db: DatabaseSync): void {
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+  );
+  const applied = new Set(
+    (db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map(
+      (r) => r.version,
+    ),
+  );
+  for (const m of MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    db.exec("BEGIN IMMEDIATE");
+    try {
+      db.exec(m.sql);
+      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+        m.version,
+        m.name,
+        new Date().toISOString(),
+      );
+      db.exec("COMMIT");
+    } catch (err) {
+      db.exec("ROLLBACK");
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,90 @@
+// The durable queue. Dequeue order: priority band first, then admission order (FIFO).
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import {
+  MessageEnvelope,
+  PRIORITY_RANK,
+  type MessageStatus,
+  type QueuedMessage,
+} from "../domain/message.ts";
+import { readRow, writeRow } from "./json.ts";
+
+type Row = { seq: number; status: string; processed_at: string | null; envelope: string };
+
+export class MessagesRepo {
+  private readonly insertStmt: StatementSync;
+  private readonly nextStmt: StatementSync;
+  private readonly getStmt: StatementSync;
+  private readonly setStatusStmt: StatementSync;
+  private readonly countStmt: StatementSync;
+  private readonly byStatusStmt: StatementSync;
+  private readonly recentStmt: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    this.insertStmt = db.prepare(
+      "INSERT INTO messages (id, agent_id, priority_rank, status, created_at, envelope) VALUES (?, ?, ?, 'queued', ?, ?)",
+    );
+    this.nextStmt = db.prepare(
+      "SELECT seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = 'queued' ORDER BY priority_rank, seq LIMIT 1",
+    );
+    this.getStmt = db.prepare(
+      "SELECT seq, status, processed_at, envelope FROM messages WHERE id = ?",
+    );
+    this.setStatusStmt = db.prepare(
+      "UPDATE messages SET status = ?, processed_at = ? WHERE id = ?",
+    );
+    this.countStmt = db.prepare(
+      "SELECT COUNT(*) AS n FROM messages WHERE agent_id = ? AND status = 'queued'",
+    );
+    this.byStatusStmt = db.prepare(
+      "SELECT seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = ? ORDER BY priority_rank, seq",
+    );
+    this.recentStmt = db.prepare(
+      "SELECT seq, status, processed_at, envelope FROM messages WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+    );
+  }
+
+  insert(message: MessageEnvelope): number {
+    const result = this.insertStmt.run(
+      message.id,
+      message.agent_id,
+      PRIORITY_RANK[message.priority],
+      message.created_at,
+      writeRow(message),
+    );
+    return Number(result.lastInsertRowid);
+  }
+
+  /** The next message to run, without changing it. */
+  peekNext(agentId: string): QueuedMessage | undefined {
+    const row = this.nextStmt.get(agentId) as Row | undefined;
+    return row ? toQueued(row) : undefined;
+  }
+
+  get(id: string): QueuedMessage | undefined {
+    const row = this.getStmt.get(id) as Row | undefined;
+    return row ? toQueued(row) : undefined;
+  }
+
+  setStatus(id: string, status: MessageStatus, at?: string): void {
+    this.setStatusStmt.run(status, at ?? null, id);
+  }
+
+  pendingCount(agentId: string): number {
+    return (this.countStmt.get(agentId) as { n: number }).n;
+  }
+
+  withStatus(agentId: string, status: MessageStatus): QueuedMessage[] {
+    return (this.byStatusStmt.all(agentId, status) as Row[]).map(toQueued);
+  }
+
+  recent(agentId: string, limit: number): QueuedMessage[] {
+    return (this.recentStmt.all(agentId, limit) as Row[]).map(toQueued);
+  }
+}
+
+function toQueued(row: Row): QueuedMessage {
+  const envelope = readRow(MessageEnvelope, row.envelope, "message");
+  const queued: QueuedMessage = { ...envelope, seq: row.seq, status: row.status as MessageStatus };
+  if (row.processed_at) queued.processed_at = row.processed_at;
+  return queued;
+}
