@@ -10,12 +10,7 @@ export const PROVIDER_TRANSPORTS = [
 ] as const;
 export type ProviderTransport = (typeof PROVIDER_TRANSPORTS)[number];
 
-export const CREDENTIAL_SOURCES = [
-  "env",
-  "credential_profile",
-  "external_cli",
-  "none",
-] as const;
+export const CREDENTIAL_SOURCES = ["env", "credential_profile", "external_cli", "none"] as const;
 export type CredentialSource = (typeof CREDENTIAL_SOURCES)[number];
 
 export const CREDENTIAL_KINDS = ["api_key", "bearer_token", "session_token", "none"] as const;
