@@ -12,15 +12,29 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
+/** Locks this process holds (a second host in the same process must fail too). */
+const heldHere = new Set<string>();
+
+function locked(owner: number): HolonError {
+  return new HolonError("home_locked", `another Holon runtime (pid ${owner}) owns this home`, {
+    status: 409,
+    hint: "talk to it with the CLI (holon status), or stop it first",
+    details: { owner_pid: owner },
+  });
+}
+
 /** Take the lock or fail with `home_locked`. A lock left by a dead process is taken over. */
 export function acquireHomeLock(lockPath: string): () => void {
   mkdirSync(dirname(lockPath), { recursive: true });
+  if (heldHere.has(lockPath)) throw locked(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(lockPath, "wx", 0o600);
       writeSync(fd, String(process.pid));
       closeSync(fd);
+      heldHere.add(lockPath);
       return () => {
+        heldHere.delete(lockPath);
         try {
           if (readFileSync(lockPath, "utf8").trim() === String(process.pid)) rmSync(lockPath);
         } catch {
@@ -31,11 +45,7 @@ export function acquireHomeLock(lockPath: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       const owner = Number.parseInt(readFileSync(lockPath, "utf8").trim(), 10);
       if (Number.isFinite(owner) && owner !== process.pid && pidAlive(owner)) {
-        throw new HolonError("home_locked", `another Holon runtime (pid ${owner}) owns this home`, {
-          status: 409,
-          hint: "talk to it with the CLI (holon status), or stop it first",
-          details: { owner_pid: owner },
-        });
+        throw locked(owner);
       }
       rmSync(lockPath, { force: true }); // stale: its owner is gone
     }

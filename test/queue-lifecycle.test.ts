@@ -1,0 +1,205 @@
+// Queue order, lifecycle control and restart behaviour, through the host and HTTP.
+import { afterAll, describe, expect, it } from "vitest";
+import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import type { TurnExecutor, TurnRequest } from "../src/agent/runtime.ts";
+import { RuntimeHost } from "../src/host/host.ts";
+
+afterAll(cleanupHomes);
+
+/** Records the order messages reach the turn executor and completes them at once. */
+function recorder() {
+  const seen: string[] = [];
+  const executor: TurnExecutor = {
+    async run(req: TurnRequest) {
+      seen.push(req.message.body.type === "text" ? req.message.body.text : "?");
+      return { outcome: "completed" };
+    },
+  };
+  return { seen, executor };
+}
+
+function gapFree(host: RuntimeHost, agentId: string) {
+  const events = host.store.events.query(agentId, { limit: 100_000, order: "asc" });
+  events.forEach((e, i) => expect(e.event_seq).toBe(i + 1));
+  return events;
+}
+
+describe("queue", () => {
+  it("dequeues by priority band, FIFO within a band", async () => {
+    const { seen, executor } = recorder();
+    const rt = await startRuntime({ executor: () => executor });
+    rt.host.control("main", "pause");
+    const send = (text: string, priority: string, path = "/agents/main/enqueue") =>
+      rt.req("POST", path, path.includes("control") ? { text, priority } : { text, priority });
+    await send("bg1", "background");
+    await send("n1", "normal");
+    await send("x1", "next");
+    await send("n2", "normal");
+    await send("i1", "interject", "/control/agents/main/prompt");
+    await send("x2", "next");
+    await send("bg2", "background");
+    rt.host.control("main", "resume");
+    await waitFor(() => seen.length === 7, { what: "all messages processed" });
+    expect(seen).toEqual(["i1", "x1", "x2", "n1", "n2", "bg1", "bg2"]);
+    gapFree(rt.host, "main");
+    await rt.close();
+  });
+
+  it("queued messages survive a restart and run afterwards; processed ones stay auditable", async () => {
+    const home = tempHome();
+    const first = await startRuntime({ home, executor: () => recorder().executor });
+    first.host.control("main", "pause");
+    const ids: string[] = [];
+    for (const t of ["a", "b", "c"])
+      ids.push((await first.req("POST", "/enqueue", { text: t })).json.message_id);
+    await first.close();
+
+    const { seen, executor } = recorder();
+    const second = await startRuntime({ home, executor: () => executor });
+    expect(second.host.getAgent("main").status).toBe("paused");
+    expect(second.host.store.messages.pendingCount("main")).toBe(3);
+    second.host.control("main", "resume");
+    await waitFor(() => seen.length === 3);
+    expect(seen).toEqual(["a", "b", "c"]);
+    await waitFor(() =>
+      ids.every((id) => second.host.store.messages.get(id)?.status === "processed"),
+    );
+    // queue wait is derivable from message_admitted → message_processing_started
+    const events = gapFree(second.host, "main");
+    for (const id of ids) {
+      const admitted = events.find(
+        (e) => e.type === "message_admitted" && e.payload.message_id === id,
+      )!;
+      const started = events.find(
+        (e) => e.type === "message_processing_started" && e.payload.message_id === id,
+      )!;
+      expect(Date.parse(started.ts)).toBeGreaterThanOrEqual(Date.parse(admitted.ts));
+      expect(typeof started.payload.queue_wait_ms).toBe("number");
+    }
+    await second.close();
+  });
+});
+
+describe("lifecycle", () => {
+  it("stop is durable, rejects new input with resume guidance, and wake does not cross it", async () => {
+    const home = tempHome();
+    const rt = await startRuntime({ home, executor: () => recorder().executor });
+    const stop = await rt.req("POST", "/control/agents/main/control", { action: "stop" });
+    expect(stop.json).toMatchObject({ ok: true, status: "stopped", disposition: "stopped" });
+
+    const prompt = await rt.req("POST", "/control/agents/main/prompt", { text: "hi" });
+    expect(prompt.status).toBe(409);
+    expect(prompt.json.error.kind).toBe("agent_stopped");
+    expect(prompt.json.error.hint).toContain("holon agent start");
+    const pub = await rt.req("POST", "/enqueue", { text: "hi" });
+    expect(pub.json.error.kind).toBe("agent_stopped");
+    const hook = await rt.req("POST", "/webhooks/generic/main", { a: 1 });
+    expect(hook.json.error.kind).toBe("agent_stopped");
+
+    const wake = await rt.req("POST", "/control/agents/main/wake", { reason: "test" });
+    expect(wake.status).toBe(409);
+    expect(wake.json.error).toMatchObject({ kind: "agent_stopped", resume_required: true });
+
+    const status = await rt.req("GET", "/status");
+    expect(status.json.status).toBe("stopped");
+    expect(status.json.lifecycle_hint).toMatchObject({ resume_required: true });
+    await rt.close();
+
+    // stopped survives restart; resume restores a live loop that processes new work
+    const { seen, executor } = recorder();
+    const again = await startRuntime({ home, executor: () => executor });
+    expect(again.host.getAgent("main").status).toBe("stopped");
+    const resume = await again.req("POST", "/control/agents/main/control", { action: "resume" });
+    expect(resume.json.disposition).toBe("resumed");
+    await again.req("POST", "/control/agents/main/prompt", { text: "after resume" });
+    await waitFor(() => seen.includes("after resume"));
+    await again.close();
+  });
+
+  it("graceful shutdown does not persist agents as stopped", async () => {
+    const home = tempHome();
+    const rt = await startRuntime({ home });
+    await rt.req("POST", "/control/agents/builder/create", {});
+    await rt.close();
+    const again = RuntimeHost.open({ home });
+    for (const a of again.store.agents.list()) expect(a.status).not.toBe("stopped");
+    await again.shutdown();
+  });
+
+  it("pause holds the queue, wake reports dispositions, resume drains it", async () => {
+    const { seen, executor } = recorder();
+    const rt = await startRuntime({ executor: () => executor });
+    await waitFor(() => rt.host.getAgent("main").status === "asleep");
+    const wake = await rt.req("POST", "/control/agents/main/wake", {});
+    expect(wake.json.disposition).toBe("woken");
+    await rt.req("POST", "/control/agents/main/control", { action: "pause" });
+    await rt.req("POST", "/control/agents/main/prompt", { text: "held" });
+    expect((await rt.req("POST", "/control/agents/main/wake", {})).json.disposition).toBe("paused");
+    expect(rt.host.store.messages.pendingCount("main")).toBe(1);
+    expect(seen).toEqual([]);
+    await rt.req("POST", "/control/agents/main/control", { action: "resume" });
+    await waitFor(() => seen.length === 1);
+    await waitFor(() => rt.host.getAgent("main").status === "asleep");
+    const types = rt.host.store.events
+      .query("main", { limit: 200, order: "asc" })
+      .map((e) => e.type);
+    expect(types).toContain("control_applied");
+    expect(types).toContain("wake_requested");
+    await rt.close();
+  });
+
+  it("named agents exist only by explicit creation", async () => {
+    const rt = await startRuntime();
+    expect(
+      (await rt.req("POST", "/control/agents/builder/prompt", { text: "x" })).json.error.kind,
+    ).toBe("unknown_agent");
+    expect((await rt.req("GET", "/agents/builder/status")).status).toBe(404);
+    const created = await rt.req("POST", "/control/agents/builder/create", {});
+    expect(created.status).toBe(201);
+    expect(created.json.agent).toMatchObject({
+      agent_id: "builder",
+      kind: "named",
+      visibility: "public",
+    });
+    expect((await rt.req("POST", "/control/agents/builder/create", {})).json.error.kind).toBe(
+      "agent_exists",
+    );
+    expect((await rt.req("POST", "/control/agents/bad%20id/create", {})).json.error.kind).toBe(
+      "invalid_agent_id",
+    );
+    const list = await rt.req("GET", "/agents/list");
+    expect(list.json.agents.map((a: any) => a.agent_id).sort()).toEqual(["builder", "main"]);
+    await rt.close();
+  });
+
+  it("HOLON_AGENT_ID picks the default agent", async () => {
+    const rt = await startRuntime({ defaultAgentId: "alpha" });
+    expect((await rt.req("GET", "/")).json.default_agent).toBe("alpha");
+    expect((await rt.req("GET", "/status")).json.agent_id).toBe("alpha");
+    await rt.close();
+  });
+
+  it("a failing turn leaves a failure brief, a runtime_failure entry and a runtime_error event", async () => {
+    const rt = await startRuntime(); // no provider configured: the unconfigured executor fails honestly
+    const sent = await rt.req("POST", "/control/agents/main/prompt", { text: "hello" });
+    await waitFor(() => rt.host.store.messages.get(sent.json.message_id)?.status === "processed");
+    const briefs = (await rt.req("GET", "/briefs")).json.briefs;
+    expect(briefs.at(-1)).toMatchObject({
+      kind: "failure",
+      related_message_id: sent.json.message_id,
+    });
+    const transcript = (await rt.req("GET", "/transcript")).json.entries;
+    expect(transcript.some((e: any) => e.kind === "runtime_failure")).toBe(true);
+    const events = (await rt.req("GET", "/agents/main/events?order=asc&limit=500")).json.events;
+    expect(events.some((e: any) => e.type === "runtime_error")).toBe(true);
+    expect((await rt.req("GET", "/status")).json.last_failure.summary).toMatch(/model provider/);
+    await rt.close();
+  });
+
+  it("the home is locked to one runtime", async () => {
+    const home = tempHome();
+    const rt = await startRuntime({ home });
+    expect(() => RuntimeHost.open({ home })).toThrowError(/another Holon runtime/);
+    await rt.close();
+  });
+});
