@@ -1,0 +1,528 @@
+// OpenAI Responses transport (non-streaming JSON), plus the Responses lowering and
+// parsing shared with the Codex transport.
+//
+// Lowering: system prompt + system blocks → `instructions`; context blocks → a leading
+// `developer` message; conversation → input items; tools → `function` tools, or `custom`
+// grammar tools for freeform ones. `prompt_cache_key` is sent when the frame has a cache
+// identity, and a later turn may be sent as `previous_response_id` + only the new items
+// (see `ContinuationCache`).
+import OpenAI from "openai";
+import type {
+  Response as OpenAIResponse,
+  ResponseCreateParamsNonStreaming,
+  ResponseInputItem,
+  ResponseOutputItem,
+  ResponseReasoningItem,
+  ResponseUsage,
+  Tool as ResponsesTool,
+} from "openai/resources/responses/responses";
+import type { TokenUsage } from "../domain/provider.ts";
+import {
+  ProviderError,
+  classifyError,
+  joinUrl,
+  streamErrorToProviderError,
+  unsupportedShape,
+  type ClassifyContext,
+} from "./errors.ts";
+import {
+  contextText,
+  systemText,
+  type ConversationItem,
+  type ProviderRequest,
+  type ProviderResponse,
+  type ResponseBlock,
+  type StopReason,
+  type ToolSpec,
+  type TransportClient,
+  type TransportSendOptions,
+} from "./model.ts";
+import { emitToolSchema } from "./schema.ts";
+import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
+
+// ---------------------------------------------------------------------------
+// SDK client
+
+/** An OpenAI SDK client for one candidate: no SDK retries, no environment fallbacks. */
+export function openAiClient(candidate: ModelCandidate): OpenAI {
+  const credential = candidate.credential;
+  const headers: Record<string, string | null> = { ...(credential?.headers ?? {}) };
+  // Without a credential the SDK still wants a key; send none on the wire.
+  if (!credential || credential.kind === "none") headers["Authorization"] = null;
+  return new OpenAI({
+    apiKey: credential && credential.kind !== "none" ? credential.value : "holon-no-credential",
+    adminAPIKey: null,
+    organization: null,
+    project: null,
+    webhookSecret: null,
+    baseURL: candidate.base_url,
+    maxRetries: 0,
+    timeout: RETRY_POLICY.request_timeout_ms,
+    defaultHeaders: headers,
+    logLevel: "off",
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Lowering
+
+export type ResponsesLoweringOptions = {
+  /** Lower freeform tools to `custom` grammar tools (true for Responses and Codex). */
+  native_freeform: boolean;
+  /** Drop reasoning items that carry no `encrypted_content` (stateless `store: false` backends). */
+  require_encrypted_reasoning: boolean;
+};
+
+function freeformTools(tools: readonly ToolSpec[], native: boolean): Map<string, string> {
+  const map = new Map<string, string>();
+  if (!native) return map;
+  for (const t of tools) if (t.freeform) map.set(t.name, t.freeform.input_field);
+  return map;
+}
+
+export function lowerResponsesTools(
+  tools: readonly ToolSpec[],
+  request: ProviderRequest,
+  native: boolean,
+): ResponsesTool[] {
+  const mode = request.schema_mode ?? "relaxed";
+  return tools.map((tool): ResponsesTool => {
+    if (native && tool.freeform) {
+      return {
+        type: "custom",
+        name: tool.name,
+        description: tool.description,
+        format: {
+          type: "grammar",
+          syntax: tool.freeform.syntax,
+          definition: tool.freeform.definition,
+        },
+      };
+    }
+    return {
+      type: "function",
+      name: tool.name,
+      description: tool.description,
+      parameters: emitToolSchema(tool.parameters, mode),
+      strict: mode === "strict",
+    };
+  });
+}
+
+/**
+ * Lowers `conversation[from..]` to input items. Earlier items are still read to know
+ * whether a tool result answers a `custom` or a `function` call.
+ */
+export function lowerResponsesInput(
+  conversation: readonly ConversationItem[],
+  tools: readonly ToolSpec[],
+  options: ResponsesLoweringOptions,
+  from = 0,
+): ResponseInputItem[] {
+  const freeform = freeformTools(tools, options.native_freeform);
+  const customCalls = new Set<string>();
+  const out: ResponseInputItem[] = [];
+  conversation.forEach((item, index) => {
+    const emit = index >= from;
+    switch (item.type) {
+      case "user_text":
+        if (emit) out.push({ type: "message", role: "user", content: item.text });
+        break;
+      case "assistant_text":
+        if (emit) out.push({ type: "message", role: "assistant", content: item.text });
+        break;
+      case "tool_call": {
+        const field = freeform.get(item.name);
+        if (field !== undefined) {
+          customCalls.add(item.call_id);
+          const raw = freeformInput(item.arguments, field);
+          if (emit)
+            out.push({
+              type: "custom_tool_call",
+              call_id: item.call_id,
+              name: item.name,
+              input: raw,
+            });
+        } else if (emit) {
+          out.push({
+            type: "function_call",
+            call_id: item.call_id,
+            name: item.name,
+            arguments: item.arguments,
+          });
+        }
+        break;
+      }
+      case "tool_result":
+        if (!emit) break;
+        if (customCalls.has(item.call_id)) {
+          out.push({ type: "custom_tool_call_output", call_id: item.call_id, output: item.output });
+        } else {
+          out.push({ type: "function_call_output", call_id: item.call_id, output: item.output });
+        }
+        break;
+      case "reasoning": {
+        if (!emit || item.family !== "openai_responses") break;
+        const data = item.data as ResponseReasoningItem | null;
+        if (!data || typeof data !== "object" || data.type !== "reasoning") break;
+        if (options.require_encrypted_reasoning) {
+          if (!data.encrypted_content) break;
+          const { id: _id, status: _status, ...rest } = data;
+          out.push(rest as ResponseReasoningItem);
+        } else {
+          out.push(data);
+        }
+        break;
+      }
+    }
+  });
+  return out;
+}
+
+/** The raw freeform input carried in JSON-fallback arguments. */
+function freeformInput(args: string, field: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (
+      parsed &&
+      typeof parsed === "object" &&
+      typeof (parsed as Record<string, unknown>)[field] === "string"
+    ) {
+      return (parsed as Record<string, string>)[field] as string;
+    }
+  } catch {
+    // not JSON: the arguments are the raw input
+  }
+  return args;
+}
+
+/** Leading input items of the frame: the context blocks as one developer message. */
+export function frameInput(request: ProviderRequest): ResponseInputItem[] {
+  const ctx = contextText(request.frame);
+  return ctx === null ? [] : [{ type: "message", role: "developer", content: ctx }];
+}
+
+/** The full non-streaming Responses request for a candidate. */
+export function buildResponsesRequest(
+  candidate: ModelCandidate,
+  request: ProviderRequest,
+): ResponseCreateParamsNonStreaming {
+  const options: ResponsesLoweringOptions = {
+    native_freeform: true,
+    require_encrypted_reasoning: false,
+  };
+  const body: ResponseCreateParamsNonStreaming = {
+    model: candidate.model,
+    input: [
+      ...frameInput(request),
+      ...lowerResponsesInput(request.conversation, request.tools, options),
+    ],
+  };
+  const instructions = systemText(request.frame);
+  if (instructions) body.instructions = instructions;
+  if (request.tools.length > 0) {
+    body.tools = lowerResponsesTools(request.tools, request, true);
+    body.parallel_tool_calls = true;
+  }
+  const maxOut = request.max_output_tokens ?? candidate.max_output_tokens;
+  if (maxOut !== undefined) body.max_output_tokens = maxOut;
+  if (request.frame.cache) body.prompt_cache_key = request.frame.cache.prompt_cache_key;
+  return body;
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+
+export function parseResponsesUsage(u: ResponseUsage | undefined | null): TokenUsage | undefined {
+  if (
+    !u ||
+    typeof u !== "object" ||
+    typeof u.input_tokens !== "number" ||
+    typeof u.output_tokens !== "number"
+  )
+    return undefined;
+  const out: TokenUsage = {
+    input_tokens: u.input_tokens,
+    output_tokens: u.output_tokens,
+    total_tokens:
+      typeof u.total_tokens === "number" ? u.total_tokens : u.input_tokens + u.output_tokens,
+  };
+  const cached = u.input_tokens_details?.cached_tokens;
+  if (typeof cached === "number") out.cache_read_input_tokens = cached;
+  const written = u.input_tokens_details?.cache_write_tokens;
+  if (typeof written === "number" && written > 0) out.cache_creation_input_tokens = written;
+  const reasoning = u.output_tokens_details?.reasoning_tokens;
+  if (typeof reasoning === "number") out.reasoning_tokens = reasoning;
+  return out;
+}
+
+/** Output items → neutral blocks. Unknown item types (server-side tools) are skipped. */
+export function parseResponsesOutput(
+  output: readonly ResponseOutputItem[],
+  tools: readonly ToolSpec[],
+): ResponseBlock[] {
+  const freeform = freeformTools(tools, true);
+  const blocks: ResponseBlock[] = [];
+  for (const item of output) {
+    switch (item.type) {
+      case "message": {
+        const text = item.content
+          .map((part) =>
+            part.type === "output_text" ? part.text : part.type === "refusal" ? part.refusal : "",
+          )
+          .join("");
+        if (text.length > 0) blocks.push({ type: "assistant_text", text });
+        break;
+      }
+      case "function_call":
+        blocks.push({
+          type: "tool_call",
+          call_id: item.call_id,
+          name: item.name,
+          arguments: item.arguments,
+        });
+        break;
+      case "custom_tool_call": {
+        const field = freeform.get(item.name) ?? "input";
+        blocks.push({
+          type: "tool_call",
+          call_id: item.call_id,
+          name: item.name,
+          arguments: JSON.stringify({ [field]: item.input }),
+        });
+        break;
+      }
+      case "reasoning": {
+        const summary = (item.summary ?? []).map((s) => s.text).join("\n");
+        blocks.push(
+          summary
+            ? { type: "reasoning", family: "openai_responses", data: item, summary }
+            : { type: "reasoning", family: "openai_responses", data: item },
+        );
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return blocks;
+}
+
+/** Validates a Responses object and converts it (the caller handles `failed`). */
+export function parseResponsesResponse(
+  raw: unknown,
+  tools: readonly ToolSpec[],
+  ctx: ClassifyContext,
+): ProviderResponse {
+  if (!raw || typeof raw !== "object") throw unsupportedShape("body is not a JSON object", ctx);
+  const res = raw as Partial<OpenAIResponse>;
+  if (!Array.isArray(res.output)) throw unsupportedShape("missing `output` array", ctx);
+  if (res.status === "failed" || (res.error && typeof res.error === "object")) {
+    throw streamFailure(res, ctx);
+  }
+  const blocks = parseResponsesOutput(res.output, tools);
+  let stop: StopReason = blocks.some((b) => b.type === "tool_call") ? "tool_use" : "end_turn";
+  if (res.status === "incomplete") {
+    const reason = res.incomplete_details?.reason;
+    stop =
+      reason === "max_output_tokens"
+        ? "max_tokens"
+        : reason === "content_filter"
+          ? "refusal"
+          : "other";
+  }
+  const out: ProviderResponse = {
+    blocks,
+    stop_reason: stop,
+    model: typeof res.model === "string" ? res.model : ctx.candidate.model,
+  };
+  const tokenUsage = parseResponsesUsage(res.usage);
+  if (tokenUsage) out.token_usage = tokenUsage;
+  if (typeof res.id === "string") out.response_id = res.id;
+  return out;
+}
+
+/** A `failed` response (or `response.failed` event) as a classified error. */
+export function streamFailure(res: Partial<OpenAIResponse>, ctx: ClassifyContext): ProviderError {
+  const err = res.error ?? null;
+  return streamErrorToProviderError(
+    err?.code ?? undefined,
+    err?.message ?? "response failed without an error object",
+    ctx,
+  );
+}
+
+// ---------------------------------------------------------------------------
+// Incremental continuation (`previous_response_id`)
+
+type Snapshot = {
+  /** Everything but the input: must be identical for an incremental request. */
+  shape: string;
+  /** Canonical JSON of each neutral item the provider has seen: last request + its reply. */
+  items: string[];
+  response_id: string;
+};
+
+/** Stable JSON (sorted object keys) for comparing neutral items. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) =>
+            a < b ? -1 : a > b ? 1 : 0,
+          ),
+        )
+      : v,
+  );
+}
+
+/**
+ * Per-scope memory of the last successful Responses exchange. A scope is
+ * (agent id, prompt cache key, model ref, base URL). A request may be sent incrementally
+ * only when everything but the conversation is unchanged and the conversation begins
+ * with exactly the items of the last request followed by the items of its reply.
+ */
+export class ContinuationCache {
+  readonly #snapshots = new Map<string, Snapshot>();
+
+  static scopeOf(candidate: ModelCandidate, request: ProviderRequest): string | null {
+    const cache = request.frame.cache;
+    if (!cache) return null;
+    return stableJson([
+      cache.agent_id,
+      cache.prompt_cache_key,
+      candidate.model_ref,
+      candidate.base_url,
+    ]);
+  }
+
+  static shapeOf(body: ResponseCreateParamsNonStreaming, request: ProviderRequest): string {
+    const { input: _input, previous_response_id: _prev, ...rest } = body;
+    return stableJson({
+      rest,
+      frame: request.frame,
+      tools: request.tools,
+      schema_mode: request.schema_mode ?? "relaxed",
+    });
+  }
+
+  /** Index of the first conversation item the provider has not seen, or null for a full request. */
+  plan(
+    scope: string | null,
+    shape: string,
+    conversation: readonly ConversationItem[],
+  ): { from: number; response_id: string } | null {
+    if (scope === null) return null;
+    const snap = this.#snapshots.get(scope);
+    if (!snap || snap.shape !== shape) return null;
+    if (conversation.length <= snap.items.length) return null;
+    for (let i = 0; i < snap.items.length; i++) {
+      if (stableJson(conversation[i]) !== snap.items[i]) return null;
+    }
+    return { from: snap.items.length, response_id: snap.response_id };
+  }
+
+  remember(
+    scope: string | null,
+    shape: string,
+    conversation: readonly ConversationItem[],
+    response: ProviderResponse,
+  ): void {
+    if (scope === null) return;
+    if (!response.response_id) {
+      this.#snapshots.delete(scope);
+      return;
+    }
+    this.#snapshots.set(scope, {
+      shape,
+      items: [...conversation, ...response.blocks].map(stableJson),
+      response_id: response.response_id,
+    });
+  }
+
+  forget(scope: string | null): void {
+    if (scope !== null) this.#snapshots.delete(scope);
+  }
+
+  clear(): void {
+    this.#snapshots.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Transport
+
+export type OpenAIResponsesTransport = TransportClient & {
+  readonly continuation: ContinuationCache;
+  /** Builds the body that `send` would post now (with `previous_response_id` when eligible). */
+  plan(candidate: ModelCandidate, request: ProviderRequest): ResponseCreateParamsNonStreaming;
+};
+
+export function createOpenAIResponsesTransport(
+  options: { incremental?: boolean } = {},
+): OpenAIResponsesTransport {
+  const continuation = new ContinuationCache();
+  const incrementalEnabled = options.incremental ?? true;
+
+  const plan = (candidate: ModelCandidate, request: ProviderRequest) => {
+    const full = buildResponsesRequest(candidate, request);
+    const scope = ContinuationCache.scopeOf(candidate, request);
+    const shape = ContinuationCache.shapeOf(full, request);
+    const step = incrementalEnabled ? continuation.plan(scope, shape, request.conversation) : null;
+    if (!step) return { body: full, full, scope, shape, incremental: false };
+    const tail = lowerResponsesInput(
+      request.conversation,
+      request.tools,
+      { native_freeform: true, require_encrypted_reasoning: false },
+      step.from,
+    );
+    const body: ResponseCreateParamsNonStreaming = {
+      ...full,
+      input: tail,
+      previous_response_id: step.response_id,
+    };
+    return { body, full, scope, shape, incremental: true };
+  };
+
+  const post = async (
+    client: OpenAI,
+    body: ResponseCreateParamsNonStreaming,
+    signal: AbortSignal,
+  ): Promise<unknown> => client.responses.create(body, { signal, maxRetries: 0 });
+
+  return {
+    transport: "openai_responses",
+    continuation,
+    plan: (candidate, request) => plan(candidate, request).body,
+    async send(
+      candidate: ModelCandidate,
+      request: ProviderRequest,
+      opts: TransportSendOptions,
+    ): Promise<ProviderResponse> {
+      const ctx: ClassifyContext = { candidate, url: joinUrl(candidate.base_url, "responses") };
+      const client = openAiClient(candidate);
+      const p = plan(candidate, request);
+      let raw: unknown;
+      let incremental = p.incremental;
+      try {
+        try {
+          raw = await post(client, p.body, opts.signal);
+        } catch (err) {
+          // The provider no longer knows the previous response: fall back to the full request once.
+          const status = (err as { status?: unknown }).status;
+          if (!p.incremental || opts.signal.aborted || (status !== 400 && status !== 404))
+            throw err;
+          incremental = false;
+          raw = await post(client, p.full, opts.signal);
+        }
+        const response = parseResponsesResponse(raw, request.tools, ctx);
+        if (incremental) response.incremental = true;
+        continuation.remember(p.scope, p.shape, request.conversation, response);
+        return response;
+      } catch (err) {
+        continuation.forget(p.scope);
+        throw classifyError(err, ctx);
+      }
+    },
+  };
+}
