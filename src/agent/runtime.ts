@@ -15,7 +15,7 @@ export type TurnRequest = {
   run_id: string;
   signal: AbortSignal;
   /** Queued trusted `interject` operator prompts, claimed for insertion at a safe point. */
-  takeInterjections(): QueuedMessage[];
+  takeInterjections(boundary: string): QueuedMessage[];
 };
 
 export type TurnResult =
@@ -186,7 +186,7 @@ export class AgentRuntime {
         message,
         run_id: runId,
         signal: controller.signal,
-        takeInterjections: () => this.takeInterjections(message.id),
+        takeInterjections: (boundary) => this.takeInterjections(message.id, boundary),
       });
     } catch (err) {
       const summary = err instanceof Error ? err.message : String(err);
@@ -243,17 +243,17 @@ export class AgentRuntime {
   }
 
   /** Claim queued interject-priority operator prompts so the turn can insert them. */
-  private takeInterjections(activeMessageId: string): QueuedMessage[] {
+  private takeInterjections(activeMessageId: string, boundary: string): QueuedMessage[] {
     const store = this.store;
     return store.tx(() => {
       const claimed: QueuedMessage[] = [];
       for (const m of store.messages.withStatus(this.agentId, "queued")) {
         if (m.priority !== "interject" || m.trust !== "trusted_operator") continue;
-        store.messages.setStatus(m.id, "processed", store.clock.now().toISOString());
+        store.messages.setStatus(m.id, "interjected", store.clock.now().toISOString());
         store.appendEvent(this.agentId, {
-          type: "operator_interjection_inserted",
+          type: "operator_interjection_admitted",
           provenance: provenanceOf(m),
-          payload: { message_id: m.id, into_message_id: activeMessageId },
+          payload: { message_id: m.id, into_message_id: activeMessageId, boundary },
         });
         claimed.push(m);
       }

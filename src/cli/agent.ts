@@ -62,3 +62,85 @@ export async function control(
   if (flags.json) return printJson(res);
   process.stdout.write(`${agentId}: ${res.disposition} (status ${res.status})\n`);
 }
+
+async function defaultAgent(client: ReturnType<typeof connect>): Promise<string> {
+  return (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+}
+
+export async function abort(
+  agent: string | undefined,
+  flags: Flags & { runId?: string },
+): Promise<void> {
+  const client = connect(flags);
+  const agentId = agent ?? (await defaultAgent(client));
+  const body: Record<string, unknown> = { mode: "stop_after_abort" };
+  if (flags.runId) body.run_id = flags.runId;
+  const res = await call(() =>
+    client.call<{ run_id: string }>(
+      "POST",
+      `/control/agents/${encodeURIComponent(agentId)}/current-run/abort`,
+      body,
+    ),
+  );
+  if (flags.json) return printJson(res);
+  process.stdout.write(
+    `${agentId}: aborting run ${res.run_id}; the agent will be stopped (holon agent start ${agentId} to resume)\n`,
+  );
+}
+
+type ModelState = {
+  source: string;
+  runtime_default_model: string | null;
+  effective_model: string | null;
+  effective_fallback_models: string[];
+  override_model?: string;
+};
+
+function printModel(agentId: string, m: ModelState, json?: boolean): void {
+  if (json) return printJson(m);
+  process.stdout.write(
+    `${agentId}: ${m.effective_model ?? "(no model configured)"} (${m.source === "agent_override" ? "agent override" : "runtime default"})\n` +
+      (m.effective_fallback_models.length
+        ? `fallbacks: ${m.effective_fallback_models.join(", ")}\n`
+        : ""),
+  );
+}
+
+export async function modelGet(agent: string | undefined, flags: Flags): Promise<void> {
+  const client = connect(flags);
+  const agentId = agent ?? (await defaultAgent(client));
+  const s = await call(() =>
+    client.call<{ model: ModelState }>("GET", `/agents/${encodeURIComponent(agentId)}/status`),
+  );
+  printModel(agentId, s.model, flags.json);
+}
+
+export async function modelSet(
+  model: string,
+  agent: string | undefined,
+  flags: Flags,
+): Promise<void> {
+  const client = connect(flags);
+  const agentId = agent ?? (await defaultAgent(client));
+  const res = await call(() =>
+    client.call<{ model: ModelState }>(
+      "POST",
+      `/control/agents/${encodeURIComponent(agentId)}/model`,
+      { model },
+    ),
+  );
+  printModel(agentId, res.model, flags.json);
+}
+
+export async function modelClear(agent: string | undefined, flags: Flags): Promise<void> {
+  const client = connect(flags);
+  const agentId = agent ?? (await defaultAgent(client));
+  const res = await call(() =>
+    client.call<{ model: ModelState }>(
+      "POST",
+      `/control/agents/${encodeURIComponent(agentId)}/model/clear`,
+      {},
+    ),
+  );
+  printModel(agentId, res.model, flags.json);
+}

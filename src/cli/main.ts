@@ -77,6 +77,28 @@ program
   .addOption(json())
   .action(action(async (agent, opts) => (await import("./inspect.ts")).transcript(agent, opts)));
 
+program
+  .command("run")
+  .description("Run one prompt to completion and print the result")
+  .argument("<prompt...>", "what the agent should do")
+  .option("--agent <id>", "use this existing public agent instead of a temporary one")
+  .option("--create-agent", "create the --agent if it does not exist")
+  .option("--max-turns <n>", "limit the number of model rounds")
+  .option("--workspace-root <path>", "workspace to work in (default: the current directory)")
+  .option("--cwd <path>", "working directory inside the workspace")
+  .addOption(
+    new Option("--trust <trust>", "trust label of the prompt").choices([
+      "trusted-operator",
+      "trusted-system",
+      "trusted-integration",
+      "untrusted-external",
+    ]),
+  )
+  .addOption(home())
+  .addOption(token())
+  .addOption(new Option("--json", "print the RunOnceResponse as JSON"))
+  .action(action(async (words, opts) => (await import("./run.ts")).run(words, opts)));
+
 const agentCmd = program.command("agent").description("Manage agents");
 agentCmd
   .command("list")
@@ -118,6 +140,45 @@ for (const [name, act, desc] of [
     .addOption(json())
     .action(action(async (agent, opts) => (await import("./agent.ts")).control(act, agent, opts)));
 }
+
+agentCmd
+  .command("abort")
+  .description("Abort the agent's current run (the agent is stopped afterwards)")
+  .argument("[agent]", "agent id")
+  .option("--run-id <id>", "only abort if this is still the current run")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).abort(agent, opts)));
+
+const modelCmd = agentCmd.command("model").description("Per-agent model override");
+modelCmd
+  .command("get")
+  .description("Show the agent's model selection")
+  .argument("[agent]", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).modelGet(agent, opts)));
+modelCmd
+  .command("set")
+  .description("Override the agent's primary model (future turns only)")
+  .argument("<model>", "model ref, <provider>/<model>")
+  .argument("[agent]", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(
+    action(async (model, agent, opts) => (await import("./agent.ts")).modelSet(model, agent, opts)),
+  );
+modelCmd
+  .command("clear")
+  .description("Return the agent to the runtime default model")
+  .argument("[agent]", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).modelClear(agent, opts)));
 
 registerConfigCommands(program);
 

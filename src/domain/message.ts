@@ -138,6 +138,7 @@ export const MessageStatus = z.enum([
   "processed",
   "aborted",
   "interrupted",
+  "interjected",
 ]);
 export type MessageStatus = z.infer<typeof MessageStatus>;
 

@@ -164,6 +164,61 @@ export class RuntimeHost {
     return record;
   }
 
+  /** Bind the agent to a workspace (used by `run --workspace-root` and create). */
+  setWorkspace(agentId: string, workspaceRoot: string): void {
+    const store = this.store;
+    store.tx(() => {
+      const agent = this.getAgent(agentId);
+      const next: AgentRecord = {
+        ...agent,
+        workspace_root: workspaceRoot,
+        updated_at: store.clock.now().toISOString(),
+      };
+      delete next.cwd;
+      store.agents.put(next);
+      store.appendEvent(agentId, {
+        type: "workspace_attached",
+        payload: { workspace_root: workspaceRoot },
+      });
+    });
+  }
+
+  /** Agent-scoped model override; affects future turns only. `undefined` clears it. */
+  setModelOverride(agentId: string, model: string | undefined): AgentRecord {
+    if (model !== undefined) {
+      if (!/^[^/\s]+\/\S+$/.test(model)) {
+        throw new HolonError("invalid_model_ref", `'${model}' is not a model ref`, {
+          hint: "use <provider_id>/<model>, e.g. anthropic/claude-sonnet-4-6",
+        });
+      }
+      this.modelRefCheck?.(model);
+    }
+    const store = this.store;
+    return store.tx(() => {
+      const agent = this.getAgent(agentId);
+      const next: AgentRecord = { ...agent, updated_at: store.clock.now().toISOString() };
+      if (model === undefined) delete next.model_override;
+      else next.model_override = model;
+      store.agents.put(next);
+      store.appendEvent(agentId, {
+        type: "agent_model_changed",
+        payload: { previous: agent.model_override ?? null, override_model: model ?? null },
+      });
+      return next;
+    });
+  }
+
+  /** Throws a HolonError when a model ref names an unknown provider; set by the wiring. */
+  modelRefCheck: ((modelRef: string) => void) | undefined;
+
+  setCwd(agentId: string, cwd: string): void {
+    const store = this.store;
+    store.tx(() => {
+      const agent = this.getAgent(agentId);
+      store.agents.put({ ...agent, cwd, updated_at: store.clock.now().toISOString() });
+    });
+  }
+
   /** Remove a temporary private agent's runtime (its records stay for audit). */
   async retireAgent(agentId: string): Promise<void> {
     const rt = this.runtimes.get(agentId);

@@ -6,7 +6,7 @@ import type { RuntimeHost } from "../host/host.ts";
 import { bearerOf, errorResponse, isLoopback, tokenMatches, type AppEnv } from "./support.ts";
 import { EventHub } from "./sse.ts";
 import { publicRoutes } from "./routes-public.ts";
-import { controlRoutes } from "./routes-control.ts";
+import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
 import { eventRoutes } from "./routes-events.ts";
 
 export type AppOptions = {
@@ -64,5 +64,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   publicRoutes(app, ctx);
   eventRoutes(app, ctx);
   controlRoutes(app, ctx);
+  runRoute(app, ctx);
+  modelRoutes(app, ctx);
   return { app, hub };
 }

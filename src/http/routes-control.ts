@@ -137,3 +137,81 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     return c.json({ ok: true, shutting_down: true }, 202);
   });
 }
+
+const RunBody = z.strictObject({
+  text: z.string().min(1, "text must not be empty"),
+  agent_id: z.string().optional(),
+  create_agent: z.boolean().optional(),
+  workspace_root: z.string().optional(),
+  cwd: z.string().optional(),
+  max_turns: z.number().int().positive().optional(),
+  trust: TrustLevel.optional(),
+});
+
+/**
+ * `POST /control/run`: the running-host path of `holon run`. Answers with NDJSON: progress
+ * lines `{"type":"progress",…}` while the turn runs, then one `{"type":"result",…}` line
+ * carrying the RunOnceResponse (or `{"type":"error","error":…}`).
+ */
+export function runRoute(app: Hono<AppEnv>, { host }: AppContext): void {
+  app.post("/control/run", async (c) => {
+    requireControl(c);
+    const body = validate(RunBody, await readJson(c));
+    const { runOnce } = await import("../host/run-once.ts");
+    const encoder = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        const send = (v: unknown) => {
+          try {
+            controller.enqueue(encoder.encode(JSON.stringify(v) + "\n"));
+          } catch {
+            // client went away; the run itself carries on and stays recorded
+          }
+        };
+        runOnce(host, body, (p) => send({ type: "progress", ...p }))
+          .then((result) => send({ type: "result", result }))
+          .catch((err: unknown) =>
+            send({
+              type: "error",
+              error:
+                err instanceof HolonError
+                  ? err.toBody()
+                  : {
+                      kind: "internal_error",
+                      message: err instanceof Error ? err.message : String(err),
+                    },
+            }),
+          )
+          .finally(() => {
+            try {
+              controller.close();
+            } catch {
+              // already closed
+            }
+          });
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "application/x-ndjson" } });
+  });
+}
+
+const ModelBody = z.strictObject({ model: z.string().min(1), trust: TrustLevel.optional() });
+const ClearBody = z.strictObject({ trust: TrustLevel.optional() });
+
+export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
+  app.post("/control/agents/:id/model", async (c) => {
+    requireControl(c);
+    const body = validate(ModelBody, await readJson(c));
+    const agent = host.setModelOverride(
+      host.getPublicAgent(c.req.param("id")).agent_id,
+      body.model,
+    );
+    return c.json({ ok: true, agent_id: agent.agent_id, model: host.modelState(agent) });
+  });
+  app.post("/control/agents/:id/model/clear", async (c) => {
+    requireControl(c);
+    validate(ClearBody, await readJson(c, { optional: true }));
+    const agent = host.setModelOverride(host.getPublicAgent(c.req.param("id")).agent_id, undefined);
+    return c.json({ ok: true, agent_id: agent.agent_id, model: host.modelState(agent) });
+  });
+}

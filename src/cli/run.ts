@@ -1,0 +1,178 @@
+// `holon run`: one prompt, one settled turn. Uses the running host when there is one,
+// otherwise hosts the runtime in-process for the length of the run.
+import { request as httpRequest } from "node:http";
+import { HolonError } from "../domain/errors.ts";
+import type { RunOnceOptions, RunOnceResponse, RunProgress } from "../host/run-once.ts";
+import { resolveHome } from "../host/paths.ts";
+import { tryConnect } from "./connect.ts";
+import { CliError, printJson } from "./output.ts";
+
+type RunFlags = {
+  agent?: string;
+  createAgent?: boolean;
+  json?: boolean;
+  maxTurns?: string;
+  workspaceRoot?: string;
+  cwd?: string;
+  trust?: string;
+  home?: string;
+  token?: string;
+};
+
+const TRUST: Record<string, RunOnceOptions["trust"]> = {
+  "trusted-operator": "trusted_operator",
+  "trusted-system": "trusted_system",
+  "trusted-integration": "trusted_integration",
+  "untrusted-external": "untrusted_external",
+};
+
+export async function run(words: string[], flags: RunFlags): Promise<void> {
+  const text = words.join(" ");
+  if (!text.trim()) throw new CliError("the prompt is empty");
+  const opts: RunOnceOptions = { text };
+  if (flags.agent) opts.agent_id = flags.agent;
+  if (flags.createAgent) {
+    if (!flags.agent) throw new CliError("--create-agent needs --agent <id>");
+    opts.create_agent = true;
+  }
+  if (flags.maxTurns !== undefined) {
+    const n = Number(flags.maxTurns);
+    if (!Number.isInteger(n) || n < 1) throw new CliError("--max-turns must be a positive integer");
+    opts.max_turns = n;
+  }
+  if (flags.workspaceRoot) opts.workspace_root = flags.workspaceRoot;
+  if (flags.cwd) opts.cwd = flags.cwd;
+  if (flags.trust) {
+    const t =
+      TRUST[flags.trust] ??
+      (Object.values(TRUST).includes(flags.trust as never)
+        ? (flags.trust as RunOnceOptions["trust"])
+        : undefined);
+    if (!t) throw new CliError(`--trust must be one of ${Object.keys(TRUST).join(", ")}`);
+    opts.trust = t;
+  }
+  const live = process.stderr.isTTY && !flags.json;
+  const progress = live ? progressPrinter() : () => {};
+
+  const client = tryConnect(flags);
+  let result: RunOnceResponse;
+  try {
+    if (client) {
+      // paths must mean the same thing to the host as to this shell
+      if (!opts.workspace_root && !opts.agent_id) opts.workspace_root = process.cwd();
+      result = await remoteRun(client.conn, opts, progress);
+    } else {
+      result = await localRun(resolveHome(flags.home), opts, progress);
+    }
+  } finally {
+    if (live) process.stderr.write("\r\x1b[K");
+  }
+  if (flags.json) printJson(result);
+  else {
+    if (result.final_text) process.stdout.write(result.final_text + "\n");
+    if (!result.ok) {
+      const summary = (result.failure_artifact?.summary as string | undefined) ?? result.outcome;
+      process.stderr.write(`holon: run ${result.outcome}: ${summary}\n`);
+    }
+  }
+  if (!result.ok) process.exitCode = 1;
+}
+
+async function localRun(
+  home: string,
+  opts: RunOnceOptions,
+  progress: (p: RunProgress) => void,
+): Promise<RunOnceResponse> {
+  const { RuntimeHost } = await import("../host/host.ts");
+  const { buildHostOptions } = await import("../host/wiring.ts");
+  const { runOnce } = await import("../host/run-once.ts");
+  let host;
+  try {
+    host = RuntimeHost.open(await buildHostOptions(home));
+  } catch (err) {
+    if (err instanceof HolonError) throw new CliError(err.message, err.hint);
+    throw err;
+  }
+  try {
+    return await runOnce(host, opts, progress);
+  } catch (err) {
+    if (err instanceof HolonError) throw new CliError(`${err.message} (${err.kind})`, err.hint);
+    throw err;
+  } finally {
+    await host.shutdown();
+  }
+}
+
+function remoteRun(
+  conn: { socketPath?: string; host?: string; port?: number; token?: string },
+  opts: RunOnceOptions,
+  progress: (p: RunProgress) => void,
+): Promise<RunOnceResponse> {
+  return new Promise((resolvePromise, reject) => {
+    const payload = Buffer.from(JSON.stringify(opts));
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      "content-length": String(payload.length),
+    };
+    if (conn.token) headers.authorization = `Bearer ${conn.token}`;
+    const target = conn.socketPath
+      ? { socketPath: conn.socketPath }
+      : { host: conn.host, port: conn.port };
+    const req = httpRequest({ ...target, method: "POST", path: "/control/run", headers }, (res) => {
+      let buf = "";
+      let done = false;
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        buf += chunk;
+        let i: number;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (!line.trim()) continue;
+          const msg = JSON.parse(line) as {
+            type: string;
+            result?: RunOnceResponse;
+            error?: { kind: string; message: string; hint?: string };
+          } & RunProgress;
+          if (msg.type === "progress") progress(msg);
+          else if (msg.type === "result") {
+            done = true;
+            resolvePromise(msg.result!);
+          } else if (msg.type === "error" || (msg as { ok?: boolean }).ok === false) {
+            done = true;
+            const e = msg.error!;
+            reject(new CliError(`${e.message} (${e.kind})`, e.hint));
+          }
+        }
+      });
+      res.on("end", () => {
+        if (done) return;
+        try {
+          const parsed = JSON.parse(buf) as {
+            error?: { kind: string; message: string; hint?: string };
+          };
+          if (parsed.error)
+            return reject(
+              new CliError(`${parsed.error.message} (${parsed.error.kind})`, parsed.error.hint),
+            );
+        } catch {
+          // fall through
+        }
+        reject(new CliError("the runtime closed the run stream without a result"));
+      });
+    });
+    req.once("error", (err) => reject(new CliError(`could not reach the runtime: ${err.message}`)));
+    req.end(payload);
+  });
+}
+
+/** One status line on the terminal, rewritten in place. */
+function progressPrinter(): (p: RunProgress) => void {
+  const started = Date.now();
+  return (p) => {
+    const secs = ((Date.now() - started) / 1000).toFixed(1);
+    const detail = (p.detail ?? p.phase).replace(/\s+/g, " ");
+    const width = (process.stderr.columns ?? 100) - 12;
+    process.stderr.write(`\r\x1b[K[${secs}s] ${detail.slice(0, Math.max(20, width))}`);
+  };
+}

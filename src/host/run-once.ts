@@ -1,0 +1,241 @@
+// `holon run`: one prompt through one agent, waited on until its turn settles, summarised
+// as a RunOnceResponse. Shared by the in-process path and the running host's /control/run.
+import { resolve } from "node:path";
+import { statSync } from "node:fs";
+import type { EventEnvelope } from "../domain/event.ts";
+import { HolonError } from "../domain/errors.ts";
+import {
+  addTokenUsage,
+  type ProviderAttemptTimeline,
+  type TokenUsage,
+} from "../domain/provider.ts";
+import type { TrustLevel } from "../domain/message.ts";
+import type { RuntimeHost } from "./host.ts";
+
+export type RunOnceOptions = {
+  text: string;
+  agent_id?: string | undefined;
+  create_agent?: boolean | undefined;
+  workspace_root?: string | undefined;
+  cwd?: string | undefined;
+  max_turns?: number | undefined;
+  trust?: TrustLevel | undefined;
+};
+
+export type RunOnceResponse = {
+  ok: boolean;
+  outcome: "completed" | "failed" | "aborted" | "interrupted";
+  agent_id: string;
+  message_id: string;
+  run_id: string | null;
+  final_text: string;
+  raw_final_text: string;
+  token_usage: TokenUsage | null;
+  provider_attempt_timeline: ProviderAttemptTimeline | null;
+  failure_artifact?: Record<string, unknown>;
+  turn_count: number;
+  duration_ms: number;
+};
+
+/** Progress as it happens: what the agent is doing now. */
+export type RunProgress = { phase: string; detail?: string };
+
+function checkDir(path: string, flag: string): string {
+  const abs = resolve(path);
+  let ok = false;
+  try {
+    ok = statSync(abs).isDirectory();
+  } catch {
+    ok = false;
+  }
+  if (!ok) throw new HolonError("invalid_request", `${flag} ${abs} is not a directory`);
+  return abs;
+}
+
+export async function runOnce(
+  host: RuntimeHost,
+  opts: RunOnceOptions,
+  onProgress: (p: RunProgress) => void = () => {},
+): Promise<RunOnceResponse> {
+  if (!opts.text.trim()) throw new HolonError("invalid_request", "the prompt is empty");
+  const workspaceRoot = opts.workspace_root
+    ? checkDir(opts.workspace_root, "--workspace-root")
+    : undefined;
+  let agentId: string;
+  let temporary = false;
+  if (opts.agent_id) {
+    agentId = opts.agent_id;
+    const existing = host.store.agents.get(agentId);
+    if (!existing) {
+      if (!opts.create_agent) {
+        throw new HolonError("unknown_agent", `no agent named '${agentId}'`, {
+          status: 404,
+          hint: `pass --create-agent to create it, or: holon agent create ${agentId}`,
+        });
+      }
+      host.createAgent(agentId, workspaceRoot ? { workspace_root: workspaceRoot } : {});
+    } else if (existing.visibility !== "public") {
+      throw new HolonError("unknown_agent", `no agent named '${agentId}'`, { status: 404 });
+    } else if (workspaceRoot) {
+      host.setWorkspace(agentId, workspaceRoot);
+    }
+  } else {
+    temporary = true;
+    agentId = host.store.ids.next("run").replace(/_/g, "-");
+    host.createAgent(agentId, {
+      visibility: "private",
+      workspace_root: workspaceRoot ?? checkDir(process.cwd(), "the current directory"),
+    });
+  }
+  if (opts.cwd) {
+    const agent = host.getAgent(agentId);
+    const root = agent.workspace_root ?? agent.agent_home;
+    const cwd = resolve(root, opts.cwd);
+    checkDir(cwd, "--cwd");
+    if (cwd !== root && !cwd.startsWith(root + "/")) {
+      throw new HolonError(
+        "execution_root_violation",
+        `--cwd ${cwd} is outside the workspace ${root}`,
+      );
+    }
+    host.setCwd(agentId, cwd);
+  }
+
+  const started = Date.now();
+  const events: EventEnvelope[] = [];
+  let messageId = "";
+  let settle!: () => void;
+  const settled = new Promise<void>((r) => (settle = r));
+  const unlisten = host.store.onEvents((batch) => {
+    for (const e of batch) {
+      if (e.agent_id !== agentId) continue;
+      events.push(e);
+      reportProgress(e, onProgress);
+      if (e.type === "message_processed" && e.payload.message_id === messageId) settle();
+    }
+  });
+  try {
+    const metadata: Record<string, unknown> = {};
+    if (opts.max_turns !== undefined) metadata.max_turns = opts.max_turns;
+    const envelope = host.admit({
+      agent_id: agentId,
+      kind: "operator_prompt",
+      origin: { kind: "operator" },
+      body: { type: "text", text: opts.text },
+      surface: "run_once",
+      admission: "local_process",
+      trust: opts.trust,
+      metadata,
+    });
+    messageId = envelope.id;
+    onProgress({ phase: "queued" });
+    // The message may already have settled before the listener saw it (not possible with a
+    // synchronous store, but cheap to guard).
+    if (
+      host.store.messages.get(messageId)?.status !== "queued" &&
+      host.store.messages.get(messageId)?.status !== "processing"
+    )
+      settle();
+    await settled;
+  } finally {
+    unlisten();
+    if (temporary) await host.retireAgent(agentId);
+  }
+  return summarize(host, agentId, messageId, events, Date.now() - started);
+}
+
+function reportProgress(e: EventEnvelope, onProgress: (p: RunProgress) => void): void {
+  switch (e.type) {
+    case "turn_context_built":
+      onProgress({ phase: "model", detail: "asking the model" });
+      break;
+    case "assistant_round_recorded": {
+      const tools = e.payload.tool_requests as string[];
+      onProgress(
+        tools.length > 0
+          ? { phase: "tools", detail: `running ${tools.join(", ")}` }
+          : { phase: "model", detail: String(e.payload.text_preview ?? "") },
+      );
+      break;
+    }
+    case "tool_executed":
+    case "tool_execution_failed":
+      onProgress({ phase: "tools", detail: `${e.payload.tool_name}: ${e.payload.summary_text}` });
+      break;
+  }
+}
+
+function summarize(
+  host: RuntimeHost,
+  agentId: string,
+  messageId: string,
+  events: EventEnvelope[],
+  durationMs: number,
+): RunOnceResponse {
+  const processed = events.find(
+    (e) => e.type === "message_processed" && e.payload.message_id === messageId,
+  );
+  const runId = (processed?.payload.run_id as string | undefined) ?? null;
+  const entries = runId ? host.store.transcript.forRun(agentId, runId) : [];
+  const terminal = entries.filter((e) => e.kind === "turn_terminal").at(-1);
+  const rounds = entries.filter((e) => e.kind === "assistant_round");
+  const failure = entries.filter((e) => e.kind === "runtime_failure").at(-1);
+
+  let usage: TokenUsage | undefined;
+  const attempts: ProviderAttemptTimeline["attempts"] = [];
+  let timeline: ProviderAttemptTimeline | null = null;
+  for (const r of rounds) {
+    usage = addTokenUsage(usage, (r.data.token_usage as TokenUsage | null) ?? undefined);
+    const t = r.data.provider_attempt_timeline as ProviderAttemptTimeline | undefined;
+    if (t) {
+      attempts.push(...t.attempts);
+      timeline = { ...t, attempts: [...attempts] };
+    }
+  }
+  const failureTimeline = failure?.data.provider_attempt_timeline as
+    ProviderAttemptTimeline | undefined;
+  if (failureTimeline) {
+    attempts.push(...failureTimeline.attempts);
+    timeline = { ...failureTimeline, attempts: [...attempts] };
+    usage = addTokenUsage(usage, failureTimeline.aggregated_token_usage);
+  }
+
+  const raw = (terminal?.data.last_assistant_message as string | undefined) ?? "";
+  const outcomeRaw = processed?.payload.outcome as string | undefined;
+  const outcome: RunOnceResponse["outcome"] =
+    failure || outcomeRaw === "failed"
+      ? "failed"
+      : outcomeRaw === "aborted"
+        ? "aborted"
+        : outcomeRaw === "interrupted"
+          ? "interrupted"
+          : "completed";
+  const response: RunOnceResponse = {
+    ok: outcome === "completed",
+    outcome,
+    agent_id: agentId,
+    message_id: messageId,
+    run_id: runId,
+    final_text: raw.trim(),
+    raw_final_text: raw,
+    token_usage: usage ?? null,
+    provider_attempt_timeline: timeline,
+    turn_count: rounds.length,
+    duration_ms: durationMs,
+  };
+  if (failure) {
+    response.failure_artifact = (failure.data.failure_artifact as
+      Record<string, unknown> | undefined) ?? {
+      category: "runtime",
+      kind: String(failure.data.kind ?? "runtime_failure"),
+      summary: String(failure.data.summary ?? "the run failed"),
+    };
+  } else if (outcome === "aborted") {
+    response.failure_artifact = {
+      category: "runtime",
+      kind: "aborted",
+      summary: String(terminal?.data.reason ?? "aborted"),
+    };
+  }
+  return response;
+}

@@ -1,0 +1,2 @@
+// Placeholder replaced by the task service.
+export interface TaskService {}

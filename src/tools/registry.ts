@@ -1,0 +1,182 @@
+// The tool registry: each built-in tool declares its name, zod input schema, model-facing
+// description (a .md file beside it), how it runs, and how its result is rendered for
+// the model. Dispatch validates input and wraps every outcome in the canonical envelope.
+import { readFileSync } from "node:fs";
+import type { z } from "zod";
+import type { AgentRecord } from "../domain/agent.ts";
+import type { QueuedMessage } from "../domain/message.ts";
+import type { Store } from "../store/db.ts";
+import type { TaskService } from "../tasks/service.ts";
+import type { OutputBudget } from "./budget.ts";
+import {
+  ToolFailure,
+  errorResult,
+  renderError,
+  successResult,
+  type CanonicalToolResult,
+  type ToolError,
+} from "./envelope.ts";
+
+export type ToolContext = {
+  store: Store;
+  agent: AgentRecord;
+  run_id: string;
+  message: QueuedMessage;
+  call_id: string;
+  /** Root every file and shell path must stay inside. */
+  execution_root: string;
+  /** Working directory inside the execution root. */
+  cwd: string;
+  signal: AbortSignal;
+  budget: OutputBudget;
+  tasks: TaskService;
+  /** Set by tools (Sleep) that end the turn after this round. */
+  requestSleep(durationMs: number | undefined): void;
+};
+
+export type ToolOutput = { summary_text: string; result: Record<string, unknown> };
+
+export type ToolDefinition<S extends z.ZodType = z.ZodType> = {
+  name: string;
+  family: "command" | "task" | "workspace" | "agent";
+  description: string;
+  input: S;
+  /**
+   * A freeform grammar form of the tool (OpenAI Responses custom tool). The raw text the
+   * model sends is wrapped as `{ [field]: text }` before validation.
+   */
+  freeform?: { syntax: "lark"; definition: string; field: string };
+  execute(input: z.infer<S>, ctx: ToolContext): Promise<ToolOutput>;
+  /** What the model sees for a successful result. Errors use the shared receipt. */
+  render(canonical: CanonicalToolResult): string;
+};
+
+/** Load a tool's description from the .md file beside its module. */
+export function describe(moduleUrl: string, file: string): string {
+  return readFileSync(new URL(file, moduleUrl), "utf8").trim();
+}
+
+export class ToolRegistry {
+  private readonly tools = new Map<string, ToolDefinition>();
+
+  register(def: ToolDefinition<any>): this {
+    this.tools.set(def.name, def as ToolDefinition);
+    return this;
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.tools.get(name);
+  }
+
+  list(): ToolDefinition[] {
+    return [...this.tools.values()];
+  }
+}
+
+export type DispatchResult = {
+  canonical: CanonicalToolResult;
+  rendered: string;
+  duration_ms: number;
+};
+
+/**
+ * Run one tool call. `rawInput` is what the provider delivered: a JSON string for
+ * function tools, plain text for freeform tools.
+ */
+export async function dispatch(
+  registry: ToolRegistry,
+  name: string,
+  rawInput: string,
+  ctx: ToolContext,
+  opts: { freeform?: boolean } = {},
+): Promise<DispatchResult> {
+  const started = performance.now();
+  const finish = (canonical: CanonicalToolResult, def?: ToolDefinition): DispatchResult => ({
+    canonical,
+    rendered: canonical.status === "error" || !def ? renderError(canonical) : def.render(canonical),
+    duration_ms: Math.round((performance.now() - started) * 100) / 100,
+  });
+
+  const def = registry.get(name);
+  if (!def) {
+    return finish(
+      errorResult(name, {
+        kind: "unknown_tool",
+        message: `there is no tool named ${name}`,
+        details: { tool_name: name, available: registry.list().map((t) => t.name) },
+        recovery_hint: "call one of the tools listed in the tool catalog",
+        retryable: false,
+      }),
+    );
+  }
+
+  let parsedInput: unknown;
+  if (opts.freeform && def.freeform) {
+    parsedInput = { [def.freeform.field]: rawInput };
+  } else {
+    try {
+      parsedInput = rawInput.trim() === "" ? {} : JSON.parse(rawInput);
+    } catch (err) {
+      return finish(
+        errorResult(
+          name,
+          invalidInput(name, `arguments are not valid JSON: ${(err as Error).message}`),
+        ),
+        def,
+      );
+    }
+  }
+  const validated = def.input.safeParse(parsedInput);
+  if (!validated.success) {
+    const issue = validated.error.issues[0];
+    const field = issue?.path.join(".") || undefined;
+    return finish(
+      errorResult(
+        name,
+        invalidInput(
+          name,
+          issue ? `${field ?? "input"}: ${issue.message}` : "invalid input",
+          field,
+        ),
+      ),
+      def,
+    );
+  }
+
+  try {
+    const out = await def.execute(validated.data, ctx);
+    return finish(successResult(name, out.summary_text, out.result), def);
+  } catch (err) {
+    if (err instanceof ToolFailure) return finish(errorResult(name, err.error), def);
+    if (ctx.signal.aborted) {
+      return finish(
+        errorResult(name, {
+          kind: "tool_aborted",
+          message: `${name} was cancelled because the run was aborted`,
+          retryable: false,
+        }),
+        def,
+      );
+    }
+    return finish(
+      errorResult(name, {
+        kind: "tool_internal_error",
+        message: `${name} failed unexpectedly: ${err instanceof Error ? err.message : String(err)}`,
+        retryable: false,
+      }),
+      def,
+    );
+  }
+}
+
+function invalidInput(toolName: string, parseError: string, field?: string): ToolError {
+  const details: Record<string, unknown> = { tool_name: toolName, parse_error: parseError };
+  if (field) details.field = field;
+  return {
+    kind: "invalid_tool_input",
+    message: `input for ${toolName} does not match the tool schema`,
+    details,
+    recovery_hint: `call ${toolName} again with arguments that match its published schema`,
+    retryable: false,
+  };
+}

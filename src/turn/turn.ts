@@ -1,0 +1,494 @@
+// One turn: assemble the prompt frame, call the model, run the tools it asks for, repeat
+// until it answers without tools, then record the terminal record and the result brief.
+// Every step is durable: assistant rounds, tool executions and their events are written
+// as they happen, so a crash mid-turn leaves an honest partial record.
+import type { AgentRecord } from "../domain/agent.ts";
+import type { QueuedMessage } from "../domain/message.ts";
+import {
+  addTokenUsage,
+  type FailureArtifact,
+  type ProviderAttemptTimeline,
+  type TokenUsage,
+} from "../domain/provider.ts";
+import { createBrief, recordRuntimeFailure } from "../agent/briefs.ts";
+import { provenanceOf } from "../agent/admission.ts";
+import {
+  AbortRunError,
+  type TurnExecutor,
+  type TurnRequest,
+  type TurnResult,
+} from "../agent/runtime.ts";
+import type {
+  ConversationItem,
+  ProviderRequest,
+  ProviderResponse,
+  ToolSpec,
+} from "../providers/model.ts";
+import type { ModelCandidate } from "../providers/types.ts";
+import type { Store } from "../store/db.ts";
+import type { TaskService } from "../tasks/service.ts";
+import type { OutputBudget } from "../tools/budget.ts";
+import { dispatch, type ToolRegistry } from "../tools/registry.ts";
+import { buildFrame, renderIncoming } from "./prompt.ts";
+import { z } from "zod";
+
+export type ModelCallResult =
+  | {
+      ok: true;
+      response: ProviderResponse;
+      timeline: ProviderAttemptTimeline;
+      candidate: ModelCandidate;
+    }
+  | { ok: false; failure: FailureArtifact; timeline: ProviderAttemptTimeline; aborted: boolean };
+
+export type ModelCall = (req: {
+  candidates: ModelCandidate[];
+  request: ProviderRequest;
+  signal: AbortSignal;
+}) => Promise<ModelCallResult>;
+
+export type TurnDeps = {
+  store: Store;
+  registry: ToolRegistry;
+  tasks: TaskService;
+  candidates(agent: AgentRecord): ModelCandidate[];
+  callModel: ModelCall;
+  budget(): OutputBudget;
+  /** Called when the model asked to sleep with a delay; the host schedules the wake. */
+  scheduleWake(agentId: string, durationMs: number): void;
+};
+
+/** Upper bound on model rounds in one turn unless the message says otherwise (`run --max-turns`). */
+export const DEFAULT_MAX_ROUNDS = 100;
+
+export function toolSpecs(registry: ToolRegistry): ToolSpec[] {
+  return registry.list().map((t) => {
+    const spec: ToolSpec = {
+      name: t.name,
+      description: t.description,
+      parameters: z.toJSONSchema(t.input, { io: "input" }) as Record<string, unknown>,
+    };
+    if (t.freeform) {
+      spec.freeform = {
+        syntax: t.freeform.syntax,
+        definition: t.freeform.definition,
+        input_field: t.freeform.field,
+      };
+    }
+    return spec;
+  });
+}
+
+export class ProviderTurnExecutor implements TurnExecutor {
+  private readonly deps: TurnDeps;
+  private specs: ToolSpec[] | undefined;
+
+  constructor(deps: TurnDeps) {
+    this.deps = deps;
+  }
+
+  async run(req: TurnRequest): Promise<TurnResult> {
+    const { store } = this.deps;
+    const message = req.message;
+    // Observational inputs settle without a model turn.
+    if (!needsModelTurn(store, message)) {
+      store.tx(() =>
+        store.appendEvent(req.agent.agent_id, {
+          type: "continuation_resolved",
+          provenance: provenanceOf(message),
+          payload: {
+            message_id: message.id,
+            class: "liveness_only",
+            model_visible: false,
+            trigger_kind: message.trigger_kind,
+          },
+        }),
+      );
+      return { outcome: "completed" };
+    }
+    return new Turn(this.deps, (this.specs ??= toolSpecs(this.deps.registry)), req).run();
+  }
+}
+
+/** A task_status update, or a task result whose task did not ask for re-entry, is only recorded. */
+function needsModelTurn(store: Store, message: QueuedMessage): boolean {
+  if (message.kind === "task_status") return false;
+  if (message.kind === "task_result" && message.task_id) {
+    const task = store.tasks.get(message.task_id);
+    if (task && !task.terminal_reentry) return false;
+  }
+  return true;
+}
+
+class Turn {
+  private readonly deps: TurnDeps;
+  private readonly specs: ToolSpec[];
+  private readonly req: TurnRequest;
+  private readonly agent: AgentRecord;
+  private readonly conversation: ConversationItem[] = [];
+  private usage: TokenUsage | undefined;
+  private rounds = 0;
+  private sleepMs: number | undefined;
+  private sleepRequested = false;
+  private readonly startedAt: number;
+  private readonly turnIndex: number;
+
+  constructor(deps: TurnDeps, specs: ToolSpec[], req: TurnRequest) {
+    this.deps = deps;
+    this.specs = specs;
+    this.req = req;
+    this.agent = req.agent;
+    this.startedAt = deps.store.clock.now().getTime();
+    this.turnIndex = req.agent.total_message_count + 1;
+  }
+
+  private get store(): Store {
+    return this.deps.store;
+  }
+
+  private event(type: string, payload: Record<string, unknown>): void {
+    this.store.tx(() =>
+      this.store.appendEvent(this.agent.agent_id, {
+        type,
+        provenance: { message_id: this.req.message.id },
+        payload: { run_id: this.req.run_id, ...payload },
+      }),
+    );
+  }
+
+  private transcript(
+    kind: "incoming_message" | "assistant_round" | "tool_execution" | "turn_terminal",
+    data: Record<string, unknown>,
+  ): void {
+    this.store.transcript.append({
+      id: this.store.ids.next("tr"),
+      agent_id: this.agent.agent_id,
+      created_at: this.store.clock.now().toISOString(),
+      kind,
+      run_id: this.req.run_id,
+      message_id: this.req.message.id,
+      data,
+    });
+  }
+
+  async run(): Promise<TurnResult> {
+    const { store } = this;
+    const message = this.req.message;
+    const executionRoot = this.agent.workspace_root ?? this.agent.agent_home;
+    const cwd = this.agent.cwd ?? executionRoot;
+    const maxRounds = maxRoundsOf(message);
+
+    const buildStart = performance.now();
+    const { frame, loaded } = buildFrame({
+      store,
+      agent: this.agent,
+      message,
+      executionRoot,
+      cwd,
+      tools: this.specs,
+    });
+    const incoming = renderIncoming(message);
+    this.conversation.push({ type: "user_text", text: incoming });
+    const contextBuildMs = round2(performance.now() - buildStart);
+    store.tx(() => {
+      this.transcript("incoming_message", {
+        text: incoming,
+        kind: message.kind,
+        origin: message.origin,
+        trust: message.trust,
+        authority_class: message.authority_class,
+        delivery_surface: message.delivery_surface ?? null,
+      });
+      this.event("turn_context_built", {
+        context_build_ms: contextBuildMs,
+        turn_index: this.turnIndex,
+        tool_count: this.specs.length,
+        prompt_cache_key: frame.cache?.prompt_cache_key ?? null,
+        context_fingerprint: frame.cache?.context_fingerprint ?? null,
+        loaded_agents_md: loaded,
+        execution_root: executionRoot,
+        cwd,
+      });
+    });
+
+    const candidates = this.deps.candidates(this.agent);
+    let lastText = "";
+    for (;;) {
+      this.drainInterjections("before_provider_request");
+      if (this.req.signal.aborted) return this.aborted();
+      if (this.rounds >= maxRounds) {
+        return this.fail(
+          `The turn stopped after ${maxRounds} model rounds without finishing (round limit reached).`,
+          { kind: "max_rounds_exceeded", max_rounds: maxRounds },
+        );
+      }
+      this.rounds++;
+      const request: ProviderRequest = {
+        frame,
+        conversation: this.conversation,
+        tools: this.specs,
+      };
+      const providerStartedAt = store.clock.now();
+      const t0 = performance.now();
+      const result = await this.deps.callModel({ candidates, request, signal: this.req.signal });
+      const providerRoundMs = round2(performance.now() - t0);
+      if (!result.ok) {
+        this.usage = addTokenUsage(this.usage, result.timeline.aggregated_token_usage);
+        if (result.aborted || this.req.signal.aborted) return this.aborted(result.timeline);
+        return this.fail(`The model provider failed: ${result.failure.summary}`, {
+          failure_artifact: result.failure,
+          provider_attempt_timeline: result.timeline,
+        });
+      }
+      const response = result.response;
+      const roundUsage = response.token_usage;
+      this.usage = addTokenUsage(this.usage, roundUsage);
+      const text = response.blocks
+        .filter((b) => b.type === "assistant_text")
+        .map((b) => (b as { text: string }).text)
+        .join("\n");
+      const calls = response.blocks.filter((b) => b.type === "tool_call");
+      if (text) lastText = text;
+      store.tx(() => {
+        this.transcript("assistant_round", {
+          round: this.rounds,
+          text,
+          tool_calls: calls,
+          stop_reason: response.stop_reason,
+          model_ref: result.candidate.model_ref,
+          input_tokens: roundUsage?.input_tokens ?? 0,
+          output_tokens: roundUsage?.output_tokens ?? 0,
+          token_usage: roundUsage ?? null,
+          provider_attempt_timeline: result.timeline,
+        });
+        this.event("provider_round_completed", {
+          round: this.rounds,
+          model_ref: result.candidate.model_ref,
+          token_usage: roundUsage ?? null,
+          provider_attempt_timeline: result.timeline,
+          context_build_ms: this.rounds === 1 ? contextBuildMs : 0,
+          provider_round_ms: providerRoundMs,
+          provider_started_at: providerStartedAt.toISOString(),
+          provider_completed_at: store.clock.now().toISOString(),
+        });
+        this.event("assistant_round_recorded", {
+          round: this.rounds,
+          text_preview: text.length > 280 ? text.slice(0, 280) + "…" : text,
+          tool_requests: calls.map((c) => c.name),
+        });
+        const agent = store.agents.get(this.agent.agent_id)!;
+        store.agents.put({
+          ...agent,
+          total_input_tokens: agent.total_input_tokens + (roundUsage?.input_tokens ?? 0),
+          total_output_tokens: agent.total_output_tokens + (roundUsage?.output_tokens ?? 0),
+          total_model_rounds: agent.total_model_rounds + 1,
+        });
+      });
+      this.conversation.push(...response.blocks);
+
+      if (calls.length === 0) {
+        this.drainInterjections("after_provider_round");
+        // An interjection that arrived with the final answer gets its own round.
+        if (this.conversation.at(-1)?.type === "user_text" && !this.sleepRequested) continue;
+        return this.complete(lastText, text);
+      }
+
+      this.drainInterjections("before_tool_execution", true);
+      for (const call of calls) {
+        if (call.type !== "tool_call") continue;
+        if (this.req.signal.aborted) return this.aborted();
+        const outcome = await this.runTool(
+          call.call_id,
+          call.name,
+          call.arguments,
+          executionRoot,
+          cwd,
+        );
+        this.conversation.push({
+          type: "tool_result",
+          call_id: call.call_id,
+          output: outcome.rendered,
+          is_error: outcome.canonical.status === "error",
+        });
+      }
+      this.flushDeferredInterjections();
+      this.drainInterjections("after_tool_results");
+      if (this.sleepRequested) return this.complete(lastText, text);
+    }
+  }
+
+  private deferred: QueuedMessage[] = [];
+
+  /**
+   * Queued trusted interject prompts become model-visible at safe points. Before tool
+   * execution they are claimed now but shown after the tool results, so the tool calls the
+   * model already made keep their results next to them.
+   */
+  private drainInterjections(boundary: string, defer = false): void {
+    const taken = this.req.takeInterjections(boundary);
+    if (taken.length === 0) return;
+    if (defer) {
+      this.deferred.push(...taken);
+      return;
+    }
+    for (const m of taken) this.pushInterjection(m);
+  }
+
+  private flushDeferredInterjections(): void {
+    for (const m of this.deferred.splice(0)) this.pushInterjection(m);
+  }
+
+  private pushInterjection(m: QueuedMessage): void {
+    const text = renderIncoming(m, "Operator message received while this turn was in progress");
+    this.conversation.push({ type: "user_text", text });
+    this.store.tx(() =>
+      this.transcript("incoming_message", { text, kind: m.kind, interjected_message_id: m.id }),
+    );
+  }
+
+  private async runTool(
+    callId: string,
+    name: string,
+    args: string,
+    executionRoot: string,
+    cwd: string,
+  ) {
+    const { store } = this;
+    const started = store.clock.now();
+    const outcome = await dispatch(this.deps.registry, name, args, {
+      store,
+      agent: store.agents.get(this.agent.agent_id) ?? this.agent,
+      run_id: this.req.run_id,
+      message: this.req.message,
+      call_id: callId,
+      execution_root: executionRoot,
+      cwd,
+      signal: this.req.signal,
+      budget: this.deps.budget(),
+      tasks: this.deps.tasks,
+      requestSleep: (ms) => {
+        this.sleepRequested = true;
+        this.sleepMs = ms;
+      },
+    });
+    store.tx(() => {
+      this.transcript("tool_execution", {
+        call_id: callId,
+        tool_name: name,
+        arguments: args.length > 20_000 ? args.slice(0, 20_000) + "…" : args,
+        envelope: outcome.canonical,
+        rendered: outcome.rendered,
+        duration_ms: outcome.duration_ms,
+        started_at: started.toISOString(),
+      });
+      const payload: Record<string, unknown> = {
+        call_id: callId,
+        tool_name: name,
+        status: outcome.canonical.status,
+        summary_text: outcome.canonical.summary_text,
+        duration_ms: outcome.duration_ms,
+        envelope: outcome.canonical,
+      };
+      if (outcome.canonical.error) {
+        payload.tool_error = outcome.canonical.error;
+        payload.error = outcome.rendered;
+      }
+      this.event(
+        outcome.canonical.status === "error" ? "tool_execution_failed" : "tool_executed",
+        payload,
+      );
+    });
+    return outcome;
+  }
+
+  private terminal(
+    kind: "completed" | "aborted",
+    lastAssistantMessage: string,
+    extra: Record<string, unknown> = {},
+  ) {
+    const { store } = this;
+    const now = store.clock.now();
+    const record = {
+      turn_index: this.turnIndex,
+      kind,
+      last_assistant_message: lastAssistantMessage,
+      completed_at: now.toISOString(),
+      duration_ms: now.getTime() - this.startedAt,
+      model_rounds: this.rounds,
+      token_usage: this.usage ?? null,
+      ...extra,
+    };
+    this.transcript("turn_terminal", record);
+    this.event("turn_terminal", record);
+    const agent = store.agents.get(this.agent.agent_id)!;
+    const next: AgentRecord = { ...agent };
+    if (this.usage) next.last_turn_token_usage = this.usage;
+    store.agents.put(next);
+  }
+
+  private complete(lastText: string, finalRoundText: string): TurnResult {
+    const { store } = this;
+    store.tx(() => {
+      this.terminal("completed", lastText);
+      // The brief is the final assistant text, even when empty; never a made-up summary.
+      createBrief(store, {
+        agent_id: this.agent.agent_id,
+        kind: "result",
+        text: finalRoundText,
+        related_message_id: this.req.message.id,
+      });
+    });
+    if (this.sleepRequested && this.sleepMs)
+      this.deps.scheduleWake(this.agent.agent_id, this.sleepMs);
+    return { outcome: "completed" };
+  }
+
+  private aborted(timeline?: ProviderAttemptTimeline): TurnResult {
+    const reason = abortReason(this.req.signal);
+    this.store.tx(() => {
+      this.terminal("aborted", "", {
+        reason,
+        ...(timeline ? { provider_attempt_timeline: timeline } : {}),
+      });
+      if (reason === "operator_aborted") {
+        createBrief(this.store, {
+          agent_id: this.agent.agent_id,
+          kind: "failure",
+          text: "The operator aborted this run.",
+          related_message_id: this.req.message.id,
+        });
+      }
+    });
+    return { outcome: "aborted", reason };
+  }
+
+  private fail(summary: string, diagnostics: Record<string, unknown>): TurnResult {
+    this.store.tx(() => {
+      this.terminal("aborted", "", { reason: "runtime_failure" });
+      const d: Record<string, unknown> = { ...diagnostics };
+      if (this.usage) d.token_usage = this.usage;
+      recordRuntimeFailure(this.store, {
+        agent_id: this.agent.agent_id,
+        run_id: this.req.run_id,
+        message_id: this.req.message.id,
+        summary,
+        diagnostics: d,
+      });
+    });
+    return { outcome: "failed", summary };
+  }
+}
+
+function abortReason(signal: AbortSignal): string {
+  const r: unknown = signal.reason;
+  return r instanceof AbortRunError ? r.reason : "aborted";
+}
+
+function maxRoundsOf(message: QueuedMessage): number {
+  const v = message.metadata?.max_turns;
+  return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : DEFAULT_MAX_ROUNDS;
+}
+
+function round2(n: number): number {
+  return Math.round(n * 100) / 100;
+}
