@@ -1,0 +1,536 @@
+// The shape of <holon_home>/config.json: zod schemas, the list of settable keys (what
+// `holon config schema` prints), defaults and environment overrides. No file I/O here.
+import { z } from "zod";
+import { CREDENTIAL_KINDS, CREDENTIAL_SOURCES, PROVIDER_TRANSPORTS } from "../providers/types.ts";
+import { isBuiltinProvider, isLocalBaseUrl } from "../providers/builtin.ts";
+import { parseModelRef } from "../providers/resolve.ts";
+
+/** Provider ids appear in model refs and dotted config keys, so they are plain. */
+export const PROVIDER_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export const PROFILE_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$/;
+const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const ModelRefSchema = z.string().refine((s) => parseModelRef(s) !== null, {
+  message: 'expected a model ref "<provider>/<model>", e.g. "openai/gpt-5.4"',
+});
+
+const HttpUrl = z.string().refine(
+  (s) => {
+    try {
+      const u = new URL(s);
+      return u.protocol === "http:" || u.protocol === "https:";
+    } catch {
+      return false;
+    }
+  },
+  { message: "expected an http(s) URL" },
+);
+
+const PositiveInt = z.number().int().positive();
+
+const AuthBlock = z.strictObject({
+  source: z.enum(CREDENTIAL_SOURCES),
+  kind: z.enum(CREDENTIAL_KINDS).optional(),
+  env: z.string().regex(ENV_NAME_RE, "expected an environment variable name").optional(),
+  profile: z.string().regex(PROFILE_ID_RE, "expected a credential profile id").optional(),
+  external: z.string().min(1).optional(),
+});
+
+/** One `providers.<id>` entry as written in the file (flat fields, or the RFC's `auth` block). */
+export const ProviderEntryFileSchema = z.strictObject({
+  display_name: z.string().min(1).optional(),
+  /** Kept as a string so an unsupported transport fails one candidate, not the whole file. */
+  transport: z.string().min(1).optional(),
+  base_url: HttpUrl.optional(),
+  credential_source: z.enum(CREDENTIAL_SOURCES).optional(),
+  credential_kind: z.enum(CREDENTIAL_KINDS).optional(),
+  credential_env: z.string().regex(ENV_NAME_RE, "expected an environment variable name").optional(),
+  credential_profile: z
+    .string()
+    .regex(PROFILE_ID_RE, "expected a credential profile id")
+    .optional(),
+  credential_external: z.string().min(1).optional(),
+  auth: AuthBlock.optional(),
+  /** Extra model names to list for this provider in the catalog. */
+  models: z.array(z.string().min(1)).optional(),
+});
+type ProviderEntryFile = z.infer<typeof ProviderEntryFileSchema>;
+/** A provider entry with any `auth` block folded into the flat fields. */
+export type ProviderEntry = Omit<ProviderEntryFile, "auth">;
+
+export const CatalogEntrySchema = z.strictObject({
+  display_name: z.string().min(1).optional(),
+  description: z.string().optional(),
+  context_window_tokens: PositiveInt.optional(),
+  effective_context_window_percent: z.number().int().min(1).max(100).optional(),
+  prompt_budget_estimated_tokens: PositiveInt.optional(),
+  runtime_max_output_tokens: PositiveInt.optional(),
+  capabilities: z.record(z.string(), z.boolean()).optional(),
+});
+export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;
+
+const UnknownFallbackSchema = z.strictObject({
+  context_window_tokens: PositiveInt.optional(),
+  prompt_budget_estimated_tokens: PositiveInt.optional(),
+  runtime_max_output_tokens: PositiveInt.optional(),
+});
+
+const ConfigFileBase = z.strictObject({
+  model: z
+    .strictObject({
+      default: ModelRefSchema.optional(),
+      fallbacks: z.array(ModelRefSchema).optional(),
+      unknown_fallback: UnknownFallbackSchema.optional(),
+    })
+    .optional(),
+  models: z
+    .strictObject({
+      catalog: z.record(ModelRefSchema, CatalogEntrySchema).optional(),
+    })
+    .optional(),
+  providers: z
+    .record(
+      z.string().regex(PROVIDER_ID_RE, "provider ids are lowercase letters, digits, '-' or '_'"),
+      ProviderEntryFileSchema,
+    )
+    .optional(),
+  runtime: z
+    .strictObject({
+      disable_provider_fallback: z.boolean().optional(),
+      default_tool_output_tokens: PositiveInt.optional(),
+      max_tool_output_tokens: PositiveInt.optional(),
+    })
+    .optional(),
+  control_token: z.string().min(1).optional(),
+  tui: z
+    .strictObject({
+      alternate_screen: z.enum(["auto", "always", "never"]).optional(),
+    })
+    .optional(),
+});
+
+/** Cross-field rules: auth shape, custom providers, `auth` vs flat fields. */
+function checkProviders(cfg: z.infer<typeof ConfigFileBase>, ctx: z.RefinementCtx): void {
+  for (const [id, entry] of Object.entries(cfg.providers ?? {})) {
+    const at = (field: string) => ["providers", id, field];
+    const hasFlat =
+      entry.credential_source !== undefined ||
+      entry.credential_kind !== undefined ||
+      entry.credential_env !== undefined ||
+      entry.credential_profile !== undefined ||
+      entry.credential_external !== undefined;
+    if (entry.auth && hasFlat) {
+      ctx.addIssue({
+        code: "custom",
+        path: at("auth"),
+        message: "use either the auth block or the credential_* fields, not both",
+      });
+      continue;
+    }
+    const p = normalizeProviderEntry(entry);
+    const builtin = isBuiltinProvider(id);
+    if (!builtin) {
+      if (!p.transport)
+        ctx.addIssue({
+          code: "custom",
+          path: at("transport"),
+          message: "required for a custom provider",
+        });
+      if (!p.base_url)
+        ctx.addIssue({
+          code: "custom",
+          path: at("base_url"),
+          message: "required for a custom provider",
+        });
+      if (p.base_url && !p.credential_source && !isLocalBaseUrl(p.base_url)) {
+        ctx.addIssue({
+          code: "custom",
+          path: at("credential_source"),
+          message:
+            "a custom provider on a non-local endpoint must declare its credential source (use none with credential_kind none if it really needs no credential)",
+        });
+      }
+    }
+    if (p.credential_source === "none" && p.credential_kind && p.credential_kind !== "none") {
+      ctx.addIssue({
+        code: "custom",
+        path: at("credential_kind"),
+        message: `credential_source none sends no credential, so credential_kind must be none (got ${p.credential_kind})`,
+      });
+    }
+    if (p.credential_source && p.credential_source !== "none" && p.credential_kind === "none") {
+      ctx.addIssue({
+        code: "custom",
+        path: at("credential_kind"),
+        message: `credential_kind none only goes with credential_source none (got ${p.credential_source})`,
+      });
+    }
+    if (p.credential_source === "env" && !p.credential_env && !builtin) {
+      ctx.addIssue({
+        code: "custom",
+        path: at("credential_env"),
+        message: "credential_source env needs credential_env (the variable to read)",
+      });
+    }
+    if (
+      p.credential_source === "external_cli" &&
+      p.credential_external &&
+      p.credential_external !== "codex"
+    ) {
+      ctx.addIssue({
+        code: "custom",
+        path: at("credential_external"),
+        message: `unsupported external credential source "${p.credential_external}" (supported: codex)`,
+      });
+    }
+  }
+}
+
+export const ConfigFileSchema = ConfigFileBase.superRefine(checkProviders);
+export type ConfigFile = z.infer<typeof ConfigFileSchema>;
+
+/** Fold the RFC's `auth` block into the flat credential_* fields. */
+export function normalizeProviderEntry(entry: ProviderEntryFile): ProviderEntry {
+  const { auth, ...rest } = entry;
+  if (!auth) return rest;
+  const out: ProviderEntry = { ...rest, credential_source: auth.source };
+  if (auth.kind) out.credential_kind = auth.kind;
+  if (auth.env) out.credential_env = auth.env;
+  if (auth.profile) out.credential_profile = auth.profile;
+  if (auth.external) out.credential_external = auth.external;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Effective configuration: the file plus defaults plus environment overrides.
+
+export const DEFAULTS = {
+  default_tool_output_tokens: 8_000,
+  max_tool_output_tokens: 64_000,
+} as const;
+
+export type EffectiveConfig = {
+  model: {
+    /** Null when nothing is configured: turns then fail with an explanation. */
+    default: string | null;
+    fallbacks: string[];
+    unknown_fallback: z.infer<typeof UnknownFallbackSchema>;
+  };
+  models: { catalog: Record<string, CatalogEntry> };
+  providers: Record<string, ProviderEntry>;
+  runtime: {
+    disable_provider_fallback: boolean;
+    default_tool_output_tokens: number;
+    max_tool_output_tokens: number;
+  };
+  control_token: string | null;
+  tui: { alternate_screen: "auto" | "always" | "never" };
+};
+
+/** Where an effective value came from. */
+export type ValueSource = "default" | "config" | "env";
+
+export type EnvOverride = { key: string; env: string };
+
+export type Effective = {
+  values: EffectiveConfig;
+  overrides: EnvOverride[];
+  warnings: string[];
+};
+
+function envInt(
+  env: Record<string, string | undefined>,
+  name: string,
+  warnings: string[],
+): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const n = Number(raw.trim());
+  if (!Number.isInteger(n) || n <= 0) {
+    warnings.push(`${name}=${JSON.stringify(raw)} is not a positive integer; ignored`);
+    return undefined;
+  }
+  return n;
+}
+
+export function effectiveConfig(
+  file: ConfigFile,
+  env: Record<string, string | undefined> = process.env,
+): Effective {
+  const overrides: EnvOverride[] = [];
+  const warnings: string[] = [];
+  const providers: Record<string, ProviderEntry> = {};
+  for (const [id, entry] of Object.entries(file.providers ?? {})) {
+    providers[id] = normalizeProviderEntry(entry);
+  }
+  let modelDefault = file.model?.default ?? null;
+  const envModel = env.HOLON_MODEL?.trim();
+  if (envModel) {
+    modelDefault = envModel;
+    overrides.push({ key: "model.default", env: "HOLON_MODEL" });
+  }
+  let defTool = file.runtime?.default_tool_output_tokens ?? DEFAULTS.default_tool_output_tokens;
+  const envDef = envInt(env, "HOLON_DEFAULT_TOOL_OUTPUT_TOKENS", warnings);
+  if (envDef !== undefined) {
+    defTool = envDef;
+    overrides.push({
+      key: "runtime.default_tool_output_tokens",
+      env: "HOLON_DEFAULT_TOOL_OUTPUT_TOKENS",
+    });
+  }
+  let maxTool = file.runtime?.max_tool_output_tokens ?? DEFAULTS.max_tool_output_tokens;
+  const envMax = envInt(env, "HOLON_MAX_TOOL_OUTPUT_TOKENS", warnings);
+  if (envMax !== undefined) {
+    maxTool = envMax;
+    overrides.push({ key: "runtime.max_tool_output_tokens", env: "HOLON_MAX_TOOL_OUTPUT_TOKENS" });
+  }
+  if (defTool > maxTool) {
+    warnings.push(
+      `runtime.default_tool_output_tokens (${defTool}) is above runtime.max_tool_output_tokens (${maxTool}); using ${maxTool}`,
+    );
+    defTool = maxTool;
+  }
+  let controlToken = file.control_token ?? null;
+  if (env.HOLON_CONTROL_TOKEN) {
+    controlToken = env.HOLON_CONTROL_TOKEN;
+    overrides.push({ key: "control_token", env: "HOLON_CONTROL_TOKEN" });
+  }
+  return {
+    values: {
+      model: {
+        default: modelDefault,
+        fallbacks: file.model?.fallbacks ?? [],
+        unknown_fallback: file.model?.unknown_fallback ?? {},
+      },
+      models: { catalog: file.models?.catalog ?? {} },
+      providers,
+      runtime: {
+        disable_provider_fallback: file.runtime?.disable_provider_fallback ?? false,
+        default_tool_output_tokens: defTool,
+        max_tool_output_tokens: maxTool,
+      },
+      control_token: controlToken,
+      tui: { alternate_screen: file.tui?.alternate_screen ?? "auto" },
+    },
+    overrides,
+    warnings,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// The key schema: every key `holon config get/set/unset` accepts.
+
+export type KeyType =
+  | "model_ref"
+  | "model_ref_list"
+  | "boolean"
+  | "integer"
+  | "string"
+  | "enum"
+  | "url"
+  | "json_object"
+  | "string_list";
+
+export type KeyDef = {
+  /** Dotted key; `<id>` matches one provider id, `<model_ref>` the rest of the key. */
+  key: string;
+  type: KeyType;
+  default?: unknown;
+  description: string;
+  env?: string;
+  values?: readonly string[];
+  /** Never printed in full. */
+  secret?: boolean;
+  /** Validates the value alone (the whole file is validated again before writing). */
+  schema: z.ZodType;
+};
+
+const providerField = (
+  field: string,
+  type: KeyType,
+  description: string,
+  schema: z.ZodType,
+  values?: readonly string[],
+): KeyDef => ({
+  key: `providers.<id>.${field}`,
+  type,
+  description,
+  schema,
+  ...(values ? { values } : {}),
+});
+
+export const KEY_DEFS: readonly KeyDef[] = [
+  {
+    key: "model.default",
+    type: "model_ref",
+    default: null,
+    env: "HOLON_MODEL",
+    description: "Model every agent uses unless it has its own override (<provider>/<model>)",
+    schema: ModelRefSchema,
+  },
+  {
+    key: "model.fallbacks",
+    type: "model_ref_list",
+    default: [],
+    description: "Models tried in order when the default (or an agent's override) fails",
+    schema: z.array(ModelRefSchema),
+  },
+  {
+    key: "model.unknown_fallback.context_window_tokens",
+    type: "integer",
+    description: "Context window assumed for models without catalog metadata",
+    schema: PositiveInt,
+  },
+  {
+    key: "model.unknown_fallback.prompt_budget_estimated_tokens",
+    type: "integer",
+    description: "Prompt budget assumed for models without catalog metadata",
+    schema: PositiveInt,
+  },
+  {
+    key: "model.unknown_fallback.runtime_max_output_tokens",
+    type: "integer",
+    description: "Max output tokens requested from models without catalog metadata",
+    schema: PositiveInt,
+  },
+  {
+    key: "models.catalog.<model_ref>",
+    type: "json_object",
+    description:
+      "Metadata for one model: display_name, context_window_tokens, effective_context_window_percent, prompt_budget_estimated_tokens, runtime_max_output_tokens, capabilities",
+    schema: CatalogEntrySchema,
+  },
+  {
+    key: "runtime.disable_provider_fallback",
+    type: "boolean",
+    default: false,
+    description: "Only ever try the effective model; never fall back to another one",
+    schema: z.boolean(),
+  },
+  {
+    key: "runtime.default_tool_output_tokens",
+    type: "integer",
+    default: DEFAULTS.default_tool_output_tokens,
+    env: "HOLON_DEFAULT_TOOL_OUTPUT_TOKENS",
+    description: "Estimated-token budget for one tool result shown to the model",
+    schema: PositiveInt,
+  },
+  {
+    key: "runtime.max_tool_output_tokens",
+    type: "integer",
+    default: DEFAULTS.max_tool_output_tokens,
+    env: "HOLON_MAX_TOOL_OUTPUT_TOKENS",
+    description: "Upper bound any tool may ask for its result budget",
+    schema: PositiveInt,
+  },
+  {
+    key: "control_token",
+    type: "string",
+    default: null,
+    env: "HOLON_CONTROL_TOKEN",
+    secret: true,
+    description: "Bearer token the control plane requires (clients send it too)",
+    schema: z.string().min(1),
+  },
+  {
+    key: "tui.alternate_screen",
+    type: "enum",
+    default: "auto",
+    values: ["auto", "always", "never"],
+    description: "Whether the terminal UI uses the alternate screen buffer",
+    schema: z.enum(["auto", "always", "never"]),
+  },
+  {
+    key: "providers.<id>",
+    type: "json_object",
+    description: "A whole provider definition (prefer `holon config providers set`)",
+    schema: ProviderEntryFileSchema,
+  },
+  providerField(
+    "transport",
+    "enum",
+    "Wire protocol the provider speaks",
+    z.enum(PROVIDER_TRANSPORTS),
+    PROVIDER_TRANSPORTS,
+  ),
+  providerField(
+    "base_url",
+    "url",
+    "Endpoint base URL (with /v1 for OpenAI transports, without it for anthropic_messages)",
+    HttpUrl,
+  ),
+  providerField(
+    "credential_source",
+    "enum",
+    "Where the credential comes from",
+    z.enum(CREDENTIAL_SOURCES),
+    CREDENTIAL_SOURCES,
+  ),
+  providerField(
+    "credential_kind",
+    "enum",
+    "What the credential is",
+    z.enum(CREDENTIAL_KINDS),
+    CREDENTIAL_KINDS,
+  ),
+  providerField(
+    "credential_env",
+    "string",
+    "Environment variable holding the credential (source env)",
+    z.string().regex(ENV_NAME_RE, "expected an environment variable name"),
+  ),
+  providerField(
+    "credential_profile",
+    "string",
+    "Holon credential profile id (source credential_profile)",
+    z.string().regex(PROFILE_ID_RE, "expected a credential profile id"),
+  ),
+  providerField(
+    "credential_external",
+    "string",
+    "External credential owner (source external_cli; only codex)",
+    z.literal("codex"),
+  ),
+  providerField("display_name", "string", "Name shown in listings", z.string().min(1)),
+  providerField(
+    "models",
+    "string_list",
+    "Extra model names to list for this provider",
+    z.array(z.string().min(1)),
+  ),
+];
+
+export type KeyMatch = {
+  def: KeyDef;
+  /** Path inside the config file object. */
+  path: string[];
+};
+
+/** Map a dotted key to its definition and file path, or null when Holon has no such key. */
+export function matchKey(key: string): KeyMatch | null {
+  const catalogPrefix = "models.catalog.";
+  if (key.startsWith(catalogPrefix)) {
+    const ref = key.slice(catalogPrefix.length);
+    const def = KEY_DEFS.find((d) => d.key === "models.catalog.<model_ref>")!;
+    return ref ? { def, path: ["models", "catalog", ref] } : null;
+  }
+  const parts = key.split(".");
+  for (const def of KEY_DEFS) {
+    const pattern = def.key.split(".");
+    if (pattern.length !== parts.length) continue;
+    let ok = true;
+    for (let i = 0; i < pattern.length; i++) {
+      if (pattern[i] === "<id>") {
+        if (!PROVIDER_ID_RE.test(parts[i]!)) ok = false;
+      } else if (pattern[i] !== parts[i]) ok = false;
+    }
+    if (ok) return { def, path: parts };
+  }
+  return null;
+}
+
+/** Keys close to an unknown one, for "did you mean" hints. */
+export function suggestKeys(key: string): string[] {
+  const head = key.split(".")[0] ?? "";
+  return KEY_DEFS.map((d) => d.key).filter((k) => k.startsWith(head + ".") || k === head);
+}
