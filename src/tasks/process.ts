@@ -1,0 +1,744 @@
+// The process layer under ExecCommand and command tasks.
+//
+// Non-PTY commands run detached (own session and process group) under a tiny POSIX sh wrapper
+// (process-wrapper.ts) whose stdout/stderr are file descriptors of files in a per-process
+// directory: no pipes to the host, nothing buffered in host memory, and the command keeps
+// running (and keeps writing its output and exit status) if the host dies. PTY commands run
+// under a detached Node supervisor (pty-supervisor.ts) that holds the PTY master.
+//
+// Process directory layout (see docs in the report / README of this module):
+//   spec.json       persisted record: pid, pgid, sid, start ticks, boot id, cmd, cwd, shell, paths
+//   stdout.log      split mode: the command's stdout
+//   stderr.log      split mode: the command's stderr
+//   output.log      merged mode and PTY: both streams / the terminal transcript
+//   stdin.fifo      input-enabled and PTY processes: named pipe feeding the command (or PTY)
+//   stdin.holder    input-enabled non-PTY: pid of the holder keeping the FIFO's write side open
+//   stdin.closed    marker: input was closed (EOF sent)
+//   exit            exit status: "<shell status>\n" (wrapper) or a JSON line (host / supervisor)
+//   pty.json        PTY: pid and start ticks of the terminal's child (written by the supervisor)
+//   launch.json     PTY: launch parameters for the supervisor (0600; deleted once read)
+//   supervisor.log  PTY: the supervisor's own diagnostics
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import {
+  closeSync,
+  constants as fsConstants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  bootId,
+  isSameLiveProcess,
+  readProcStat,
+  scanMembers,
+  signalSessions,
+} from "./process-proc.ts";
+import {
+  WRAPPER_SCRIPT,
+  readExitFile,
+  statusFromShell,
+  writeExitFile,
+  type ExitStatus,
+  type RecordedExit,
+} from "./process-wrapper.ts";
+
+export type { ExitStatus } from "./process-wrapper.ts";
+
+export type ProcessSpec = {
+  cmd: string;
+  cwd: string;
+  /** Per-process directory to create (must not already hold a process record). */
+  dir: string;
+  /** Shell program; default `/bin/bash` when present, else `/bin/sh`. */
+  shell?: string;
+  /** Run the shell as a login shell (`-lc` instead of `-c`). */
+  login?: boolean;
+  /** The complete environment of the command; default: the host's environment. */
+  env?: Record<string, string>;
+  /** Run under a pseudo-terminal (implies input via `writeInput`). */
+  tty?: boolean;
+  /** Give a non-PTY command a stdin fed through `writeInput`; otherwise stdin is /dev/null. */
+  acceptsInput?: boolean;
+  /**
+   * Non-PTY output layout. `split` (default): stdout.log and stderr.log, and `output_path`
+   * names stdout.log. `merged`: both streams into output.log in exact write order
+   * (`2>&1`), `stderr_path` is null. PTY processes are always merged.
+   */
+  output?: "split" | "merged";
+  /** PTY size; default 120x40. */
+  cols?: number;
+  rows?: number;
+};
+
+export type ProcessHandle = {
+  readonly pid: number;
+  readonly pgid: number;
+  readonly dir: string;
+  readonly stdout_path: string;
+  /** Null when stderr is merged into the single output stream (merged mode, PTY). */
+  readonly stderr_path: string | null;
+  /** The file holding the process's output for the task plane (see `ProcessSpec.output`). */
+  readonly output_path: string;
+  /** Null when the process takes no input. */
+  readonly stdin_path: string | null;
+  readonly started_at: string;
+  readonly tty: boolean;
+  readonly accepts_input: boolean;
+};
+
+/** The JSON record in `<dir>/spec.json`; enough to reattach from the directory alone. */
+export type PersistedProcess = {
+  version: 1;
+  kind: "wrapper" | "pty_supervisor";
+  pid: number;
+  pgid: number;
+  sid: number;
+  start_ticks: number;
+  boot_id: string;
+  host_pid: number;
+  cmd: string;
+  cwd: string;
+  shell: string;
+  shell_args: string[];
+  login: boolean;
+  tty: boolean;
+  accepts_input: boolean;
+  output_mode: "split" | "merged";
+  stdout_path: string;
+  stderr_path: string | null;
+  output_path: string;
+  stdin_path: string | null;
+  started_at: string;
+};
+
+export type ReattachResult =
+  | { state: "running"; handle: ProcessHandle }
+  | { state: "exited"; status: ExitStatus; handle: ProcessHandle }
+  | { state: "lost"; reason: string };
+
+export type StopResult = {
+  /** The first signal sent, or null when the process had already exited. */
+  signal_sent: "SIGTERM" | null;
+  escalated_to_kill: boolean;
+  exit: ExitStatus;
+  /** Processes of the session still alive after the stop (empty unless something escaped the kill). */
+  leftover_pids: number[];
+};
+
+export type InputResult = {
+  accepted: boolean;
+  bytes_written: number;
+  /** Why input was refused or cut short: `input_not_enabled`, `process_exited`, `input_closed`, `input_unavailable`, `input_blocked`. */
+  reason?: string;
+};
+
+export class ProcessStartError extends Error {
+  override name = "ProcessStartError";
+}
+
+const FILES = {
+  spec: "spec.json",
+  stdout: "stdout.log",
+  stderr: "stderr.log",
+  output: "output.log",
+  stdin: "stdin.fifo",
+  holder: "stdin.holder",
+  closed: "stdin.closed",
+  exit: "exit",
+  pty: "pty.json",
+  launch: "launch.json",
+  supervisorLog: "supervisor.log",
+} as const;
+
+const SUPERVISOR_PATH = fileURLToPath(new URL("./pty-supervisor.ts", import.meta.url));
+
+type Internal = {
+  rec: PersistedProcess;
+  child: ChildProcess | null;
+  exited: Promise<ExitStatus> | null;
+  status: ExitStatus | null;
+  waiters: number;
+};
+
+const internals = new WeakMap<ProcessHandle, Internal>();
+
+let defaultShellCache: string | undefined;
+export function defaultShell(): string {
+  defaultShellCache ??= existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  return defaultShellCache;
+}
+
+const nowIso = () => new Date().toISOString();
+
+function handleFromRecord(dir: string, rec: PersistedProcess): ProcessHandle {
+  // Paths are re-derived from the directory so a record stays valid if the tree moves.
+  const out = rec.output_mode === "merged" ? join(dir, FILES.output) : join(dir, FILES.stdout);
+  return Object.freeze({
+    pid: rec.pid,
+    pgid: rec.pgid,
+    dir,
+    stdout_path: out,
+    stderr_path: rec.stderr_path === null ? null : join(dir, FILES.stderr),
+    output_path: out,
+    stdin_path: rec.stdin_path === null ? null : join(dir, FILES.stdin),
+    started_at: rec.started_at,
+    tty: rec.tty,
+    accepts_input: rec.accepts_input,
+  });
+}
+
+function internalOf(handle: ProcessHandle): Internal {
+  let st = internals.get(handle);
+  if (st === undefined) {
+    // A handle rebuilt by the caller (e.g. from stored fields): resolve through the directory.
+    const rec = readRecord(handle.dir);
+    if (rec === null) throw new Error(`no process record in ${handle.dir}`);
+    st = { rec, child: null, exited: null, status: null, waiters: 0 };
+    internals.set(handle, st);
+  }
+  return st;
+}
+
+function writeJsonAtomic(path: string, value: unknown, mode = 0o644): void {
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, JSON.stringify(value) + "\n", { mode });
+  renameSync(tmp, path);
+}
+
+function readRecord(dir: string): PersistedProcess | null {
+  try {
+    const rec = JSON.parse(readFileSync(join(dir, FILES.spec), "utf8")) as PersistedProcess;
+    return rec.version === 1 && typeof rec.pid === "number" ? rec : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Start a command. Synchronous: the returned handle's process is already running. */
+export function startProcess(spec: ProcessSpec): ProcessHandle {
+  const dir = resolve(spec.dir);
+  const tty = spec.tty === true;
+  const acceptsInput = tty || spec.acceptsInput === true;
+  const outputMode = tty ? "merged" : (spec.output ?? "split");
+  const shell = spec.shell ?? defaultShell();
+  const flag = spec.login === true ? "-lc" : "-c";
+  try {
+    if (!statSync(spec.cwd).isDirectory()) throw new Error("not a directory");
+  } catch (err) {
+    throw new ProcessStartError(
+      `working directory ${spec.cwd} is unusable: ${(err as Error).message}`,
+    );
+  }
+  mkdirSync(dir, { recursive: true });
+  if (existsSync(join(dir, FILES.spec))) {
+    throw new ProcessStartError(`process directory ${dir} is already in use`);
+  }
+  const stdinPath = acceptsInput ? join(dir, FILES.stdin) : null;
+  if (stdinPath !== null) {
+    try {
+      execFileSync("mkfifo", ["-m", "600", stdinPath], { stdio: "ignore" });
+    } catch (err) {
+      throw new ProcessStartError(`cannot create input pipe: ${(err as Error).message}`);
+    }
+  }
+  const outPath = join(dir, outputMode === "merged" ? FILES.output : FILES.stdout);
+  const errPath = outputMode === "merged" ? null : join(dir, FILES.stderr);
+  const env = spec.env ?? (process.env as Record<string, string>);
+
+  let child: ChildProcess;
+  const outFlags =
+    fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;
+  if (!tty) {
+    const outFd = openSync(outPath, outFlags, 0o644);
+    const errFd = errPath === null ? outFd : openSync(errPath, outFlags, 0o644);
+    try {
+      child = spawn(
+        "/bin/sh",
+        ["-c", WRAPPER_SCRIPT, "holon-wrap", dir, shell, flag, spec.cmd, acceptsInput ? "1" : "0"],
+        { cwd: spec.cwd, env, detached: true, stdio: ["ignore", outFd, errFd] },
+      );
+    } finally {
+      closeSync(outFd);
+      if (errFd !== outFd) closeSync(errFd);
+    }
+  } else {
+    closeSync(openSync(outPath, outFlags, 0o644));
+    writeJsonAtomic(
+      join(dir, FILES.launch),
+      {
+        shell,
+        args: [flag, spec.cmd],
+        cwd: spec.cwd,
+        env,
+        cols: spec.cols ?? 120,
+        rows: spec.rows ?? 40,
+      },
+      0o600,
+    );
+    const logFd = openSync(join(dir, FILES.supervisorLog), "a", 0o644);
+    try {
+      child = spawn(process.execPath, [SUPERVISOR_PATH, dir], {
+        cwd: dir,
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+        detached: true,
+        stdio: ["ignore", "ignore", logFd],
+      });
+    } finally {
+      closeSync(logFd);
+    }
+  }
+  child.on("error", () => {
+    // reported through the missing pid below or through the exit event
+  });
+  const pid = child.pid;
+  if (pid === undefined) {
+    throw new ProcessStartError(
+      `could not spawn the ${tty ? "PTY supervisor" : "command wrapper"}`,
+    );
+  }
+  child.unref();
+  const stat = readProcStat(pid);
+  const rec: PersistedProcess = {
+    version: 1,
+    kind: tty ? "pty_supervisor" : "wrapper",
+    pid,
+    pgid: stat?.pgrp ?? pid,
+    sid: stat?.session ?? pid,
+    start_ticks: stat?.start_ticks ?? -1,
+    boot_id: bootId(),
+    host_pid: process.pid,
+    cmd: spec.cmd,
+    cwd: spec.cwd,
+    shell,
+    shell_args: [flag, spec.cmd],
+    login: spec.login === true,
+    tty,
+    accepts_input: acceptsInput,
+    output_mode: outputMode,
+    stdout_path: outPath,
+    stderr_path: errPath,
+    output_path: outPath,
+    stdin_path: stdinPath,
+    started_at: nowIso(),
+  };
+  writeJsonAtomic(join(dir, FILES.spec), rec);
+  const handle = handleFromRecord(dir, rec);
+  const internal: Internal = { rec, child, exited: null, status: null, waiters: 0 };
+  internal.exited = new Promise<ExitStatus>((resolveExit) => {
+    child.once("exit", (code, signal) => {
+      const status = settleChildExit(dir, rec, code, signal);
+      internal.status = status;
+      internal.child = null;
+      resolveExit(status);
+    });
+  });
+  internals.set(handle, internal);
+  return handle;
+}
+
+/** Decide the status after our own child (wrapper or supervisor) exited; record it if nobody did. */
+function settleChildExit(
+  dir: string,
+  rec: PersistedProcess,
+  code: number | null,
+  signal: NodeJS.Signals | null,
+): ExitStatus {
+  const exitPath = join(dir, FILES.exit);
+  const recorded = readExitFile(exitPath);
+  if (recorded !== null) return recorded;
+  const finished_at = nowIso();
+  let out: RecordedExit;
+  if (rec.kind === "wrapper" && code !== null) {
+    // The wrapper exits with the command's status; it failed to write the file only if it
+    // died before (e.g. the directory vanished). Treat the code as the shell status.
+    const s = statusFromShell(code, finished_at);
+    out = { exit_code: s.exit_code, signal: s.signal, finished_at, recorded_by: "host" };
+  } else if (signal !== null) {
+    out = { exit_code: null, signal, finished_at, recorded_by: "host" };
+  } else {
+    out = {
+      exit_code: null,
+      signal: null,
+      finished_at,
+      recorded_by: "host",
+      lost_reason: `PTY supervisor exited with code ${code} without recording a status (see supervisor.log)`,
+    };
+  }
+  try {
+    writeExitFile(exitPath, out);
+  } catch {
+    // directory gone: the in-memory status still stands
+  }
+  const status: ExitStatus = { exit_code: out.exit_code, signal: out.signal, finished_at };
+  if (out.lost_reason !== undefined) status.lost_reason = out.lost_reason;
+  return status;
+}
+
+/**
+ * Current status without waiting: the exit status once known, else null while running.
+ * For a process that vanished without recording a status, a status with `lost_reason`.
+ */
+export function peekExit(handle: ProcessHandle): ExitStatus | null {
+  const st = internalOf(handle);
+  if (st.status !== null) return st.status;
+  if (st.child !== null) return null; // our child: the exit event is authoritative
+  const exitPath = join(handle.dir, FILES.exit);
+  const recorded = readExitFile(exitPath);
+  if (recorded !== null) return (st.status = recorded);
+  if (st.rec.boot_id === bootId() && isSameLiveProcess(st.rec.pid, st.rec.start_ticks)) return null;
+  const again = readExitFile(exitPath);
+  if (again !== null) return (st.status = again);
+  return (st.status = {
+    exit_code: null,
+    signal: null,
+    finished_at: nowIso(),
+    lost_reason: lostReason(st.rec),
+  });
+}
+
+function lostReason(rec: PersistedProcess): string {
+  if (rec.boot_id !== bootId()) return "the machine rebooted since the process started";
+  const who = rec.kind === "wrapper" ? "its wrapper" : "its PTY supervisor";
+  return `process ${rec.pid} is gone and no exit status was recorded (${who} was killed before it could record one, e.g. by SIGKILL)`;
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted", "AbortError");
+}
+
+/** Wait for the process to exit, at most `timeoutMs` (default: forever). The process keeps running on timeout. */
+export async function waitForExit(
+  handle: ProcessHandle,
+  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<ExitStatus | "timeout"> {
+  const st = internalOf(handle);
+  if (st.status !== null) return st.status;
+  opts.signal?.throwIfAborted();
+  const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
+  if (st.child !== null && st.exited !== null) {
+    const child = st.child;
+    if (st.waiters++ === 0) child.ref();
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      return await new Promise<ExitStatus | "timeout">((res, rej) => {
+        st.exited!.then(res, rej);
+        if (deadline !== Infinity)
+          timer = setTimeout(() => res("timeout"), Math.max(0, deadline - Date.now()));
+        if (opts.signal !== undefined) {
+          const signal = opts.signal;
+          onAbort = () => rej(abortError(signal));
+          signal.addEventListener("abort", onAbort, { once: true });
+        }
+      });
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      if (onAbort !== undefined) opts.signal?.removeEventListener("abort", onAbort);
+      if (--st.waiters === 0 && st.child !== null) child.unref();
+    }
+  }
+  // Reattached (not our child): poll the exit file and the pid, backing off to 200 ms.
+  let interval = 10;
+  for (;;) {
+    const status = peekExit(handle);
+    if (status !== null) return status;
+    const left = deadline - Date.now();
+    if (left <= 0) return "timeout";
+    await sleep(Math.min(interval, left), opts.signal);
+    interval = Math.min(interval * 2, 200);
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((res, rej) => {
+    if (signal?.aborted) return rej(abortError(signal));
+    const onAbort = () => {
+      clearTimeout(t);
+      rej(abortError(signal!));
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      res();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+async function pollUntil(check: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (check()) return true;
+    if (Date.now() >= deadline) return false;
+    await sleep(Math.min(10, Math.max(1, deadline - Date.now())));
+  }
+}
+
+/**
+ * Reattach to a process from its directory alone (after a host restart). A process is
+ * `running` only if its recorded pid is alive, not a zombie, and has the recorded start time
+ * and boot id (so a reused pid is never mistaken for ours). A recorded exit status wins over
+ * everything. Otherwise it is `lost` with a reason: never `running` forever.
+ */
+export function reattach(dir: string): ReattachResult {
+  const abs = resolve(dir);
+  const rec = readRecord(abs);
+  if (rec === null) {
+    const exit = readExitFile(join(abs, FILES.exit));
+    const reason =
+      exit !== null ? "exit status recorded but process record spec.json is missing" : "";
+    return { state: "lost", reason: reason || `no process record (spec.json) in ${abs}` };
+  }
+  const handle = handleFromRecord(abs, rec);
+  const internal: Internal = { rec, child: null, exited: null, status: null, waiters: 0 };
+  internals.set(handle, internal);
+  const status = peekExit(handle);
+  if (status === null) return { state: "running", handle };
+  if (status.lost_reason !== undefined && status.exit_code === null && status.signal === null) {
+    return { state: "lost", reason: status.lost_reason };
+  }
+  return { state: "exited", status, handle };
+}
+
+function readPtyChild(dir: string): { pid: number; start_ticks: number } | null {
+  try {
+    const v = JSON.parse(readFileSync(join(dir, FILES.pty), "utf8")) as {
+      child_pid: number;
+      child_start_ticks: number;
+    };
+    return { pid: v.child_pid, start_ticks: v.child_start_ticks };
+  } catch {
+    return null;
+  }
+}
+
+/** Sessions whose members belong to this process (the wrapper's session; for PTY also the terminal's). */
+function targetSessions(
+  handle: ProcessHandle,
+  rec: PersistedProcess,
+): { own: number[]; pty: number[] } {
+  const pty: number[] = [];
+  if (rec.tty) {
+    const c = readPtyChild(handle.dir);
+    if (c !== null && isSameLiveProcess(c.pid, c.start_ticks)) {
+      const st = readProcStat(c.pid);
+      if (st !== null) pty.push(st.session);
+    }
+  }
+  return { own: [rec.sid], pty };
+}
+
+/**
+ * Stop the process: SIGTERM to every process group of its session (for a PTY: SIGHUP and
+ * SIGTERM to the terminal's session, SIGTERM to the supervisor, which forwards), wait up to
+ * `graceMs` for the process to exit and the session to empty, then SIGKILL every group left.
+ * Processes that left the session (setsid) or were reparented out of it are not tracked.
+ */
+export async function stopProcess(
+  handle: ProcessHandle,
+  opts: { graceMs?: number; killWaitMs?: number } = {},
+): Promise<StopResult> {
+  const st = internalOf(handle);
+  const rec = st.rec;
+  const graceMs = opts.graceMs ?? 2000;
+  const killWaitMs = opts.killWaitMs ?? 5000;
+  const already = peekExit(handle);
+  if (already !== null) {
+    return { signal_sent: null, escalated_to_kill: false, exit: already, leftover_pids: [] };
+  }
+  // Never signal a reused pid: the record must still describe a live process of ours.
+  const ours = rec.boot_id === bootId() && isSameLiveProcess(rec.pid, rec.start_ticks);
+  let { own, pty } = targetSessions(handle, rec);
+  if (!ours) own = [];
+  const members = () => scanMembers([...own, ...pty], own.length > 0 ? [rec.pgid] : []);
+  const exited = () => peekExit(handle) !== null;
+
+  if (rec.tty) {
+    signalSessions(pty, [], "SIGHUP");
+    signalSessions(pty, [], "SIGTERM");
+    if (ours) {
+      try {
+        process.kill(rec.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+  } else {
+    signalSessions(own, own.length > 0 ? [rec.pgid] : [], "SIGTERM");
+  }
+  let escalated = false;
+  const clean = await pollUntil(() => exited() && members().length === 0, graceMs);
+  if (!clean) {
+    escalated = true;
+    if (rec.tty && pty.length > 0) {
+      signalSessions(pty, [], "SIGKILL");
+      // Give the supervisor a moment to observe the terminal's death and record it.
+      await pollUntil(exited, Math.min(1000, killWaitMs));
+    }
+    signalSessions([...own, ...pty], own.length > 0 ? [rec.pgid] : [], "SIGKILL");
+    await pollUntil(
+      () => members().length === 0 && (st.child === null || st.status !== null),
+      killWaitMs,
+    );
+  }
+  let exit =
+    st.child !== null ? await waitForExit(handle, { timeoutMs: killWaitMs }) : peekExit(handle);
+  if (exit === null || exit === "timeout" || (exit.lost_reason !== undefined && escalated)) {
+    // The recorder died under SIGKILL: record what we did.
+    const finished_at = nowIso();
+    const recorded: RecordedExit = {
+      exit_code: null,
+      signal: "SIGKILL",
+      finished_at,
+      recorded_by: "host",
+    };
+    try {
+      writeExitFile(join(handle.dir, FILES.exit), recorded);
+    } catch {
+      // directory gone
+    }
+    exit = readExitFile(join(handle.dir, FILES.exit)) ?? {
+      exit_code: null,
+      signal: "SIGKILL",
+      finished_at,
+    };
+    st.status = exit;
+  }
+  return {
+    signal_sent: "SIGTERM",
+    escalated_to_kill: escalated,
+    exit,
+    leftover_pids: members().map((m) => m.pid),
+  };
+}
+
+function inputRefusal(handle: ProcessHandle, st: Internal): string | null {
+  if (!st.rec.accepts_input || handle.stdin_path === null) return "input_not_enabled";
+  if (peekExit(handle) !== null || existsSync(join(handle.dir, FILES.exit)))
+    return "process_exited";
+  if (existsSync(join(handle.dir, FILES.closed))) return "input_closed";
+  return null;
+}
+
+/**
+ * Write bytes to the process's stdin (FIFO; for a PTY the supervisor forwards them to the
+ * terminal). Opens the FIFO per call, so it works the same after a host restart. Waits up to
+ * `timeoutMs` (default 5 s) while the pipe is full; `bytes_written` reports partial delivery.
+ */
+export async function writeInput(
+  handle: ProcessHandle,
+  data: string | Uint8Array,
+  opts: { timeoutMs?: number } = {},
+): Promise<InputResult> {
+  const st = internalOf(handle);
+  const refusal = inputRefusal(handle, st);
+  if (refusal !== null) return { accepted: false, bytes_written: 0, reason: refusal };
+  const buf = typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data);
+  const deadline = Date.now() + (opts.timeoutMs ?? 5000);
+  let fd: number | null = null;
+  while (fd === null) {
+    try {
+      fd = openSync(handle.stdin_path!, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // ENXIO: nobody holds the read side yet (wrapper or supervisor still starting) or any
+      // more (the process is finishing). Retry while the process lives.
+      if (code === "ENXIO" && peekExit(handle) === null && Date.now() < deadline) {
+        await sleep(5);
+        continue;
+      }
+      const reason =
+        code === "ENXIO" || peekExit(handle) !== null ? "process_exited" : "input_unavailable";
+      return { accepted: false, bytes_written: 0, reason };
+    }
+  }
+  let written = 0;
+  try {
+    while (written < buf.length) {
+      try {
+        written += writeSync(fd, buf, written, buf.length - written);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "EAGAIN") {
+          if (Date.now() >= deadline || peekExit(handle) !== null) {
+            return { accepted: written > 0, bytes_written: written, reason: "input_blocked" };
+          }
+          await sleep(5);
+          continue;
+        }
+        return {
+          accepted: written > 0,
+          bytes_written: written,
+          reason: code === "EPIPE" ? "process_exited" : "input_unavailable",
+        };
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { accepted: true, bytes_written: written };
+}
+
+/**
+ * Close the process's input (EOF). Non-PTY: the holder of the FIFO's write side is ended, so
+ * the command reads EOF once it drained what was written. PTY: sends the terminal's EOF
+ * character (Ctrl-D), which ends input at the start of a line.
+ */
+export async function closeInput(handle: ProcessHandle): Promise<InputResult> {
+  const st = internalOf(handle);
+  const refusal = inputRefusal(handle, st);
+  if (refusal !== null) return { accepted: false, bytes_written: 0, reason: refusal };
+  if (st.rec.tty) {
+    const r = await writeInput(handle, "\x04");
+    if (r.accepted) writeFileSync(join(handle.dir, FILES.closed), nowIso() + "\n");
+    return r;
+  }
+  const holderPath = join(handle.dir, FILES.holder);
+  let holder = NaN;
+  await pollUntil(() => {
+    try {
+      holder = Number(readFileSync(holderPath, "utf8").trim());
+    } catch {
+      return peekExit(handle) !== null;
+    }
+    return Number.isInteger(holder) && holder > 0;
+  }, 2000);
+  const hs = Number.isInteger(holder) ? readProcStat(holder) : null;
+  // Only end the holder if it is still a member of this process's session.
+  if (hs === null || hs.session !== st.rec.sid) {
+    return {
+      accepted: false,
+      bytes_written: 0,
+      reason: peekExit(handle) !== null ? "process_exited" : "input_unavailable",
+    };
+  }
+  writeFileSync(join(handle.dir, FILES.closed), nowIso() + "\n");
+  try {
+    process.kill(holder, "SIGTERM");
+  } catch {
+    // already gone
+  }
+  return { accepted: true, bytes_written: 0 };
+}
+
+/** The persisted record of a process directory (null when absent or unreadable). */
+export function readProcessRecord(dir: string): PersistedProcess | null {
+  return readRecord(resolve(dir));
+}
+
+/** Remove a FIFO left behind so the directory can be archived as plain files (optional). */
+export function removeInputPipe(handle: ProcessHandle): void {
+  if (handle.stdin_path === null) return;
+  try {
+    unlinkSync(handle.stdin_path);
+  } catch {
+    // absent
+  }
+}
