@@ -138,6 +138,10 @@ function describeIssue(issue: z.core.$ZodIssue, data: unknown): { key: string; p
         problem: `expected one of ${issue.values.map((v) => String(v)).join(", ")}, got ${describe(valueAt(data, path))}`,
       };
     case "too_small":
+      if (issue.origin === "number" && Number(issue.minimum) === 0 && !issue.inclusive) {
+        return { key, problem: `expected a positive integer, got ${describe(valueAt(data, path))}` };
+      }
+      return { key, problem: `${issue.message}, got ${describe(valueAt(data, path))}` };
     case "too_big":
       return { key, problem: `${issue.message}, got ${describe(valueAt(data, path))}` };
     case "invalid_key":
