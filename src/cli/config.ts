@@ -194,8 +194,10 @@ async function cmdSchema(opts: HomeOpts) {
 
 type DoctorCheck = { check: string; status: "ok" | "warn" | "fail"; detail: string };
 
-async function providerStatuses(home: string, only?: string) {
-  const { inputs } = await resolutionInputs(home);
+type Inputs = Awaited<ReturnType<typeof resolutionInputs>>["inputs"];
+
+async function providerStatuses(home: string, only?: string, given?: Inputs) {
+  const inputs = given ?? (await resolutionInputs(home)).inputs;
   const { providerRegistry, providerDefinition } = await import("../providers/builtin.ts");
   const { resolveCredential } = await import("../providers/resolve.ts");
   const defs = only
@@ -331,7 +333,7 @@ async function cmdDoctor(opts: HomeOpts) {
       });
     }
   }
-  const providers = await providerStatuses(home);
+  const providers = await providerStatuses(home, undefined, source.inputs());
   for (const p of providers.filter(
     (p) => p.configured && (!p.transport_supported || p.reason?.includes("custom provider")),
   )) {
