@@ -53,7 +53,9 @@ export type ProviderCallResult =
   | {
       ok: true;
       response: ProviderResponse;
-      candidate: ModelCandidate;
+      /** Index in `candidates` of the candidate that answered (the candidate itself holds a secret). */
+      candidate_index: number;
+      model_ref: string;
       timeline: ProviderAttemptTimeline;
     }
   | {
@@ -156,7 +158,13 @@ export async function callProvider(args: CallProviderArgs): Promise<ProviderCall
     if (result.ok) {
       const t = timeline();
       t.winning_model_ref = candidate.model_ref;
-      return { ok: true, response: result.response, candidate, timeline: scrubDeep(t, allSecrets) };
+      return {
+        ok: true,
+        response: result.response,
+        candidate_index: index,
+        model_ref: candidate.model_ref,
+        timeline: scrubDeep(t, allSecrets),
+      };
     }
     lastError = { candidate, error: result.error };
     if (result.aborted || result.terminal) {
