@@ -56,6 +56,20 @@ describe("process stop", () => {
     expect(liveMembers(h.pgid)).toEqual([]);
   });
 
+  it("stopping a finished command still ends the children it left behind", async () => {
+    const root = tempDir();
+    const h = startProcess({ cmd: "sleep 100 & exit 0", cwd: root, dir: join(root, "p") });
+    expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
+    expect(liveMembers(h.pgid).length).toBe(1); // the orphaned sleep
+    const res = await stopProcess(h, { graceMs: 2000 });
+    expect(res).toMatchObject({
+      signal_sent: "SIGTERM",
+      exit: { exit_code: 0 },
+      leftover_pids: [],
+    });
+    expect(liveMembers(h.pgid)).toEqual([]);
+  });
+
   it("stopping an exited process sends nothing and reports its status", async () => {
     const root = tempDir();
     const h = startProcess({ cmd: "exit 2", cwd: root, dir: join(root, "p") });

@@ -519,27 +519,39 @@ function readPtyChild(dir: string): { pid: number; start_ticks: number } | null 
   }
 }
 
-/** Sessions whose members belong to this process (the wrapper's session; for PTY also the terminal's). */
-function targetSessions(
+/**
+ * Whether session `sid` (whose leader was `leaderPid` started at `leaderTicks`) still belongs
+ * to us. The kernel never hands out a pid that is still in use as a session id, so members of
+ * the session are ours unless its number was reused, which shows as a different live process
+ * with that pid; a session whose members all died may be reused by a stranger only after that.
+ */
+function sessionIsOurs(rec: PersistedProcess, leaderPid: number, leaderTicks: number): boolean {
+  if (rec.boot_id !== bootId()) return false;
+  const leader = readProcStat(leaderPid);
+  return leader === null || leader.start_ticks === leaderTicks;
+}
+
+/** Sessions whose members belong to this process: the wrapper's / supervisor's, and for a PTY the terminal's. */
+function ownSessions(
   handle: ProcessHandle,
   rec: PersistedProcess,
 ): { own: number[]; pty: number[] } {
+  const own = sessionIsOurs(rec, rec.sid, rec.start_ticks) ? [rec.sid] : [];
   const pty: number[] = [];
   if (rec.tty) {
+    // The terminal's child is a session leader (setsid), so its pid is the session id.
     const c = readPtyChild(handle.dir);
-    if (c !== null && isSameLiveProcess(c.pid, c.start_ticks)) {
-      const st = readProcStat(c.pid);
-      if (st !== null) pty.push(st.session);
-    }
+    if (c !== null && sessionIsOurs(rec, c.pid, c.start_ticks)) pty.push(c.pid);
   }
-  return { own: [rec.sid], pty };
+  return { own, pty };
 }
 
 /**
- * Stop the process: SIGTERM to every process group of its session (for a PTY: SIGHUP and
- * SIGTERM to the terminal's session, SIGTERM to the supervisor, which forwards), wait up to
- * `graceMs` for the process to exit and the session to empty, then SIGKILL every group left.
- * Processes that left the session (setsid) or were reparented out of it are not tracked.
+ * Stop the process and everything in its session: SIGTERM to every process group of the
+ * session (for a PTY: SIGHUP + SIGTERM to the terminal's session and SIGTERM to the
+ * supervisor, which forwards), wait up to `graceMs` for the process to exit and the session
+ * to empty, then SIGKILL every group left. Also cleans up children a finished command left
+ * behind. Processes that left the session (setsid, daemons) are not tracked.
  */
 export async function stopProcess(
   handle: ProcessHandle,
@@ -549,40 +561,48 @@ export async function stopProcess(
   const rec = st.rec;
   const graceMs = opts.graceMs ?? 2000;
   const killWaitMs = opts.killWaitMs ?? 5000;
+  const targets = () => {
+    const { own, pty } = ownSessions(handle, rec);
+    return { sessions: [...own, ...pty], groups: own.length > 0 ? [rec.pgid] : [], pty };
+  };
+  const members = () => {
+    const t = targets();
+    return scanMembers(t.sessions, t.groups);
+  };
+  const exited = () => peekExit(handle) !== null;
   const already = peekExit(handle);
-  if (already !== null) {
+  if (already !== null && members().length === 0) {
     return { signal_sent: null, escalated_to_kill: false, exit: already, leftover_pids: [] };
   }
-  // Never signal a reused pid: the record must still describe a live process of ours.
-  const ours = rec.boot_id === bootId() && isSameLiveProcess(rec.pid, rec.start_ticks);
-  let { own, pty } = targetSessions(handle, rec);
-  if (!ours) own = [];
-  const members = () => scanMembers([...own, ...pty], own.length > 0 ? [rec.pgid] : []);
-  const exited = () => peekExit(handle) !== null;
+  const supervisorAlive = () =>
+    rec.tty && rec.boot_id === bootId() && isSameLiveProcess(rec.pid, rec.start_ticks);
 
+  const first = targets();
   if (rec.tty) {
-    signalSessions(pty, [], "SIGHUP");
-    signalSessions(pty, [], "SIGTERM");
-    if (ours) {
+    signalSessions(first.pty, [], "SIGHUP");
+    signalSessions(first.pty, [], "SIGTERM");
+    if (supervisorAlive()) {
       try {
-        process.kill(rec.pid, "SIGTERM");
+        process.kill(rec.pid, "SIGTERM"); // forwards to the terminal's session
       } catch {
         // already gone
       }
     }
   } else {
-    signalSessions(own, own.length > 0 ? [rec.pgid] : [], "SIGTERM");
+    signalSessions(first.sessions, first.groups, "SIGTERM");
   }
   let escalated = false;
   const clean = await pollUntil(() => exited() && members().length === 0, graceMs);
   if (!clean) {
     escalated = true;
-    if (rec.tty && pty.length > 0) {
-      signalSessions(pty, [], "SIGKILL");
-      // Give the supervisor a moment to observe the terminal's death and record it.
+    const t = targets(); // re-read: a PTY child may have appeared since
+    if (rec.tty && t.pty.length > 0) {
+      signalSessions(t.pty, [], "SIGKILL");
+      // Let the supervisor observe the terminal's death and record it itself.
       await pollUntil(exited, Math.min(1000, killWaitMs));
     }
-    signalSessions([...own, ...pty], own.length > 0 ? [rec.pgid] : [], "SIGKILL");
+    const k = targets();
+    signalSessions(k.sessions, k.groups, "SIGKILL");
     await pollUntil(
       () => members().length === 0 && (st.child === null || st.status !== null),
       killWaitMs,
@@ -614,7 +634,7 @@ export async function stopProcess(
   return {
     signal_sent: "SIGTERM",
     escalated_to_kill: escalated,
-    exit,
+    exit: already ?? exit,
     leftover_pids: members().map((m) => m.pid),
   };
 }

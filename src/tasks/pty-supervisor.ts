@@ -57,6 +57,21 @@ const outFd = openSync(join(dir, "output.log"), fsConstants.O_WRONLY | fsConstan
 // Opened before the terminal starts so input written early is queued, not refused.
 const fifoFd = openSync(join(dir, "stdin.fifo"), fsConstants.O_RDWR | fsConstants.O_NONBLOCK);
 
+// Stop requests aimed at the supervisor are forwarded to the terminal's session; installed
+// before the terminal starts so an early SIGTERM cannot kill the supervisor and orphan it.
+let childPid: number | null = null;
+const forward = (sig: NodeJS.Signals) => () => {
+  if (childPid === null) return;
+  const st = readProcStat(childPid);
+  if (st !== null) {
+    signalSessions([st.session], [], "SIGHUP");
+    signalSessions([st.session], [], sig);
+  }
+};
+process.on("SIGTERM", forward("SIGTERM"));
+process.on("SIGINT", forward("SIGINT"));
+process.on("SIGHUP", forward("SIGHUP"));
+
 let term: ReturnType<typeof spawn>;
 try {
   term = spawn(launch.shell, launch.args, {
@@ -76,7 +91,7 @@ try {
   });
   process.exit(1);
 }
-const childPid = term.pid;
+childPid = term.pid;
 const childStat = readProcStat(childPid);
 {
   const tmp = join(dir, "pty.json.tmp");
@@ -100,18 +115,6 @@ input.on("data", (chunk: Buffer) => {
   if (text.length > 0) term.write(text);
 });
 input.on("error", (err) => log(`input pipe: ${err.message}`));
-
-const forward = (sig: NodeJS.Signals) => () => {
-  // Stop requests aimed at the supervisor reach the terminal's whole session.
-  const st = readProcStat(childPid);
-  if (st !== null) {
-    signalSessions([st.session], [], "SIGHUP");
-    signalSessions([st.session], [], sig);
-  }
-};
-process.on("SIGTERM", forward("SIGTERM"));
-process.on("SIGINT", forward("SIGINT"));
-process.on("SIGHUP", forward("SIGHUP"));
 
 term.onExit(({ exitCode, signal }) => {
   const sig = signal !== undefined && signal > 0 ? signalName(signal) : null;
