@@ -392,6 +392,28 @@ describe("candidate resolution", () => {
     });
   });
 
+  it("a stored profile's kind applies unless the provider sets credential_kind", () => {
+    const creds: CredentialsSnapshot = {
+      path: "/x",
+      profiles: {
+        "anthropic:default": {
+          kind: "bearer_token",
+          material: "t",
+          created_at: "",
+          updated_at: "",
+        },
+      },
+      error: null,
+    };
+    const model = { default: "anthropic/claude-sonnet-4-6" };
+    const [a] = resolveModelCandidates(inputs({ model }, {}, creds));
+    expect(a!.credential!.kind).toBe("bearer_token");
+    const [b] = resolveModelCandidates(
+      inputs({ model, providers: { anthropic: { credential_kind: "api_key" } } }, {}, creds),
+    );
+    expect(b!.credential!.kind).toBe("api_key");
+  });
+
   it("an unreadable credential store explains itself in the candidate", () => {
     const creds: CredentialsSnapshot = {
       path: "/x",

@@ -139,7 +139,10 @@ function describeIssue(issue: z.core.$ZodIssue, data: unknown): { key: string; p
       };
     case "too_small":
       if (issue.origin === "number" && Number(issue.minimum) === 0 && !issue.inclusive) {
-        return { key, problem: `expected a positive integer, got ${describe(valueAt(data, path))}` };
+        return {
+          key,
+          problem: `expected a positive integer, got ${describe(valueAt(data, path))}`,
+        };
       }
       return { key, problem: `${issue.message}, got ${describe(valueAt(data, path))}` };
     case "too_big":

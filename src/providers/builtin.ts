@@ -32,6 +32,8 @@ export type ProviderAuth = {
   env_fallback: boolean;
   /** True when the operator wrote the auth fields; false when they are Holon's defaults. */
   explicit: boolean;
+  /** True when the operator set `credential_kind`; otherwise a stored profile's own kind applies. */
+  kind_explicit: boolean;
 };
 
 export type ProviderDefinition = {
@@ -240,6 +242,7 @@ function builtinAuth(b: BuiltinProvider): ProviderAuth {
     external: b.external ?? null,
     env_fallback: b.source === "credential_profile" && b.env.length > 0,
     explicit: false,
+    kind_explicit: false,
   };
 }
 
@@ -258,7 +261,10 @@ function mergeAuth(
   if (!source) {
     if (builtin) {
       const auth = builtinAuth(builtin);
-      if (entry.credential_kind) auth.kind = entry.credential_kind;
+      if (entry.credential_kind) {
+        auth.kind = entry.credential_kind;
+        auth.kind_explicit = true;
+      }
       if (entry.credential_profile) auth.profiles = [entry.credential_profile];
       if (entry.credential_env) auth.env = [{ name: entry.credential_env, kind: auth.kind }];
       return auth;
@@ -276,6 +282,7 @@ function mergeAuth(
       external: null,
       env_fallback: false,
       explicit: false,
+      kind_explicit: false,
     };
   }
   const defaultKind: CredentialKind =
@@ -290,6 +297,7 @@ function mergeAuth(
     external: null,
     env_fallback: false,
     explicit: true,
+    kind_explicit: entry.credential_kind !== undefined,
   };
   if (source === "env") {
     if (entry.credential_env) auth.env = [{ name: entry.credential_env, kind }];

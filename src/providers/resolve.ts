@@ -84,7 +84,7 @@ export function resolveCredential(
     for (const profile of auth.profiles) {
       const stored = inputs.credentials.profiles[profile];
       if (stored) {
-        const kind = auth.explicit && auth.kind !== "none" ? auth.kind : stored.kind;
+        const kind = auth.kind_explicit && auth.kind !== "none" ? auth.kind : stored.kind;
         return {
           status: "configured",
           credential: { kind, value: stored.material, source_label: `profile:${profile}` },
