@@ -92,6 +92,25 @@ describe("process restart", () => {
     if (r.state === "lost") expect(r.reason).toMatch(/no exit status was recorded/);
   });
 
+  it("a wrapper killed alone leaves a lost process whose leftovers stopProcess can end", async () => {
+    const root = tempDir();
+    const started = await startFromDoomedHost({ cmd: "sleep 30", cwd: root, dir: join(root, "p") });
+    await waitFor(() => liveMembers(started.pgid).length === 2, { what: "wrapper and sleep" });
+    process.kill(started.pid, "SIGKILL"); // the wrapper only
+    const r = await waitFor(
+      () => {
+        const x = reattach(started.dir);
+        return x.state === "lost" ? x : null;
+      },
+      { what: "lost" },
+    );
+    expect(r.leftover_pids.length).toBe(1);
+    expect(r.reason).toMatch(/still run/);
+    const stop = await stopProcess(r.handle!, { graceMs: 2000 });
+    expect(stop).toMatchObject({ signal_sent: "SIGTERM", leftover_pids: [] });
+    expect(liveMembers(started.pgid)).toEqual([]);
+  });
+
   it("a reused pid is not mistaken for the process (start time differs)", async () => {
     const root = tempDir();
     const started = await startFromDoomedHost({ cmd: "sleep 30", cwd: root, dir: join(root, "p") });

@@ -122,7 +122,14 @@ export type PersistedProcess = {
 export type ReattachResult =
   | { state: "running"; handle: ProcessHandle }
   | { state: "exited"; status: ExitStatus; handle: ProcessHandle }
-  | { state: "lost"; reason: string };
+  | {
+      state: "lost";
+      reason: string;
+      /** Present when the record exists: pass it to stopProcess to end `leftover_pids`. */
+      handle: ProcessHandle | null;
+      /** Processes still alive in the process's session although its wrapper is gone. */
+      leftover_pids: number[];
+    };
 
 export type StopResult = {
   /** The first signal sent, or null when the process had already exited. */
@@ -493,8 +500,10 @@ export function reattach(dir: string): ReattachResult {
   if (rec === null) {
     const exit = readExitFile(join(abs, FILES.exit));
     const reason =
-      exit !== null ? "exit status recorded but process record spec.json is missing" : "";
-    return { state: "lost", reason: reason || `no process record (spec.json) in ${abs}` };
+      exit !== null
+        ? "exit status recorded but process record spec.json is missing"
+        : `no process record (spec.json) in ${abs}`;
+    return { state: "lost", reason, handle: null, leftover_pids: [] };
   }
   const handle = handleFromRecord(abs, rec);
   const internal: Internal = { rec, child: null, exited: null, status: null, waiters: 0 };
@@ -502,7 +511,11 @@ export function reattach(dir: string): ReattachResult {
   const status = peekExit(handle);
   if (status === null) return { state: "running", handle };
   if (status.lost_reason !== undefined && status.exit_code === null && status.signal === null) {
-    return { state: "lost", reason: status.lost_reason };
+    const { own, pty } = ownSessions(handle, rec);
+    const leftover = scanMembers([...own, ...pty], own.length > 0 ? [rec.pgid] : []);
+    let reason = status.lost_reason;
+    if (leftover.length > 0) reason += `; ${leftover.length} process(es) of its session still run`;
+    return { state: "lost", reason, handle, leftover_pids: leftover.map((m) => m.pid) };
   }
   return { state: "exited", status, handle };
 }
@@ -608,6 +621,15 @@ export async function stopProcess(
       killWaitMs,
     );
   }
+  const leftover = () => members().map((m) => m.pid);
+  if (already !== null) {
+    return {
+      signal_sent: "SIGTERM",
+      escalated_to_kill: escalated,
+      exit: already,
+      leftover_pids: leftover(),
+    };
+  }
   let exit =
     st.child !== null ? await waitForExit(handle, { timeoutMs: killWaitMs }) : peekExit(handle);
   if (exit === null || exit === "timeout" || (exit.lost_reason !== undefined && escalated)) {
@@ -634,8 +656,8 @@ export async function stopProcess(
   return {
     signal_sent: "SIGTERM",
     escalated_to_kill: escalated,
-    exit: already ?? exit,
-    leftover_pids: members().map((m) => m.pid),
+    exit,
+    leftover_pids: leftover(),
   };
 }
 
