@@ -53,6 +53,8 @@ describe("process fast path", () => {
     expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
     expect(readFileSync(h.stdout_path, "utf8")).toBe(`${root} x1 /bin/sh\n`);
     expect(readProcessRecord(h.dir)!.shell_args[0]).toBe("-lc");
+    // the environment may carry secrets: it is not persisted
+    expect(readFileSync(join(h.dir, "spec.json"), "utf8")).not.toContain("x1");
   });
 
   it("merged mode interleaves both streams in one file in write order", async () => {

@@ -1,5 +1,6 @@
 // Interactive processes: stdin through the FIFO and a PTY, driven by writeInput / closeInput.
 import { afterAll, describe, expect, it } from "vitest";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { closeInput, startProcess, waitForExit, writeInput } from "../src/tasks/process.ts";
 import { cleanupDirs, readText, tempDir, waitFor } from "./fixtures/process/util.ts";
@@ -67,6 +68,21 @@ describe("interactive over stdin", () => {
     await waitForExit(cat, { timeoutMs: 10_000 });
   });
 
+  it("works with an environment without PATH", async () => {
+    const root = tempDir();
+    const h = startProcess({
+      cmd: 'read a; echo "got $a"',
+      cwd: root,
+      dir: join(root, "p"),
+      acceptsInput: true,
+      shell: "/bin/sh",
+      env: {},
+    });
+    expect(await writeInput(h, "x\n")).toMatchObject({ accepted: true });
+    expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
+    expect(readText(h.stdout_path)).toBe("got x\n");
+  });
+
   it("delivers input larger than the pipe buffer", async () => {
     const root = tempDir();
     const h = startProcess({ cmd: "wc -c", cwd: root, dir: join(root, "p"), acceptsInput: true });
@@ -89,6 +105,9 @@ describe("interactive over a PTY", () => {
     });
     expect(h.tty).toBe(true);
     expect(h.stderr_path).toBeNull();
+    // the supervisor's launch file (it carries the environment) is gone once it started
+    await waitFor(() => existsSync(join(h.dir, "pty.json")), { what: "pty.json" });
+    expect(existsSync(join(h.dir, "launch.json"))).toBe(false);
     expect(await writeInput(h, "test -t 0 && echo is-a-tty; echo $((6*7))\n")).toMatchObject({
       accepted: true,
     });

@@ -12,7 +12,7 @@ import {
 import { signalName } from "./process-proc.ts";
 
 /**
- * Run as `sh -c WRAPPER_SCRIPT holon-wrap <dir> <shell> <-c|-lc> <cmd> <0|1>`.
+ * Run as `sh -c WRAPPER_SCRIPT holon-wrap <dir> <shell> <-c|-lc> <cmd> <0|1> <sleep path>`.
  *
  * - Catches TERM/INT/HUP/QUIT with a no-op trap: a group-wide SIGTERM reaches the command
  *   (caught signals reset to default across exec), while the wrapper lives on long enough to
@@ -30,7 +30,7 @@ import { signalName } from "./process-proc.ts";
 export const WRAPPER_SCRIPT = `trap : TERM INT HUP QUIT
 if [ "$5" = 1 ]; then
 exec 3<>"$1/stdin.fifo"
-sleep 2147483647 </dev/null >/dev/null 2>&1 &
+"$6" 2147483647 </dev/null >/dev/null 2>&1 &
 h=$!
 echo "$h" >"$1/stdin.holder"
 exec 3>&-

@@ -177,6 +177,13 @@ type Internal = {
 
 const internals = new WeakMap<ProcessHandle, Internal>();
 
+let sleepBinCache: string | undefined;
+/** Absolute path of `sleep` for the input holder, so a command env without PATH still works. */
+function sleepBin(): string {
+  sleepBinCache ??= ["/bin/sleep", "/usr/bin/sleep"].find((p) => existsSync(p)) ?? "sleep";
+  return sleepBinCache;
+}
+
 let defaultShellCache: string | undefined;
 export function defaultShell(): string {
   defaultShellCache ??= existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
@@ -269,7 +276,17 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
     try {
       child = spawn(
         "/bin/sh",
-        ["-c", WRAPPER_SCRIPT, "holon-wrap", dir, shell, flag, spec.cmd, acceptsInput ? "1" : "0"],
+        [
+          "-c",
+          WRAPPER_SCRIPT,
+          "holon-wrap",
+          dir,
+          shell,
+          flag,
+          spec.cmd,
+          acceptsInput ? "1" : "0",
+          sleepBin(),
+        ],
         { cwd: spec.cwd, env, detached: true, stdio: ["ignore", outFd, errFd] },
       );
     } finally {
@@ -312,6 +329,45 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
     );
   }
   child.unref();
+  try {
+    return track(dir, spec, child, pid, {
+      tty,
+      acceptsInput,
+      outputMode,
+      shell,
+      flag,
+      outPath,
+      errPath,
+      stdinPath,
+    });
+  } catch (err) {
+    // Never leave a process running that nobody can find: end it before reporting the failure.
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    throw new ProcessStartError(`could not record the started process: ${(err as Error).message}`);
+  }
+}
+
+function track(
+  dir: string,
+  spec: ProcessSpec,
+  child: ChildProcess,
+  pid: number,
+  o: {
+    tty: boolean;
+    acceptsInput: boolean;
+    outputMode: "split" | "merged";
+    shell: string;
+    flag: string;
+    outPath: string;
+    errPath: string | null;
+    stdinPath: string | null;
+  },
+): ProcessHandle {
+  const { tty, acceptsInput, outputMode, shell, flag, outPath, errPath, stdinPath } = o;
   const stat = readProcStat(pid);
   const rec: PersistedProcess = {
     version: 1,
