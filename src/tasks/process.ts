@@ -3,10 +3,25 @@
 // Non-PTY commands run detached (own session and process group) under a tiny POSIX sh wrapper
 // (process-wrapper.ts) whose stdout/stderr are file descriptors of files in a per-process
 // directory: no pipes to the host, nothing buffered in host memory, and the command keeps
-// running (and keeps writing its output and exit status) if the host dies. PTY commands run
-// under a detached Node supervisor (pty-supervisor.ts) that holds the PTY master.
+// running (and its wrapper keeps recording output and exit status) if the host dies. No Node
+// process per command: the cost over the user's shell is one `sh` start and one fork. PTY
+// commands run under a detached Node supervisor (pty-supervisor.ts) holding the PTY master.
 //
-// Process directory layout (see docs in the report / README of this module):
+// Decisions:
+// - Output. `split` (ExecCommand's default): stdout.log + stderr.log, `output_path` is
+//   stdout.log and stderr stays in `stderr_path`; a process started split cannot later gain a
+//   merged file (that would need a tee process on every command, and a pipe that a backgrounded
+//   child can hold open forever). `merged` (`2>&1`, for tasks created as tasks) and PTY: one
+//   output.log in exact write order, `stderr_path` null.
+// - Exit status. The wrapper writes "<$?>\n" to `exit` with one write(2) (a file without the
+//   newline is "not yet written"); the host or the supervisor write a JSON line (temp + rename)
+//   when they know better (the wrapper was SIGKILLed). A status above 128 names the inferred
+//   signal (shell convention) and keeps the raw status in exit_code.
+// - Restart. `reattach(dir)` says `running` only for a live, non-zombie pid with the recorded
+//   start time and boot id; a recorded status says `exited`; anything else is `lost` with a
+//   reason (e.g. the wrapper was SIGKILLed together with its group): never running forever.
+//
+// Process directory layout:
 //   spec.json       persisted record: pid, pgid, sid, start ticks, boot id, cmd, cwd, shell, paths
 //   stdout.log      split mode: the command's stdout
 //   stderr.log      split mode: the command's stderr
@@ -151,7 +166,8 @@ export class ProcessStartError extends Error {
   override name = "ProcessStartError";
 }
 
-const FILES = {
+/** File names inside a process directory. */
+export const PROCESS_FILES = {
   spec: "spec.json",
   stdout: "stdout.log",
   stderr: "stderr.log",
@@ -164,6 +180,7 @@ const FILES = {
   launch: "launch.json",
   supervisorLog: "supervisor.log",
 } as const;
+const FILES = PROCESS_FILES;
 
 const SUPERVISOR_PATH = fileURLToPath(new URL("./pty-supervisor.ts", import.meta.url));
 
