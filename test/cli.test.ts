@@ -45,10 +45,10 @@ describe("holon CLI", () => {
     const events = await waitFor(async () => {
       const t = await runCli(["tail", "--json", "-n", "200"], { env: env() });
       const list = JSON.parse(t.stdout) as any[];
-      return (
-        list.some((e) => e.type === "message_processed" && e.payload.message_id === message_id) &&
-        list
+      const done = list.some(
+        (e) => e.type === "message_processed" && e.payload.message_id === message_id,
       );
+      return done ? list : undefined;
     });
     const admitted = events.find(
       (e: any) => e.type === "message_admitted" && e.payload.message_id === message_id,

@@ -24,7 +24,7 @@ export function transition(
     if (extras.current_run_id !== undefined) next.current_run_id = extras.current_run_id;
     if (extras.sleeping_until !== undefined) next.sleeping_until = extras.sleeping_until;
     if (extras.last_wake_reason !== undefined) next.last_wake_reason = extras.last_wake_reason;
-    if (to !== "asleep") delete next.sleeping_until;
+    if (to === "awake_running" || to === "stopped") delete next.sleeping_until;
     store.agents.put(next);
     if (from !== to) {
       const payload: Record<string, unknown> = { from, to, reason };

@@ -1,6 +1,6 @@
 // Managed background tasks (command tasks first). Records persist across restarts.
 import { z } from "zod";
-import { FailureArtifactLike } from "./failure.ts";
+import { FailureArtifact } from "./provider.ts";
 
 export const TaskStatus = z.enum(["queued", "running", "completed", "failed", "cancelled"]);
 export type TaskStatus = z.infer<typeof TaskStatus>;
@@ -40,7 +40,7 @@ export const TaskRecord = z.object({
   output_snapshot: z
     .object({ preview: z.string(), total_bytes: z.number().int(), truncated: z.boolean() })
     .optional(),
-  failure_artifact: FailureArtifactLike.optional(),
+  failure_artifact: FailureArtifact.optional(),
   finished_at: z.string().optional(),
 });
 export type TaskRecord = z.infer<typeof TaskRecord>;

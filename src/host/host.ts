@@ -74,6 +74,7 @@ export class RuntimeHost {
       if (agent.visibility === "public") host.startRuntime(agent.agent_id);
     }
     host.opened = true;
+    for (const hook of host.openHooks) hook();
     return host;
   }
 
@@ -440,6 +441,55 @@ export class RuntimeHost {
     };
   }
 
+  private readonly shutdownHooks: (() => Promise<void> | void)[] = [];
+  private readonly wakeTimers = new Set<ReturnType<typeof setTimeout>>();
+
+  private readonly openHooks: (() => void)[] = [];
+
+  /** Run once the host is open (recovery that needs live agents, such as task reattachment). */
+  onOpen(hook: () => void): void {
+    this.openHooks.push(hook);
+  }
+
+  onShutdown(hook: () => Promise<void> | void): void {
+    this.shutdownHooks.push(hook);
+  }
+
+  /**
+   * A session-local wake requested by `Sleep(duration_ms)`: after the delay a runtime-owned
+   * `system_tick` is admitted, unless the agent was stopped or the host shut down meanwhile.
+   */
+  scheduleWake(agentId: string, durationMs: number): void {
+    const timer = setTimeout(() => {
+      this.wakeTimers.delete(timer);
+      if (this.closed) return;
+      const agent = this.store.agents.get(agentId);
+      if (!agent || agent.status === "stopped") return;
+      this.admit({
+        agent_id: agentId,
+        kind: "system_tick",
+        origin: { kind: "system", subsystem: "sleep" },
+        body: {
+          type: "text",
+          text: `Scheduled wake: you asked to be woken ${durationMs} ms after resting. Check on what you were waiting for and continue.`,
+        },
+        surface: "runtime_system",
+        admission: "runtime_owned",
+      });
+    }, durationMs);
+    timer.unref?.();
+    this.wakeTimers.add(timer);
+    const until = new Date(this.clock.now().getTime() + durationMs).toISOString();
+    this.store.tx(() => {
+      const agent = this.getAgent(agentId);
+      this.store.agents.put({ ...agent, sleeping_until: until });
+      this.store.appendEvent(agentId, {
+        type: "wake_scheduled",
+        payload: { wake_at: until, duration_ms: durationMs },
+      });
+    });
+  }
+
   get isClosed(): boolean {
     return this.closed;
   }
@@ -448,7 +498,9 @@ export class RuntimeHost {
   async shutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const t of this.wakeTimers) clearTimeout(t);
     await Promise.all([...this.runtimes.values()].map((rt) => rt.close()));
+    for (const hook of this.shutdownHooks) await hook();
     this.runtimes.clear();
     this.store.close();
     this.releaseLock();

@@ -1,4 +1,5 @@
 // Output budgets. Holon estimates tokens as characters / 4 for previews.
+import { readPreview, type OutputPreview } from "./output-preview.ts";
 
 export const CHARS_PER_TOKEN = 4;
 export const DEFAULT_TOOL_OUTPUT_TOKENS = 8_000;
@@ -12,36 +13,22 @@ export function previewChars(budget: OutputBudget, requestedTokens?: number): nu
   return Math.max(256, tokens * CHARS_PER_TOKEN);
 }
 
-/**
- * Head-and-tail preview of a text that exceeds `limit` characters: the first and last
- * halves with an explicit marker saying what was cut.
- */
-export function headTail(text: string, limit: number): { preview: string; truncated: boolean } {
-  if (text.length <= limit) return { preview: text, truncated: false };
-  const half = Math.floor(limit / 2);
-  const head = cutAtLine(text.slice(0, half), "end");
-  const tail = cutAtLine(text.slice(text.length - half), "start");
-  const omitted = text.length - head.length - tail.length;
-  const headLines = countLines(head);
-  const tailLines = countLines(tail);
-  return {
-    preview: `${head}\n...\n[output truncated: showing first ${headLines} and last ${tailLines} lines; ${omitted} characters omitted]\n...\n${tail}`,
-    truncated: true,
-  };
+/** How a file's bounded preview reads when it was cut: head, an explicit marker, tail. */
+export function previewText(p: OutputPreview, path: string): string {
+  if (!p.truncated) return p.head;
+  return `${p.head}\n...\n[output truncated: showing the first ${byteLen(p.head)} and last ${byteLen(p.tail)} of ${p.total_bytes} bytes; the full output is in ${path}]\n...\n${p.tail}`;
 }
 
-function cutAtLine(s: string, side: "start" | "end"): string {
-  if (side === "end") {
-    const i = s.lastIndexOf("\n");
-    return i > s.length / 2 ? s.slice(0, i) : s;
-  }
-  const i = s.indexOf("\n");
-  return i >= 0 && i < s.length / 2 ? s.slice(i + 1) : s;
+/** Read a bounded head-and-tail preview of an output file within `chars` characters. */
+export function filePreview(
+  path: string,
+  chars: number,
+): { text: string; truncated: boolean; total_bytes: number } {
+  const half = Math.max(64, Math.floor(chars / 2));
+  const p = readPreview(path, { headBytes: half, tailBytes: half });
+  return { text: previewText(p, path), truncated: p.truncated, total_bytes: p.total_bytes };
 }
 
-function countLines(s: string): number {
-  if (s === "") return 0;
-  let n = 1;
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) === 10) n++;
-  return n;
+function byteLen(s: string): number {
+  return Buffer.byteLength(s, "utf8");
 }

@@ -30,14 +30,14 @@ import type { TaskService } from "../tasks/service.ts";
 import type { OutputBudget } from "../tools/budget.ts";
 import { dispatch, type ToolRegistry } from "../tools/registry.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
-import { z } from "zod";
+import { sourceSchema } from "../providers/schema.ts";
 
 export type ModelCallResult =
   | {
       ok: true;
       response: ProviderResponse;
       timeline: ProviderAttemptTimeline;
-      candidate: ModelCandidate;
+      model_ref: string;
     }
   | { ok: false; failure: FailureArtifact; timeline: ProviderAttemptTimeline; aborted: boolean };
 
@@ -66,7 +66,7 @@ export function toolSpecs(registry: ToolRegistry): ToolSpec[] {
     const spec: ToolSpec = {
       name: t.name,
       description: t.description,
-      parameters: z.toJSONSchema(t.input, { io: "input" }) as Record<string, unknown>,
+      parameters: sourceSchema(t.input),
     };
     if (t.freeform) {
       spec.freeform = {
@@ -255,7 +255,7 @@ class Turn {
           text,
           tool_calls: calls,
           stop_reason: response.stop_reason,
-          model_ref: result.candidate.model_ref,
+          model_ref: result.model_ref,
           input_tokens: roundUsage?.input_tokens ?? 0,
           output_tokens: roundUsage?.output_tokens ?? 0,
           token_usage: roundUsage ?? null,
@@ -263,7 +263,7 @@ class Turn {
         });
         this.event("provider_round_completed", {
           round: this.rounds,
-          model_ref: result.candidate.model_ref,
+          model_ref: result.model_ref,
           token_usage: roundUsage ?? null,
           provider_attempt_timeline: result.timeline,
           context_build_ms: this.rounds === 1 ? contextBuildMs : 0,

@@ -1,0 +1,155 @@
+// The whole product with a scripted model: configure a provider the way a user does, run
+// `holon run --json`, and check that a real ExecCommand ran and its output went back.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+
+let fake: FakeProvider;
+beforeAll(async () => {
+  fake = await startFakeProvider();
+});
+afterAll(async () => {
+  await fake.close();
+  cleanupHomes();
+});
+
+async function configure(home: string, transport: string, baseUrl: string) {
+  const env = { HOLON_HOME: home };
+  const set = await runCli(
+    [
+      "config",
+      "providers",
+      "set",
+      "fake",
+      "--transport",
+      transport,
+      "--base-url",
+      baseUrl,
+      "--credential-source",
+      "none",
+      "--credential-kind",
+      "none",
+    ],
+    { env },
+  );
+  expect(set.code, set.stderr).toBe(0);
+  const model = await runCli(["config", "set", "model.default", "fake/test-model"], { env });
+  expect(model.code, model.stderr).toBe(0);
+}
+
+/** The text of every tool result the model was sent, whatever the wire format. */
+function toolResultsIn(body: any): string[] {
+  const out: string[] = [];
+  if (Array.isArray(body.input)) {
+    for (const item of body.input)
+      if (item.type === "function_call_output") out.push(String(item.output));
+  }
+  if (Array.isArray(body.messages)) {
+    for (const m of body.messages) {
+      if (m.role === "tool")
+        out.push(typeof m.content === "string" ? m.content : JSON.stringify(m.content));
+      if (Array.isArray(m.content)) {
+        for (const c of m.content) {
+          if (c.type === "tool_result")
+            out.push(typeof c.content === "string" ? c.content : JSON.stringify(c.content));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+const transports = [
+  ["openai_responses", "openai"],
+  ["anthropic_messages", "anthropic"],
+  ["openai_chat_completions", "openai"],
+] as const;
+
+describe.each(transports)("holon run end to end over %s", (transport, kind) => {
+  it("runs a real ExecCommand, sends its output back, and returns the final text", async () => {
+    const home = tempHome();
+    const workspace = join(home, "ws");
+    mkdirSync(workspace);
+    writeFileSync(join(workspace, "marker.txt"), "marker-content-42\n");
+    await configure(home, transport, fake.baseUrl(kind));
+    const before = fake.requests.length;
+    fake.enqueue(
+      reply.tools(
+        [
+          {
+            name: "ExecCommand",
+            arguments: { cmd: "cat marker.txt && echo from-stdout" },
+            call_id: "call_1",
+          },
+        ],
+        {
+          usage: { input_tokens: 100, output_tokens: 20 },
+        },
+      ),
+      reply.text("The marker says marker-content-42.", { input_tokens: 150, output_tokens: 10 }),
+    );
+    const r = await runCli(["run", "--json", "--workspace-root", workspace, "read the marker"], {
+      env: { HOLON_HOME: home },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({
+      ok: true,
+      outcome: "completed",
+      final_text: "The marker says marker-content-42.",
+      raw_final_text: "The marker says marker-content-42.",
+      turn_count: 2,
+    });
+    expect(out.token_usage).toMatchObject({
+      input_tokens: 250,
+      output_tokens: 30,
+      total_tokens: 280,
+    });
+    expect(out.provider_attempt_timeline.attempts.length).toBe(2);
+    expect(out.failure_artifact).toBeUndefined();
+
+    const sent = fake.requests.slice(before);
+    expect(sent.length).toBe(2);
+    const results = toolResultsIn(sent[1]!.body);
+    expect(results.length).toBe(1);
+    expect(results[0]).toContain("marker-content-42");
+    expect(results[0]).toContain("from-stdout");
+    expect(results[0]).toContain("Process exited with code 0");
+    // the tool catalog went out with the request
+    expect(JSON.stringify(sent[0]!.body.tools)).toContain("ExecCommand");
+  });
+});
+
+describe("run outcomes", () => {
+  it("a provider failure gives a non-zero exit, a failure artifact and the attempt timeline", async () => {
+    const home = tempHome();
+    await configure(home, "openai_responses", fake.baseUrl("openai"));
+    fake.enqueue({ fault: "status", status: 401, message: "bad key" });
+    const r = await runCli(["run", "--json", "hello"], { env: { HOLON_HOME: home } });
+    expect(r.code).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out.ok).toBe(false);
+    expect(out.outcome).toBe("failed");
+    expect(out.failure_artifact.kind).toBeTruthy();
+    expect(out.provider_attempt_timeline.attempts[0].failure_kind).toBe("http_401");
+  });
+
+  it("without a configured model the run fails and says so", async () => {
+    const home = tempHome();
+    const r = await runCli(["run", "hello"], { env: { HOLON_HOME: home } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/model/i);
+  });
+
+  it("human output prints the final text only when piped", async () => {
+    const home = tempHome();
+    await configure(home, "openai_responses", fake.baseUrl("openai"));
+    fake.enqueue(reply.text("plain answer"));
+    const r = await runCli(["run", "say something"], { env: { HOLON_HOME: home } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe("plain answer\n");
+    expect(r.stderr).toBe("");
+  });
+});
