@@ -302,6 +302,15 @@ describe("line endings", () => {
     expect(read(root, "u.txt")).toBe("a\nB\n");
   });
 
+  it("writes CRs literally into an empty file (nothing to adapt to)", async () => {
+    const { root, outcome } = await run(
+      { "e.txt": "" },
+      "--- a/e.txt\n+++ b/e.txt\n@@ -0,0 +1,2 @@\n+a\r\n+b\r\n",
+    );
+    expect(ok(outcome)[0]!.line_endings).toBe("none");
+    expect(read(root, "e.txt")).toBe("a\r\nb\r\n");
+  });
+
   it("leaves a mixed-ending file's untouched lines alone", async () => {
     const { root, outcome } = await run(
       { "m.txt": "a\r\nb\nc\r\n" },
@@ -886,6 +895,26 @@ describe("parsing", () => {
     ok(outcome);
     expect(read(root, "q.sql")).toBe("select 1;\n++ y\n++ y\nselect 2;\n");
     expect(read(root, "a.txt")).toBe("b\n");
+  });
+
+  it("reads '--- x' / '+++ y' as hunk lines when the counts say exactly those two remain", async () => {
+    const { root, outcome } = await run(
+      { "s.sql": "a\n-- x\n" },
+      "--- a/s.sql\n+++ b/s.sql\n@@ -1,2 +1,2 @@\n a\n--- x\n+++ y\n@@ -9,0 +10 @@\n+z\n",
+    );
+    // The second hunk inserts after line 9 of a 2-line file, so it cannot apply; the point is how the first parsed.
+    expect(err(outcome)).toMatchObject({ kind: "context_not_found", hunk: 2 });
+    const parsed = parsePatch(
+      "--- a/s.sql\n+++ b/s.sql\n@@ -1,2 +1,2 @@\n a\n--- x\n+++ y\n@@ -2 +2 @@\n-y\n+z\n",
+    );
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    expect(parsed.patch.files).toHaveLength(1);
+    expect(parsed.patch.files[0]!.hunks[0]!.lines).toEqual([
+      { kind: "context", text: "a" },
+      { kind: "remove", text: "-- x" },
+      { kind: "add", text: "++ y" },
+    ]);
+    expect(read(root, "s.sql")).toBe("a\n-- x\n");
   });
 
   it("starts the next file patch when a hunk over-counts its lines", async () => {

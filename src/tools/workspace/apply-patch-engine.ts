@@ -385,7 +385,8 @@ function chooseLineEndings(
     }
   }
   if (terminated > 0 && crlf === terminated && patchCr === 0) return "added_cr";
-  if (crlf === 0 && patchLines > 0 && patchCr === patchLines) return "stripped_cr";
+  if (terminated > 0 && crlf === 0 && patchLines > 0 && patchCr === patchLines)
+    return "stripped_cr";
   return "none";
 }
 
