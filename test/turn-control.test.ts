@@ -355,3 +355,14 @@ describe("restart during a turn", () => {
     await rt.close();
   });
 });
+
+describe("model catalog", () => {
+  it("GET /models lists configured models with availability and never a credential", async () => {
+    const rt = await runtimeWithFake();
+    const res = await rt.req("GET", "/models");
+    expect(res.status).toBe(200);
+    expect(res.json.model_availability["fake/test-model"]).toBe(true);
+    expect(res.json.available_models.some((m: any) => m.id === "fake/test-model")).toBe(true);
+    await rt.close();
+  });
+});

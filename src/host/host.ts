@@ -238,6 +238,9 @@ export class RuntimeHost {
 
   modelStateProvider: ((agent: AgentRecord) => Record<string, unknown>) | undefined;
 
+  /** The model catalog and availability for `GET /models`; set by the wiring. */
+  modelCatalog: (() => Record<string, unknown>) | undefined;
+
   runtime(agentId: string): AgentRuntime {
     const rt = this.runtimes.get(agentId);
     if (!rt) throw unknownAgent(agentId);

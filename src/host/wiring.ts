@@ -24,6 +24,7 @@ export async function buildHostOptions(
       host.onOpen(() => tasks.recover());
       host.modelStateProvider = (agent) =>
         agentModelState(config.current().values, agent.model_override ?? null);
+      host.modelCatalog = () => config.models();
       host.modelRefCheck = (ref) => {
         const parsed = parseModelRef(ref);
         if (!parsed) {

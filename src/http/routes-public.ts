@@ -64,6 +64,12 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     });
   });
 
+  app.get("/models", (c) => {
+    requireRead(c);
+    const catalog = host.modelCatalog?.() ?? { available_models: [], model_availability: {} };
+    return c.json({ ok: true, ...catalog });
+  });
+
   app.get("/agents/list", (c) => {
     requireRead(c);
     return c.json({ ok: true, agents: host.listAgents() });
