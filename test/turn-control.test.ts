@@ -5,12 +5,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { join } from "node:path";
 import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
-import {
-  reply,
-  startFakeProvider,
-  type FakeProvider,
-  type RecordedRequest,
-} from "./fake-provider/server.ts";
+import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 import { buildHostOptions } from "../src/host/wiring.ts";
 
 let fake: FakeProvider;
