@@ -276,6 +276,57 @@ describe("ApplyPatch engine agrees with git apply", () => {
     expect(checked).toBeGreaterThan(total * 0.8);
   });
 
+  it("the same patches on a file whose lines have drifted (unrelated lines prepended)", async () => {
+    let applied = 0;
+    let ambiguous = 0;
+    let agreedWithGit = 0;
+    let gitMisplaced = 0;
+    for (let i = 0; i < 150; i++) {
+      const c = makeCase(1000 + i);
+      // Context-free (-U0) insertions can only be placed by line number, so drift cannot be detected there.
+      if (c.before === c.after || c.context === 0 || c.before === "") continue;
+      const rng = prng(SEED + 31 * i);
+      const eol = c.before.includes("\r\n") ? "\r\n" : "\n";
+      const prefix = Array.from(
+        { length: rng.int(1, 40) },
+        (_, k) => `prefix ${k} ${rng.int(0, 1e9)}${eol}`,
+      ).join("");
+      const dir = path.join(scratch, `drift-${i}`);
+      const patch = producePatch(dir, c, "file.txt");
+      const enginedir = path.join(dir, "engine");
+      const gitdir = path.join(dir, "git");
+      mkdirSync(enginedir);
+      mkdirSync(gitdir);
+      writeFileSync(path.join(enginedir, "file.txt"), prefix + c.before);
+      writeFileSync(path.join(gitdir, "file.txt"), prefix + c.before);
+      const outcome = await applyPatch({ root: enginedir, patch });
+      const label = `drift case ${i} (seed ${SEED}, ${c.tool} -U${c.context})`;
+      if (!outcome.ok) {
+        expect(outcome.error.kind, `${label}: ${outcome.error.message}`).toBe("ambiguous_context");
+        ambiguous++;
+        continue;
+      }
+      const mine = readFileSync(path.join(enginedir, "file.txt"));
+      expect(mine.equals(Buffer.from(prefix + c.after, "utf8")), `${label}: wrong result`).toBe(
+        true,
+      );
+      expect(outcome.files[0]!.max_offset, label).toBe(prefix.split(eol).length - 1);
+      applied++;
+      // git refuses some of these (a hunk at line 1 must match at the start of the file), and
+      // with repeated context it takes the copy nearest the header line, which can be the wrong
+      // one; the engine must never do that. So git is only counted here, not trusted.
+      if (gitApply(gitdir, patch, false).code === 0) {
+        if (readFileSync(path.join(gitdir, "file.txt")).equals(mine)) agreedWithGit++;
+        else gitMisplaced++;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(applied).toBeGreaterThan(80);
+    expect(agreedWithGit).toBeGreaterThan(40);
+    expect(gitMisplaced).toBeLessThan(agreedWithGit);
+    expect(ambiguous).toBeLessThan(applied);
+  });
+
   it("multi-file patches with added and deleted files (git diff --no-index of two trees)", async () => {
     for (let i = 0; i < 40; i++) {
       const rng = prng(SEED ^ (0x5eed + i));

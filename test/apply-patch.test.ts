@@ -498,6 +498,14 @@ describe("add, delete, rename", () => {
     expect(after).toEqual({ "new.txt": "line 1\nnew line\nline 3\n" });
   });
 
+  it("refuses a rename onto the same file spelled differently", async () => {
+    const { outcome } = await run(
+      { "a.txt": "a\n" },
+      "diff --git a/a.txt b/a.txt\nrename from a.txt\nrename to ./a.txt\n",
+    );
+    expect(err(outcome)).toMatchObject({ kind: "invalid_path" });
+  });
+
   it("refuses a rename onto an existing file", async () => {
     const { before, after, outcome } = await run(
       { "a.txt": "a\n", "b.txt": "b\n" },

@@ -287,7 +287,6 @@ async function resolveInWorkspace(ws: Workspace, raw: string): Promise<Resolved>
     }
     cur = next;
   }
-  /* c8 ignore next */
   throw failure("invalid_path", `${raw} is not a valid path`, ESCAPE_HINT, { path: raw });
 }
 
@@ -856,7 +855,7 @@ async function writeAtomic(
 ): Promise<void> {
   const tmp = path.join(
     path.dirname(target),
-    `.${path.basename(target)}.${randomBytes(6).toString("hex")}.holon-patch.tmp`,
+    `.${path.basename(target).slice(0, 120)}.${randomBytes(6).toString("hex")}.holon-patch.tmp`,
   );
   const fh = await open(tmp, "wx", mode ?? 0o666);
   try {
@@ -1030,6 +1029,14 @@ export async function applyPatch(
       for (const r of new Set([src, dst])) {
         if (!r) continue;
         const prior = seen.get(r.real);
+        if (prior && prior.index === index) {
+          throw failure(
+            "invalid_path",
+            `rename source ${fp.old_path} and destination ${fp.new_path} are the same file`,
+            "rename to a different path, or send a normal modify patch",
+            { path: r.display },
+          );
+        }
         if (prior) {
           throw failure(
             "duplicate_file_patch",
