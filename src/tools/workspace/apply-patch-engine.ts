@@ -1069,6 +1069,10 @@ export async function applyPatch(
     };
   } catch (e) {
     if (e instanceof Failure) return { ok: false, error: e.error };
+    // A filesystem error outside the guarded reads and writes (a file vanishing mid-call):
+    // nothing was written yet, so it is an ordinary, retryable failure.
+    if (errno(e) !== undefined)
+      return { ok: false, error: ioFailure("filesystem error while preparing the patch", e).error };
     throw e;
   }
 }
