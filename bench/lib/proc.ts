@@ -1,0 +1,266 @@
+// Child processes for benchmarks: the holon host under test, baseline servers, and forked
+// workers (load generators, SSE subscribers) that keep client work off the host's event
+// loop. Every child is registered so it is killed if the harness exits early.
+import { fork, spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const live = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of live) child.kill("SIGKILL");
+});
+
+function track(child: ChildProcess): ChildProcess {
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  return child;
+}
+
+/** An environment for children that cannot pick up the caller's Holon state or token. */
+function childEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.HOLON_HOME;
+  delete env.HOLON_CONTROL_TOKEN;
+  return env;
+}
+
+export type ServerProc = {
+  pid: number;
+  /** http://127.0.0.1:port */
+  url: string;
+  hostname: string;
+  port: number;
+  /** The temporary HOLON_HOME (holon servers only). */
+  home: string | undefined;
+  stop(): Promise<void>;
+};
+
+const LISTEN_RE = /listening on http:\/\/(\[[^\]]+\]|[^\s:]+):(\d+)/;
+
+/** Spawn a server and wait for its "listening on http://host:port" line on stderr. */
+async function spawnServer(
+  args: string[],
+  home: string | undefined,
+  timeoutMs = 20_000,
+): Promise<ServerProc> {
+  const child = track(
+    spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: childEnv() }),
+  );
+  let stderr = "";
+  const stream = child.stderr!;
+  stream.setEncoding("utf8");
+  let onData: (chunk: string) => void = () => {};
+  let onExit: (code: number | null, signal: NodeJS.Signals | null) => void = () => {};
+  const addr = await new Promise<{ hostname: string; port: number }>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server did not report its address within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    onData = (chunk) => {
+      if (stderr.length < 64_000) stderr += chunk;
+      const m = LISTEN_RE.exec(stderr);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ hostname: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]) });
+      }
+    };
+    onExit = (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited early (${signal ?? code}):\n${stderr}`));
+    };
+    stream.on("data", onData);
+    child.once("exit", onExit);
+  }).finally(() => {
+    stream.off("data", onData);
+    child.off("exit", onExit);
+  });
+  // Keep draining stderr so the child never blocks on a full pipe.
+  stream.resume();
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    if (home) rmSync(home, { recursive: true, force: true });
+  };
+  return {
+    pid: child.pid!,
+    url: `http://${addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname}:${addr.port}`,
+    hostname: addr.hostname,
+    port: addr.port,
+    home,
+    stop,
+  };
+}
+
+/** `holon serve --port 0 --home <fresh tmp dir>` from the checkout under test. */
+export async function startHolon(root: string): Promise<ServerProc> {
+  const home = mkdtempSync(join(tmpdir(), "holon-bench-"));
+  return await spawnServer(
+    [join(root, "bin", "holon.js"), "serve", "--port", "0", "--host", "127.0.0.1", "--home", home],
+    home,
+  ).catch((err: unknown) => {
+    rmSync(home, { recursive: true, force: true });
+    throw err;
+  });
+}
+
+/** A baseline server from bench/workers/baseline-server.ts ("bare" node:http or "hono"). */
+export function startBaseline(mode: "bare" | "hono"): Promise<ServerProc> {
+  return spawnServer(
+    [new URL("../workers/baseline-server.ts", import.meta.url).pathname, mode],
+    undefined,
+  );
+}
+
+/** A forked worker speaking a request/response protocol over IPC. */
+export class Worker<Msg extends { type: string }> {
+  private readonly child: ChildProcess;
+  private readonly inbox: Msg[] = [];
+  private waiter: (() => void) | undefined;
+  private exited: string | undefined;
+
+  constructor(file: string) {
+    this.child = track(
+      fork(file, [], {
+        execArgv: [],
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+        env: childEnv(),
+      }),
+    );
+    this.child.on("message", (m) => {
+      this.inbox.push(m as Msg);
+      this.wake();
+    });
+    this.child.once("exit", (code, signal) => {
+      this.exited = `worker ${file} exited (${signal ?? code})`;
+      this.wake();
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  private wake() {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.();
+  }
+
+  send(message: unknown): void {
+    this.child.send(message as object);
+  }
+
+  /** The next message of `type` (earlier messages of other types are dropped). */
+  async next<T extends Msg["type"]>(
+    type: T,
+    timeoutMs: number,
+  ): Promise<Extract<Msg, { type: T }>> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const i = this.inbox.findIndex((m) => m.type === type || m.type === "error");
+      if (i >= 0) {
+        const m = this.inbox.splice(i, 1)[0]!;
+        if (m.type === "error")
+          throw new Error(`worker error: ${(m as { message?: string }).message}`);
+        return m as Extract<Msg, { type: T }>;
+      }
+      if (this.exited) throw new Error(this.exited);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out after ${timeoutMs} ms waiting for '${type}'`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiter = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => this.child.once("exit", () => resolve()));
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 3_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+export function workerPath(name: string): string {
+  return new URL(`../workers/${name}`, import.meta.url).pathname;
+}
+
+// ---- /proc readers (Linux) -------------------------------------------------------------
+
+/** VmRSS and VmHWM of a process, in KiB. */
+export function memoryKb(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name: string) =>
+    Number(new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, "m").exec(status)?.[1] ?? NaN);
+  return { rss: field("VmRSS"), hwm: field("VmHWM") };
+}
+
+let clockTicks: number | undefined;
+export function clockTicksPerSecond(): number {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+/** utime + stime of a process, in seconds. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(rest[11]) + Number(rest[12])) / clockTicksPerSecond();
+}
+
+/** JSON over loopback for setup and verification calls (not for measured traffic). */
+export async function json(
+  url: string,
+  method = "GET",
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const init: RequestInit = { method, signal: AbortSignal.timeout(15_000) };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { "content-type": "application/json" };
+  }
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let parsed: Record<string, unknown> = {};
+  try {
+    parsed = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    parsed = { raw: text };
+  }
+  return { status: res.status, body: parsed };
+}
+
+export async function expectOk(
+  url: string,
+  method = "GET",
+  body?: unknown,
+): Promise<Record<string, unknown>> {
+  const res = await json(url, method, body);
+  if (res.status < 200 || res.status >= 300) {
+    throw new Error(`${method} ${url} -> ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  return res.body;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
