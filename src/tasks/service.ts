@@ -3,7 +3,7 @@
 // live task, settles it exactly once when it ends (terminal record + task_result message in
 // one transaction), and on start-up reattaches to what a previous host left running.
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { FailureArtifact } from "../domain/provider.ts";
@@ -18,6 +18,7 @@ import {
   waitForExit,
   writeInput,
   defaultShell,
+  PROCESS_FILES,
   type ExitStatus,
   type ProcessHandle,
 } from "./process.ts";
@@ -48,14 +49,34 @@ export type StartTaskSpec = CommandIdentity & {
   parent_message_id?: string | undefined;
 };
 
+/** One task service per host: the wiring creates it, HTTP routes and tools find it here. */
+const services = new WeakMap<RuntimeHost, TaskService>();
+
 export class TaskService {
   private readonly host: RuntimeHost;
   private readonly handles = new Map<string, ProcessHandle>();
   private readonly stopping = new Set<string>();
+  /** In-process waiters for a task to settle (TaskOutput's blocking wait). */
+  private readonly settleWaiters = new Map<string, Set<() => void>>();
   private closed = false;
 
   constructor(host: RuntimeHost) {
     this.host = host;
+    if (!services.has(host)) services.set(host, this);
+  }
+
+  /**
+   * The task service of a host. A host opened without the production wiring (some tests) gets
+   * one on first use; it does not run restart recovery, but reattaches tasks lazily when asked.
+   */
+  static of(host: RuntimeHost): TaskService {
+    let svc = services.get(host);
+    if (!svc) {
+      svc = new TaskService(host);
+      const created = svc;
+      host.onShutdown(() => created.close());
+    }
+    return svc;
   }
 
   private get store() {
@@ -153,26 +174,73 @@ export class TaskService {
     return this.handles.get(taskId);
   }
 
-  /** Wait (bounded) for a task to settle; returns the current record either way. */
-  async waitTerminal(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<TaskRecord> {
-    const handle = this.handles.get(taskId);
-    if (handle && timeoutMs > 0) {
-      await waitForExit(handle, signal ? { timeoutMs, signal } : { timeoutMs }).catch(
-        () => "timeout",
-      );
-      // the watcher settles the record right after the exit; give it that moment
-      for (
-        let i = 0;
-        i < 50 && !TERMINAL_TASK_STATUSES.has(this.store.tasks.get(taskId)!.status);
-        i++
-      ) {
-        await new Promise((r) => setTimeout(r, 10));
-      }
+  /** The agent's tasks, most recent first: active ones only unless `includeTerminal`. */
+  list(agentId: string, opts: { includeTerminal?: boolean; limit?: number } = {}): TaskRecord[] {
+    const limit = opts.limit ?? 50;
+    if (opts.includeTerminal) return this.store.tasks.forAgent(agentId, limit);
+    return this.store.tasks
+      .forAgent(agentId, 1_000)
+      .filter((t) => !TERMINAL_TASK_STATUSES.has(t.status))
+      .slice(0, limit);
+  }
+
+  /**
+   * The live handle of an active task. A task this service is not watching yet (a host opened
+   * without restart recovery) is reattached from its process directory and watched from now on.
+   */
+  private handleFor(task: TaskRecord): ProcessHandle | undefined {
+    const known = this.handles.get(task.id);
+    if (known || TERMINAL_TASK_STATUSES.has(task.status) || this.closed) return known;
+    const r = reattach(task.process_dir);
+    if (r.state === "running") {
+      this.watch(task.id, r.handle);
+      return r.handle;
     }
+    if (r.state === "exited") {
+      this.settleSafely(task.id, { exit: r.status });
+      return undefined;
+    }
+    this.settleSafely(task.id, { lost: `the task's process could not be found: ${r.reason}` });
+    return undefined;
+  }
+
+  /**
+   * Wait (bounded) for a task to settle; returns the current record either way. Resolves as
+   * soon as the terminal record is committed (never on process exit alone).
+   */
+  async waitTerminal(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<TaskRecord> {
+    const current = this.store.tasks.get(taskId)!;
+    if (TERMINAL_TASK_STATUSES.has(current.status) || timeoutMs <= 0) return current;
+    this.handleFor(current); // make sure someone is watching it
+    await new Promise<void>((resolve, reject) => {
+      const waiters = this.settleWaiters.get(taskId) ?? new Set<() => void>();
+      this.settleWaiters.set(taskId, waiters);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0) this.settleWaiters.delete(taskId);
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        done();
+        reject(signal!.reason ?? new DOMException("The operation was aborted", "AbortError"));
+      };
+      const timer = setTimeout(done, timeoutMs);
+      waiters.add(done);
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      // settled between the first read and registering the waiter
+      if (TERMINAL_TASK_STATUSES.has(this.store.tasks.get(taskId)!.status)) done();
+    });
     return this.store.tasks.get(taskId)!;
   }
 
-  /** TERM the task's process group, escalate to KILL after `graceMs`, and settle as cancelled. */
+  /**
+   * TERM the task's process group, escalate to KILL after `graceMs`, and settle as cancelled.
+   * A task that already ended is left as it is (`stop_requested = false`); one whose process
+   * ended on its own while the stop was starting settles with its real status.
+   */
   async stop(
     taskId: string,
     graceMs = 2_000,
@@ -180,45 +248,89 @@ export class TaskService {
     const task = this.store.tasks.get(taskId)!;
     if (TERMINAL_TASK_STATUSES.has(task.status))
       return { task, stop_requested: false, escalated: false };
-    const handle = this.handles.get(taskId);
+    const handle = this.handleFor(task);
     if (!handle) {
-      // nothing to signal (lost process): settle it now
-      this.settle(
-        taskId,
-        { lost: "the task's process handle is gone; it was stopped without a signal" },
-        "cancelled",
-      );
-      return { task: this.store.tasks.get(taskId)!, stop_requested: true, escalated: false };
+      // handleFor settled it (the process had ended or was lost); nothing left to signal
+      const now = this.store.tasks.get(taskId)!;
+      if (!TERMINAL_TASK_STATUSES.has(now.status)) {
+        this.settle(
+          taskId,
+          { lost: "the task's process could not be found; it was marked stopped" },
+          "cancelled",
+        );
+      }
+      return { task: this.store.tasks.get(taskId)!, stop_requested: false, escalated: false };
     }
     this.stopping.add(taskId);
-    const result = await stopProcess(handle, { graceMs });
-    this.settle(taskId, { exit: result.exit }, "cancelled");
-    return {
-      task: this.store.tasks.get(taskId)!,
-      stop_requested: true,
-      escalated: result.escalated_to_kill,
-    };
+    try {
+      const result = await stopProcess(handle, { graceMs });
+      if (result.signal_sent === null) {
+        this.settle(taskId, { exit: result.exit });
+        return { task: this.store.tasks.get(taskId)!, stop_requested: false, escalated: false };
+      }
+      this.settle(taskId, { exit: result.exit }, "cancelled");
+      return {
+        task: this.store.tasks.get(taskId)!,
+        stop_requested: true,
+        escalated: result.escalated_to_kill,
+      };
+    } finally {
+      this.stopping.delete(taskId);
+    }
   }
 
-  async input(taskId: string, text: string, close: boolean) {
-    const handle = this.handles.get(taskId);
+  /**
+   * Send input to a task: its stdin (`accepts_input`) or its terminal (`tty`). Refusals are
+   * results, not errors: `{ accepted: false, reason }`.
+   */
+  async input(
+    taskId: string,
+    text: string,
+    close: boolean,
+  ): Promise<{ accepted: boolean; bytes_written: number; reason?: string }> {
+    const task = this.store.tasks.get(taskId)!;
+    if (!task.accepts_input && !task.tty)
+      return { accepted: false, bytes_written: 0, reason: "input_not_enabled" };
+    if (TERMINAL_TASK_STATUSES.has(task.status))
+      return { accepted: false, bytes_written: 0, reason: "task_not_running" };
+    const handle = this.handleFor(task);
     if (!handle) return { accepted: false, bytes_written: 0, reason: "process_exited" };
     const written =
       text.length > 0 ? await writeInput(handle, text) : { accepted: true, bytes_written: 0 };
-    if (close && written.accepted) await closeInput(handle);
+    if (close && written.accepted) {
+      const closed = await closeInput(handle);
+      if (!closed.accepted)
+        return { ...written, ...(closed.reason ? { reason: closed.reason } : {}) };
+    }
     return written;
   }
 
   private watch(taskId: string, handle: ProcessHandle): void {
     this.handles.set(taskId, handle);
-    void waitForExit(handle).then(
-      (exit) => {
+    void waitForExit(handle)
+      .then((exit) => {
         if (this.closed || exit === "timeout") return;
         if (this.stopping.has(taskId)) return; // stop() settles it as cancelled
-        this.settle(taskId, { exit });
-      },
-      () => {},
-    );
+        this.settleSafely(taskId, { exit });
+      })
+      .catch(() => {});
+  }
+
+  /**
+   * Settle, but never throw into a watcher: when the host is shutting down the transaction is
+   * refused and rolled back, and the next start's recovery settles the task from its exit file.
+   */
+  private settleSafely(taskId: string, how: { exit: ExitStatus } | { lost: string }): void {
+    try {
+      this.settle(taskId, how);
+    } catch (err) {
+      this.handles.delete(taskId);
+      if (!this.host.isClosed) {
+        process.emitWarning(
+          `could not settle task ${taskId}: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    }
   }
 
   /**
@@ -263,7 +375,7 @@ export class TaskService {
         };
       }
       next.status = status;
-      const preview = filePreview(task.output_path, SNAPSHOT_CHARS);
+      const preview = combinedPreview(task, SNAPSHOT_CHARS);
       next.output_snapshot = {
         preview: preview.text,
         total_bytes: preview.total_bytes,
@@ -284,7 +396,7 @@ export class TaskService {
           origin: { kind: "task", task_id: task.id },
           body: {
             type: "text",
-            text: `${headline}\nCommand: ${task.cmd}\nOutput (${preview.total_bytes} bytes${preview.truncated ? ", truncated" : ""}; full output in ${task.output_path}):\n${preview.text}`,
+            text: `${headline}\nCommand: ${task.cmd}\nOutput (${preview.total_bytes} bytes${preview.truncated ? ", truncated" : ""}; full output in ${task.output_path}${taskStreams(task).stderr ? `, stderr in ${taskStreams(task).stderr}` : ""}):\n${preview.text}`,
           },
           surface: "task_rejoin",
           admission: "runtime_owned",
@@ -294,6 +406,8 @@ export class TaskService {
         });
       }
     });
+    const waiters = this.settleWaiters.get(taskId);
+    if (waiters) for (const wake of [...waiters]) wake();
   }
 
   /**
@@ -314,11 +428,11 @@ export class TaskService {
         );
         this.watch(task.id, r.handle);
       } else if (r.state === "exited") {
-        this.settle(task.id, { exit: r.status });
+        this.settleSafely(task.id, { exit: r.status });
       } else {
         if (r.handle && r.leftover_pids.length > 0)
           void stopProcess(r.handle, { graceMs: 500 }).catch(() => {});
-        this.settle(task.id, {
+        this.settleSafely(task.id, {
           lost: `the task could not be recovered after a restart: ${r.reason}`,
         });
       }
@@ -329,6 +443,7 @@ export class TaskService {
   close(): void {
     this.closed = true;
     this.handles.clear();
+    for (const waiters of this.settleWaiters.values()) for (const wake of [...waiters]) wake();
   }
 
   static shellOr(shell: string | undefined): string {
@@ -351,8 +466,112 @@ export function taskHeadline(t: TaskRecord): string {
   }
 }
 
+/** Where a task's output lives: `output_path`, plus stderr.log beside it for split-mode tasks. */
+export function taskStreams(t: TaskRecord): { output: string; stderr: string | null } {
+  const stderr = join(t.process_dir, PROCESS_FILES.stderr);
+  const split = t.output_path.endsWith(`/${PROCESS_FILES.stdout}`) && existsSync(stderr);
+  return { output: t.output_path, stderr: split ? stderr : null };
+}
+
+/**
+ * A bounded head-and-tail preview of a task's output within `chars` characters. Split-mode
+ * tasks (promoted ExecCommands) show stdout, then stderr under a `[stderr]` marker. Only the
+ * previewed bytes are read, whatever the size of the files.
+ */
+export function combinedPreview(
+  t: TaskRecord,
+  chars: number,
+): { text: string; truncated: boolean; total_bytes: number; stderr_bytes: number } {
+  const { output, stderr } = taskStreams(t);
+  const errProbe = stderr ? filePreview(stderr, 256) : null;
+  if (!stderr || !errProbe || errProbe.total_bytes === 0) {
+    const p = filePreview(output, chars);
+    return { ...p, stderr_bytes: 0 };
+  }
+  const out = filePreview(output, Math.max(256, Math.floor(chars * 0.6)));
+  const err = filePreview(stderr, Math.max(256, Math.floor(chars * 0.4)));
+  const text = out.total_bytes > 0 ? `${out.text}\n[stderr]\n${err.text}` : `[stderr]\n${err.text}`;
+  return {
+    text,
+    truncated: out.truncated || err.truncated,
+    total_bytes: out.total_bytes + err.total_bytes,
+    stderr_bytes: err.total_bytes,
+  };
+}
+
+export type RetrievalStatus = "success" | "not_ready" | "timeout" | "unavailable";
+
+/**
+ * The TaskOutput envelope of a task. Readiness follows the persisted record only: `success`
+ * needs a terminal record plus a stable snapshot (the output file, or the excerpt persisted
+ * with the terminal record when the file cannot be read). A running task is `not_ready` (or
+ * `timeout` after a wait that ended first) and still shows the output so far.
+ */
+export function taskOutputView(t: TaskRecord, chars: number, waited: boolean) {
+  const terminal = TERMINAL_TASK_STATUSES.has(t.status);
+  const streams = taskStreams(t);
+  const fileReadable = existsSync(streams.output);
+  let preview: { text: string; truncated: boolean; total_bytes: number } | null = null;
+  let source: "output_file" | "terminal_snapshot" | "none" = "none";
+  if (fileReadable) {
+    preview = combinedPreview(t, chars);
+    source = "output_file";
+  } else if (terminal && t.output_snapshot) {
+    const snap = t.output_snapshot;
+    const cut = snap.preview.length > chars;
+    preview = {
+      text: cut
+        ? snap.preview.slice(0, chars) + "\n[snapshot cut to the preview budget]"
+        : snap.preview,
+      truncated: snap.truncated || cut,
+      total_bytes: snap.total_bytes,
+    };
+    source = "terminal_snapshot";
+  }
+  const retrieval_status: RetrievalStatus = terminal
+    ? preview
+      ? "success"
+      : "unavailable"
+    : waited
+      ? "timeout"
+      : "not_ready";
+  const artifacts: { path: string; kind: string }[] = [];
+  const task: Record<string, unknown> = {
+    task_id: t.id,
+    kind: t.kind,
+    status: t.status,
+    summary: t.summary ?? null,
+    output_preview: preview?.text ?? "",
+    output_truncated: preview?.truncated ?? false,
+    output_bytes: preview?.total_bytes ?? 0,
+    output_source: source,
+    artifacts,
+    result_summary: terminal ? taskHeadline(t) : null,
+    exit_status: t.exit_status ?? null,
+    failure_artifact: t.failure_artifact ?? null,
+  };
+  if (fileReadable) {
+    task.output_artifact = artifacts.length;
+    artifacts.push({
+      path: streams.output,
+      kind: t.tty ? "terminal_transcript" : streams.stderr ? "stdout" : "combined_output",
+    });
+    if (streams.stderr) {
+      task.stderr_artifact = artifacts.length;
+      artifacts.push({ path: streams.stderr, kind: "stderr" });
+    }
+  }
+  return { retrieval_status, task };
+}
+
+/** How a task takes input, if at all. */
+export function inputTarget(t: TaskRecord): "tty" | "stdin" | null {
+  return t.tty ? "tty" : t.accepts_input ? "stdin" : null;
+}
+
 /** The lifecycle snapshot TaskStatus and events expose: identity and state, no output bytes. */
 export function taskSnapshot(t: TaskRecord) {
+  const terminal = TERMINAL_TASK_STATUSES.has(t.status);
   return {
     task_id: t.id,
     kind: t.kind,
@@ -361,6 +580,7 @@ export function taskSnapshot(t: TaskRecord) {
     created_at: t.created_at,
     updated_at: t.updated_at,
     finished_at: t.finished_at ?? null,
+    wait_policy: "background" as const,
     command: {
       cmd: t.cmd,
       cmd_digest: t.cmd_digest,
@@ -372,6 +592,14 @@ export function taskSnapshot(t: TaskRecord) {
       output_path: t.output_path,
       terminal_reentry: t.terminal_reentry,
     },
+    input_target: terminal ? null : inputTarget(t),
+    can_stop: !terminal,
+    output_ready: terminal,
     exit_status: t.exit_status ?? null,
+    failure: t.failure_artifact
+      ? { kind: t.failure_artifact.kind, summary: t.failure_artifact.summary }
+      : null,
   };
 }
+
+export type TaskSnapshot = ReturnType<typeof taskSnapshot>;
