@@ -4,11 +4,21 @@ import { execCommandTool } from "./command/exec-command.ts";
 import { execCommandBatchTool } from "./command/exec-command-batch.ts";
 import { applyPatchTool } from "./workspace/apply-patch.ts";
 import { sleepTool } from "./agent/sleep.ts";
+import { taskListTool } from "./task/task-list.ts";
+import { taskStatusTool } from "./task/task-status.ts";
+import { taskOutputTool } from "./task/task-output.ts";
+import { taskStopTool } from "./task/task-stop.ts";
+import { taskInputTool } from "./task/task-input.ts";
 
 export function buildRegistry(): ToolRegistry {
   return new ToolRegistry()
     .register(execCommandTool)
     .register(execCommandBatchTool)
     .register(applyPatchTool)
-    .register(sleepTool);
+    .register(sleepTool)
+    .register(taskListTool)
+    .register(taskStatusTool)
+    .register(taskOutputTool)
+    .register(taskStopTool)
+    .register(taskInputTool);
 }
