@@ -3,6 +3,7 @@
 import { Command, Option } from "commander";
 import { action } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
+import { registerTaskCommands } from "./task.ts";
 
 const program = new Command();
 program
@@ -181,5 +182,6 @@ modelCmd
   .action(action(async (agent, opts) => (await import("./agent.ts")).modelClear(agent, opts)));
 
 registerConfigCommands(program);
+registerTaskCommands(program);
 
 await program.parseAsync(process.argv);

@@ -8,6 +8,7 @@ import { EventHub } from "./sse.ts";
 import { publicRoutes } from "./routes-public.ts";
 import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
 import { eventRoutes } from "./routes-events.ts";
+import { taskRoutes } from "./routes-tasks.ts";
 
 export type AppOptions = {
   /** Bearer mode when set. */
@@ -66,5 +67,6 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   controlRoutes(app, ctx);
   runRoute(app, ctx);
   modelRoutes(app, ctx);
+  taskRoutes(app, ctx);
   return { app, hub };
 }

@@ -1,0 +1,146 @@
+// Task routes: operator-started command tasks, one task's snapshot and output, and operator
+// stop/input. Reads follow the read auth rule; anything that starts, stops or feeds a process
+// is a control route.
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { HolonError } from "../domain/errors.ts";
+import type { AgentRecord } from "../domain/agent.ts";
+import { ProcessStartError } from "../tasks/process.ts";
+import { TaskService, inputTarget, taskOutputView, taskSnapshot } from "../tasks/service.ts";
+import { ToolFailure } from "../tools/envelope.ts";
+import { confinedWorkdir } from "../tools/command/paths.ts";
+import type { AppContext } from "./app.ts";
+import {
+  intParam,
+  readJson,
+  requireControl,
+  requireRead,
+  validate,
+  type AppEnv,
+} from "./support.ts";
+
+const StartBody = z.strictObject({
+  summary: z.string().max(500).optional(),
+  cmd: z
+    .string()
+    .min(1, "cmd must not be empty")
+    .max(64 * 1024),
+  workdir: z.string().min(1).optional(),
+  shell: z.string().min(1).optional(),
+  login: z.boolean().optional(),
+  tty: z.boolean().optional(),
+  accepts_input: z.boolean().optional(),
+  /** Operator choice: whether the terminal result starts a model turn (terminal_reentry). */
+  continue_on_result: z.boolean().optional(),
+});
+
+const InputBody = z.strictObject({
+  input: z.string().max(64 * 1024),
+  close_input: z.boolean().optional(),
+});
+
+const DEFAULT_PREVIEW_CHARS = 32_000;
+const MAX_PREVIEW_CHARS = 256_000;
+const MAX_WAIT_MS = 60_000;
+
+function executionRoot(agent: AgentRecord): { root: string; cwd: string } {
+  const root = agent.workspace_root ?? agent.agent_home;
+  return { root, cwd: agent.cwd ?? root };
+}
+
+export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
+  const tasks = () => TaskService.of(host);
+  const taskOf = (c: Context<AppEnv>) => {
+    const agent = host.getPublicAgent(c.req.param("id")!);
+    return tasks().get(agent.agent_id, c.req.param("task_id")!);
+  };
+
+  app.post("/control/agents/:id/tasks", async (c) => {
+    requireControl(c);
+    const body = validate(StartBody, await readJson(c));
+    const agent = host.getPublicAgent(c.req.param("id"));
+    const { root, cwd } = executionRoot(agent);
+    let workdir: string;
+    try {
+      workdir = confinedWorkdir(root, cwd, body.workdir);
+    } catch (err) {
+      if (err instanceof ToolFailure) {
+        throw new HolonError(err.error.kind, err.error.message, {
+          status: 400,
+          ...(err.error.recovery_hint ? { hint: err.error.recovery_hint } : {}),
+          details: { execution_root: root },
+        });
+      }
+      throw err;
+    }
+    let task;
+    try {
+      task = tasks().start({
+        agent_id: agent.agent_id,
+        cmd: body.cmd,
+        workdir,
+        shell: TaskService.shellOr(body.shell),
+        login: body.login ?? false,
+        tty: body.tty ?? false,
+        accepts_input: body.accepts_input ?? false,
+        terminal_reentry: body.continue_on_result ?? false,
+        summary: body.summary,
+      });
+    } catch (err) {
+      if (err instanceof ProcessStartError) {
+        throw new HolonError(
+          "task_start_failed",
+          `the command could not be started: ${err.message}`,
+          {
+            status: 500,
+          },
+        );
+      }
+      throw err;
+    }
+    return c.json({ ok: true, agent_id: agent.agent_id, task: taskSnapshot(task) }, 201);
+  });
+
+  app.get("/agents/:id/tasks/:task_id", (c) => {
+    requireRead(c);
+    return c.json({ ok: true, task: taskSnapshot(taskOf(c)) });
+  });
+
+  app.get("/agents/:id/tasks/:task_id/output", async (c) => {
+    requireRead(c);
+    let task = taskOf(c);
+    const chars =
+      intParam(c, "max_chars", { min: 256, max: MAX_PREVIEW_CHARS }) ?? DEFAULT_PREVIEW_CHARS;
+    const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS });
+    if (waitMs !== undefined) task = await tasks().waitTerminal(task.id, waitMs, c.req.raw.signal);
+    return c.json({ ok: true, ...taskOutputView(task, chars, waitMs !== undefined) });
+  });
+
+  app.post("/control/agents/:id/tasks/:task_id/stop", async (c) => {
+    requireControl(c);
+    await readJson(c, { optional: true });
+    const task = taskOf(c);
+    const r = await tasks().stop(task.id);
+    return c.json({
+      ok: true,
+      task: taskSnapshot(r.task),
+      stop_requested: r.stop_requested,
+      escalated: r.escalated,
+    });
+  });
+
+  app.post("/control/agents/:id/tasks/:task_id/input", async (c) => {
+    requireControl(c);
+    const body = validate(InputBody, await readJson(c));
+    const task = taskOf(c);
+    const r = await tasks().input(task.id, body.input, body.close_input ?? false);
+    return c.json({
+      ok: true,
+      task: taskSnapshot(tasks().get(task.agent_id, task.id)),
+      accepted_input: r.accepted,
+      input_target: inputTarget(task),
+      bytes_written: r.bytes_written,
+      reason: r.reason ?? null,
+    });
+  });
+}
