@@ -108,10 +108,10 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
 
   app.get("/agents/:id/tasks/:task_id/output", async (c) => {
     requireRead(c);
-    let task = taskOf(c);
     const chars =
       intParam(c, "max_chars", { min: 256, max: MAX_PREVIEW_CHARS }) ?? DEFAULT_PREVIEW_CHARS;
     const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS });
+    let task = taskOf(c);
     if (waitMs !== undefined) task = await tasks().waitTerminal(task.id, waitMs, c.req.raw.signal);
     return c.json({ ok: true, ...taskOutputView(task, chars, waitMs !== undefined) });
   });
