@@ -139,7 +139,7 @@ describe("task HTTP routes", () => {
     const badInput = await rt.req("POST", `/control/agents/other/tasks/${theirs.task_id}/input`, {
       text: "x",
     });
-    expect(badInput.json.error.kind).toBe("unknown_field");
+    expect(badInput.json.error.kind).toBe("invalid_request");
     expect(rt.host.store.tasks.get(theirs.task_id)!.status).toBe("running");
     await rt.req("POST", `/control/agents/other/tasks/${theirs.task_id}/stop`);
   });
