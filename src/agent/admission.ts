@@ -2,8 +2,8 @@
 // authority, trigger kind, delivery surface and admission context here; callers only
 // describe what arrived and through which door.
 import {
-  MessageEnvelope,
   RUNTIME_OWNED_KINDS,
+  type MessageEnvelope,
   authorityForTrust,
   defaultTrustFor,
   triggerKindFor,
@@ -118,7 +118,7 @@ export function buildEnvelope(
   if (req.metadata !== undefined) envelope.metadata = req.metadata;
   if (req.correlation_id !== undefined) envelope.correlation_id = req.correlation_id;
   if (req.causation_id !== undefined) envelope.causation_id = req.causation_id;
-  return MessageEnvelope.parse(envelope);
+  return envelope;
 }
 
 function originRefs(origin: MessageOrigin): Record<string, string> {

@@ -6,18 +6,24 @@ import type { EventEnvelope, EventProjectionName, ProjectedEvent } from "../doma
 import type { Store } from "../store/db.ts";
 
 export const MAX_SUBSCRIBER_BACKLOG = 20_000;
+const HEARTBEAT = new TextEncoder().encode(": heartbeat\n\n");
 
 export function project(e: EventEnvelope, name: EventProjectionName): ProjectedEvent {
   return { ...e, projection: { name, raw_payload_included: true, redactions: [] } };
 }
 
-export function sseFrame(e: EventEnvelope, name: EventProjectionName): string {
-  return `id: ${e.event_seq}\nevent: ${e.type}\ndata: ${JSON.stringify(project(e, name))}\n\n`;
+const encoder = new TextEncoder();
+
+/** One event as SSE bytes, encoded once and shared by every subscriber. */
+export function sseFrame(e: EventEnvelope, name: EventProjectionName): Uint8Array {
+  return encoder.encode(
+    `id: ${e.event_seq}\nevent: ${e.type}\ndata: ${JSON.stringify(project(e, name))}\n\n`,
+  );
 }
 
 type Subscriber = {
   projection: EventProjectionName;
-  push(frame: string, seq: number): void;
+  push(frame: Uint8Array, seq: number): void;
 };
 
 export class EventHub {
@@ -32,7 +38,7 @@ export class EventHub {
     for (const e of events) {
       const set = this.subs.get(e.agent_id);
       if (!set || set.size === 0) continue;
-      const frames: Partial<Record<EventProjectionName, string>> = {};
+      const frames: Partial<Record<EventProjectionName, Uint8Array>> = {};
       for (const sub of set) {
         const frame = (frames[sub.projection] ??= sseFrame(e, sub.projection));
         sub.push(frame, e.event_seq);
@@ -54,11 +60,10 @@ export class EventHub {
       signal: AbortSignal;
     },
   ): ReadableStream<Uint8Array> {
-    const encoder = new TextEncoder();
-    const queue: string[] = [];
+    const queue: Uint8Array[] = [];
     let lastSeq = opts.afterSeq ?? store.events.newestSeq(agentId);
     let replaying = true;
-    const pendingLive: { frame: string; seq: number }[] = [];
+    const pendingLive: { frame: Uint8Array; seq: number }[] = [];
     let notify: (() => void) | undefined;
     let overflowed = false;
     let closed = false;
@@ -118,7 +123,7 @@ export class EventHub {
           controller.enqueue(encoder.encode(`: connected\nretry: 1000\n\n`));
           replay();
           heartbeat = setInterval(() => {
-            queue.push(`: heartbeat\n\n`);
+            queue.push(HEARTBEAT);
             const n = notify;
             notify = undefined;
             n?.();
@@ -143,9 +148,9 @@ export class EventHub {
             return;
           }
           // Batch what is waiting into one chunk.
-          const chunk = queue.join("");
+          const chunk = queue.length === 1 ? queue[0]! : Buffer.concat(queue);
           queue.length = 0;
-          controller.enqueue(encoder.encode(chunk));
+          controller.enqueue(chunk);
         },
         cancel: () => {
           clearInterval(heartbeat);

@@ -27,8 +27,15 @@ export function errorResponse(c: Context, err: HolonError): Response {
 
 /** Read the request body (at most MAX_BODY_BYTES) and parse it as JSON. */
 export async function readJson(c: Context, opts: { optional?: boolean } = {}): Promise<unknown> {
-  const declared = Number(c.req.header("content-length") ?? "0");
+  const lengthHeader = c.req.header("content-length");
+  const declared = Number(lengthHeader ?? "0");
   if (declared > MAX_BODY_BYTES) throw tooLarge();
+  if (lengthHeader !== undefined) {
+    // Known, bounded length: read it in one go (the cheap path on the node adapter).
+    const text = await c.req.text();
+    if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw tooLarge();
+    return parseBody(text, opts);
+  }
   const body = c.req.raw.body;
   if (!body) {
     if (opts.optional) return {};
@@ -47,7 +54,10 @@ export async function readJson(c: Context, opts: { optional?: boolean } = {}): P
     }
     chunks.push(value);
   }
-  const text = Buffer.concat(chunks).toString("utf8");
+  return parseBody(Buffer.concat(chunks).toString("utf8"), opts);
+}
+
+function parseBody(text: string, opts: { optional?: boolean }): unknown {
   if (text.trim() === "") {
     if (opts.optional) return {};
     throw new HolonError("invalid_json", "request body is empty; a JSON object is required");

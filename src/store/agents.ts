@@ -6,6 +6,8 @@ export class AgentsRepo {
   private readonly getStmt: StatementSync;
   private readonly putStmt: StatementSync;
   private readonly listStmt: StatementSync;
+  /** The host is the only writer, so records are cached; a rolled-back transaction clears it. */
+  private readonly cache = new Map<string, AgentRecord>();
 
   constructor(db: DatabaseSync) {
     this.getStmt = db.prepare("SELECT data FROM agents WHERE agent_id = ?");
@@ -16,12 +18,22 @@ export class AgentsRepo {
   }
 
   get(agentId: string): AgentRecord | undefined {
+    const cached = this.cache.get(agentId);
+    if (cached) return cached;
     const row = this.getStmt.get(agentId) as { data: string } | undefined;
-    return row ? readRow(AgentRecord, row.data, "agent") : undefined;
+    if (!row) return undefined;
+    const record = readRow(AgentRecord, row.data, "agent");
+    this.cache.set(agentId, record);
+    return record;
   }
 
   put(record: AgentRecord): void {
     this.putStmt.run(record.agent_id, writeRow(record));
+    this.cache.set(record.agent_id, record);
+  }
+
+  invalidate(): void {
+    this.cache.clear();
   }
 
   list(): AgentRecord[] {

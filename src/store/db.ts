@@ -69,6 +69,8 @@ export class Store {
       this.db.exec("COMMIT");
     } catch (err) {
       this.pending = [];
+      this.agents.invalidate();
+      this.events.invalidate();
       try {
         this.db.exec("ROLLBACK");
       } catch {

@@ -25,6 +25,8 @@ export class EventsRepo {
   private readonly maxStmt: StatementSync;
   private readonly insertStmt: StatementSync;
   private readonly afterStmt: StatementSync;
+  /** Newest event_seq per agent, kept in memory; cleared when a transaction rolls back. */
+  private readonly newest = new Map<string, number>();
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -38,7 +40,16 @@ export class EventsRepo {
   }
 
   newestSeq(agentId: string): number {
-    return (this.maxStmt.get(agentId) as { m: number | null }).m ?? 0;
+    let n = this.newest.get(agentId);
+    if (n === undefined) {
+      n = (this.maxStmt.get(agentId) as { m: number | null }).m ?? 0;
+      this.newest.set(agentId, n);
+    }
+    return n;
+  }
+
+  invalidate(): void {
+    this.newest.clear();
   }
 
   nextSeq(agentId: string): number {
@@ -46,6 +57,7 @@ export class EventsRepo {
   }
 
   insert(e: EventEnvelope): void {
+    this.newest.set(e.agent_id, e.event_seq);
     this.insertStmt.run(
       e.agent_id,
       e.event_seq,

@@ -11,7 +11,7 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       );
 
       CREATE TABLE messages (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
         agent_id TEXT NOT NULL,
         priority_rank INTEGER NOT NULL,
@@ -34,7 +34,7 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       ) WITHOUT ROWID;
 
       CREATE TABLE briefs (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq INTEGER PRIMARY KEY,
         id TEXT NOT NULL UNIQUE,
         agent_id TEXT NOT NULL,
         data TEXT NOT NULL

@@ -8,6 +8,7 @@ export class TasksRepo {
   private readonly putStmt: StatementSync;
   private readonly byAgentStmt: StatementSync;
   private readonly activeStmt: StatementSync;
+  private readonly activeForAgentStmt: StatementSync;
 
   constructor(db: DatabaseSync) {
     this.getStmt = db.prepare("SELECT data FROM tasks WHERE id = ?");
@@ -16,6 +17,9 @@ export class TasksRepo {
     );
     this.byAgentStmt = db.prepare(
       "SELECT data FROM tasks WHERE agent_id = ? ORDER BY rowid DESC LIMIT ?",
+    );
+    this.activeForAgentStmt = db.prepare(
+      "SELECT data FROM tasks WHERE agent_id = ? AND status IN ('queued', 'running') ORDER BY rowid",
     );
     this.activeStmt = db.prepare(
       "SELECT data FROM tasks WHERE status IN ('queued', 'running') ORDER BY rowid",
@@ -34,6 +38,13 @@ export class TasksRepo {
   /** Most recent first. */
   forAgent(agentId: string, limit = 100): TaskRecord[] {
     return (this.byAgentStmt.all(agentId, limit) as { data: string }[]).map((r) =>
+      readRow(TaskRecord, r.data, "task"),
+    );
+  }
+
+  /** This agent's tasks that are not terminal yet. */
+  activeForAgent(agentId: string): TaskRecord[] {
+    return (this.activeForAgentStmt.all(agentId) as { data: string }[]).map((r) =>
       readRow(TaskRecord, r.data, "task"),
     );
   }
