@@ -268,6 +268,58 @@ export class RuntimeHost {
     return envelope;
   }
 
+  private pendingAdmissions: {
+    req: AdmissionRequest;
+    resolve: (m: MessageEnvelope) => void;
+    reject: (err: unknown) => void;
+  }[] = [];
+
+  /**
+   * Admit with group commit: admissions arriving in the same event-loop turn share one
+   * transaction. Each promise settles only after that commit, so nothing is acknowledged
+   * before it is durable. A request that fails its own checks is rejected alone (those
+   * checks run before anything is written).
+   */
+  admitAsync(req: AdmissionRequest): Promise<MessageEnvelope> {
+    if (this.closed) {
+      return Promise.reject(
+        new HolonError("runtime_shutting_down", "the runtime is shutting down", { status: 503 }),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      this.pendingAdmissions.push({ req, resolve, reject });
+      if (this.pendingAdmissions.length === 1) setImmediate(() => this.flushAdmissions());
+    });
+  }
+
+  private flushAdmissions(): void {
+    const items = this.pendingAdmissions;
+    this.pendingAdmissions = [];
+    const outcomes: ({ ok: true; envelope: MessageEnvelope } | { ok: false; err: unknown })[] = [];
+    try {
+      this.store.tx(() => {
+        for (const item of items) {
+          try {
+            outcomes.push({ ok: true, envelope: admitMessage(this.store, item.req) });
+          } catch (err) {
+            if (!(err instanceof HolonError)) throw err; // unexpected: fail the whole batch
+            outcomes.push({ ok: false, err });
+          }
+        }
+      });
+    } catch (err) {
+      for (const item of items) item.reject(err);
+      return;
+    }
+    items.forEach((item, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) {
+        this.runtimes.get(item.req.agent_id)?.notify();
+        item.resolve(o.envelope);
+      } else item.reject(o.err);
+    });
+  }
+
   // ---- lifecycle control ---------------------------------------------------------
 
   control(
@@ -501,6 +553,7 @@ export class RuntimeHost {
   async shutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.pendingAdmissions.length > 0) this.flushAdmissions();
     for (const t of this.wakeTimers) clearTimeout(t);
     await Promise.all([...this.runtimes.values()].map((rt) => rt.close()));
     for (const hook of this.shutdownHooks) await hook();

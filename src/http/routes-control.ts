@@ -52,7 +52,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     const origin = body.actor_id
       ? { kind: "operator" as const, actor_id: body.actor_id }
       : { kind: "operator" as const };
-    const envelope = host.admit({
+    const envelope = await host.admitAsync({
       agent_id: agentId,
       kind: "operator_prompt",
       origin,

@@ -178,7 +178,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
           ? { kind: "webhook" as const, source: "http" }
           : { kind: "channel" as const, channel_id: "http" }
         : validate(PublicOrigin, body.origin);
-    const envelope = host.admit({
+    const envelope = await host.admitAsync({
       agent_id: agentId,
       kind,
       origin,
@@ -206,7 +206,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     const refs: Record<string, string> = {};
     const delivery = c.req.header("x-github-delivery") ?? c.req.header("x-request-id");
     if (delivery) refs.delivery_id = delivery.slice(0, 200);
-    const envelope = host.admit({
+    const envelope = await host.admitAsync({
       agent_id: agentId,
       kind: "webhook_event",
       origin: eventType

@@ -36,6 +36,7 @@ export class Store {
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");
     this.db.exec("PRAGMA busy_timeout = 5000");
+    this.db.exec("PRAGMA cache_size = -16000");
     this.db.exec("PRAGMA foreign_keys = ON");
     this.clock = clock;
     this.ids = ids;
