@@ -37,14 +37,33 @@ import {
   type TransportClient,
   type TransportSendOptions,
 } from "./model.ts";
+import { createHash } from "node:crypto";
 import { emitToolSchema } from "./schema.ts";
 import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
 
 // ---------------------------------------------------------------------------
 // SDK client
 
-/** An OpenAI SDK client for one candidate: no SDK retries, no environment fallbacks. */
+const clients = new Map<string, OpenAI>();
+
+/**
+ * An OpenAI SDK client for one candidate: no SDK retries, no environment fallbacks.
+ * Clients are reused per endpoint and credential (keyed by a digest, not the secret).
+ */
 export function openAiClient(candidate: ModelCandidate): OpenAI {
+  const key = createHash("sha256")
+    .update(JSON.stringify([candidate.base_url, candidate.credential]))
+    .digest("hex");
+  let client = clients.get(key);
+  if (!client) {
+    if (clients.size >= 32) clients.clear();
+    client = newOpenAiClient(candidate);
+    clients.set(key, client);
+  }
+  return client;
+}
+
+function newOpenAiClient(candidate: ModelCandidate): OpenAI {
   const credential = candidate.credential;
   const headers: Record<string, string | null> = { ...(credential?.headers ?? {}) };
   // Without a credential the SDK still wants a key; send none on the wire.

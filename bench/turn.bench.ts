@@ -1,0 +1,152 @@
+// Turn overhead: what the runtime adds to each model round, and `holon run --json` end to end.
+//
+// 1. A 50-round turn against the scripted fake provider answering instantly, every round one
+//    ExecCommand of `true`. A round's wall time is the gap between two consecutive provider
+//    requests arriving at the fake (so it covers recording the reply, running the tool,
+//    recording its result and building the next request). The cost of spawning `true` alone,
+//    measured in this run, is subtracted.
+// 2. `holon run --json` for a one-round reply, spawned fresh each time (in-process host).
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ResultBuilder, type Benchmark } from "./lib/types.ts";
+import { startHolon } from "./lib/proc.ts";
+import { round, summarize } from "./lib/stats.ts";
+import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
+
+function configure(root: string, home: string, baseUrl: string): void {
+  const bin = join(root, "bin", "holon.js");
+  const run = (args: string[]) =>
+    execFileSync(process.execPath, [bin, ...args, "--home", home], { stdio: "pipe" });
+  run([
+    "config",
+    "providers",
+    "set",
+    "fake",
+    "--transport",
+    "openai_responses",
+    "--base-url",
+    baseUrl,
+    "--credential-source",
+    "none",
+    "--credential-kind",
+    "none",
+  ]);
+  run(["config", "set", "model.default", "fake/bench-model"]);
+}
+
+function spawnTrueMs(n: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    spawnSync("true");
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+const bench: Benchmark = {
+  name: "turn",
+  description: "runtime overhead per model round (50-round turn) and holon run --json end to end",
+  async run(ctx) {
+    const r = new ResultBuilder();
+    const fake = await startFakeProvider();
+    const rounds = ctx.quick ? 20 : 50;
+    try {
+      // --- 1. per-round overhead -----------------------------------------------------
+      const host = await startHolon(ctx.root);
+      try {
+        configure(ctx.root, host.home!, fake.baseUrl("openai"));
+        const arrivals: number[] = [];
+        for (let i = 0; i < rounds; i++) {
+          fake.enqueue(() => {
+            arrivals.push(performance.now());
+            return reply.tools([
+              { name: "ExecCommand", arguments: { cmd: "true" }, call_id: `c${i}` },
+            ]);
+          });
+        }
+        let finished!: () => void;
+        const done = new Promise<void>((res) => (finished = res));
+        fake.enqueue(() => {
+          arrivals.push(performance.now());
+          finished();
+          return reply.text("done");
+        });
+        const res = await fetch(`${host.url}/control/agents/main/prompt`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ text: "run true many times" }),
+        });
+        if (res.status !== 202) throw new Error(`prompt failed: HTTP ${res.status}`);
+        const timeout = setTimeout(() => finished(), 120_000);
+        await done;
+        clearTimeout(timeout);
+        r.check(
+          "all rounds reached the provider",
+          arrivals.length === rounds + 1,
+          `${arrivals.length}/${rounds + 1}`,
+        );
+        const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
+        const spawnTrue = summarize(spawnTrueMs(200));
+        const perRound = summarize(gaps);
+        const overhead = summarize(gaps.map((g) => g - spawnTrue.p50));
+        r.metric("round_wall_p50_ms", round(perRound.p50), "ms", "round wall time p50");
+        r.metric("round_wall_p99_ms", round(perRound.p99), "ms", "round wall time p99");
+        r.metric("spawn_true_p50_ms", round(spawnTrue.p50), "ms", "spawning `true` alone, p50");
+        r.metric(
+          "overhead_p50_ms",
+          round(overhead.p50),
+          "ms",
+          "runtime overhead per round p50 (minus spawn)",
+        );
+        r.metric(
+          "overhead_p99_ms",
+          round(overhead.p99),
+          "ms",
+          "runtime overhead per round p99 (minus spawn)",
+        );
+        r.target("overhead median < 5 ms", "overhead_p50_ms", "<", 5);
+      } finally {
+        await host.stop();
+      }
+
+      // --- 2. holon run --json end to end --------------------------------------------
+      const home = mkdtempSync(join(tmpdir(), "holon-bench-run-"));
+      try {
+        configure(ctx.root, home, fake.baseUrl("openai"));
+        const runs = ctx.quick ? 5 : 15;
+        const times: number[] = [];
+        let ok = 0;
+        fake.setFallback(() => reply.text("pong"));
+        for (let i = 0; i < runs; i++) {
+          const t0 = performance.now();
+          const child = spawn(
+            process.execPath,
+            [join(ctx.root, "bin", "holon.js"), "run", "--json", "--home", home, "ping"],
+            {
+              stdio: ["ignore", "pipe", "ignore"],
+              cwd: home,
+            },
+          );
+          let out = "";
+          child.stdout.on("data", (d) => (out += d));
+          const code = await new Promise<number | null>((res) => child.on("close", res));
+          times.push(performance.now() - t0);
+          if (code === 0 && JSON.parse(out).final_text === "pong") ok++;
+        }
+        r.check("every run --json answered pong", ok === runs, `${ok}/${runs}`);
+        const s = summarize(times);
+        r.metric("run_json_p50_ms", round(s.p50), "ms", "holon run --json one round, median");
+        r.metric("run_json_p90_ms", round(s.p90 ?? s.p99), "ms", "holon run --json one round, p90");
+      } finally {
+        rmSync(home, { recursive: true, force: true });
+      }
+    } finally {
+      await fake.close();
+    }
+    return r.result;
+  },
+};
+export default bench;
