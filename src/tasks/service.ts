@@ -154,9 +154,7 @@ export class TaskService {
 
   /** An active task of this agent running the same command, for `duplicate_policy = reuse_running`. */
   findRunning(agentId: string, digest: string): TaskRecord | undefined {
-    return this.store.tasks
-      .forAgent(agentId, 200)
-      .find((t) => t.cmd_digest === digest && !TERMINAL_TASK_STATUSES.has(t.status));
+    return this.store.tasks.activeForAgent(agentId).find((t) => t.cmd_digest === digest);
   }
 
   get(agentId: string, taskId: string): TaskRecord {
