@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { configureFakeProvider } from "./helpers/provider.ts";
 
 let fake: FakeProvider;
 beforeAll(async () => {
@@ -15,29 +16,7 @@ afterAll(async () => {
   cleanupHomes();
 });
 
-async function configure(home: string, transport: string, baseUrl: string) {
-  const env = { HOLON_HOME: home };
-  const set = await runCli(
-    [
-      "config",
-      "providers",
-      "set",
-      "fake",
-      "--transport",
-      transport,
-      "--base-url",
-      baseUrl,
-      "--credential-source",
-      "none",
-      "--credential-kind",
-      "none",
-    ],
-    { env },
-  );
-  expect(set.code, set.stderr).toBe(0);
-  const model = await runCli(["config", "set", "model.default", "fake/test-model"], { env });
-  expect(model.code, model.stderr).toBe(0);
-}
+const configure = configureFakeProvider;
 
 /** The text of every tool result the model was sent, whatever the wire format. */
 function toolResultsIn(body: any): string[] {
