@@ -132,3 +132,56 @@ describe("run outcomes", () => {
     expect(r.stderr).toBe("");
   });
 });
+
+describe("run and model commands against a running host", () => {
+  it("holon run uses the running host (/control/run) and agent model set/get/clear work", async () => {
+    const { spawnServe } = await import("./helpers/home.ts");
+    const home = tempHome();
+    await configure(home, "openai_responses", fake.baseUrl("openai"));
+    const s = await spawnServe(home);
+    try {
+      const env = { HOLON_HOME: home };
+      fake.enqueue(reply.text("answered by the daemon"));
+      const r = await runCli(["run", "--json", "--agent", "builder", "--create-agent", "hello"], {
+        env,
+      });
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out).toMatchObject({
+        ok: true,
+        agent_id: "builder",
+        final_text: "answered by the daemon",
+      });
+      // the run went through the host: the agent and its brief live there
+      const briefs = (await (await fetch(`${s.url}/agents/builder/briefs`)).json()) as any;
+      expect(briefs.briefs.at(-1).text).toBe("answered by the daemon");
+      // a missing agent without --create-agent is refused clearly
+      const missing = await runCli(["run", "--agent", "ghost", "hi"], { env });
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain("unknown_agent");
+
+      const set = await runCli(["agent", "model", "set", "fake/other", "builder", "--json"], {
+        env,
+      });
+      expect(set.code, set.stderr).toBe(0);
+      expect(JSON.parse(set.stdout)).toMatchObject({
+        source: "agent_override",
+        effective_model: "fake/other",
+      });
+      const get = await runCli(["agent", "model", "get", "builder"], { env });
+      expect(get.stdout).toContain("fake/other (agent override)");
+      const clear = await runCli(["agent", "model", "clear", "builder", "--json"], { env });
+      expect(JSON.parse(clear.stdout)).toMatchObject({
+        source: "runtime_default",
+        effective_model: "fake/test-model",
+      });
+      const bad = await runCli(["agent", "model", "set", "nonsense", "builder"], { env });
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("invalid_model_ref");
+    } finally {
+      const exited = new Promise((res) => s.proc.once("exit", res));
+      s.proc.kill("SIGTERM");
+      await exited;
+    }
+  });
+});
