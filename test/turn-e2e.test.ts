@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+import { HOLON_BIN, cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 
@@ -183,5 +183,25 @@ describe("run and model commands against a running host", () => {
       s.proc.kill("SIGTERM");
       await exited;
     }
+  });
+});
+
+describe("live progress", () => {
+  it("on a terminal, holon run shows what the agent is doing on stderr", async () => {
+    const home = tempHome();
+    await configure(home, "openai_responses", fake.baseUrl("openai"));
+    fake.enqueue(
+      reply.tools([{ name: "ExecCommand", arguments: { cmd: "true" }, call_id: "t1" }]),
+      reply.text("done with progress"),
+    );
+    // `script` gives the child a pseudo-terminal, as an interactive shell would.
+    const cmd = `${JSON.stringify(process.execPath)} ${JSON.stringify(HOLON_BIN)} run "go"`;
+    const r = await runCli([], {
+      env: { HOLON_HOME: home },
+      exec: ["script", "-qec", cmd, "/dev/null"],
+    });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain("running ExecCommand");
+    expect(r.stdout).toContain("done with progress");
   });
 });

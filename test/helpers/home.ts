@@ -87,10 +87,18 @@ export type CliResult = { code: number | null; stdout: string; stderr: string };
 /** Run the real `holon` binary with Node 24 (the test runner's own node). */
 export function runCli(
   args: string[],
-  opts: { env?: Record<string, string>; input?: string; cwd?: string; timeoutMs?: number } = {},
+  opts: {
+    env?: Record<string, string>;
+    input?: string;
+    cwd?: string;
+    timeoutMs?: number;
+    /** Run this command line instead of `node bin/holon.js <args>` (e.g. under `script`). */
+    exec?: string[];
+  } = {},
 ): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [HOLON_BIN, ...args], {
+    const [file, ...argv] = opts.exec ?? [process.execPath, HOLON_BIN, ...args];
+    const child = spawn(file!, argv, {
       cwd: opts.cwd ?? REPO_ROOT,
       env: { ...process.env, ...opts.env },
       stdio: ["pipe", "pipe", "pipe"],
