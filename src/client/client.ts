@@ -1,9 +1,12 @@
 // Typed client of the control plane, used by the CLI (and later the TUI). It finds the
 // running host through <holon_home>/run/runtime.json and talks HTTP over the Unix socket
 // (or loopback TCP when no socket is available).
-import { request as httpRequest, type IncomingMessage } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { existsSync, readFileSync } from "node:fs";
 import { homePaths } from "../host/paths.ts";
+
+// Taken with getBuiltinModule: measured faster CLI start-up than a static ESM import.
+const { request: httpRequest } = process.getBuiltinModule("node:http");
 
 export type Connection = { socketPath?: string; host?: string; port?: number; token?: string };
 
