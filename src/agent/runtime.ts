@@ -133,7 +133,7 @@ export class AgentRuntime {
         continue;
       }
       try {
-        await this.runOne(agent, next);
+        await this.runOne(next);
       } catch (err) {
         // The loop itself must survive anything a run throws; record it and go on.
         recordRuntimeFailure(this.store, {
@@ -154,7 +154,7 @@ export class AgentRuntime {
     }
   }
 
-  private async runOne(agent: AgentRecord, message: QueuedMessage): Promise<void> {
+  private async runOne(message: QueuedMessage): Promise<void> {
     const store = this.store;
     const runId = store.ids.next("run");
     const startedAt = store.clock.now();
@@ -175,7 +175,6 @@ export class AgentRuntime {
         last_wake_reason: message.kind,
       });
     });
-    void agent;
     const controller = new AbortController();
     this.current = { run_id: runId, message_id: message.id, controller, after: undefined };
 

@@ -2,7 +2,7 @@
 // or restart left behind, keeps one AgentRuntime per live agent, and is the only way the
 // HTTP layer and in-process clients change anything.
 import { mkdirSync } from "node:fs";
-import { AgentId, lifecycleHint, type AgentListEntry, type AgentRecord } from "../domain/agent.ts";
+import { AgentId, type AgentListEntry, type AgentRecord } from "../domain/agent.ts";
 import { randomIds, systemClock, type Clock, type IdSource } from "../domain/clock.ts";
 import { HolonError, agentStopped, unknownAgent } from "../domain/errors.ts";
 import type { MessageEnvelope } from "../domain/message.ts";
@@ -580,5 +580,3 @@ function unconfiguredExecutor(host: RuntimeHost): TurnExecutor {
     },
   };
 }
-
-export { lifecycleHint };
