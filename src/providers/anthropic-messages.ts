@@ -31,6 +31,7 @@ import {
   type StopReason,
   type TransportClient,
   type TransportSendOptions,
+  responseOf,
 } from "./model.ts";
 import { emitToolSchema } from "./schema.ts";
 import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
@@ -260,18 +261,17 @@ export function parseAnthropicMessage(raw: unknown, ctx: ClassifyContext): Provi
         break;
     }
   }
-  const out: ProviderResponse = {
+  return responseOf({
     blocks,
     stop_reason: stopReason(
       msg.stop_reason,
       blocks.some((b) => b.type === "tool_call"),
     ),
-    model: typeof msg.model === "string" ? msg.model : ctx.candidate.model,
-  };
-  const tokenUsage = parseAnthropicUsage(msg.usage);
-  if (tokenUsage) out.token_usage = tokenUsage;
-  if (typeof msg.id === "string") out.response_id = msg.id;
-  return out;
+    model: msg.model,
+    fallback_model: ctx.candidate.model,
+    token_usage: parseAnthropicUsage(msg.usage),
+    id: msg.id,
+  });
 }
 
 export function createAnthropicMessagesTransport(): TransportClient {

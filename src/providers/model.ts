@@ -231,3 +231,25 @@ export interface TransportClient {
     options: TransportSendOptions,
   ): Promise<ProviderResponse>;
 }
+
+/**
+ * A parsed reply in the neutral shape. `model` and `id` come from the wire and may be
+ * missing; the candidate's model stands in for an absent one.
+ */
+export function responseOf(r: {
+  blocks: ResponseBlock[];
+  stop_reason: StopReason;
+  model: unknown;
+  fallback_model: string;
+  token_usage: TokenUsage | undefined;
+  id: unknown;
+}): ProviderResponse {
+  const out: ProviderResponse = {
+    blocks: r.blocks,
+    stop_reason: r.stop_reason,
+    model: typeof r.model === "string" ? r.model : r.fallback_model,
+  };
+  if (r.token_usage) out.token_usage = r.token_usage;
+  if (typeof r.id === "string" && r.id) out.response_id = r.id;
+  return out;
+}

@@ -29,6 +29,7 @@ import {
   type StopReason,
   type TransportClient,
   type TransportSendOptions,
+  responseOf,
 } from "./model.ts";
 import { openAiClient } from "./openai-responses.ts";
 import { emitToolSchema } from "./schema.ts";
@@ -179,18 +180,17 @@ export function parseChatCompletion(raw: unknown, ctx: ClassifyContext): Provide
       arguments: call.function.arguments || "{}",
     });
   }
-  const out: ProviderResponse = {
+  return responseOf({
     blocks,
     stop_reason: stopReason(
       choice.finish_reason,
       blocks.some((b) => b.type === "tool_call"),
     ),
-    model: typeof res.model === "string" ? res.model : ctx.candidate.model,
-  };
-  const tokenUsage = parseChatUsage(res.usage);
-  if (tokenUsage) out.token_usage = tokenUsage;
-  if (typeof res.id === "string") out.response_id = res.id;
-  return out;
+    model: res.model,
+    fallback_model: ctx.candidate.model,
+    token_usage: parseChatUsage(res.usage),
+    id: res.id,
+  });
 }
 
 /** Folds streamed chunks (content deltas, indexed tool-call deltas, final usage chunk). */
@@ -229,15 +229,14 @@ export async function collectChatStream(
   for (const [, c] of [...calls.entries()].sort(([a], [b]) => a - b)) {
     blocks.push({ type: "tool_call", call_id: c.id, name: c.name, arguments: c.arguments || "{}" });
   }
-  const out: ProviderResponse = {
+  return responseOf({
     blocks,
     stop_reason: stopReason(finish, calls.size > 0),
-    model: model ?? ctx.candidate.model,
-  };
-  const tokenUsage = parseChatUsage(usage);
-  if (tokenUsage) out.token_usage = tokenUsage;
-  if (id) out.response_id = id;
-  return out;
+    model,
+    fallback_model: ctx.candidate.model,
+    token_usage: parseChatUsage(usage),
+    id,
+  });
 }
 
 export function createOpenAIChatCompletionsTransport(

@@ -36,6 +36,7 @@ import {
   type ToolSpec,
   type TransportClient,
   type TransportSendOptions,
+  responseOf,
 } from "./model.ts";
 import { createHash } from "node:crypto";
 import { emitToolSchema } from "./schema.ts";
@@ -350,15 +351,14 @@ export function parseResponsesResponse(
           ? "refusal"
           : "other";
   }
-  const out: ProviderResponse = {
+  return responseOf({
     blocks,
     stop_reason: stop,
-    model: typeof res.model === "string" ? res.model : ctx.candidate.model,
-  };
-  const tokenUsage = parseResponsesUsage(res.usage);
-  if (tokenUsage) out.token_usage = tokenUsage;
-  if (typeof res.id === "string") out.response_id = res.id;
-  return out;
+    model: res.model,
+    fallback_model: ctx.candidate.model,
+    token_usage: parseResponsesUsage(res.usage),
+    id: res.id,
+  });
 }
 
 /** A `failed` response (or `response.failed` event) as a classified error. */
