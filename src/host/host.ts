@@ -460,6 +460,11 @@ export class RuntimeHost {
           transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
             clear: ["current_run_id"],
           });
+        } else if (agent.current_run_id) {
+          // stopped or paused while a run was in flight: keep the status, drop the dead run
+          transition(store, agent.agent_id, agent.status, "recovered after restart", {
+            clear: ["current_run_id"],
+          });
         }
       });
     }
