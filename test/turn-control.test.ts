@@ -361,3 +361,19 @@ describe("model catalog", () => {
     await rt.close();
   });
 });
+
+describe("process directories", () => {
+  it("a finished command whose output fit in the preview leaves no process directory behind", async () => {
+    const rt = await runtimeWithFake();
+    fake.enqueue(
+      reply.tools([{ name: "ExecCommand", arguments: { cmd: "echo small" }, call_id: "s" }]),
+      reply.text("ok"),
+    );
+    const id = await prompt(rt, "small output");
+    expect(await settled(rt, id)).toBe("processed");
+    const { readdirSync } = await import("node:fs");
+    const dir = join(rt.host.getAgent("main").agent_home, ".holon", "processes");
+    expect(existsSync(dir) ? readdirSync(dir) : []).toEqual([]);
+    await rt.close();
+  });
+});

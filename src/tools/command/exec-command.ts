@@ -1,5 +1,6 @@
 // ExecCommand: run a shell command; return its result, or promote it to a managed
 // command task when it is still running after `yield_time_ms`.
+import { rmSync } from "node:fs";
 import { z } from "zod";
 import { ToolFailure } from "../envelope.ts";
 import { describe, type ToolContext, type ToolDefinition } from "../registry.ts";
@@ -117,7 +118,11 @@ export async function runCommand(
     : { state: "exited", handle, exit, duration_ms };
 }
 
-/** Bounded previews of a finished command's streams, with path-only artifacts for what was cut. */
+/**
+ * Bounded previews of a finished command's streams, with path-only artifacts for what was
+ * cut. When the previews hold the whole output, nothing refers to the process directory any
+ * more and it is removed, so a long-lived agent does not pile up one directory per command.
+ */
 export function completedResult(run: Extract<CommandRun, { state: "exited" }>, chars: number) {
   const stdout = filePreview(run.handle.stdout_path, chars);
   const stderr = run.handle.stderr_path
@@ -144,6 +149,7 @@ export function completedResult(run: Extract<CommandRun, { state: "exited" }>, c
     artifacts.push({ path: run.handle.stderr_path });
   }
   if (artifacts.length > 0) result.artifacts = artifacts;
+  else rmSync(run.handle.dir, { recursive: true, force: true });
   return result;
 }
 
