@@ -111,7 +111,7 @@ describe("holon CLI", () => {
     const s = await spawnServe(other, ["--token", "t0k"]);
     const st = await runCli(["status", "--json"], { env: { HOLON_HOME: other } });
     expect(st.code).toBe(0); // over the Unix socket, which counts as local
-    const { existsSync } = await import("node:fs");
+    const { existsSync, readFileSync } = await import("node:fs");
     expect(existsSync(`${other}/run/holon.sock`)).toBe(true);
     const exited = new Promise((r) => s.proc.once("exit", r));
     const res = await fetch(`${s.url}/control/runtime/shutdown`, {
@@ -122,5 +122,15 @@ describe("holon CLI", () => {
     await exited;
     expect(existsSync(`${other}/run/holon.sock`)).toBe(false);
     expect(existsSync(`${other}/run/runtime.json`)).toBe(false);
+    // the runtime keeps its own JSON-lines log, without the token
+    const logText = readFileSync(`${other}/logs/holon.log`, "utf8");
+    const lines = logText
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { msg: string });
+    expect(lines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining(["runtime started", "runtime stopped"]),
+    );
+    expect(logText).not.toContain("t0k");
   });
 });

@@ -50,14 +50,21 @@ export async function serve(flags: ServeFlags): Promise<void> {
     throw err;
   }
 
+  const { openLog, logEvents } = await import("../host/log.ts");
+  const log = openLog(home);
+  const unlog = logEvents(host.store, log);
+
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
     stopping = true;
     process.stderr.write(`holon: shutting down (${why})\n`);
+    log.info({ reason: why }, "runtime stopping");
     await server.close();
+    unlog();
     await host.shutdown();
-    process.exit(0);
+    log.info("runtime stopped");
+    log.flush(() => process.exit(0));
   };
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
@@ -68,10 +75,21 @@ export async function serve(flags: ServeFlags): Promise<void> {
       onShutdownRequested: () => void stop("shutdown requested"),
     });
   } catch (err) {
+    log.error({ err: err instanceof Error ? err.message : String(err) }, "runtime failed to start");
+    unlog();
     await host.shutdown();
     if (err instanceof HolonError) throw new CliError(err.message, err.hint);
     throw err;
   }
+  log.info(
+    {
+      home,
+      http_addr: server.httpAddr,
+      socket_path: server.socketPath,
+      auth: token ? "bearer" : "local",
+    },
+    "runtime started",
+  );
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.stderr.write(

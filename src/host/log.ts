@@ -1,0 +1,59 @@
+// The runtime's own log: JSON lines under <holon_home>/logs/holon.log. It records the
+// host's lifecycle and the runtime events an operator debugging a daemon wants first;
+// the full history stays in the event log. Credentials never reach it (events carry none).
+import { join } from "node:path";
+import { pino, type Logger } from "pino";
+import type { Store } from "../store/db.ts";
+
+/** Event types worth a log line. */
+const LOGGED = new Set([
+  "runtime_error",
+  "turn_terminal",
+  "control_applied",
+  "message_interrupted",
+  "task_status_updated",
+  "task_reattached_after_restart",
+  "current_run_abort_requested",
+  "runtime_service_shutdown_requested",
+]);
+
+export function openLog(home: string): Logger {
+  const destination = pino.destination({
+    dest: join(home, "logs", "holon.log"),
+    mkdir: true,
+    sync: false,
+  });
+  return pino(
+    { base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime },
+    destination,
+  );
+}
+
+/** Mirror selected runtime events into the log. Returns the unsubscribe function. */
+export function logEvents(store: Store, log: Logger): () => void {
+  return store.onEvents((events) => {
+    for (const e of events) {
+      if (!LOGGED.has(e.type)) continue;
+      const level = e.type === "runtime_error" ? "error" : "info";
+      log[level](
+        {
+          agent_id: e.agent_id,
+          event_seq: e.event_seq,
+          event: e.type,
+          payload: summarize(e.payload),
+        },
+        e.type,
+      );
+    }
+  });
+}
+
+/** Keep log lines small: drop bulky fields such as attempt timelines and previews. */
+function summarize(payload: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(payload)) {
+    if (k === "provider_attempt_timeline" || k === "envelope") continue;
+    out[k] = typeof v === "string" && v.length > 500 ? v.slice(0, 500) + "…" : v;
+  }
+  return out;
+}
