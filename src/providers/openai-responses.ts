@@ -396,6 +396,21 @@ export function stableJson(value: unknown): string {
 }
 
 /**
+ * Canonical JSON of a conversation item, memoized per item object. Conversation items are
+ * immutable once appended (the turn loop only ever appends), so a long turn compares its
+ * history in O(new items) per round instead of re-serializing everything.
+ */
+const itemJson = new WeakMap<object, string>();
+function itemKey(item: object): string {
+  let key = itemJson.get(item);
+  if (key === undefined) {
+    key = stableJson(item);
+    itemJson.set(item, key);
+  }
+  return key;
+}
+
+/**
  * Per-scope memory of the last successful Responses exchange. A scope is
  * (agent id, prompt cache key, model ref, base URL). A request may be sent incrementally
  * only when everything but the conversation is unchanged and the conversation begins
@@ -436,7 +451,7 @@ export class ContinuationCache {
     if (!snap || snap.shape !== shape) return null;
     if (conversation.length <= snap.items.length) return null;
     for (let i = 0; i < snap.items.length; i++) {
-      if (stableJson(conversation[i]) !== snap.items[i]) return null;
+      if (itemKey(conversation[i]!) !== snap.items[i]) return null;
     }
     return { from: snap.items.length, response_id: snap.response_id };
   }
@@ -454,7 +469,7 @@ export class ContinuationCache {
     }
     this.#snapshots.set(scope, {
       shape,
-      items: [...conversation, ...response.blocks].map(stableJson),
+      items: [...conversation, ...response.blocks].map(itemKey),
       response_id: response.response_id,
     });
   }
