@@ -205,3 +205,31 @@ describe("live progress", () => {
     expect(r.stdout).toContain("done with progress");
   });
 });
+
+describe("in-process run", () => {
+  it("works only on its own agent: other agents' queued messages stay queued", async () => {
+    const home = tempHome();
+    await configure(home, "openai_responses", fake.baseUrl("openai"));
+    // leave a message queued for main while no host is running
+    const { RuntimeHost } = await import("../src/host/host.ts");
+    const host = RuntimeHost.open({ home, autostartAgents: false });
+    const queued = host.admit({
+      agent_id: "main",
+      kind: "channel_event",
+      origin: { kind: "channel", channel_id: "c" },
+      body: { type: "text", text: "later" },
+      surface: "http_public_enqueue",
+      admission: "public_unauthenticated",
+    });
+    await host.shutdown();
+    const before = fake.requests.length;
+    fake.enqueue(reply.text("one-shot answer"));
+    const r = await runCli(["run", "--json", "hello"], { env: { HOLON_HOME: home } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).final_text).toBe("one-shot answer");
+    expect(fake.requests.length - before).toBe(1);
+    const after = RuntimeHost.open({ home, autostartAgents: false });
+    expect(after.store.messages.get(queued.id)!.status).toBe("queued");
+    await after.shutdown();
+  });
+});

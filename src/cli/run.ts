@@ -88,7 +88,7 @@ async function localRun(
   const { runOnce } = await import("../host/run-once.ts");
   let host;
   try {
-    host = RuntimeHost.open(await buildHostOptions(home));
+    host = RuntimeHost.open({ ...(await buildHostOptions(home)), autostartAgents: false });
   } catch (err) {
     if (err instanceof HolonError) throw new CliError(err.message, err.hint);
     throw err;

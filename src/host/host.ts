@@ -23,6 +23,11 @@ export type HostOptions = {
   defaultAgentId?: string;
   /** Skip the HOLON_HOME lock (only for tests that open a store twice on purpose). */
   skipLock?: boolean;
+  /**
+   * Start every public agent's loop on open (default). The in-process `holon run` turns this
+   * off so a one-shot run works only on its own agent and leaves other agents' queues alone.
+   */
+  autostartAgents?: boolean;
 };
 
 export type ControlAction = "pause" | "resume" | "start" | "stop" | "wake";
@@ -70,8 +75,10 @@ export class RuntimeHost {
     if (!host.store.agents.get(host.defaultAgentId)) {
       host.createAgent(host.defaultAgentId, {}, "default");
     }
-    for (const agent of host.store.agents.list()) {
-      if (agent.visibility === "public") host.startRuntime(agent.agent_id);
+    if (opts.autostartAgents !== false) {
+      for (const agent of host.store.agents.list()) {
+        if (agent.visibility === "public") host.startRuntime(agent.agent_id);
+      }
     }
     host.opened = true;
     for (const hook of host.openHooks) hook();
@@ -245,6 +252,12 @@ export class RuntimeHost {
     const rt = this.runtimes.get(agentId);
     if (!rt) throw unknownAgent(agentId);
     return rt;
+  }
+
+  /** Make sure this agent's loop runs (a no-op when it already does). */
+  ensureRuntime(agentId: string): void {
+    this.getAgent(agentId);
+    this.startRuntime(agentId);
   }
 
   private startRuntime(agentId: string): void {

@@ -87,6 +87,7 @@ export async function runOnce(
       workspace_root: workspaceRoot ?? checkDir(process.cwd(), "the current directory"),
     });
   }
+  host.ensureRuntime(agentId);
   if (opts.cwd) {
     const agent = host.getAgent(agentId);
     const root = agent.workspace_root ?? agent.agent_home;
