@@ -1,6 +1,6 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { AgentRecord } from "../domain/agent.ts";
-import { readRow, writeRow } from "./json.ts";
+import { readRow } from "./json.ts";
 
 export class AgentsRepo {
   private readonly getStmt: StatementSync;
@@ -28,7 +28,7 @@ export class AgentsRepo {
   }
 
   put(record: AgentRecord): void {
-    this.putStmt.run(record.agent_id, writeRow(record));
+    this.putStmt.run(record.agent_id, JSON.stringify(record));
     this.cache.set(record.agent_id, record);
   }
 

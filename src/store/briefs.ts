@@ -1,6 +1,6 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { BriefRecord } from "../domain/brief.ts";
-import { readRow, writeRow } from "./json.ts";
+import { readRow } from "./json.ts";
 
 export class BriefsRepo {
   private readonly insertStmt: StatementSync;
@@ -14,7 +14,7 @@ export class BriefsRepo {
   }
 
   insert(brief: BriefRecord): void {
-    this.insertStmt.run(brief.id, brief.agent_id, writeRow(brief));
+    this.insertStmt.run(brief.id, brief.agent_id, JSON.stringify(brief));
   }
 
   /** Most recent briefs, oldest first. */

@@ -8,8 +8,3 @@ export function readRow<S extends z.ZodType>(schema: S, text: string, what: stri
   }
   return parsed.data;
 }
-
-/** JSON.stringify that drops undefined fields, so optional fields stay absent. */
-export function writeRow(value: unknown): string {
-  return JSON.stringify(value);
-}

@@ -6,7 +6,7 @@ import {
   type MessageStatus,
   type QueuedMessage,
 } from "../domain/message.ts";
-import { readRow, writeRow } from "./json.ts";
+import { readRow } from "./json.ts";
 
 type Row = { seq: number; status: string; processed_at: string | null; envelope: string };
 
@@ -49,7 +49,7 @@ export class MessagesRepo {
       message.agent_id,
       PRIORITY_RANK[message.priority],
       message.created_at,
-      writeRow(message),
+      JSON.stringify(message),
     );
     return Number(result.lastInsertRowid);
   }

@@ -1,7 +1,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { z } from "zod";
 import { TaskRecord } from "../domain/task.ts";
-import { readRow, writeRow } from "./json.ts";
+import { readRow } from "./json.ts";
 
 export class TasksRepo {
   private readonly getStmt: StatementSync;
@@ -32,7 +32,7 @@ export class TasksRepo {
   }
 
   put(task: z.input<typeof TaskRecord>): void {
-    this.putStmt.run(task.id, task.agent_id, task.status, writeRow(task));
+    this.putStmt.run(task.id, task.agent_id, task.status, JSON.stringify(task));
   }
 
   /** Most recent first. */

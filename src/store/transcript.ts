@@ -1,6 +1,6 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { TranscriptEntry } from "../domain/transcript.ts";
-import { readRow, writeRow } from "./json.ts";
+import { readRow } from "./json.ts";
 
 export class TranscriptRepo {
   private readonly maxStmt: StatementSync;
@@ -25,7 +25,7 @@ export class TranscriptRepo {
   append(entry: Omit<TranscriptEntry, "seq">): TranscriptEntry {
     const seq = ((this.maxStmt.get(entry.agent_id) as { m: number | null }).m ?? 0) + 1;
     const full: TranscriptEntry = { ...entry, seq };
-    this.insertStmt.run(full.agent_id, seq, full.id, writeRow(full));
+    this.insertStmt.run(full.agent_id, seq, full.id, JSON.stringify(full));
     return full;
   }
 

@@ -2,8 +2,6 @@
 import { readPreview, type OutputPreview } from "./output-preview.ts";
 
 export const CHARS_PER_TOKEN = 4;
-export const DEFAULT_TOOL_OUTPUT_TOKENS = 8_000;
-export const MAX_TOOL_OUTPUT_TOKENS = 64_000;
 
 export type OutputBudget = { default_tokens: number; max_tokens: number };
 
