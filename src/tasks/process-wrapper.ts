@@ -12,37 +12,87 @@ import {
 import { signalName } from "./process-proc.ts";
 
 /**
- * Run as `sh -c WRAPPER_SCRIPT holon-wrap <dir> <shell> <-c|-lc> <cmd> <0|1> <sleep path>`.
+ * Run as `sh -c WRAPPER_SCRIPT holon-wrap <dir>`, or as `sh -c WRAPPER_SCRIPT holon-wrap` with
+ * `<dir>` written later as one line to its stdin: a spare wrapper, started ahead of time and
+ * blocked there until it is given a command (see spawner.ts). A spare that reads nothing (its
+ * host went away) exits without doing anything.
  *
- * - Catches TERM/INT/HUP/QUIT with a no-op trap: a group-wide SIGTERM reaches the command
- *   (caught signals reset to default across exec), while the wrapper lives on long enough to
- *   record the status. A trap runs only after the foreground command returns.
- * - With input enabled (`$5 = 1`) it opens the FIFO read-write on fd 3 (never blocks on Linux),
- *   hands that fd to a `sleep` holder so the command never sees EOF between writers (and a
- *   host restart does not close its stdin), then drops its own copy. The command opens the
- *   FIFO read-only as its stdin. Closing input = killing the holder (pid in `stdin.holder`).
+ * - Sources its parameters from `<dir>/params.sh` (`wrapperParams`: single-quoted assignments
+ *   of cwd, shell, shell flag, command, input flag, output mode and sleep path). Variable
+ *   names carry a `_hw_` prefix so they cannot shadow an exported variable of the command.
+ * - Opens its own output: `stdout.log` + `stderr.log`, or `output.log` for both when merged;
+ *   always appending (the host created the files empty).
+ * - Catches TERM/INT/HUP/QUIT: a group-wide SIGTERM reaches the command (caught signals
+ *   reset to default across exec), while the wrapper lives on long enough to record the
+ *   status. A trap runs only after the foreground command returns. A signal that arrives
+ *   before the command starts (a stop right after the start, while a spare still waits for
+ *   its directory: `read` then fails and is retried) is recorded as the status the command
+ *   would have had (128 + signal number), and the command is not started.
+ * - With input enabled it opens the FIFO read-write on fd 3 (never blocks on Linux), hands
+ *   that fd to a `sleep` holder so the command never sees EOF between writers (and a host
+ *   restart does not close its stdin), then drops its own copy. The command opens the FIFO
+ *   read-only as its stdin. Closing input = killing the holder (pid in `stdin.holder`).
+ *   Without input the command's stdin is /dev/null.
  * - Writes the exit status with a single `echo` (one write(2) of "<status>\n"); a reader treats
  *   a file without the trailing newline as not yet written. No temp + rename: `mv` is an
  *   external program and would put a fork + exec on every command's exit path.
  * - Uses only shell builtins on the path of a plain command, so the overhead over the user's
  *   shell is one `sh` start and one fork.
  */
-export const WRAPPER_SCRIPT = `trap : TERM INT HUP QUIT
-if [ "$5" = 1 ]; then
-exec 3<>"$1/stdin.fifo"
-"$6" 2147483647 </dev/null >/dev/null 2>&1 &
-h=$!
-echo "$h" >"$1/stdin.holder"
-exec 3>&-
-"$2" "$3" "$4" <"$1/stdin.fifo"
-s=$?
-kill "$h" 2>/dev/null
-else
-"$2" "$3" "$4"
-s=$?
+export const WRAPPER_SCRIPT = `trap _hw_t=143 TERM; trap _hw_t=130 INT; trap _hw_t=129 HUP; trap _hw_t=131 QUIT
+_hw_t=
+if [ $# -gt 0 ]; then _hw_d=$1
+else until IFS= read -r _hw_d; do [ -n "$_hw_t" ] || exit 0; done
 fi
-echo "$s" >"$1/exit"
-exit "$s"`;
+. "$_hw_d/params.sh"
+if [ -n "$_hw_t" ]; then echo "$_hw_t" >"$_hw_d/exit"; exit "$_hw_t"; fi
+if [ "$_hw_m" = 1 ]; then exec >>"$_hw_d/output.log" 2>&1
+else exec >>"$_hw_d/stdout.log" 2>>"$_hw_d/stderr.log"; fi
+cd -- "$_hw_cwd" || { echo 1 >"$_hw_d/exit"; exit 1; }
+if [ "$_hw_i" = 1 ]; then
+exec 3<>"$_hw_d/stdin.fifo"
+"$_hw_z" 2147483647 </dev/null >/dev/null 2>&1 &
+_hw_h=$!
+echo "$_hw_h" >"$_hw_d/stdin.holder"
+exec 3>&-
+"$_hw_s" "$_hw_f" "$_hw_c" <"$_hw_d/stdin.fifo"
+_hw_r=$?
+kill "$_hw_h" 2>/dev/null
+else
+exec </dev/null
+"$_hw_s" "$_hw_f" "$_hw_c"
+_hw_r=$?
+fi
+echo "$_hw_r" >"$_hw_d/exit"
+exit "$_hw_r"`;
+
+/** Quote a string for a POSIX shell: single quotes, with each `'` as `'\\''`. */
+export function shellQuote(value: string): string {
+  return `'${value.replaceAll("'", "'\\''")}'`;
+}
+
+/** The `params.sh` the wrapper sources. */
+export function wrapperParams(p: {
+  cwd: string;
+  shell: string;
+  flag: string;
+  cmd: string;
+  input: boolean;
+  merged: boolean;
+  sleep: string;
+}): string {
+  return (
+    [
+      `_hw_cwd=${shellQuote(p.cwd)}`,
+      `_hw_s=${shellQuote(p.shell)}`,
+      `_hw_f=${shellQuote(p.flag)}`,
+      `_hw_c=${shellQuote(p.cmd)}`,
+      `_hw_i=${p.input ? 1 : 0}`,
+      `_hw_m=${p.merged ? 1 : 0}`,
+      `_hw_z=${shellQuote(p.sleep)}`,
+    ].join("\n") + "\n"
+  );
+}
 
 export type ExitStatus = {
   /** Exit code. For wrapper-run commands this is the shell status `$?` (0–255). */

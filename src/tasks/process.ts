@@ -1,11 +1,13 @@
 // The process layer under ExecCommand and command tasks.
 //
 // Non-PTY commands run detached (own session and process group) under a tiny POSIX sh wrapper
-// (process-wrapper.ts) whose stdout/stderr are file descriptors of files in a per-process
-// directory: no pipes to the host, nothing buffered in host memory, and the command keeps
-// running (and its wrapper keeps recording output and exit status) if the host dies. No Node
-// process per command: the cost over the user's shell is one `sh` start and one fork. PTY
-// commands run under a detached Node supervisor (pty-supervisor.ts) holding the PTY master.
+// (process-wrapper.ts) that writes their stdout/stderr to files in a per-process directory:
+// no pipes to the host, nothing buffered in host memory, and the command keeps running (and
+// its wrapper keeps recording output and exit status) if the host dies. No Node process per
+// command: the cost over the user's shell is one `sh` and one fork, and usually not even the
+// `sh` start, because the wrapper is a spare started ahead of time by the spawn helper
+// (spawner.ts). PTY commands run under a detached Node supervisor (pty-supervisor.ts) holding
+// the PTY master.
 //
 // Decisions:
 // - Output. `split` (ExecCommand's default): stdout.log + stderr.log, `output_path` is
@@ -23,6 +25,7 @@
 //
 // Process directory layout:
 //   spec.json       persisted record: pid, pgid, sid, start ticks, boot id, cmd, cwd, shell, paths
+//   params.sh       non-PTY: the wrapper's parameters (cwd, shell, command, …) as sh assignments
 //   stdout.log      split mode: the command's stdout
 //   stderr.log      split mode: the command's stderr
 //   output.log      merged mode and PTY: both streams / the terminal transcript
@@ -33,11 +36,15 @@
 //   pty.json        PTY: pid and start ticks of the terminal's child (written by the supervisor)
 //   launch.json     PTY: launch parameters for the supervisor (0600; deleted once read)
 //   supervisor.log  PTY: the supervisor's own diagnostics
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { ChildProcess, spawn, execFileSync } from "node:child_process";
 import {
   closeSync,
   constants as fsConstants,
   existsSync,
+  rm,
+  rmdir,
+  rmSync,
+  unlink,
   mkdirSync,
   openSync,
   readFileSync,
@@ -59,11 +66,13 @@ import {
 import {
   WRAPPER_SCRIPT,
   readExitFile,
+  wrapperParams,
   statusFromShell,
   writeExitFile,
   type ExitStatus,
   type RecordedExit,
 } from "./process-wrapper.ts";
+import { ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
 
 export type { ExitStatus } from "./process-wrapper.ts";
 
@@ -172,6 +181,7 @@ export const PROCESS_FILES = {
   stdout: "stdout.log",
   stderr: "stderr.log",
   output: "output.log",
+  params: "params.sh",
   stdin: "stdin.fifo",
   holder: "stdin.holder",
   closed: "stdin.closed",
@@ -186,7 +196,7 @@ const SUPERVISOR_PATH = fileURLToPath(new URL("./pty-supervisor.ts", import.meta
 
 type Internal = {
   rec: PersistedProcess;
-  child: ChildProcess | null;
+  child: ExitSource | null;
   exited: Promise<ExitStatus> | null;
   status: ExitStatus | null;
   waiters: number;
@@ -253,6 +263,34 @@ function readRecord(dir: string): PersistedProcess | null {
   }
 }
 
+const hostEnv = () => process.env as Record<string, string>;
+
+function spawnWrapper(env: Record<string, string>, cwd: string, dir: string): ChildProcess {
+  return spawn("/bin/sh", ["-c", WRAPPER_SCRIPT, "holon-wrap", dir], {
+    cwd,
+    env,
+    detached: true,
+    stdio: "ignore",
+  });
+}
+
+/**
+ * Remove a finished process's directory in the background: its known files, then the
+ * directory (anything unexpected in it falls back to a recursive removal). For callers that
+ * have read everything they need from it.
+ */
+export function discardProcessDir(dir: string): void {
+  const names = Object.values(FILES);
+  let left = names.length;
+  const next = () => {
+    if (--left > 0) return;
+    rmdir(dir, (err) => {
+      if (err && err.code !== "ENOENT") rm(dir, { recursive: true, force: true }, () => {});
+    });
+  };
+  for (const name of names) unlink(join(dir, name), next);
+}
+
 /** Start a command. Synchronous: the returned handle's process is already running. */
 export function startProcess(spec: ProcessSpec): ProcessHandle {
   const dir = resolve(spec.dir);
@@ -269,9 +307,41 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
     );
   }
   mkdirSync(dir, { recursive: true });
-  if (existsSync(join(dir, FILES.spec))) {
-    throw new ProcessStartError(`process directory ${dir} is already in use`);
+  // The record is created exclusively up front (claiming the directory) and written once the
+  // pid is known: a single write of a new file, which a reader sees whole or not at all.
+  const specPath = join(dir, FILES.spec);
+  let specFd: number;
+  try {
+    specFd = openSync(specPath, "wx", 0o644);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+      throw new ProcessStartError(`process directory ${dir} is already in use`);
+    }
+    throw new ProcessStartError(`cannot create the process record: ${(err as Error).message}`);
   }
+  try {
+    return startRecorded(spec, dir, specFd, tty, acceptsInput, outputMode, shell, flag);
+  } catch (err) {
+    try {
+      closeSync(specFd);
+    } catch {
+      // already closed by the write
+    }
+    if (readRecord(dir) === null) rmSync(specPath, { force: true });
+    throw err;
+  }
+}
+
+function startRecorded(
+  spec: ProcessSpec,
+  dir: string,
+  specFd: number,
+  tty: boolean,
+  acceptsInput: boolean,
+  outputMode: "split" | "merged",
+  shell: string,
+  flag: string,
+): ProcessHandle {
   const stdinPath = acceptsInput ? join(dir, FILES.stdin) : null;
   if (stdinPath !== null) {
     try {
@@ -282,35 +352,39 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
   }
   const outPath = join(dir, outputMode === "merged" ? FILES.output : FILES.stdout);
   const errPath = outputMode === "merged" ? null : join(dir, FILES.stderr);
-  const env = spec.env ?? (process.env as Record<string, string>);
 
-  let child: ChildProcess;
+  let child: ExitSource;
+  let pid: number | undefined;
+  let spare: ReturnType<typeof takeSpare> = null;
   const outFlags =
     fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;
   if (!tty) {
-    const outFd = openSync(outPath, outFlags, 0o644);
-    const errFd = errPath === null ? outFd : openSync(errPath, outFlags, 0o644);
-    try {
-      child = spawn(
-        "/bin/sh",
-        [
-          "-c",
-          WRAPPER_SCRIPT,
-          "holon-wrap",
-          dir,
-          shell,
-          flag,
-          spec.cmd,
-          acceptsInput ? "1" : "0",
-          sleepBin(),
-        ],
-        { cwd: spec.cwd, env, detached: true, stdio: ["ignore", outFd, errFd] },
-      );
-    } finally {
-      closeSync(outFd);
-      if (errFd !== outFd) closeSync(errFd);
+    if (spec.cmd.includes("\0")) throw new ProcessStartError("the command contains a NUL byte");
+    // The output files exist before the command does, so readers never race their creation.
+    closeSync(openSync(outPath, outFlags, 0o644));
+    if (errPath !== null) closeSync(openSync(errPath, outFlags, 0o644));
+    writeFileSync(
+      join(dir, FILES.params),
+      wrapperParams({
+        cwd: spec.cwd,
+        shell,
+        flag,
+        cmd: spec.cmd,
+        input: acceptsInput,
+        merged: outputMode === "merged",
+        sleep: sleepBin(),
+      }),
+    );
+    spare = spec.env === undefined ? takeSpare() : null;
+    if (spare === null) {
+      child = spawnWrapper(spec.env ?? hostEnv(), spec.cwd, dir);
+      if (spec.env === undefined) ensureSpawner();
+    } else {
+      child = spare.child;
+      pid = spare.pid;
     }
   } else {
+    const env = spec.env ?? hostEnv();
     closeSync(openSync(outPath, outFlags, 0o644));
     writeJsonAtomic(
       join(dir, FILES.launch),
@@ -336,18 +410,20 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
       closeSync(logFd);
     }
   }
-  child.on("error", () => {
-    // reported through the missing pid below or through the exit event
-  });
-  const pid = child.pid;
+  if (child instanceof ChildProcess) {
+    child.on("error", () => {
+      // reported through the missing pid below or through the exit event
+    });
+    pid = child.pid;
+    child.unref();
+  }
   if (pid === undefined) {
     throw new ProcessStartError(
       `could not spawn the ${tty ? "PTY supervisor" : "command wrapper"}`,
     );
   }
-  child.unref();
   try {
-    return track(dir, spec, child, pid, {
+    const handle = track(dir, specFd, spare?.stat ?? readProcStat(pid), spec, child, pid, {
       tty,
       acceptsInput,
       outputMode,
@@ -357,6 +433,9 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
       errPath,
       stdinPath,
     });
+    // A spare learns its directory only now that the record naming its pid exists.
+    spare?.launch(dir);
+    return handle;
   } catch (err) {
     // Never leave a process running that nobody can find: end it before reporting the failure.
     try {
@@ -370,8 +449,10 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
 
 function track(
   dir: string,
+  specFd: number,
+  stat: { pgrp: number; session: number; start_ticks: number } | null,
   spec: ProcessSpec,
-  child: ChildProcess,
+  child: ExitSource,
   pid: number,
   o: {
     tty: boolean;
@@ -385,7 +466,6 @@ function track(
   },
 ): ProcessHandle {
   const { tty, acceptsInput, outputMode, shell, flag, outPath, errPath, stdinPath } = o;
-  const stat = readProcStat(pid);
   const rec: PersistedProcess = {
     version: 1,
     kind: tty ? "pty_supervisor" : "wrapper",
@@ -409,7 +489,11 @@ function track(
     stdin_path: stdinPath,
     started_at: nowIso(),
   };
-  writeJsonAtomic(join(dir, FILES.spec), rec);
+  try {
+    writeSync(specFd, JSON.stringify(rec) + "\n");
+  } finally {
+    closeSync(specFd);
+  }
   const handle = handleFromRecord(dir, rec);
   const internal: Internal = { rec, child, exited: null, status: null, waiters: 0 };
   internal.exited = new Promise<ExitStatus>((resolveExit) => {
@@ -449,7 +533,11 @@ function settleChildExit(
       signal: null,
       finished_at,
       recorded_by: "host",
-      lost_reason: `PTY supervisor exited with code ${code} without recording a status (see supervisor.log)`,
+      lost_reason:
+        rec.kind === "wrapper"
+          ? // only when a spare's helper died: nobody saw the wrapper's own exit
+            `process ${rec.pid} ended without recording a status; its spawn helper exited, so the command may never have started`
+          : `PTY supervisor exited with code ${code} without recording a status (see supervisor.log)`,
     };
   }
   try {

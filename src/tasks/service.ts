@@ -3,7 +3,7 @@
 // live task, settles it exactly once when it ends (terminal record + task_result message in
 // one transaction), and on start-up reattaches to what a previous host left running.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { FailureArtifact } from "../domain/provider.ts";
@@ -85,9 +85,8 @@ export class TaskService {
 
   /** Directory for a new process of this agent. */
   processDir(agentHome: string, prefix: string): string {
-    const dir = join(agentHome, ".holon", "processes", this.store.ids.next(prefix));
-    mkdirSync(join(dir, ".."), { recursive: true });
-    return dir;
+    // startProcess creates it, parents included.
+    return join(agentHome, ".holon", "processes", this.store.ids.next(prefix));
   }
 
   /** Start a command directly as a task (operator surfaces: HTTP and `holon task`). */

@@ -1,0 +1,181 @@
+// Spare command wrappers, started ahead of time by a helper process.
+//
+// Forking the host costs milliseconds (it grows with the host's memory) and blocks its event
+// loop, and `sh` takes a while to start; every command would pay both before it runs. So a
+// small helper process (spawner-helper.ts) keeps a couple of wrappers already started, each
+// blocked reading its stdin. Starting a command on a spare is: write the process directory's
+// record (naming the spare's pid) and parameters, then one IPC message; the helper writes the
+// directory to the spare's stdin, and the spare sources the parameters and runs the command. The helper, being the
+// wrappers' parent, reports their exits back; the host treats that like its own child's exit.
+//
+// Everything about a command's life stays with the wrapper and its directory, so the helper
+// adds no state that a restart could lose: if the helper dies, the commands it started run on
+// and the host falls back to watching their pids (then reading the exit file), like after a
+// host restart. Spares carry the host's environment as it was when the helper started (the
+// host never changes its own environment); commands given their own environment, and any
+// start while no spare is ready, spawn cold.
+import { fork, type ChildProcess } from "node:child_process";
+import { EventEmitter } from "node:events";
+import { fileURLToPath } from "node:url";
+import { isSameLiveProcess } from "./process-proc.ts";
+
+const HELPER_PATH = fileURLToPath(new URL("./spawner-helper.ts", import.meta.url));
+
+/** What the process layer needs from a wrapper it started: its exit, and event-loop refs. */
+export type ExitSource = {
+  once(
+    event: "exit",
+    listener: (code: number | null, signal: NodeJS.Signals | null) => void,
+  ): unknown;
+  ref(): void;
+  unref(): void;
+};
+
+/** A spare as the helper announced it: its pid and the /proc facts a process record needs. */
+export type SpareInfo = { pid: number; pgrp: number; session: number; start_ticks: number };
+
+type HelperMessage =
+  { spare: SpareInfo } | { exit: number; code: number | null; signal: NodeJS.Signals | null };
+
+type Helper = {
+  proc: ChildProcess;
+  spares: SpareInfo[];
+  running: Map<number, RemoteWrapper>;
+  refs: number;
+  alive: boolean;
+};
+
+let helper: Helper | null = null;
+let startQueued = false;
+
+/** A wrapper that is the helper's child: its exit arrives as a message. */
+class RemoteWrapper extends EventEmitter implements ExitSource {
+  readonly #h: Helper;
+  readonly #pid: number;
+  readonly #startTicks: number;
+  #refd = false;
+  #poll: NodeJS.Timeout | null = null;
+
+  constructor(h: Helper, pid: number, startTicks: number) {
+    super();
+    this.#h = h;
+    this.#pid = pid;
+    this.#startTicks = startTicks;
+  }
+
+  ref(): void {
+    if (this.#refd) return;
+    this.#refd = true;
+    if (this.#h.refs++ === 0) this.#h.proc.channel?.ref();
+    this.#poll?.ref();
+  }
+
+  unref(): void {
+    if (!this.#refd) return;
+    this.#refd = false;
+    if (--this.#h.refs === 0) this.#h.proc.channel?.unref();
+    this.#poll?.unref();
+  }
+
+  exited(code: number | null, signal: NodeJS.Signals | null): void {
+    this.unref();
+    if (this.#poll !== null) clearInterval(this.#poll);
+    this.emit("exit", code, signal);
+  }
+
+  /** The helper is gone: watch the pid instead (the exit file then tells the status). */
+  orphaned(): void {
+    if (this.#poll !== null) return;
+    this.#poll = setInterval(() => {
+      if (!isSameLiveProcess(this.#pid, this.#startTicks)) this.exited(null, null);
+    }, 20);
+    if (!this.#refd) this.#poll.unref();
+  }
+}
+
+function startHelper(): void {
+  let proc: ChildProcess;
+  try {
+    proc = fork(HELPER_PATH, [], {
+      execArgv: [],
+      env: process.env,
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      serialization: "json",
+    });
+  } catch {
+    return; // commands keep starting cold
+  }
+  const h: Helper = { proc, spares: [], running: new Map(), refs: 0, alive: true };
+  proc.on("error", () => {});
+  proc.on("message", (m: HelperMessage) => {
+    if ("spare" in m) {
+      h.spares.push(m.spare);
+      return;
+    }
+    h.spares = h.spares.filter((s) => s.pid !== m.exit);
+    const remote = h.running.get(m.exit);
+    if (remote !== undefined) {
+      h.running.delete(m.exit);
+      remote.exited(m.code, m.signal);
+    }
+  });
+  proc.once("exit", () => {
+    h.alive = false;
+    h.spares = [];
+    if (helper === h) helper = null;
+    for (const remote of h.running.values()) remote.orphaned();
+  });
+  proc.unref();
+  proc.channel?.unref();
+  helper = h;
+}
+
+/**
+ * Take a spare wrapper, or null (start cold then). The caller must write the process record
+ * naming `pid` and the wrapper's `params.sh` before calling `launch(dir)`, and must treat
+ * `child` as the wrapper's exit.
+ */
+export function takeSpare(): {
+  pid: number;
+  stat: SpareInfo;
+  child: ExitSource;
+  launch(dir: string): void;
+} | null {
+  const h = helper;
+  const stat = h !== null && h.alive ? h.spares.shift() : undefined;
+  if (h === null || stat === undefined) return null;
+  const child = new RemoteWrapper(h, stat.pid, stat.start_ticks);
+  h.running.set(stat.pid, child);
+  return {
+    pid: stat.pid,
+    stat,
+    child,
+    launch(dir: string) {
+      try {
+        h.proc.send({ go: stat.pid, dir });
+      } catch {
+        child.orphaned(); // the helper is gone; the spare exits unused and the pid watch sees it
+      }
+    },
+  };
+}
+
+/** Make sure the helper runs (started on the next turn of the event loop, off the caller's path). */
+export function ensureSpawner(): void {
+  if (helper !== null || startQueued) return;
+  startQueued = true;
+  setImmediate(() => {
+    startQueued = false;
+    if (helper === null) startHelper();
+  });
+}
+
+/** Stop the helper and its spares (host shutdown). Commands it started are not affected. */
+export function stopSpawner(): void {
+  const h = helper;
+  helper = null;
+  if (h === null) return;
+  h.alive = false;
+  h.spares = [];
+  if (h.proc.connected) h.proc.disconnect();
+}

@@ -1,0 +1,122 @@
+// Spare wrappers from the spawn helper: commands started on them behave exactly like cold
+// starts, and losing the helper loses no command's status.
+import { afterAll, describe, expect, it } from "vitest";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  discardProcessDir,
+  readProcessRecord,
+  startProcess,
+  stopProcess,
+  waitForExit,
+  type ProcessHandle,
+} from "../src/tasks/process.ts";
+import { isSameLiveProcess, readProcStat } from "../src/tasks/process-proc.ts";
+import { cleanupDirs, tempDir, waitFor } from "./fixtures/process/util.ts";
+
+afterAll(cleanupDirs);
+
+/** Start commands until one runs on a spare (its wrapper's parent is the helper, not us). */
+async function startOnSpare(
+  root: string,
+  cmd: string,
+  cwd = root,
+  prefix = "p",
+): Promise<{ handle: ProcessHandle; helperPid: number }> {
+  for (let i = 0; i < 100; i++) {
+    const handle = startProcess({ cmd, cwd, dir: join(root, `${prefix}${i}`) });
+    const ppid = readProcStat(handle.pid)?.ppid;
+    if (ppid !== undefined && ppid !== process.pid) return { handle, helperPid: ppid };
+    await stopProcess(handle, { graceMs: 1000 });
+    await new Promise((r) => setTimeout(r, 50)); // give the helper time to start its spares
+  }
+  throw new Error("no command ever ran on a spare wrapper");
+}
+
+describe("spare wrappers", () => {
+  it("run commands with the same cwd, environment, output and status as a cold start", async () => {
+    const root = tempDir();
+    const cwd = join(root, "it's a dir");
+    mkdirSync(cwd);
+    // Quotes, a newline, `$`, backslashes: the parameters must reach the shell byte for byte.
+    const cmd = `printf '%s|' "it's" 'a$b' "c\\\\d" "$PWD" "$HOME"
+echo; echo oops >&2; exit 7`;
+    const { handle } = await startOnSpare(root, cmd, cwd);
+    expect(await waitForExit(handle, { timeoutMs: 10_000 })).toMatchObject({
+      exit_code: 7,
+      signal: null,
+    });
+    expect(readFileSync(handle.stdout_path, "utf8")).toBe(
+      `it's|a$b|c\\d|${cwd}|${process.env["HOME"]}|\n`,
+    );
+    expect(readFileSync(handle.stderr_path!, "utf8")).toBe("oops\n");
+    expect(readFileSync(join(handle.dir, "exit"), "utf8")).toBe("7\n");
+    const rec = readProcessRecord(handle.dir)!;
+    expect(rec).toMatchObject({ pid: handle.pid, pgid: handle.pid, sid: handle.pid, cmd, cwd });
+    expect(rec.start_ticks).toBe(readProcStat(handle.pid)?.start_ticks ?? rec.start_ticks);
+  });
+
+  it("many commands in a row all get their own result", async () => {
+    const root = tempDir();
+    await startOnSpare(root, "true");
+    const results: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const h = startProcess({
+        cmd: `echo ${i}; exit ${i % 5}`,
+        cwd: root,
+        dir: join(root, `q${i}`),
+      });
+      const st = await waitForExit(h, { timeoutMs: 10_000 });
+      results.push(
+        `${readFileSync(h.stdout_path, "utf8").trim()}:${(st as { exit_code: number }).exit_code}`,
+      );
+    }
+    expect(results).toEqual(Array.from({ length: 30 }, (_, i) => `${i}:${i % 5}`));
+  });
+
+  it("a command keeps its status when the helper dies under it", async () => {
+    const root = tempDir();
+    const { handle, helperPid } = await startOnSpare(root, "echo started; sleep 0.4; exit 5");
+    await waitFor(() => readFileSync(handle.stdout_path, "utf8").includes("started"));
+    process.kill(helperPid, "SIGKILL");
+    expect(await waitForExit(handle, { timeoutMs: 10_000 })).toMatchObject({
+      exit_code: 5,
+      signal: null,
+    });
+    // The next commands start cold, then on a new helper's spares.
+    const next = await startOnSpare(root, "exit 0", root, "next");
+    expect(next.helperPid).not.toBe(helperPid);
+    expect(await waitForExit(next.handle, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
+  });
+
+  it("a helper dying before it hands a command over never passes for success", async () => {
+    const root = tempDir();
+    const { handle, helperPid } = await startOnSpare(root, "exit 3");
+    process.kill(helperPid, "SIGKILL"); // races the handover on purpose
+    const status = await waitForExit(handle, { timeoutMs: 10_000 });
+    if (status === "timeout") throw new Error("timed out");
+    if (status.exit_code === null) expect(status.lost_reason).toMatch(/spawn helper exited/);
+    else expect(status.exit_code).toBe(3);
+  });
+
+  it("stopping a command on a spare ends it and reports the signal", async () => {
+    const root = tempDir();
+    const { handle } = await startOnSpare(root, "sleep 30");
+    const res = await stopProcess(handle, { graceMs: 2000 });
+    expect(res.signal_sent).toBe("SIGTERM");
+    // Stopped right after the start, possibly before the spare had its directory: the status
+    // is the signal's, never a success.
+    expect(res.exit.signal).toMatch(/^SIG(TERM|KILL)$/);
+    expect(res.exit.exit_code).not.toBe(0);
+    expect(res.leftover_pids).toEqual([]);
+    expect(isSameLiveProcess(handle.pid, readProcessRecord(handle.dir)!.start_ticks)).toBe(false);
+  });
+
+  it("discardProcessDir removes a finished process's directory", async () => {
+    const root = tempDir();
+    const h = startProcess({ cmd: "echo x", cwd: root, dir: join(root, "gone") });
+    await waitForExit(h, { timeoutMs: 10_000 });
+    discardProcessDir(h.dir);
+    await waitFor(() => !existsSync(h.dir), { what: "the directory to go" });
+  });
+});
