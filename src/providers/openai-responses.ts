@@ -222,32 +222,46 @@ export function frameInput(request: ProviderRequest): ResponseInputItem[] {
   return ctx === null ? [] : [{ type: "message", role: "developer", content: ctx }];
 }
 
+/** Everything of a Responses request but its input: depends only on the candidate, frame and tools. */
+export function responsesRequestHead(
+  candidate: ModelCandidate,
+  request: ProviderRequest,
+): Omit<ResponseCreateParamsNonStreaming, "input"> {
+  const head: Omit<ResponseCreateParamsNonStreaming, "input"> = { model: candidate.model };
+  const instructions = systemText(request.frame);
+  if (instructions) head.instructions = instructions;
+  if (request.tools.length > 0) {
+    head.tools = lowerResponsesTools(request.tools, request, true);
+    head.parallel_tool_calls = true;
+  }
+  const maxOut = request.max_output_tokens ?? candidate.max_output_tokens;
+  if (maxOut !== undefined) head.max_output_tokens = maxOut;
+  if (request.frame.cache) head.prompt_cache_key = request.frame.cache.prompt_cache_key;
+  return head;
+}
+
+function withInput(
+  head: Omit<ResponseCreateParamsNonStreaming, "input">,
+  input: ResponseInputItem[],
+): ResponseCreateParamsNonStreaming {
+  // `model` then `input` first, as a hand-written request reads.
+  return Object.assign({ model: head.model, input }, head) as ResponseCreateParamsNonStreaming;
+}
+
+const LOWERING: ResponsesLoweringOptions = {
+  native_freeform: true,
+  require_encrypted_reasoning: false,
+};
+
 /** The full non-streaming Responses request for a candidate. */
 export function buildResponsesRequest(
   candidate: ModelCandidate,
   request: ProviderRequest,
 ): ResponseCreateParamsNonStreaming {
-  const options: ResponsesLoweringOptions = {
-    native_freeform: true,
-    require_encrypted_reasoning: false,
-  };
-  const body: ResponseCreateParamsNonStreaming = {
-    model: candidate.model,
-    input: [
-      ...frameInput(request),
-      ...lowerResponsesInput(request.conversation, request.tools, options),
-    ],
-  };
-  const instructions = systemText(request.frame);
-  if (instructions) body.instructions = instructions;
-  if (request.tools.length > 0) {
-    body.tools = lowerResponsesTools(request.tools, request, true);
-    body.parallel_tool_calls = true;
-  }
-  const maxOut = request.max_output_tokens ?? candidate.max_output_tokens;
-  if (maxOut !== undefined) body.max_output_tokens = maxOut;
-  if (request.frame.cache) body.prompt_cache_key = request.frame.cache.prompt_cache_key;
-  return body;
+  return withInput(responsesRequestHead(candidate, request), [
+    ...frameInput(request),
+    ...lowerResponsesInput(request.conversation, request.tools, LOWERING),
+  ]);
 }
 
 // ---------------------------------------------------------------------------
@@ -430,7 +444,10 @@ export class ContinuationCache {
     ]);
   }
 
-  static shapeOf(body: ResponseCreateParamsNonStreaming, request: ProviderRequest): string {
+  static shapeOf(
+    body: Omit<ResponseCreateParamsNonStreaming, "input"> & { input?: unknown },
+    request: ProviderRequest,
+  ): string {
     const { input: _input, previous_response_id: _prev, ...rest } = body;
     return stableJson({
       rest,
@@ -498,21 +515,59 @@ export function createOpenAIResponsesTransport(
   const continuation = new ContinuationCache();
   const incrementalEnabled = options.incremental ?? true;
 
+  // The head (and its shape string) is the same for every round of a turn: same candidate,
+  // frame and tools. Remember the last one so a long turn does not re-lower and re-serialize
+  // the tool schemas and system prompt on every round.
+  let last: {
+    candidate: ModelCandidate;
+    frame: ProviderRequest["frame"];
+    tools: ProviderRequest["tools"];
+    mode: ProviderRequest["schema_mode"];
+    maxOut: number | undefined;
+    head: Omit<ResponseCreateParamsNonStreaming, "input">;
+    shape: string;
+  } | null = null;
+  const headOf = (candidate: ModelCandidate, request: ProviderRequest) => {
+    const maxOut = request.max_output_tokens;
+    if (
+      last === null ||
+      last.candidate !== candidate ||
+      last.frame !== request.frame ||
+      last.tools !== request.tools ||
+      last.mode !== request.schema_mode ||
+      last.maxOut !== maxOut
+    ) {
+      const head = responsesRequestHead(candidate, request);
+      const shape = ContinuationCache.shapeOf(head, request);
+      last = {
+        candidate,
+        frame: request.frame,
+        tools: request.tools,
+        mode: request.schema_mode,
+        maxOut,
+        head,
+        shape,
+      };
+    }
+    return last;
+  };
+
   const plan = (candidate: ModelCandidate, request: ProviderRequest) => {
-    const full = buildResponsesRequest(candidate, request);
+    const { head, shape } = headOf(candidate, request);
     const scope = ContinuationCache.scopeOf(candidate, request);
-    const shape = ContinuationCache.shapeOf(full, request);
+    const full = () =>
+      withInput(head, [
+        ...frameInput(request),
+        ...lowerResponsesInput(request.conversation, request.tools, LOWERING),
+      ]);
     const step = incrementalEnabled ? continuation.plan(scope, shape, request.conversation) : null;
-    if (!step) return { body: full, full, scope, shape, incremental: false };
-    const tail = lowerResponsesInput(
-      request.conversation,
-      request.tools,
-      { native_freeform: true, require_encrypted_reasoning: false },
-      step.from,
-    );
+    if (!step) {
+      const body = full();
+      return { body, full: () => body, scope, shape, incremental: false };
+    }
+    const tail = lowerResponsesInput(request.conversation, request.tools, LOWERING, step.from);
     const body: ResponseCreateParamsNonStreaming = {
-      ...full,
-      input: tail,
+      ...withInput(head, tail),
       previous_response_id: step.response_id,
     };
     return { body, full, scope, shape, incremental: true };
@@ -547,7 +602,7 @@ export function createOpenAIResponsesTransport(
           if (!p.incremental || opts.signal.aborted || (status !== 400 && status !== 404))
             throw err;
           incremental = false;
-          raw = await post(client, p.full, opts.signal);
+          raw = await post(client, p.full(), opts.signal);
         }
         const response = parseResponsesResponse(raw, request.tools, ctx);
         if (incremental) response.incremental = true;

@@ -162,10 +162,24 @@ function keepForChecker(key: string): boolean {
   );
 }
 
-/** Emits the provider JSON Schema of a tool's source schema. */
+const emitted = {
+  relaxed: new WeakMap<object, JsonSchema>(),
+  strict: new WeakMap<object, JsonSchema>(),
+};
+
+/**
+ * Emits the provider JSON Schema of a tool's source schema. Memoized per source object, since
+ * every provider round of a turn sends the same tools: treat the result as read-only.
+ */
 export function emitToolSchema(source: JsonSchema, mode: SchemaMode = "relaxed"): JsonSchema {
-  const out = emitNode(source, mode);
-  return isObj(out) ? out : { type: "object", properties: {}, additionalProperties: false };
+  const cache = emitted[mode];
+  let schema = cache.get(source);
+  if (schema === undefined) {
+    const out = emitNode(source, mode);
+    schema = isObj(out) ? out : { type: "object", properties: {}, additionalProperties: false };
+    cache.set(source, schema);
+  }
+  return schema;
 }
 
 /** Emits straight from a zod argument type. */

@@ -1,12 +1,12 @@
 // ExecCommand: run a shell command; return its result, or promote it to a managed
 // command task when it is still running after `yield_time_ms`.
-import { rmSync } from "node:fs";
 import { z } from "zod";
 import { ToolFailure } from "../envelope.ts";
 import { describe, type ToolContext, type ToolDefinition } from "../registry.ts";
 import { filePreview, previewChars } from "../budget.ts";
 import { cmdDigest, taskSnapshot, TaskService } from "../../tasks/service.ts";
 import {
+  discardProcessDir,
   ProcessStartError,
   startProcess,
   stopProcess,
@@ -149,7 +149,8 @@ export function completedResult(run: Extract<CommandRun, { state: "exited" }>, c
     artifacts.push({ path: run.handle.stderr_path });
   }
   if (artifacts.length > 0) result.artifacts = artifacts;
-  else rmSync(run.handle.dir, { recursive: true, force: true });
+  // In the background: nobody reads the directory again, and a failure leaves only litter.
+  else discardProcessDir(run.handle.dir);
   return result;
 }
 
