@@ -33,6 +33,7 @@ import {
   type TransportSendOptions,
   responseOf,
 } from "./model.ts";
+import { providerFetch } from "./http-fetch.ts";
 import { emitToolSchema } from "./schema.ts";
 import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
 
@@ -55,6 +56,7 @@ export function anthropicClient(candidate: ModelCandidate): Anthropic {
       timeout: RETRY_POLICY.request_timeout_ms,
       defaultHeaders: headers,
       logLevel: "off",
+      fetch: providerFetch,
     });
   }
   if (kind === "bearer_token" || kind === "session_token") {
@@ -65,6 +67,7 @@ export function anthropicClient(candidate: ModelCandidate): Anthropic {
       timeout: RETRY_POLICY.request_timeout_ms,
       defaultHeaders: headers,
       logLevel: "off",
+      fetch: providerFetch,
     });
   }
   // No credential: give the SDK a placeholder so it reads nothing from the environment,
@@ -76,6 +79,7 @@ export function anthropicClient(candidate: ModelCandidate): Anthropic {
     timeout: RETRY_POLICY.request_timeout_ms,
     defaultHeaders: { ...headers, "X-Api-Key": null, Authorization: null },
     logLevel: "off",
+    fetch: providerFetch,
   });
 }
 

@@ -39,6 +39,7 @@ import {
   responseOf,
 } from "./model.ts";
 import { createHash } from "node:crypto";
+import { providerFetch } from "./http-fetch.ts";
 import { emitToolSchema } from "./schema.ts";
 import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
 
@@ -47,11 +48,23 @@ import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
 
 const clients = new Map<string, OpenAI>();
 
+const clientOf = new WeakMap<ModelCandidate, OpenAI>();
+
 /**
  * An OpenAI SDK client for one candidate: no SDK retries, no environment fallbacks.
  * Clients are reused per endpoint and credential (keyed by a digest, not the secret).
  */
 export function openAiClient(candidate: ModelCandidate): OpenAI {
+  let client = clientOf.get(candidate);
+  if (client === undefined) {
+    client = sharedOpenAiClient(candidate);
+    clientOf.set(candidate, client);
+  }
+  return client;
+}
+
+/** One client per (base URL, credential), so keep-alive connections are reused across turns. */
+function sharedOpenAiClient(candidate: ModelCandidate): OpenAI {
   const key = createHash("sha256")
     .update(JSON.stringify([candidate.base_url, candidate.credential]))
     .digest("hex");
@@ -80,6 +93,7 @@ function newOpenAiClient(candidate: ModelCandidate): OpenAI {
     timeout: RETRY_POLICY.request_timeout_ms,
     defaultHeaders: headers,
     logLevel: "off",
+    fetch: providerFetch,
   });
 }
 
