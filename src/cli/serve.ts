@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { RuntimeHost } from "../host/host.ts";
 import { resolveHome } from "../host/paths.ts";
 import { startServer } from "../http/server.ts";
+import { ensureSpawner } from "../tasks/spawner.ts";
 import { HolonError } from "../domain/errors.ts";
 import { controlToken } from "./connect.ts";
 import { CliError } from "./output.ts";
@@ -92,6 +93,8 @@ export async function serve(flags: ServeFlags): Promise<void> {
   );
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+  // A daemon's agents run commands: have spare command wrappers ready before the first one.
+  ensureSpawner();
   process.stderr.write(
     `holon: runtime for ${home} listening on http://${server.httpAddr}` +
       (server.socketPath ? ` and ${server.socketPath}` : "") +

@@ -42,9 +42,7 @@ import {
   constants as fsConstants,
   existsSync,
   rm,
-  rmdir,
   rmSync,
-  unlink,
   mkdirSync,
   openSync,
   readFileSync,
@@ -72,7 +70,7 @@ import {
   type ExitStatus,
   type RecordedExit,
 } from "./process-wrapper.ts";
-import { ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
+import { discardViaSpawner, ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
 
 export type { ExitStatus } from "./process-wrapper.ts";
 
@@ -275,20 +273,11 @@ function spawnWrapper(env: Record<string, string>, cwd: string, dir: string): Ch
 }
 
 /**
- * Remove a finished process's directory in the background: its known files, then the
- * directory (anything unexpected in it falls back to a recursive removal). For callers that
- * have read everything they need from it.
+ * Remove a finished process's directory in the background, for callers that have read all
+ * they need from it: by the spawn helper when it runs, else by async removal here.
  */
 export function discardProcessDir(dir: string): void {
-  const names = Object.values(FILES);
-  let left = names.length;
-  const next = () => {
-    if (--left > 0) return;
-    rmdir(dir, (err) => {
-      if (err && err.code !== "ENOENT") rm(dir, { recursive: true, force: true }, () => {});
-    });
-  };
-  for (const name of names) unlink(join(dir, name), next);
+  if (!discardViaSpawner(dir)) rm(dir, { recursive: true, force: true }, () => {});
 }
 
 /** Start a command. Synchronous: the returned handle's process is already running. */

@@ -6,9 +6,11 @@
 //   helper → host  { spare: {pid, pgrp, session, start_ticks} }   a spare waits on its stdin
 //   host → helper  { go: pid, dir }                hand that spare its process directory
 //   helper → host  { exit: pid, code, signal }     one of our wrappers exited
+//   host → helper  { discard: dir }                remove a finished process's directory
 // When the channel closes (the host is gone) the helper exits; its spares read EOF and exit
 // without running anything, and handed-off wrappers run on and record their own status.
 import { spawn, type ChildProcess } from "node:child_process";
+import { rm } from "node:fs";
 import { readProcStat } from "./process-proc.ts";
 import { WRAPPER_SCRIPT } from "./process-wrapper.ts";
 
@@ -16,7 +18,8 @@ const SPARES = 2;
 const idle = new Map<number, ChildProcess>();
 
 function send(message: object): void {
-  if (process.connected) process.send!(message);
+  // With a callback, a send that fails because the host just went away is not an error event.
+  if (process.connected) process.send!(message, undefined, undefined, () => {});
 }
 
 function startSpare(): boolean {
@@ -61,7 +64,11 @@ function refillNow(): void {
   setImmediate(refill);
 }
 
-process.on("message", (m: { go?: number; dir?: string }) => {
+process.on("message", (m: { go?: number; dir?: string; discard?: string }) => {
+  if (typeof m.discard === "string") {
+    rm(m.discard, { recursive: true, force: true }, () => {});
+    return;
+  }
   const child = typeof m.go === "number" ? idle.get(m.go) : undefined;
   if (child !== undefined && typeof m.dir === "string") {
     idle.delete(m.go!);

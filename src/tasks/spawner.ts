@@ -160,6 +160,21 @@ export function takeSpare(): {
   };
 }
 
+/**
+ * Remove a finished process's directory through the helper, so its file-by-file removal costs
+ * the host one message. False when there is no helper to ask.
+ */
+export function discardViaSpawner(dir: string): boolean {
+  const h = helper;
+  if (h === null || !h.alive) return false;
+  try {
+    h.proc.send({ discard: dir });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Make sure the helper runs (started on the next turn of the event loop, off the caller's path). */
 export function ensureSpawner(): void {
   if (helper !== null || startQueued) return;

@@ -27,6 +27,7 @@ import type {
 import type { ModelCandidate } from "../providers/types.ts";
 import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
+import { ensureSpawner } from "../tasks/spawner.ts";
 import type { OutputBudget } from "../tools/budget.ts";
 import { dispatch, type ToolRegistry } from "../tools/registry.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
@@ -90,6 +91,8 @@ export class ProviderTurnExecutor implements TurnExecutor {
   async run(req: TurnRequest): Promise<TurnResult> {
     const { store } = this.deps;
     const message = req.message;
+    // A working agent is about to run commands: have spare command wrappers ready by then.
+    ensureSpawner();
     // Observational inputs settle without a model turn.
     if (!needsModelTurn(store, message)) {
       store.tx(() =>

@@ -10,14 +10,14 @@ export function confinedWorkdir(root: string, cwd: string, workdir: string | und
   let real: string;
   let rootReal: string;
   try {
-    rootReal = realpathSync(root);
+    rootReal = realpathSync.native(root);
   } catch {
     throw new ToolFailure("workspace_unavailable", `the execution root ${root} does not exist`, {
       details: { execution_root: root },
     });
   }
   try {
-    real = realpathSync(target);
+    real = realpathSync.native(target);
   } catch {
     throw new ToolFailure("workdir_not_found", `working directory ${target} does not exist`, {
       details: { workdir: workdir ?? null, field: "workdir" },
