@@ -4,7 +4,7 @@
 //    ExecCommand of `true`. A round's wall time is the gap between two consecutive provider
 //    requests arriving at the fake (so it covers recording the reply, running the tool,
 //    recording its result and building the next request). The cost of spawning `true` alone,
-//    measured in this run, is subtracted.
+//    measured in this run from a fresh small process, is subtracted.
 // 2. `holon run --json` for a one-round reply, spawned fresh each time (in-process host).
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -36,14 +36,19 @@ function configure(root: string, home: string, baseUrl: string): void {
   run(["config", "set", "model.default", "fake/bench-model"]);
 }
 
+/**
+ * Spawning `true` alone, timed in a fresh small Node process: fork cost grows with the
+ * forking process's memory, and the harness grows as it runs benchmarks, so timing it here
+ * would inflate the baseline (and flatter the overhead) in a full run.
+ */
 function spawnTrueMs(n: number): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    spawnSync("true");
-    out.push(performance.now() - t0);
-  }
-  return out;
+  const script = `const { spawnSync } = require("node:child_process");
+const out = [];
+for (let i = 0; i < ${n}; i++) { const t0 = performance.now(); spawnSync("true"); out.push(performance.now() - t0); }
+process.stdout.write(JSON.stringify(out));`;
+  const res = spawnSync(process.execPath, ["-e", script], { encoding: "utf8" });
+  if (res.status !== 0) throw new Error(`spawn baseline failed: ${res.stderr}`);
+  return JSON.parse(res.stdout) as number[];
 }
 
 const bench: Benchmark = {
