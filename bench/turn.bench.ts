@@ -7,7 +7,7 @@
 //    measured in this run from a fresh small process, is subtracted.
 // 2. `holon run --json` for a one-round reply, spawned fresh each time (in-process host).
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
@@ -41,14 +41,51 @@ function configure(root: string, home: string, baseUrl: string): void {
  * forking process's memory, and the harness grows as it runs benchmarks, so timing it here
  * would inflate the baseline (and flatter the overhead) in a full run.
  */
-function spawnTrueMs(n: number): number[] {
+function spawnMs(n: number, argv: string[]): number[] {
   const script = `const { spawnSync } = require("node:child_process");
+const argv = ${JSON.stringify(argv)};
 const out = [];
-for (let i = 0; i < ${n}; i++) { const t0 = performance.now(); spawnSync("true"); out.push(performance.now() - t0); }
+for (let i = 0; i < ${n}; i++) { const t0 = performance.now(); spawnSync(argv[0], argv.slice(1)); out.push(performance.now() - t0); }
 process.stdout.write(JSON.stringify(out));`;
   const res = spawnSync(process.execPath, ["-e", script], { encoding: "utf8" });
   if (res.status !== 0) throw new Error(`spawn baseline failed: ${res.stderr}`);
   return JSON.parse(res.stdout) as number[];
+}
+
+/**
+ * Gaps between consecutive arrivals at the fake when a fresh process sends one of the turn's
+ * own requests through the SDK, `n` times in a row, with nothing else in the round.
+ */
+async function providerRoundTrip(
+  fake: Awaited<ReturnType<typeof startFakeProvider>>,
+  n: number,
+): Promise<ReturnType<typeof summarize>> {
+  const sample = fake.requests.filter((q) => q.wire === "responses").at(-2);
+  if (!sample) throw new Error("no Responses request recorded");
+  const dir = mkdtempSync(join(tmpdir(), "holon-bench-rt-"));
+  const bodyFile = join(dir, "body.json");
+  writeFileSync(bodyFile, sample.raw);
+  const arrivals: number[] = [];
+  fake.setFallback(() => {
+    arrivals.push(performance.now());
+    return reply.tools([{ name: "ExecCommand", arguments: { cmd: "true" }, call_id: "rt" }]);
+  });
+  try {
+    const worker = new URL("./workers/provider-client.ts", import.meta.url).pathname;
+    const child = spawn(
+      process.execPath,
+      [worker, fake.baseUrl("openai"), bodyFile, String(n + 1)],
+      {
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
+    const code = await new Promise<number | null>((res) => child.on("close", res));
+    if (code !== 0) throw new Error(`provider client exited with ${code}`);
+  } finally {
+    fake.setFallback(null);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return summarize(arrivals.slice(1).map((t, i) => t - arrivals[i]!));
 }
 
 const bench: Benchmark = {
@@ -94,7 +131,7 @@ const bench: Benchmark = {
           `${arrivals.length}/${rounds + 1}`,
         );
         const gaps = arrivals.slice(1).map((t, i) => t - arrivals[i]!);
-        const spawnTrue = summarize(spawnTrueMs(200));
+        const spawnTrue = summarize(spawnMs(200, ["true"]));
         const perRound = summarize(gaps);
         const overhead = summarize(gaps.map((g) => g - spawnTrue.p50));
         r.metric("round_wall_p50_ms", round(perRound.p50), "ms", "round wall time p50");
@@ -113,6 +150,36 @@ const bench: Benchmark = {
           "runtime overhead per round p99 (minus spawn)",
         );
         r.target("overhead median < 5 ms", "overhead_p50_ms", "<", 5);
+
+        // What no runtime work is in: the command's own shell, and the provider round trip.
+        // `ExecCommand` runs commands in bash by default, which costs more than `true` alone;
+        // and a round trip through the SDK to the fake costs what it costs without Holon.
+        const bashTrue = summarize(spawnMs(200, ["/bin/bash", "-c", "true"]));
+        const roundTrip = await providerRoundTrip(fake, rounds);
+        r.metric(
+          "bash_true_p50_ms",
+          round(bashTrue.p50),
+          "ms",
+          "spawning `bash -c true` alone, p50",
+        );
+        r.metric(
+          "provider_round_trip_p50_ms",
+          round(roundTrip.p50),
+          "ms",
+          "the same request through the SDK alone, p50",
+        );
+        r.metric(
+          "floor_overhead_p50_ms",
+          round(roundTrip.p50 + bashTrue.p50 - spawnTrue.p50),
+          "ms",
+          "floor of the overhead: round trip + bash − true",
+        );
+        r.metric(
+          "runtime_share_p50_ms",
+          round(perRound.p50 - roundTrip.p50 - bashTrue.p50),
+          "ms",
+          "round − round trip − bash: the runtime's own share",
+        );
       } finally {
         await host.stop();
       }
