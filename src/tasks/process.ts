@@ -505,6 +505,10 @@ function settleChildExit(
   signal: NodeJS.Signals | null,
 ): ExitStatus {
   const exitPath = join(dir, FILES.exit);
+  if (rec.kind === "wrapper" && code !== null && existsSync(exitPath)) {
+    // The wrapper exits with exactly the status it recorded: no need to read the file back.
+    return statusFromShell(code, nowIso());
+  }
   const recorded = readExitFile(exitPath);
   if (recorded !== null) return recorded;
   const finished_at = nowIso();
