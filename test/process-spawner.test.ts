@@ -1,7 +1,7 @@
 // Spare wrappers from the spawn helper: commands started on them behave exactly like cold
 // starts, and losing the helper loses no command's status.
 import { afterAll, describe, expect, it } from "vitest";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   discardProcessDir,
@@ -13,8 +13,10 @@ import {
 } from "../src/tasks/process.ts";
 import { isSameLiveProcess, readProcStat } from "../src/tasks/process-proc.ts";
 import { cleanupDirs, tempDir, waitFor } from "./fixtures/process/util.ts";
+import { cleanupHomes, spawnServe, tempHome } from "./helpers/home.ts";
 
 afterAll(cleanupDirs);
+afterAll(cleanupHomes);
 
 /** Start commands until one runs on a spare (its wrapper's parent is the helper, not us). */
 async function startOnSpare(
@@ -119,4 +121,45 @@ echo; echo oops >&2; exit 7`;
     discardProcessDir(h.dir);
     await waitFor(() => !existsSync(h.dir), { what: "the directory to go" });
   });
+});
+
+describe("the spawn helper of a daemon", () => {
+  /** Live processes whose parent is `ppid`. */
+  function childrenOf(ppid: number): number[] {
+    const out: number[] = [];
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      const st = readProcStat(Number(name));
+      if (st && st.ppid === ppid && st.state !== "Z") out.push(st.pid);
+    }
+    return out;
+  }
+
+  it.each(["SIGTERM", "SIGKILL"] as const)(
+    "starts with `holon serve` and leaves nothing behind after %s",
+    async (signal) => {
+      const home = tempHome();
+      const serve = await spawnServe(home);
+      const helperPid = await waitFor(() => childrenOf(serve.proc.pid!)[0], {
+        what: "the spawn helper",
+      });
+      const spares = await waitFor(
+        () => {
+          const s = childrenOf(helperPid);
+          return s.length === 2 ? s : undefined;
+        },
+        { what: "two spare wrappers" },
+      );
+      serve.proc.kill(signal);
+      await waitFor(
+        () =>
+          [helperPid, ...spares].every(
+            (pid) => !readProcStat(pid) || readProcStat(pid)!.state === "Z",
+          ),
+        {
+          what: "the helper and its spares to exit",
+        },
+      );
+    },
+  );
 });
