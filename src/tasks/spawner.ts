@@ -2,7 +2,7 @@
 //
 // Forking the host costs milliseconds (it grows with the host's memory) and blocks its event
 // loop, and `sh` takes a while to start; every command would pay both before it runs. So a
-// small helper process (spawner-helper.ts) keeps a couple of wrappers already started, each
+// small helper process (spawner-helper.js) keeps a couple of wrappers already started, each
 // blocked reading its stdin. Starting a command on a spare is: write the process directory's
 // record (naming the spare's pid) and parameters, then one IPC message; the helper writes the
 // directory to the spare's stdin, and the spare sources the parameters and runs the command. The helper, being the
@@ -18,8 +18,9 @@ import { fork, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { fileURLToPath } from "node:url";
 import { isSameLiveProcess } from "./process-proc.ts";
+import { WRAPPER_SCRIPT } from "./process-wrapper.ts";
 
-const HELPER_PATH = fileURLToPath(new URL("./spawner-helper.ts", import.meta.url));
+const HELPER_PATH = fileURLToPath(new URL("./spawner-helper.js", import.meta.url));
 
 /** What the process layer needs from a wrapper it started: its exit, and event-loop refs. */
 export type ExitSource = {
@@ -125,6 +126,11 @@ function startHelper(): void {
     if (helper === h) helper = null;
     for (const remote of h.running.values()) remote.orphaned();
   });
+  try {
+    proc.send({ script: WRAPPER_SCRIPT });
+  } catch {
+    return; // it died at once; commands keep starting cold
+  }
   proc.unref();
   proc.channel?.unref();
   helper = h;

@@ -1,0 +1,109 @@
+// The spawn helper: a small Node process, forked once by the host, that keeps spare command
+// wrappers started ahead of time (see spawner.ts). It is plain JavaScript importing only Node
+// built-ins, so it starts without the TypeScript stripper (about 25 MB less memory) and its
+// own forks stay cheap. The host sends the wrapper script as its first message.
+//
+// Protocol over the IPC channel (JSON):
+//   host → helper  { script }                      the wrapper script (first message)
+//   helper → host  { spare: {pid, pgrp, session, start_ticks} }   a spare waits on its stdin
+//   host → helper  { go: pid, dir }                hand that spare its process directory
+//   helper → host  { exit: pid, code, signal }     one of our wrappers exited
+//   host → helper  { discard: dir }                remove a finished process's directory
+// When the channel closes (the host is gone) the helper exits; its spares read EOF and exit
+// without running anything, and handed-off wrappers run on and record their own status.
+import { spawn } from "node:child_process";
+import { readFileSync, rm } from "node:fs";
+
+let wrapperScript = "";
+const SPARES = 2;
+/** @type {Map<number, import("node:child_process").ChildProcess>} */
+const idle = new Map();
+
+/** @param {object} message */
+function send(message) {
+  // With a callback, a send that fails because the host just went away is not an error event.
+  if (process.connected) process.send?.(message, undefined, undefined, () => {});
+}
+
+/**
+ * Group, session and start time of a process, from /proc/<pid>/stat (the same parsing as
+ * readProcStat in process-proc.ts: fields after the last ')', which ends the command name).
+ * @param {number} pid
+ */
+function procFacts(pid) {
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "latin1");
+  } catch {
+    return null;
+  }
+  const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  return { pgrp: Number(rest[2]), session: Number(rest[3]), start_ticks: Number(rest[19]) };
+}
+
+function startSpare() {
+  let child;
+  try {
+    child = spawn("/bin/sh", ["-c", wrapperScript, "holon-wrap"], {
+      cwd: "/",
+      detached: true,
+      stdio: ["pipe", "ignore", "ignore"],
+    });
+  } catch {
+    return false;
+  }
+  child.on("error", () => {});
+  child.stdin?.on("error", () => {});
+  const pid = child.pid;
+  if (pid === undefined) return false;
+  idle.set(pid, child);
+  child.once("exit", (code, signal) => {
+    idle.delete(pid);
+    send({ exit: pid, code, signal });
+  });
+  // A detached child leads its own group and session; its start time tells a reused pid apart.
+  const facts = procFacts(pid);
+  if (facts === null) return true; // already gone: its exit message follows
+  send({ spare: { pid, ...facts } });
+  return true;
+}
+
+function refill() {
+  while (wrapperScript && idle.size < SPARES && process.connected && startSpare());
+}
+
+// A refill forks this process: not while a command it just launched is likely still starting
+// (the fork would compete with it for the CPU and hold up its exit report). Refill when that
+// command exits, after a short delay if it runs on, or at once when no spare is left.
+/** @type {NodeJS.Timeout | null} */
+let refillTimer = null;
+
+function refillNow() {
+  if (refillTimer !== null) clearTimeout(refillTimer);
+  refillTimer = null;
+  setImmediate(refill);
+}
+
+process.on(
+  "message",
+  (/** @type {{script?: string, go?: number, dir?: string, discard?: string}} */ m) => {
+    if (typeof m.script === "string") {
+      wrapperScript = m.script;
+      refill();
+      return;
+    }
+    if (typeof m.discard === "string") {
+      rm(m.discard, { recursive: true, force: true }, () => {});
+      return;
+    }
+    const child = typeof m.go === "number" ? idle.get(m.go) : undefined;
+    if (child !== undefined && typeof m.go === "number" && typeof m.dir === "string") {
+      idle.delete(m.go);
+      child.once("exit", refillNow);
+      child.stdin?.end(`${m.dir}\n`);
+    }
+    if (idle.size === 0) refillNow();
+    else refillTimer ??= setTimeout(refillNow, 25);
+  },
+);
+process.on("disconnect", () => process.exit(0));
