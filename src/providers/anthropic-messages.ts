@@ -33,9 +33,9 @@ import {
   type TransportSendOptions,
   responseOf,
 } from "./model.ts";
-import { providerFetch } from "./http-fetch.ts";
+import { perCandidate, sdkOptions } from "./http-fetch.ts";
 import { emitToolSchema } from "./schema.ts";
-import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
+import type { ModelCandidate } from "./types.ts";
 
 /** Used when neither the request nor the candidate sets an output budget (the field is required). */
 export const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
@@ -44,44 +44,24 @@ const MAX_FRAME_BREAKPOINTS = 3;
 
 const EPHEMERAL = { type: "ephemeral" } as const;
 
-export function anthropicClient(candidate: ModelCandidate): Anthropic {
+/** An Anthropic SDK client for one candidate, authenticated as its credential says. */
+export const anthropicClient = perCandidate((candidate): Anthropic => {
   const credential = candidate.credential;
   const headers: Record<string, string | null> = { ...(credential?.headers ?? {}) };
   const kind = credential?.kind ?? "none";
-  if (kind === "api_key") {
-    return new Anthropic({
-      apiKey: credential?.value ?? null,
-      baseURL: candidate.base_url,
-      maxRetries: 0,
-      timeout: RETRY_POLICY.request_timeout_ms,
-      defaultHeaders: headers,
-      logLevel: "off",
-      fetch: providerFetch,
-    });
-  }
+  const options = { ...sdkOptions(candidate), defaultHeaders: headers };
+  if (kind === "api_key") return new Anthropic({ ...options, apiKey: credential?.value ?? null });
   if (kind === "bearer_token" || kind === "session_token") {
-    return new Anthropic({
-      authToken: credential?.value ?? null,
-      baseURL: candidate.base_url,
-      maxRetries: 0,
-      timeout: RETRY_POLICY.request_timeout_ms,
-      defaultHeaders: headers,
-      logLevel: "off",
-      fetch: providerFetch,
-    });
+    return new Anthropic({ ...options, authToken: credential?.value ?? null });
   }
   // No credential: give the SDK a placeholder so it reads nothing from the environment,
   // then strip every auth header from the wire.
   return new Anthropic({
+    ...options,
     apiKey: "holon-no-credential",
-    baseURL: candidate.base_url,
-    maxRetries: 0,
-    timeout: RETRY_POLICY.request_timeout_ms,
     defaultHeaders: { ...headers, "X-Api-Key": null, Authorization: null },
-    logLevel: "off",
-    fetch: providerFetch,
   });
-}
+});
 
 export function lowerAnthropicSystem(request: ProviderRequest): TextBlockParam[] {
   const frame = request.frame;

@@ -1,4 +1,6 @@
-// The fetch the provider SDKs are given: node:http(s) with keep-alive agents.
+// How the provider SDK clients are made: the options every client gets, one client per
+// candidate, and the fetch they all send through (node:http(s) with keep-alive agents, so
+// connections are pooled here whatever client sends).
 //
 // The SDKs accept any fetch; Node's built-in one (undici over web streams) costs a few hundred
 // microseconds more per request than node:http, which an agent pays on every model round.
@@ -8,6 +10,31 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
+import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
+
+/** Options every SDK client gets: no SDK retries (Holon retries), Holon's timeout, no logging. */
+export function sdkOptions(candidate: ModelCandidate) {
+  return {
+    baseURL: candidate.base_url,
+    maxRetries: 0,
+    timeout: RETRY_POLICY.request_timeout_ms,
+    logLevel: "off" as const,
+    fetch: providerFetch,
+  };
+}
+
+/** Memoize a client builder per candidate object (a turn reuses its candidates every round). */
+export function perCandidate<T extends object>(build: (c: ModelCandidate) => T) {
+  const made = new WeakMap<ModelCandidate, T>();
+  return (candidate: ModelCandidate): T => {
+    let client = made.get(candidate);
+    if (client === undefined) {
+      client = build(candidate);
+      made.set(candidate, client);
+    }
+    return client;
+  };
+}
 
 const agents = {
   "http:": new HttpAgent({ keepAlive: true }),

@@ -38,64 +38,29 @@ import {
   type TransportSendOptions,
   responseOf,
 } from "./model.ts";
-import { createHash } from "node:crypto";
-import { providerFetch } from "./http-fetch.ts";
+import { perCandidate, sdkOptions } from "./http-fetch.ts";
 import { emitToolSchema } from "./schema.ts";
-import { RETRY_POLICY, type ModelCandidate } from "./types.ts";
+import type { ModelCandidate } from "./types.ts";
 
 // ---------------------------------------------------------------------------
 // SDK client
 
-const clients = new Map<string, OpenAI>();
-
-const clientOf = new WeakMap<ModelCandidate, OpenAI>();
-
-/**
- * An OpenAI SDK client for one candidate: no SDK retries, no environment fallbacks.
- * Clients are reused per endpoint and credential (keyed by a digest, not the secret).
- */
-export function openAiClient(candidate: ModelCandidate): OpenAI {
-  let client = clientOf.get(candidate);
-  if (client === undefined) {
-    client = sharedOpenAiClient(candidate);
-    clientOf.set(candidate, client);
-  }
-  return client;
-}
-
-/** One client per (base URL, credential), so keep-alive connections are reused across turns. */
-function sharedOpenAiClient(candidate: ModelCandidate): OpenAI {
-  const key = createHash("sha256")
-    .update(JSON.stringify([candidate.base_url, candidate.credential]))
-    .digest("hex");
-  let client = clients.get(key);
-  if (!client) {
-    if (clients.size >= 32) clients.clear();
-    client = newOpenAiClient(candidate);
-    clients.set(key, client);
-  }
-  return client;
-}
-
-function newOpenAiClient(candidate: ModelCandidate): OpenAI {
+/** An OpenAI SDK client for one candidate: no SDK retries, no environment fallbacks. */
+export const openAiClient = perCandidate((candidate): OpenAI => {
   const credential = candidate.credential;
   const headers: Record<string, string | null> = { ...(credential?.headers ?? {}) };
   // Without a credential the SDK still wants a key; send none on the wire.
   if (!credential || credential.kind === "none") headers["Authorization"] = null;
   return new OpenAI({
+    ...sdkOptions(candidate),
     apiKey: credential && credential.kind !== "none" ? credential.value : "holon-no-credential",
     adminAPIKey: null,
     organization: null,
     project: null,
     webhookSecret: null,
-    baseURL: candidate.base_url,
-    maxRetries: 0,
-    timeout: RETRY_POLICY.request_timeout_ms,
     defaultHeaders: headers,
-    logLevel: "off",
-    fetch: providerFetch,
   });
-}
+});
 
 // ---------------------------------------------------------------------------
 // Lowering
