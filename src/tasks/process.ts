@@ -280,14 +280,38 @@ export function discardProcessDir(dir: string): void {
   if (!discardViaSpawner(dir)) rm(dir, { recursive: true, force: true }, () => {});
 }
 
+/** A process record before its process exists: everything but what the start tells. */
+type DraftRecord = Omit<
+  PersistedProcess,
+  "version" | "pid" | "pgid" | "sid" | "start_ticks" | "boot_id" | "started_at"
+>;
+
 /** Start a command. Synchronous: the returned handle's process is already running. */
 export function startProcess(spec: ProcessSpec): ProcessHandle {
   const dir = resolve(spec.dir);
   const tty = spec.tty === true;
-  const acceptsInput = tty || spec.acceptsInput === true;
-  const outputMode = tty ? "merged" : (spec.output ?? "split");
-  const shell = spec.shell ?? defaultShell();
+  const merged = tty || spec.output === "merged";
   const flag = spec.login === true ? "-lc" : "-c";
+  const outPath = join(dir, merged ? FILES.output : FILES.stdout);
+  const draft: DraftRecord = {
+    kind: tty ? "pty_supervisor" : "wrapper",
+    host_pid: process.pid,
+    cmd: spec.cmd,
+    cwd: spec.cwd,
+    shell: spec.shell ?? defaultShell(),
+    shell_args: [flag, spec.cmd],
+    login: spec.login === true,
+    tty,
+    accepts_input: tty || spec.acceptsInput === true,
+    output_mode: merged ? "merged" : "split",
+    stdout_path: outPath,
+    stderr_path: merged ? null : join(dir, FILES.stderr),
+    output_path: outPath,
+    stdin_path: tty || spec.acceptsInput === true ? join(dir, FILES.stdin) : null,
+  };
+  if (!tty && spec.cmd.includes("\0")) {
+    throw new ProcessStartError("the command contains a NUL byte");
+  }
   try {
     if (!statSync(spec.cwd).isDirectory()) throw new Error("not a directory");
   } catch (err) {
@@ -309,7 +333,7 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
     throw new ProcessStartError(`cannot create the process record: ${(err as Error).message}`);
   }
   try {
-    return startRecorded(spec, dir, specFd, tty, acceptsInput, outputMode, shell, flag);
+    return startRecorded(spec, dir, specFd, draft);
   } catch (err) {
     try {
       closeSync(specFd);
@@ -325,42 +349,33 @@ function startRecorded(
   spec: ProcessSpec,
   dir: string,
   specFd: number,
-  tty: boolean,
-  acceptsInput: boolean,
-  outputMode: "split" | "merged",
-  shell: string,
-  flag: string,
+  draft: DraftRecord,
 ): ProcessHandle {
-  const stdinPath = acceptsInput ? join(dir, FILES.stdin) : null;
-  if (stdinPath !== null) {
+  if (draft.stdin_path !== null) {
     try {
-      execFileSync("mkfifo", ["-m", "600", stdinPath], { stdio: "ignore" });
+      execFileSync("mkfifo", ["-m", "600", draft.stdin_path], { stdio: "ignore" });
     } catch (err) {
       throw new ProcessStartError(`cannot create input pipe: ${(err as Error).message}`);
     }
   }
-  const outPath = join(dir, outputMode === "merged" ? FILES.output : FILES.stdout);
-  const errPath = outputMode === "merged" ? null : join(dir, FILES.stderr);
-
   let child: ExitSource;
   let pid: number | undefined;
   let spare: ReturnType<typeof takeSpare> = null;
   const outFlags =
     fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;
-  if (!tty) {
-    if (spec.cmd.includes("\0")) throw new ProcessStartError("the command contains a NUL byte");
-    // The output files exist before the command does, so readers never race their creation.
-    closeSync(openSync(outPath, outFlags, 0o644));
-    if (errPath !== null) closeSync(openSync(errPath, outFlags, 0o644));
+  // The output files exist before the command does, so readers never race their creation.
+  closeSync(openSync(draft.output_path, outFlags, 0o644));
+  if (!draft.tty) {
+    if (draft.stderr_path !== null) closeSync(openSync(draft.stderr_path, outFlags, 0o644));
     writeFileSync(
       join(dir, FILES.params),
       wrapperParams({
         cwd: spec.cwd,
-        shell,
-        flag,
+        shell: draft.shell,
+        flag: draft.shell_args[0]!,
         cmd: spec.cmd,
-        input: acceptsInput,
-        merged: outputMode === "merged",
+        input: draft.accepts_input,
+        merged: draft.output_mode === "merged",
         sleep: sleepBin(),
       }),
     );
@@ -370,18 +385,16 @@ function startRecorded(
       if (spec.env === undefined) ensureSpawner();
     } else {
       child = spare.child;
-      pid = spare.pid;
+      pid = spare.stat.pid;
     }
   } else {
-    const env = spec.env ?? hostEnv();
-    closeSync(openSync(outPath, outFlags, 0o644));
     writeJsonAtomic(
       join(dir, FILES.launch),
       {
-        shell,
-        args: [flag, spec.cmd],
+        shell: draft.shell,
+        args: draft.shell_args,
         cwd: spec.cwd,
-        env,
+        env: spec.env ?? hostEnv(),
         cols: spec.cols ?? 120,
         rows: spec.rows ?? 40,
       },
@@ -408,20 +421,11 @@ function startRecorded(
   }
   if (pid === undefined) {
     throw new ProcessStartError(
-      `could not spawn the ${tty ? "PTY supervisor" : "command wrapper"}`,
+      `could not spawn the ${draft.tty ? "PTY supervisor" : "command wrapper"}`,
     );
   }
   try {
-    const handle = track(dir, specFd, spare?.stat ?? readProcStat(pid), spec, child, pid, {
-      tty,
-      acceptsInput,
-      outputMode,
-      shell,
-      flag,
-      outPath,
-      errPath,
-      stdinPath,
-    });
+    const handle = track(dir, specFd, draft, pid, spare?.stat ?? readProcStat(pid), child);
     // A spare learns its directory only now that the record naming its pid exists.
     spare?.launch(dir);
     return handle;
@@ -439,43 +443,19 @@ function startRecorded(
 function track(
   dir: string,
   specFd: number,
-  stat: { pgrp: number; session: number; start_ticks: number } | null,
-  spec: ProcessSpec,
-  child: ExitSource,
+  draft: DraftRecord,
   pid: number,
-  o: {
-    tty: boolean;
-    acceptsInput: boolean;
-    outputMode: "split" | "merged";
-    shell: string;
-    flag: string;
-    outPath: string;
-    errPath: string | null;
-    stdinPath: string | null;
-  },
+  stat: { pgrp: number; session: number; start_ticks: number } | null,
+  child: ExitSource,
 ): ProcessHandle {
-  const { tty, acceptsInput, outputMode, shell, flag, outPath, errPath, stdinPath } = o;
   const rec: PersistedProcess = {
     version: 1,
-    kind: tty ? "pty_supervisor" : "wrapper",
+    ...draft,
     pid,
     pgid: stat?.pgrp ?? pid,
     sid: stat?.session ?? pid,
     start_ticks: stat?.start_ticks ?? -1,
     boot_id: bootId(),
-    host_pid: process.pid,
-    cmd: spec.cmd,
-    cwd: spec.cwd,
-    shell,
-    shell_args: [flag, spec.cmd],
-    login: spec.login === true,
-    tty,
-    accepts_input: acceptsInput,
-    output_mode: outputMode,
-    stdout_path: outPath,
-    stderr_path: errPath,
-    output_path: outPath,
-    stdin_path: stdinPath,
     started_at: nowIso(),
   };
   try {

@@ -97,7 +97,7 @@ process.on(
       return;
     }
     const child = typeof m.go === "number" ? idle.get(m.go) : undefined;
-    if (child !== undefined && typeof m.go === "number" && typeof m.dir === "string") {
+    if (child !== undefined && typeof m.dir === "string") {
       idle.delete(m.go);
       child.once("exit", refillNow);
       child.stdin?.end(`${m.dir}\n`);

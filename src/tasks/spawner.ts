@@ -5,8 +5,9 @@
 // small helper process (spawner-helper.js) keeps a couple of wrappers already started, each
 // blocked reading its stdin. Starting a command on a spare is: write the process directory's
 // record (naming the spare's pid) and parameters, then one IPC message; the helper writes the
-// directory to the spare's stdin, and the spare sources the parameters and runs the command. The helper, being the
-// wrappers' parent, reports their exits back; the host treats that like its own child's exit.
+// directory to the spare's stdin, and the spare sources the parameters and runs the command.
+// The helper, being the wrappers' parent, reports their exits back; the host treats that like
+// its own child's exit.
 //
 // Everything about a command's life stays with the wrapper and its directory, so the helper
 // adds no state that a restart could lose: if the helper dies, the commands it started run on
@@ -138,11 +139,10 @@ function startHelper(): void {
 
 /**
  * Take a spare wrapper, or null (start cold then). The caller must write the process record
- * naming `pid` and the wrapper's `params.sh` before calling `launch(dir)`, and must treat
+ * naming `stat.pid` and the wrapper's `params.sh` before calling `launch(dir)`, and must treat
  * `child` as the wrapper's exit.
  */
 export function takeSpare(): {
-  pid: number;
   stat: SpareInfo;
   child: ExitSource;
   launch(dir: string): void;
@@ -153,7 +153,6 @@ export function takeSpare(): {
   const child = new RemoteWrapper(h, stat.pid, stat.start_ticks);
   h.running.set(stat.pid, child);
   return {
-    pid: stat.pid,
     stat,
     child,
     launch(dir: string) {
@@ -189,14 +188,4 @@ export function ensureSpawner(): void {
     startQueued = false;
     if (helper === null) startHelper();
   });
-}
-
-/** Stop the helper and its spares (host shutdown). Commands it started are not affected. */
-export function stopSpawner(): void {
-  const h = helper;
-  helper = null;
-  if (h === null) return;
-  h.alive = false;
-  h.spares = [];
-  if (h.proc.connected) h.proc.disconnect();
 }
