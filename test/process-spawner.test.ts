@@ -24,11 +24,13 @@ async function startOnSpare(
   cmd: string,
   cwd = root,
   prefix = "p",
-): Promise<{ handle: ProcessHandle; helperPid: number }> {
+): Promise<{ handle: ProcessHandle; helperPid: number; startTicks: number }> {
   for (let i = 0; i < 100; i++) {
     const handle = startProcess({ cmd, cwd, dir: join(root, `${prefix}${i}`) });
-    const ppid = readProcStat(handle.pid)?.ppid;
-    if (ppid !== undefined && ppid !== process.pid) return { handle, helperPid: ppid };
+    const stat = readProcStat(handle.pid);
+    if (stat !== null && stat.ppid !== process.pid) {
+      return { handle, helperPid: stat.ppid, startTicks: stat.start_ticks };
+    }
     await stopProcess(handle, { graceMs: 1000 });
     await new Promise((r) => setTimeout(r, 50)); // give the helper time to start its spares
   }
@@ -43,7 +45,7 @@ describe("spare wrappers", () => {
     // Quotes, a newline, `$`, backslashes: the parameters must reach the shell byte for byte.
     const cmd = `printf '%s|' "it's" 'a$b' "c\\\\d" "$PWD" "$HOME"
 echo; echo oops >&2; exit 7`;
-    const { handle } = await startOnSpare(root, cmd, cwd);
+    const { handle, startTicks } = await startOnSpare(root, cmd, cwd);
     expect(await waitForExit(handle, { timeoutMs: 10_000 })).toMatchObject({
       exit_code: 7,
       signal: null,
@@ -55,7 +57,7 @@ echo; echo oops >&2; exit 7`;
     expect(readFileSync(join(handle.dir, "exit"), "utf8")).toBe("7\n");
     const rec = readProcessRecord(handle.dir)!;
     expect(rec).toMatchObject({ pid: handle.pid, pgid: handle.pid, sid: handle.pid, cmd, cwd });
-    expect(rec.start_ticks).toBe(readProcStat(handle.pid)?.start_ticks ?? rec.start_ticks);
+    expect(rec.start_ticks).toBe(startTicks);
   });
 
   it("many commands in a row all get their own result", async () => {
