@@ -2,78 +2,30 @@
 // `holon config schema` prints), defaults and environment overrides. No file I/O here.
 import { z } from "zod";
 import { CREDENTIAL_KINDS, CREDENTIAL_SOURCES, PROVIDER_TRANSPORTS } from "../providers/types.ts";
-import { isBuiltinProvider, isLocalBaseUrl } from "../providers/builtin.ts";
-import { parseModelRef } from "../providers/resolve.ts";
+import { isBuiltinProvider } from "../providers/builtin.ts";
+import {
+  CatalogEntrySchema,
+  ENV_NAME_RE,
+  HttpUrl,
+  ModelRefSchema,
+  PROFILE_ID_RE,
+  PROVIDER_ID_RE,
+  PositiveInt,
+  ProviderEntryFileSchema,
+  UnknownFallbackSchema,
+  isLocalBaseUrl,
+  normalizeProviderEntry,
+  type CatalogEntry,
+  type ProviderEntry,
+} from "../providers/config.ts";
 
-/** Provider ids appear in model refs and dotted config keys, so they are plain. */
-export const PROVIDER_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-export const PROFILE_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$/;
-const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-export const ModelRefSchema = z.string().refine((s) => parseModelRef(s) !== null, {
-  message: 'expected a model ref "<provider>/<model>", e.g. "openai/gpt-5.4"',
-});
-
-const HttpUrl = z.string().refine(
-  (s) => {
-    try {
-      const u = new URL(s);
-      return u.protocol === "http:" || u.protocol === "https:";
-    } catch {
-      return false;
-    }
-  },
-  { message: "expected an http(s) URL" },
-);
-
-const PositiveInt = z.number().int().positive();
-
-const AuthBlock = z.strictObject({
-  source: z.enum(CREDENTIAL_SOURCES),
-  kind: z.enum(CREDENTIAL_KINDS).optional(),
-  env: z.string().regex(ENV_NAME_RE, "expected an environment variable name").optional(),
-  profile: z.string().regex(PROFILE_ID_RE, "expected a credential profile id").optional(),
-  external: z.string().min(1).optional(),
-});
-
-/** One `providers.<id>` entry as written in the file (flat fields, or the RFC's `auth` block). */
-export const ProviderEntryFileSchema = z.strictObject({
-  display_name: z.string().min(1).optional(),
-  /** Kept as a string so an unsupported transport fails one candidate, not the whole file. */
-  transport: z.string().min(1).optional(),
-  base_url: HttpUrl.optional(),
-  credential_source: z.enum(CREDENTIAL_SOURCES).optional(),
-  credential_kind: z.enum(CREDENTIAL_KINDS).optional(),
-  credential_env: z.string().regex(ENV_NAME_RE, "expected an environment variable name").optional(),
-  credential_profile: z
-    .string()
-    .regex(PROFILE_ID_RE, "expected a credential profile id")
-    .optional(),
-  credential_external: z.string().min(1).optional(),
-  auth: AuthBlock.optional(),
-  /** Extra model names to list for this provider in the catalog. */
-  models: z.array(z.string().min(1)).optional(),
-});
-type ProviderEntryFile = z.infer<typeof ProviderEntryFileSchema>;
-/** A provider entry with any `auth` block folded into the flat fields. */
-export type ProviderEntry = Omit<ProviderEntryFile, "auth">;
-
-export const CatalogEntrySchema = z.strictObject({
-  display_name: z.string().min(1).optional(),
-  description: z.string().optional(),
-  context_window_tokens: PositiveInt.optional(),
-  effective_context_window_percent: z.number().int().min(1).max(100).optional(),
-  prompt_budget_estimated_tokens: PositiveInt.optional(),
-  runtime_max_output_tokens: PositiveInt.optional(),
-  capabilities: z.record(z.string(), z.boolean()).optional(),
-});
-export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;
-
-const UnknownFallbackSchema = z.strictObject({
-  context_window_tokens: PositiveInt.optional(),
-  prompt_budget_estimated_tokens: PositiveInt.optional(),
-  runtime_max_output_tokens: PositiveInt.optional(),
-});
+export {
+  ModelRefSchema,
+  PROVIDER_ID_RE,
+  PROFILE_ID_RE,
+  normalizeProviderEntry,
+} from "../providers/config.ts";
+export type { CatalogEntry, ProviderEntry } from "../providers/config.ts";
 
 const ConfigFileBase = z.strictObject({
   model: z
@@ -188,18 +140,6 @@ function checkProviders(cfg: z.infer<typeof ConfigFileBase>, ctx: z.RefinementCt
 
 export const ConfigFileSchema = ConfigFileBase.superRefine(checkProviders);
 export type ConfigFile = z.infer<typeof ConfigFileSchema>;
-
-/** Fold the RFC's `auth` block into the flat credential_* fields. */
-export function normalizeProviderEntry(entry: ProviderEntryFile): ProviderEntry {
-  const { auth, ...rest } = entry;
-  if (!auth) return rest;
-  const out: ProviderEntry = { ...rest, credential_source: auth.source };
-  if (auth.kind) out.credential_kind = auth.kind;
-  if (auth.env) out.credential_env = auth.env;
-  if (auth.profile) out.credential_profile = auth.profile;
-  if (auth.external) out.credential_external = auth.external;
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------
 // Effective configuration: the file plus defaults plus environment overrides.

@@ -7,7 +7,14 @@
 //   or `/chat/completions`.
 // - anthropic_messages: the base URL stops before the version (`https://host`); the
 //   client appends `/v1/messages`.
-import type { CatalogEntry, EffectiveConfig, ProviderEntry } from "../host/config-schema.ts";
+import {
+  isLocalBaseUrl,
+  type CatalogEntry,
+  type ProviderConfig as EffectiveConfig,
+  type ProviderEntry,
+} from "./config.ts";
+
+export { isLocalBaseUrl } from "./config.ts";
 import {
   PROVIDER_TRANSPORTS,
   type CredentialKind,
@@ -213,20 +220,6 @@ export function isBuiltinProvider(id: string): boolean {
 
 export function isSupportedTransport(t: string): t is ProviderTransport {
   return (PROVIDER_TRANSPORTS as readonly string[]).includes(t);
-}
-
-/** localhost, 127.0.0.0/8, ::1 and *.localhost count as local; nothing else does. */
-export function isLocalBaseUrl(url: string): boolean {
-  let host: string;
-  try {
-    host = new URL(url).hostname.toLowerCase();
-  } catch {
-    return false;
-  }
-  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
-  if (host === "localhost" || host.endsWith(".localhost")) return true;
-  if (host === "::1") return true;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
 function stripSlash(url: string): string {

@@ -1,7 +1,7 @@
 // The model catalog behind `GET /models` and `holon config models list`: built-in models,
 // `models.catalog` entries, models configured per provider, and the configured default and
 // fallbacks, each with whether Holon could call it right now.
-import type { CatalogEntry } from "../host/config-schema.ts";
+import type { CatalogEntry } from "./config.ts";
 import {
   BUILTIN_MODELS,
   modelMetadata,

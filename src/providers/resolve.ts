@@ -1,28 +1,13 @@
 // From configuration to the ordered list of models a turn may call. Pure functions over
 // a snapshot (config values, credential store, environment, Codex login); the host's
 // ConfigSource produces fresh snapshots, tests build them by hand.
-import type { EffectiveConfig } from "../host/config-schema.ts";
+import { parseModelRef, type ProviderConfig as EffectiveConfig } from "./config.ts";
 import { modelMetadata, providerDefinition, type ProviderDefinition } from "./builtin.ts";
 import { readCodexAuth, type CodexAuth } from "./codex-auth.ts";
 import type { CredentialsSnapshot } from "./credentials.ts";
 import { PROVIDER_TRANSPORTS, type ModelCandidate, type ResolvedCredential } from "./types.ts";
 
-export type ModelRef = { provider_id: string; model: string };
-
-/**
- * Split `<provider_id>/<model>` at the first slash; the model part may contain more
- * slashes (`openrouter/anthropic/claude-sonnet-4`). Null when either part is empty or
- * the ref has surrounding whitespace.
- */
-export function parseModelRef(ref: string): ModelRef | null {
-  if (typeof ref !== "string" || ref !== ref.trim()) return null;
-  const slash = ref.indexOf("/");
-  if (slash <= 0 || slash === ref.length - 1) return null;
-  const provider_id = ref.slice(0, slash);
-  const model = ref.slice(slash + 1);
-  if (!/^[a-z0-9][a-z0-9_-]*$/.test(provider_id) || /\s/.test(model)) return null;
-  return { provider_id, model };
-}
+export { parseModelRef, type ModelRef } from "./config.ts";
 
 /** Everything resolution reads, captured at one moment. */
 export type ResolutionInputs = {
