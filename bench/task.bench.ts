@@ -20,18 +20,14 @@ const bench: Benchmark = {
     const r = new ResultBuilder();
     const mod = (p: string) => import(pathToFileURL(join(ctx.root, p)).href);
     const { RuntimeHost } = await mod("src/host/host.ts");
-    const { buildHostOptions } = await mod("src/host/wiring.ts");
-    const { TaskService } = await mod("src/tasks/service.ts");
     const { buildRegistry } = await mod("src/tools/builtin.ts");
     const { dispatch } = await mod("src/tools/registry.ts");
 
     const home = mkdtempSync(join(tmpdir(), "holon-bench-task-"));
-    const host = RuntimeHost.open(
-      await buildHostOptions(home, { ...process.env, HOLON_HOME: home }),
-    );
-    const tasks = TaskService.of(host);
+    const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
+    const tasks = host.tasks;
     const registry = buildRegistry();
-    const agent = host.getAgent("main");
+    const agent = host.agents.get("main");
     const toolCtx = {
       store: host.store,
       agent,
@@ -43,7 +39,6 @@ const bench: Benchmark = {
       signal: new AbortController().signal,
       budget: { default_tokens: 8_000, max_tokens: 64_000 },
       tasks,
-      requestSleep() {},
     };
     const call = (name: string, args: unknown) =>
       dispatch(registry, name, JSON.stringify(args), toolCtx);

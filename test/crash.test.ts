@@ -48,7 +48,7 @@ describe("crash safety", () => {
       run: (req) =>
         new Promise((resolve) =>
           req.signal.addEventListener("abort", () =>
-            resolve({ outcome: "aborted", reason: "shutdown" }),
+            resolve({ kind: "aborted", reason: "shutdown" }),
           ),
         ),
     };

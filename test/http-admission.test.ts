@@ -10,7 +10,7 @@ const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 let rt: TestRuntime;
 beforeEach(async () => {
   rt = await startRuntime({ executor: () => parked });
-  rt.host.control("main", "pause");
+  rt.host.lifecycle.control("main", "pause");
 });
 afterEach(async () => {
   await rt.close();

@@ -12,7 +12,7 @@ function recorder() {
   const executor: TurnExecutor = {
     async run(req: TurnRequest) {
       seen.push(req.message.body.type === "text" ? req.message.body.text : "?");
-      return { outcome: "completed" };
+      return { kind: "settled" };
     },
   };
   return { seen, executor };
@@ -28,7 +28,7 @@ describe("queue", () => {
   it("dequeues by priority band, FIFO within a band", async () => {
     const { seen, executor } = recorder();
     const rt = await startRuntime({ executor: () => executor });
-    rt.host.control("main", "pause");
+    rt.host.lifecycle.control("main", "pause");
     const send = (text: string, priority: string, path = "/agents/main/enqueue") =>
       rt.req("POST", path, path.includes("control") ? { text, priority } : { text, priority });
     await send("bg1", "background");
@@ -38,7 +38,7 @@ describe("queue", () => {
     await send("i1", "interject", "/control/agents/main/prompt");
     await send("x2", "next");
     await send("bg2", "background");
-    rt.host.control("main", "resume");
+    rt.host.lifecycle.control("main", "resume");
     await waitFor(() => seen.length === 7, { what: "all messages processed" });
     expect(seen).toEqual(["i1", "x1", "x2", "n1", "n2", "bg1", "bg2"]);
     gapFree(rt.host, "main");
@@ -48,7 +48,7 @@ describe("queue", () => {
   it("queued messages survive a restart and run afterwards; processed ones stay auditable", async () => {
     const home = tempHome();
     const first = await startRuntime({ home, executor: () => recorder().executor });
-    first.host.control("main", "pause");
+    first.host.lifecycle.control("main", "pause");
     const ids: string[] = [];
     for (const t of ["a", "b", "c"])
       ids.push((await first.req("POST", "/enqueue", { text: t })).json.message_id);
@@ -56,9 +56,9 @@ describe("queue", () => {
 
     const { seen, executor } = recorder();
     const second = await startRuntime({ home, executor: () => executor });
-    expect(second.host.getAgent("main").status).toBe("paused");
+    expect(second.host.agents.get("main").status).toBe("paused");
     expect(second.host.store.messages.pendingCount("main")).toBe(3);
-    second.host.control("main", "resume");
+    second.host.lifecycle.control("main", "resume");
     await waitFor(() => seen.length === 3);
     expect(seen).toEqual(["a", "b", "c"]);
     await waitFor(() =>
@@ -108,7 +108,7 @@ describe("lifecycle", () => {
     // stopped survives restart; resume restores a live loop that processes new work
     const { seen, executor } = recorder();
     const again = await startRuntime({ home, executor: () => executor });
-    expect(again.host.getAgent("main").status).toBe("stopped");
+    expect(again.host.agents.get("main").status).toBe("stopped");
     const resume = await again.req("POST", "/control/agents/main/control", { action: "resume" });
     expect(resume.json.disposition).toBe("resumed");
     await again.req("POST", "/control/agents/main/prompt", { text: "after resume" });
@@ -129,7 +129,7 @@ describe("lifecycle", () => {
   it("pause holds the queue, wake reports dispositions, resume drains it", async () => {
     const { seen, executor } = recorder();
     const rt = await startRuntime({ executor: () => executor });
-    await waitFor(() => rt.host.getAgent("main").status === "asleep");
+    await waitFor(() => rt.host.agents.get("main").status === "asleep");
     const wake = await rt.req("POST", "/control/agents/main/wake", {});
     expect(wake.json.disposition).toBe("woken");
     await rt.req("POST", "/control/agents/main/control", { action: "pause" });
@@ -139,7 +139,7 @@ describe("lifecycle", () => {
     expect(seen).toEqual([]);
     await rt.req("POST", "/control/agents/main/control", { action: "resume" });
     await waitFor(() => seen.length === 1);
-    await waitFor(() => rt.host.getAgent("main").status === "asleep");
+    await waitFor(() => rt.host.agents.get("main").status === "asleep");
     const types = rt.host.store.events
       .query("main", { limit: 200, order: "asc" })
       .map((e) => e.type);

@@ -10,7 +10,7 @@ const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 describe("event stream", () => {
   it("replays after_seq, continues live, and a Last-Event-ID reconnect gets every later event exactly once", async () => {
     const rt = await startRuntime({ executor: () => parked });
-    rt.host.control("main", "pause");
+    rt.host.lifecycle.control("main", "pause");
     const streamUrl = rt.url + "/agents/main/events/stream";
     // some history
     for (let i = 0; i < 20; i++) await rt.req("POST", "/enqueue", { text: `h${i}` });
@@ -50,7 +50,7 @@ describe("event stream", () => {
 
   it("without a cursor streams only new events; bad cursors are 400", async () => {
     const rt = await startRuntime({ executor: () => parked });
-    rt.host.control("main", "pause");
+    rt.host.lifecycle.control("main", "pause");
     const before = rt.host.store.events.newestSeq("main");
     const s = await openSse(rt.url + "/agents/main/events/stream");
     await rt.req("POST", "/enqueue", { text: "new" });
@@ -71,7 +71,7 @@ describe("event stream", () => {
 
   it("GET /events pages with before_seq, after_seq, limit and order", async () => {
     const rt = await startRuntime({ executor: () => parked });
-    rt.host.control("main", "pause");
+    rt.host.lifecycle.control("main", "pause");
     for (let i = 0; i < 10; i++) await rt.req("POST", "/enqueue", { text: `m${i}` });
     const newest = rt.host.store.events.newestSeq("main");
     const desc = await rt.req("GET", "/agents/main/events?limit=5");

@@ -4,8 +4,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildHostOptions } from "../src/host/wiring.ts";
-import { TaskService } from "../src/tasks/service.ts";
 import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import {
@@ -22,7 +20,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   if (rt) {
-    const tasks = TaskService.of(rt.host);
+    const tasks = rt.host.tasks;
     await Promise.all(rt.host.store.tasks.active().map((t) => tasks.stop(t.id, 100)));
     await rt.close();
   }
@@ -42,10 +40,10 @@ describe("task plane end to end", () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     rt = await startRuntime({
-      ...(await buildHostOptions(home, { ...process.env, HOLON_HOME: home })),
+      env: { ...process.env, HOLON_HOME: home },
       home,
     });
-    const gate = join(rt.host.getAgent("main").agent_home, "gate");
+    const gate = join(rt.host.agents.get("main").agent_home, "gate");
     let taskId = "";
     const before = fake.requests.length;
     fake.enqueue(

@@ -3,8 +3,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildHostOptions } from "../src/host/wiring.ts";
-import { TaskService } from "../src/tasks/service.ts";
 import {
   cleanupHomes,
   runCli,
@@ -18,12 +16,12 @@ let rt: TestRuntime;
 beforeAll(async () => {
   const home = tempHome();
   rt = await startRuntime({
-    ...(await buildHostOptions(home, { ...process.env, HOLON_HOME: home })),
+    env: { ...process.env, HOLON_HOME: home },
     home,
   });
 });
 afterAll(async () => {
-  const tasks = TaskService.of(rt.host);
+  const tasks = rt.host.tasks;
   await Promise.all(rt.host.store.tasks.active().map((t) => tasks.stop(t.id, 100)));
   await rt.close();
   cleanupHomes();
@@ -34,7 +32,7 @@ const taskCount = () =>
 
 describe("task HTTP routes", () => {
   it("starts a task in a confined workdir, shows it, and serves its output", async () => {
-    const agentHome = rt.host.getAgent("main").agent_home;
+    const agentHome = rt.host.agents.get("main").agent_home;
     mkdirSync(join(agentHome, "sub"), { recursive: true });
     const created = await rt.req("POST", "/control/agents/main/tasks", {
       cmd: "pwd; echo to-stderr >&2",
@@ -121,7 +119,7 @@ describe("task HTTP routes", () => {
     expect(badWait.status).toBe(400);
 
     // another agent's task is not reachable through this agent
-    rt.host.createAgent("other");
+    rt.host.agents.create("other");
     const theirs = (await rt.req("POST", "/control/agents/other/tasks", { cmd: "sleep 30" })).json
       .task;
     for (const [method, path] of [

@@ -5,8 +5,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeHost } from "../src/host/host.ts";
-import { buildHostOptions } from "../src/host/wiring.ts";
-import { TaskService } from "../src/tasks/service.ts";
 import { readProcessRecord } from "../src/tasks/process.ts";
 import { scanMembers } from "../src/tasks/process-proc.ts";
 import { buildRegistry } from "../src/tools/builtin.ts";
@@ -19,14 +17,14 @@ const hosts: RuntimeHost[] = [];
 
 async function openHost(): Promise<RuntimeHost> {
   const home = tempHome();
-  const host = RuntimeHost.open(await buildHostOptions(home, { ...process.env, HOLON_HOME: home }));
+  const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
   hosts.push(host);
   return host;
 }
 
 afterAll(async () => {
   for (const host of hosts.splice(0)) {
-    const tasks = TaskService.of(host);
+    const tasks = host.tasks;
     await Promise.all(host.store.tasks.active().map((t) => tasks.stop(t.id, 100)));
     await host.shutdown();
   }
@@ -34,7 +32,7 @@ afterAll(async () => {
 });
 
 function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
-  const agent = host.getAgent(agentId);
+  const agent = host.agents.get(agentId);
   const root = agent.agent_home;
   return {
     store: host.store,
@@ -46,8 +44,7 @@ function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
     cwd: root,
     signal: new AbortController().signal,
     budget: { default_tokens: 8_000, max_tokens: 64_000 },
-    tasks: TaskService.of(host),
-    requestSleep() {},
+    tasks: host.tasks,
   };
 }
 
@@ -270,7 +267,7 @@ describe("task tools", () => {
       expect(r.canonical.status).toBe("error");
       expect(r.error!.kind).toBe("unknown_task");
     }
-    host.createAgent("other");
+    host.agents.create("other");
     const otherCtx = ctxFor(host, "other");
     const theirs = await call(otherCtx, "ExecCommand", {
       cmd: "sleep 30",

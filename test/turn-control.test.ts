@@ -6,7 +6,6 @@ import { join } from "node:path";
 import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { buildHostOptions } from "../src/host/wiring.ts";
 
 let fake: FakeProvider;
 beforeAll(async () => {
@@ -26,8 +25,8 @@ async function runtimeWithFake(
   await configureFakeProvider(home, transport, fake.baseUrl(kind));
   const workspace = join(home, "ws");
   mkdirSync(workspace);
-  const rt = await startRuntime({ ...(await buildHostOptions(home)), home });
-  rt.host.setWorkspace("main", workspace);
+  const rt = await startRuntime({ home });
+  rt.host.agents.setWorkspace("main", workspace);
   return Object.assign(rt, { workspace });
 }
 
@@ -145,7 +144,7 @@ describe("turn control", () => {
     const rt = await runtimeWithFake();
     fake.enqueue({ fault: "hang" });
     const id = await prompt(rt, "think forever");
-    const runId = await waitFor(() => rt.host.getAgent("main").current_run_id);
+    const runId = await waitFor(() => rt.host.agents.get("main").current_run_id);
     await waitFor(
       () => fake.requests.length > 0 && events(rt).some((e) => e.type === "turn_context_built"),
     );
@@ -160,7 +159,7 @@ describe("turn control", () => {
     });
     expect(res.status).toBe(202);
     expect(await settled(rt, id)).toBe("aborted");
-    await waitFor(() => rt.host.getAgent("main").status === "stopped");
+    await waitFor(() => rt.host.agents.get("main").status === "stopped");
     const terminal = events(rt).find((e) => e.type === "turn_terminal")!;
     expect(terminal.payload).toMatchObject({ kind: "aborted", reason: "operator_aborted" });
     const none = await rt.req("POST", "/control/agents/main/current-run/abort", {});
@@ -247,7 +246,7 @@ describe("turn control", () => {
 
   it("AGENTS.md guidance loads in order: agent home, then workspace (CLAUDE.md only as fallback)", async () => {
     const rt = await runtimeWithFake("anthropic_messages", "anthropic");
-    const agentHome = rt.host.getAgent("main").agent_home;
+    const agentHome = rt.host.agents.get("main").agent_home;
     writeFileSync(join(agentHome, "AGENTS.md"), "AGENT-GUIDANCE-MARKER");
     writeFileSync(join(rt.workspace, "CLAUDE.md"), "CLAUDE-FALLBACK-MARKER");
     fake.enqueue(reply.text("one"), reply.text("two"));
@@ -324,7 +323,7 @@ describe("restart during a turn", () => {
     const s = await spawnServe(home);
     const res = await fetch(`${s.url}/control/agents/main/prompt`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...s.auth },
       body: JSON.stringify({ text: "long thought" }),
     });
     const { message_id } = (await res.json()) as { message_id: string };
@@ -335,7 +334,7 @@ describe("restart during a turn", () => {
     const exited = new Promise((r) => s.proc.once("exit", r));
     s.proc.kill("SIGKILL");
     await exited;
-    const rt = await startRuntime({ ...(await buildHostOptions(home)), home });
+    const rt = await startRuntime({ home });
     expect(rt.host.store.messages.get(message_id)!.status).toBe("interrupted");
     const evs = rt.host.store.events.query("main", { limit: 1000, order: "asc" });
     expect(
@@ -345,7 +344,7 @@ describe("restart during a turn", () => {
       kind: "failure",
       related_message_id: message_id,
     });
-    expect(rt.host.getAgent("main").status).not.toBe("awake_running");
+    expect(rt.host.agents.get("main").status).not.toBe("awake_running");
     expect(existsSync(home)).toBe(true);
     await rt.close();
   });
@@ -372,7 +371,7 @@ describe("process directories", () => {
     const id = await prompt(rt, "small output");
     expect(await settled(rt, id)).toBe("processed");
     const { readdirSync } = await import("node:fs");
-    const dir = join(rt.host.getAgent("main").agent_home, ".holon", "processes");
+    const dir = join(rt.host.agents.get("main").agent_home, ".holon", "processes");
     // Removed in the background once the result is recorded.
     await waitFor(() => (existsSync(dir) ? readdirSync(dir) : []).length === 0, {
       what: "the process directory to be removed",

@@ -213,7 +213,7 @@ describe("in-process run", () => {
     // leave a message queued for main while no host is running
     const { RuntimeHost } = await import("../src/host/host.ts");
     const host = RuntimeHost.open({ home, autostartAgents: false });
-    const queued = host.admit({
+    const queued = host.ingress.admit({
       agent_id: "main",
       kind: "channel_event",
       origin: { kind: "channel", channel_id: "c" },

@@ -1,6 +1,6 @@
-// Admission: the one boundary every ingress passes through. The runtime derives trust,
-// authority, trigger kind, delivery surface and admission context here; callers only
-// describe what arrived and through which door.
+// Admission policy: the pure half of the ingress. The runtime derives trust, authority,
+// trigger kind, delivery surface and admission context here; callers only describe what
+// arrived and through which door. Nothing here touches the store (see ingress.ts).
 import {
   RUNTIME_OWNED_KINDS,
   type MessageEnvelope,
@@ -15,9 +15,7 @@ import {
   type Priority,
   type TrustLevel,
 } from "../domain/message.ts";
-import { HolonError, agentStopped, unknownAgent } from "../domain/errors.ts";
-import type { Store } from "../store/db.ts";
-import { transition } from "./status.ts";
+import { HolonError } from "../domain/errors.ts";
 
 export type AdmissionRequest = {
   agent_id: string;
@@ -138,41 +136,6 @@ function originRefs(origin: MessageOrigin): Record<string, string> {
   }
 }
 
-/**
- * Admit a message durably: insert it and its `message_admitted` event in one transaction.
- * Returns only after the commit, so a 2xx built on the result never loses the message.
- */
-export function admitMessage(store: Store, req: AdmissionRequest): MessageEnvelope {
-  const envelope = buildEnvelope(req, store.ids.next("msg"), store.clock.now().toISOString());
-  return store.tx(() => {
-    const agent = store.agents.get(req.agent_id);
-    if (!agent) throw unknownAgent(req.agent_id);
-    if (agent.status === "stopped" && req.admission !== "runtime_owned") {
-      throw agentStopped(req.agent_id);
-    }
-    const seq = store.messages.insert(envelope);
-    store.appendEvent(req.agent_id, {
-      type: "message_admitted",
-      provenance: provenanceOf(envelope),
-      payload: {
-        message_id: envelope.id,
-        queue_seq: seq,
-        kind: envelope.kind,
-        priority: envelope.priority,
-        trigger_kind: envelope.trigger_kind,
-        admitted_at: envelope.created_at,
-        body_preview: previewBody(envelope.body),
-      },
-    });
-    if (agent.status === "asleep") {
-      transition(store, req.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
-        last_wake_reason: envelope.kind,
-      });
-    }
-    return envelope;
-  });
-}
-
 export function provenanceOf(m: MessageEnvelope) {
   const p: Record<string, unknown> = {
     origin: m.origin,
@@ -189,7 +152,7 @@ export function provenanceOf(m: MessageEnvelope) {
   return p;
 }
 
-function previewBody(body: MessageBody): string {
+export function previewBody(body: MessageBody): string {
   const text = body.type === "json" ? JSON.stringify(body.value) : body.text;
   return text.length > 200 ? text.slice(0, 200) + "…" : text;
 }

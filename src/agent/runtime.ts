@@ -1,12 +1,16 @@
 // One agent's runtime: the scheduler loop that takes the next message from the durable
-// queue, hands it to the turn executor, and records the outcome. The loop sleeps when
-// the queue is empty and wakes when something is admitted.
-import type { AgentRecord } from "../domain/agent.ts";
+// queue, resolves what it means against the standing closure (continuation), hands
+// model-visible work to the turn executor, and turns the turn's outcome into the next
+// closure and agent state, all in the transactions that record them. The loop sleeps when
+// the queue is empty and wakes when its signal fires.
+import type { AgentRecord, AgentStatus } from "../domain/agent.ts";
+import type { TurnOutcome } from "../domain/closure.ts";
 import type { QueuedMessage } from "../domain/message.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
 import { provenanceOf } from "./admission.ts";
 import { recordRuntimeFailure } from "./briefs.ts";
+import { deriveClosure, resolveContinuation, type Visibility } from "./closure.ts";
 import { transition } from "./status.ts";
 
 export type TurnRequest = {
@@ -18,15 +22,26 @@ export type TurnRequest = {
   takeInterjections(boundary: string): QueuedMessage[];
 };
 
-export type TurnResult =
-  | { outcome: "completed" }
-  | { outcome: "aborted"; reason: string }
-  | { outcome: "failed"; summary: string };
-
 /** Runs one message through a turn. Implemented in src/turn; the loop only needs this. */
 export interface TurnExecutor {
-  run(req: TurnRequest): Promise<TurnResult>;
+  run(req: TurnRequest): Promise<TurnOutcome>;
 }
+
+/**
+ * The agent's sleep deadline, owned by the waiting plane (waiting/sleep.ts). `arm` and
+ * `cancel` join the caller's transaction.
+ */
+export interface SleepDeadlines {
+  pending(agentId: string): string | undefined;
+  arm(agentId: string, wakeAt: string, durationMs: number): void;
+  cancel(agentId: string, why: string): void;
+}
+
+export type LoopDeps = {
+  store: Store;
+  executor: TurnExecutor;
+  sleep: SleepDeadlines;
+};
 
 type CurrentRun = {
   run_id: string;
@@ -38,18 +53,20 @@ type CurrentRun = {
 
 export class AgentRuntime {
   readonly agentId: string;
-  private readonly store: Store;
-  private readonly executor: TurnExecutor;
+  private readonly deps: LoopDeps;
   private closed = false;
   private wake: (() => void) | undefined;
   private kicked = false;
   private current: CurrentRun | undefined;
   private loopDone: Promise<void> | undefined;
 
-  constructor(store: Store, agentId: string, executor: TurnExecutor) {
-    this.store = store;
+  constructor(deps: LoopDeps, agentId: string) {
+    this.deps = deps;
     this.agentId = agentId;
-    this.executor = executor;
+  }
+
+  private get store(): Store {
+    return this.deps.store;
   }
 
   start(): void {
@@ -64,9 +81,13 @@ export class AgentRuntime {
     w?.();
   }
 
-  get currentRun(): { run_id: string; message_id: string } | undefined {
+  get currentRun(): { run_id: string; message_id: string; aborting: boolean } | undefined {
     return this.current
-      ? { run_id: this.current.run_id, message_id: this.current.message_id }
+      ? {
+          run_id: this.current.run_id,
+          message_id: this.current.message_id,
+          aborting: this.current.controller.signal.aborted,
+        }
       : undefined;
   }
 
@@ -124,11 +145,7 @@ export class AgentRuntime {
       }
       const next = this.store.messages.peekNext(this.agentId);
       if (!next) {
-        if (agent.status !== "asleep") {
-          transition(this.store, this.agentId, "asleep", "queue_empty", {
-            clear: ["current_run_id"],
-          });
-        }
+        this.restIfIdle(agent);
         await this.waitForKick();
         continue;
       }
@@ -154,11 +171,64 @@ export class AgentRuntime {
     }
   }
 
+  /**
+   * Nothing queued: rest. The status says how: `awaiting_task` when the closure waits on
+   * tasks, otherwise `asleep`, with `sleeping_until` set from the armed deadline (if any).
+   */
+  private restIfIdle(agent: AgentRecord): void {
+    const wakeAt = this.deps.sleep.pending(this.agentId);
+    const to: AgentStatus =
+      agent.closure?.waiting_reason === "awaiting_task_result" ? "awaiting_task" : "asleep";
+    if (agent.status === to && agent.sleeping_until === wakeAt && !agent.current_run_id) return;
+    const clear: ("current_run_id" | "sleeping_until")[] = ["current_run_id"];
+    if (!wakeAt) clear.push("sleeping_until");
+    transition(this.store, this.agentId, to, "queue_empty", {
+      clear,
+      ...(wakeAt ? { sleeping_until: wakeAt } : {}),
+    });
+  }
+
+  private visibility(message: QueuedMessage): Visibility {
+    if (message.kind === "task_status") {
+      return { model_visible: false, why: "task_status_is_observational" };
+    }
+    if (message.kind === "task_result" && message.task_id) {
+      const task = this.store.tasks.get(message.task_id);
+      if (task && !task.terminal_reentry) {
+        return { model_visible: false, why: "task_did_not_request_reentry" };
+      }
+    }
+    return { model_visible: true, why: "contentful" };
+  }
+
   private async runOne(message: QueuedMessage): Promise<void> {
     const store = this.store;
     const runId = store.ids.next("run");
     const startedAt = store.clock.now();
-    const running = store.tx(() => {
+    const { running, continuation } = store.tx(() => {
+      const before = store.agents.get(this.agentId)!;
+      const continuation = resolveContinuation(
+        message,
+        before.closure,
+        this.visibility(message),
+        startedAt.toISOString(),
+      );
+      // Operator input overrides a wait: the sleep deadline it was resting on is dropped.
+      if (continuation.class === "resume_override")
+        this.deps.sleep.cancel(this.agentId, "operator_override");
+      // The wake the deadline was for has arrived.
+      if (
+        continuation.class === "resume_expected_wait" &&
+        continuation.prior_waiting_reason === "awaiting_timer"
+      ) {
+        this.deps.sleep.cancel(this.agentId, "woken");
+      }
+      store.agents.put({ ...before, last_continuation: continuation });
+      store.appendEvent(this.agentId, {
+        type: "continuation_resolved",
+        provenance: provenanceOf(message),
+        payload: { ...continuation },
+      });
       store.messages.setStatus(message.id, "processing");
       store.appendEvent(this.agentId, {
         type: "message_processing_started",
@@ -170,52 +240,79 @@ export class AgentRuntime {
           queue_wait_ms: Math.max(0, startedAt.getTime() - Date.parse(message.created_at)),
         },
       });
-      return transition(store, this.agentId, "awake_running", `processing ${message.kind}`, {
-        current_run_id: runId,
-        last_wake_reason: message.kind,
-      });
+      const running = transition(
+        store,
+        this.agentId,
+        "awake_running",
+        `processing ${message.kind}`,
+        {
+          current_run_id: runId,
+          last_wake_reason: message.kind,
+        },
+      );
+      return { running, continuation };
     });
     const controller = new AbortController();
     this.current = { run_id: runId, message_id: message.id, controller, after: undefined };
 
-    let result: TurnResult;
-    try {
-      result = await this.executor.run({
-        agent: running,
-        message,
-        run_id: runId,
-        signal: controller.signal,
-        takeInterjections: (boundary) => this.takeInterjections(message.id, boundary),
-      });
-    } catch (err) {
-      const summary = err instanceof Error ? err.message : String(err);
-      recordRuntimeFailure(store, {
-        agent_id: this.agentId,
-        run_id: runId,
-        message_id: message.id,
-        summary: `turn failed: ${summary}`,
-      });
-      result = { outcome: "failed", summary };
+    let outcome: TurnOutcome;
+    if (!continuation.model_visible) {
+      outcome = { kind: "liveness_only" };
+    } else {
+      try {
+        outcome = await this.deps.executor.run({
+          agent: running,
+          message,
+          run_id: runId,
+          signal: controller.signal,
+          takeInterjections: (boundary) => this.takeInterjections(message.id, boundary),
+        });
+      } catch (err) {
+        const summary = err instanceof Error ? err.message : String(err);
+        recordRuntimeFailure(store, {
+          agent_id: this.agentId,
+          run_id: runId,
+          message_id: message.id,
+          summary: `turn failed: ${summary}`,
+        });
+        outcome = { kind: "failed", summary };
+      }
     }
     const after = this.current.after;
     this.current = undefined;
+    this.settle(message, runId, startedAt, outcome, after);
+  }
 
-    const shutdown = this.closed && result.outcome === "aborted";
+  /** Record the message's end, derive the closure, arm any deadline: one transaction. */
+  private settle(
+    message: QueuedMessage,
+    runId: string,
+    startedAt: Date,
+    outcome: TurnOutcome,
+    after: "stopped" | undefined,
+  ): void {
+    const store = this.store;
+    const shutdown = this.closed && outcome.kind === "aborted";
     store.tx(() => {
       const now = store.clock.now();
       const status = shutdown
         ? "interrupted"
-        : result.outcome === "aborted"
+        : outcome.kind === "aborted"
           ? "aborted"
           : "processed";
       store.messages.setStatus(message.id, status, now.toISOString());
       const payload: Record<string, unknown> = {
         message_id: message.id,
         run_id: runId,
-        outcome: shutdown ? "interrupted" : result.outcome,
+        outcome: shutdown
+          ? "interrupted"
+          : outcome.kind === "aborted" || outcome.kind === "failed"
+            ? outcome.kind
+            : "completed",
+        turn_outcome: outcome.kind,
         duration_ms: now.getTime() - startedAt.getTime(),
       };
-      if (result.outcome === "aborted") payload.reason = result.reason;
+      if (outcome.kind === "aborted") payload.reason = outcome.reason;
       store.appendEvent(this.agentId, {
         type: "message_processed",
         provenance: provenanceOf(message),
@@ -223,21 +320,53 @@ export class AgentRuntime {
       });
       const current = store.agents.get(this.agentId);
       if (!current) return;
-      store.agents.put({ ...current, total_message_count: current.total_message_count + 1 });
-      if (shutdown) return; // a graceful shutdown never rewrites the agent's lifecycle
-      if (after === "stopped" && current.status !== "stopped") {
-        transition(store, this.agentId, "stopped", "stopped after abort", {
-          clear: ["current_run_id"],
+      let next: AgentRecord = { ...current, total_message_count: current.total_message_count + 1 };
+      if (shutdown) {
+        // A graceful shutdown never rewrites the agent's lifecycle or its closure.
+        store.agents.put(next);
+        return;
+      }
+      if (outcome.kind === "sleep_until") {
+        this.deps.sleep.arm(this.agentId, outcome.wake_at, outcome.duration_ms);
+      }
+      if (outcome.kind !== "liveness_only" || !current.closure) {
+        const closure = deriveClosure(outcome, {
+          prior: current.closure,
+          continuation: current.last_continuation,
+          sleep_wake_at: this.deps.sleep.pending(this.agentId),
+          reentry_task_ids: store.tasks
+            .activeForAgent(this.agentId)
+            .filter((t) => t.terminal_reentry)
+            .map((t) => t.id),
+          pending_messages: store.messages.pendingCount(this.agentId),
+          work_signal: undefined,
+          now: now.toISOString(),
+          run_id: runId,
+          message_id: message.id,
         });
-      } else if (current.status === "awake_running") {
-        transition(store, this.agentId, "awake_idle", "run finished", {
-          clear: ["current_run_id"],
-        });
-      } else {
-        transition(store, this.agentId, current.status, "run finished", {
-          clear: ["current_run_id"],
+        next = { ...next, closure };
+        store.appendEvent(this.agentId, {
+          type: "closure_decided",
+          provenance: provenanceOf(message),
+          payload: { ...closure, turn_outcome: outcome.kind },
         });
       }
+      store.agents.put(next);
+      const to: AgentStatus =
+        after === "stopped"
+          ? "stopped"
+          : current.status === "awake_running"
+            ? "awake_idle"
+            : current.status;
+      transition(
+        store,
+        this.agentId,
+        to,
+        after === "stopped" ? "stopped after abort" : "run finished",
+        {
+          clear: ["current_run_id"],
+        },
+      );
     });
   }
 

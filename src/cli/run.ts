@@ -84,11 +84,10 @@ async function localRun(
   progress: (p: RunProgress) => void,
 ): Promise<RunOnceResponse> {
   const { RuntimeHost } = await import("../host/host.ts");
-  const { buildHostOptions } = await import("../host/wiring.ts");
   const { runOnce } = await import("../host/run-once.ts");
   let host;
   try {
-    host = RuntimeHost.open({ ...(await buildHostOptions(home)), autostartAgents: false });
+    host = RuntimeHost.open({ home, autostartAgents: false });
   } catch (err) {
     if (err instanceof HolonError) throw new CliError(err.message, err.hint);
     throw err;

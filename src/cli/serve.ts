@@ -1,11 +1,14 @@
-// `holon serve`: the foreground runtime host.
-import { readFileSync } from "node:fs";
+// `holon serve`: the foreground runtime host. Access modes (remote-tui-access): `local`
+// (default: loopback), `tunnel` (loopback, every TCP route needs the token, for SSH port
+// forwards), `lan` and `tailnet` (a non-loopback bind; refused without a configured token).
+import { readFileSync, statSync } from "node:fs";
 import { RuntimeHost } from "../host/host.ts";
 import { resolveHome } from "../host/paths.ts";
-import { startServer } from "../http/server.ts";
+import { parseAdvertise, resolveAccess, startServer } from "../http/server.ts";
+import { ACCESS_MODES, type AccessMode } from "../http/guard.ts";
 import { ensureSpawner } from "../tasks/spawner.ts";
 import { HolonError } from "../domain/errors.ts";
-import { controlToken } from "./connect.ts";
+import { configuredToken } from "./connect.ts";
 import { CliError } from "./output.ts";
 
 type ServeFlags = {
@@ -15,7 +18,50 @@ type ServeFlags = {
   home?: string;
   token?: string;
   tokenFile?: string;
+  access?: string;
+  advertise?: string;
 };
+
+/**
+ * The token serve starts with: --token, --token-file, HOLON_CONTROL_TOKEN, then
+ * control_token in config.json. An empty one is an error wherever it came from; none at all
+ * is fine for local and tunnel modes (the host then generates one).
+ */
+function serveToken(home: string, flags: ServeFlags): string | undefined {
+  const empty = (where: string) =>
+    new CliError(`the control token from ${where} is empty`, "give a non-empty token");
+  if (flags.token !== undefined && flags.tokenFile !== undefined) {
+    throw new CliError("give --token or --token-file, not both");
+  }
+  if (flags.token !== undefined) {
+    if (flags.token.trim() === "") throw empty("--token");
+    process.stderr.write(
+      "holon: warning: --token is visible to every user on this machine (ps shows command lines); prefer --token-file or HOLON_CONTROL_TOKEN\n",
+    );
+    return flags.token.trim();
+  }
+  if (flags.tokenFile !== undefined) {
+    let token: string;
+    try {
+      token = readFileSync(flags.tokenFile, "utf8").trim();
+    } catch (err) {
+      throw new CliError(`cannot read --token-file: ${(err as Error).message}`);
+    }
+    if (!token) throw empty(`--token-file ${flags.tokenFile}`);
+    if ((statSync(flags.tokenFile).mode & 0o077) !== 0) {
+      process.stderr.write(
+        `holon: warning: ${flags.tokenFile} is readable by other users; chmod 600 it\n`,
+      );
+    }
+    return token;
+  }
+  const env = process.env.HOLON_CONTROL_TOKEN;
+  if (env !== undefined) {
+    if (env.trim() === "") throw empty("HOLON_CONTROL_TOKEN");
+    return env.trim();
+  }
+  return configuredToken(home);
+}
 
 export async function serve(flags: ServeFlags): Promise<void> {
   const home = resolveHome(flags.home);
@@ -31,21 +77,27 @@ export async function serve(flags: ServeFlags): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new CliError(`--port must be a port number, got '${portText}'`);
   }
-  let token = flags.token;
-  if (flags.tokenFile) {
-    try {
-      token = readFileSync(flags.tokenFile, "utf8").trim();
-    } catch (err) {
-      throw new CliError(`cannot read --token-file: ${(err as Error).message}`);
-    }
-    if (!token) throw new CliError(`--token-file ${flags.tokenFile} is empty`);
+  if (flags.access !== undefined && !ACCESS_MODES.includes(flags.access as AccessMode)) {
+    throw new CliError(`--access must be one of ${ACCESS_MODES.join(", ")}, got '${flags.access}'`);
   }
-  token ??= controlToken(home);
+  const token = serveToken(home, flags);
+  // Refuse a risky bind before the home is even opened.
+  let access: AccessMode;
+  try {
+    access = resolveAccess({
+      hostname,
+      access: flags.access as AccessMode | undefined,
+      token,
+    }).access;
+    if (flags.advertise) parseAdvertise(flags.advertise);
+  } catch (err) {
+    if (err instanceof HolonError) throw new CliError(err.message, err.hint);
+    throw err;
+  }
 
   let host: RuntimeHost;
   try {
-    const { buildHostOptions } = await import("../host/wiring.ts");
-    host = RuntimeHost.open(await buildHostOptions(home));
+    host = RuntimeHost.open({ home });
   } catch (err) {
     if (err instanceof HolonError) throw new CliError(err.message, err.hint);
     throw err;
@@ -73,6 +125,8 @@ export async function serve(flags: ServeFlags): Promise<void> {
       port,
       hostname,
       token,
+      access,
+      advertise: flags.advertise ?? null,
       onShutdownRequested: () => void stop("shutdown requested"),
     });
   } catch (err) {
@@ -87,7 +141,8 @@ export async function serve(flags: ServeFlags): Promise<void> {
       home,
       http_addr: server.httpAddr,
       socket_path: server.socketPath,
-      auth: token ? "bearer" : "local",
+      access,
+      token_source: token ? "configured" : "generated",
     },
     "runtime started",
   );
@@ -98,6 +153,11 @@ export async function serve(flags: ServeFlags): Promise<void> {
   process.stderr.write(
     `holon: runtime for ${home} listening on http://${server.httpAddr}` +
       (server.socketPath ? ` and ${server.socketPath}` : "") +
-      ` (auth: ${token ? "bearer" : "local"}, default agent: ${host.defaultAgentId})\n`,
+      ` (access: ${access}, default agent: ${host.defaultAgentId})\n`,
   );
+  if (server.generatedTokenPath) {
+    process.stderr.write(
+      `holon: TCP control requests need the bearer token in ${server.generatedTokenPath} (the CLI reads it; the Unix socket needs none)\n`,
+    );
+  }
 }

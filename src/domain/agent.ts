@@ -1,5 +1,6 @@
 // Agent identity, lifecycle status and the summaries the inspection surfaces return.
 import { z } from "zod";
+import { ClosureDecision, ContinuationResolution } from "./closure.ts";
 
 export const AgentStatus = z.enum([
   "booting",
@@ -63,6 +64,10 @@ export const AgentRecord = z.object({
   last_failure: z
     .object({ occurred_at: z.string(), summary: z.string(), phase: z.string() })
     .optional(),
+  /** The closure derived when the last turn settled. */
+  closure: ClosureDecision.optional(),
+  /** How the last dequeued trigger related to the closure before it. */
+  last_continuation: ContinuationResolution.optional(),
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 

@@ -36,6 +36,8 @@ import {
   withFileLock,
   type CredentialsSnapshot,
 } from "../providers/credentials.ts";
+import { HolonError } from "../domain/errors.ts";
+import { parseModelRef } from "../providers/config.ts";
 import {
   agentModelState,
   resolveModelCandidates,
@@ -647,6 +649,21 @@ export class ConfigSource {
     this.home = opts.home;
     this.env = opts.env ?? process.env;
     this.now = opts.now ?? (() => new Date());
+  }
+
+  /** Throws a HolonError when a model ref is malformed or names an unknown provider. */
+  checkModelRef(ref: string): void {
+    const parsed = parseModelRef(ref);
+    if (!parsed) {
+      throw new HolonError("invalid_model_ref", `'${ref}' is not a model ref`, {
+        hint: "use <provider_id>/<model>, e.g. anthropic/claude-sonnet-4-6",
+      });
+    }
+    if (!providerDefinition(parsed.provider_id, this.current().values)) {
+      throw new HolonError("unknown_provider", `no provider named '${parsed.provider_id}'`, {
+        hint: "see `holon config providers list`, or add one with `holon config providers set`",
+      });
+    }
   }
 
   current(): LoadedConfig {

@@ -32,7 +32,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
       total_model_rounds: agent.total_model_rounds,
       last_turn: agent.last_turn_token_usage ?? null,
     },
-    model: host.modelState(agent),
+    model: host.services.config.modelState(agent.model_override ?? null),
     workspace: {
       workspace_root: agent.workspace_root ?? null,
       cwd: agent.cwd ?? null,
@@ -40,6 +40,8 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     },
     active_task_ids: tasks.filter((t) => !TERMINAL_TASK_STATUSES.has(t.status)).map((t) => t.id),
     last_failure: agent.last_failure ?? null,
+    closure: agent.closure ?? null,
+    last_continuation: agent.last_continuation ?? null,
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;
@@ -48,7 +50,8 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
 
 export function agentState(host: RuntimeHost, agent: AgentRecord) {
   const store = host.store;
-  const current = host.runtimeIfLive(agent.agent_id)?.currentRun;
+  const current = host.services.loops.get(agent.agent_id)?.currentRun;
+  const sleepWake = host.services.sleep.pending(agent.agent_id);
   return {
     agent: agentSummary(host, agent),
     session: {
@@ -68,6 +71,10 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
     },
     tasks: store.tasks.forAgent(agent.agent_id, 20),
     transcript_tail: store.transcript.recent(agent.agent_id, 20),
+    closure: agent.closure ?? null,
+    last_continuation: agent.last_continuation ?? null,
+    sleep_wake_at: sleepWake ?? null,
+    deadlines: store.deadlines.forAgent(agent.agent_id),
     timers: [],
     work_items: [],
     work_plan: null,
@@ -79,5 +86,37 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
       cwd: agent.cwd ?? null,
     },
     newest_seq: store.events.newestSeq(agent.agent_id),
+  };
+}
+
+/** Runtime-wide activity summary for `GET /control/runtime/status` and `daemon status`. */
+export function runtimeStatus(host: RuntimeHost) {
+  const store = host.store;
+  const agents = store.agents.list().filter((a) => a.visibility === "public");
+  const processing = agents.filter((a) => a.status === "awake_running" || a.status === "booting");
+  const waiting = agents.filter((a) => a.status === "awaiting_task");
+  const activeTasks = store.tasks.active().length;
+  const lastFailure = agents
+    .map((a) => a.last_failure)
+    .filter((f) => f !== undefined)
+    .sort((a, b) => b.occurred_at.localeCompare(a.occurred_at))[0];
+  return {
+    pid: process.pid,
+    home_dir: host.home,
+    started_at: host.startedAt,
+    default_agent: host.defaultAgentId,
+    activity: {
+      active_agent_count: agents.filter((a) => a.status !== "stopped").length,
+      active_task_count: activeTasks,
+      processing_agent_count: processing.length,
+      waiting_agent_count: waiting.length,
+      state:
+        processing.length > 0
+          ? "processing"
+          : waiting.length > 0 || activeTasks > 0
+            ? "waiting"
+            : "idle",
+    },
+    last_failure: lastFailure ?? null,
   };
 }

@@ -73,23 +73,23 @@ export async function runOnce(
           hint: `pass --create-agent to create it, or: holon agent create ${agentId}`,
         });
       }
-      host.createAgent(agentId, workspaceRoot ? { workspace_root: workspaceRoot } : {});
+      host.agents.create(agentId, workspaceRoot ? { workspace_root: workspaceRoot } : {});
     } else if (existing.visibility !== "public") {
       throw new HolonError("unknown_agent", `no agent named '${agentId}'`, { status: 404 });
     } else if (workspaceRoot) {
-      host.setWorkspace(agentId, workspaceRoot);
+      host.agents.setWorkspace(agentId, workspaceRoot);
     }
   } else {
     temporary = true;
     agentId = host.store.ids.next("run").replace(/_/g, "-");
-    host.createAgent(agentId, {
+    host.agents.create(agentId, {
       visibility: "private",
       workspace_root: workspaceRoot ?? checkDir(process.cwd(), "the current directory"),
     });
   }
-  host.ensureRuntime(agentId);
+  host.services.loops.start(agentId);
   if (opts.cwd) {
-    const agent = host.getAgent(agentId);
+    const agent = host.agents.get(agentId);
     const root = agent.workspace_root ?? agent.agent_home;
     const cwd = resolve(root, opts.cwd);
     checkDir(cwd, "--cwd");
@@ -99,7 +99,7 @@ export async function runOnce(
         `--cwd ${cwd} is outside the workspace ${root}`,
       );
     }
-    host.setCwd(agentId, cwd);
+    host.agents.setCwd(agentId, cwd);
   }
 
   const started = Date.now();
@@ -118,7 +118,7 @@ export async function runOnce(
   try {
     const metadata: Record<string, unknown> = {};
     if (opts.max_turns !== undefined) metadata.max_turns = opts.max_turns;
-    const envelope = host.admit({
+    const envelope = host.ingress.admit({
       agent_id: agentId,
       kind: "operator_prompt",
       origin: { kind: "operator" },
@@ -140,7 +140,7 @@ export async function runOnce(
     await settled;
   } finally {
     unlisten();
-    if (temporary) await host.retireAgent(agentId);
+    if (temporary) await host.services.loops.retire(agentId);
   }
   return summarize(host, agentId, messageId, events, Date.now() - started);
 }

@@ -2,7 +2,7 @@
 import type { Context, Hono } from "hono";
 import { HolonError } from "../domain/errors.ts";
 import type { EventProjectionName } from "../domain/event.ts";
-import type { AppContext } from "./app.ts";
+import type { AppContext } from "./context.ts";
 import { project } from "./sse.ts";
 import { intParam, requireControl, requireRead, type AppEnv } from "./support.ts";
 
@@ -18,7 +18,7 @@ function projectionOf(c: Context<AppEnv>): EventProjectionName {
 export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext): void {
   app.get("/agents/:id/events", (c) => {
     requireRead(c);
-    const agent = host.getPublicAgent(c.req.param("id"));
+    const agent = host.agents.getPublic(c.req.param("id"));
     const projection = projectionOf(c);
     const order = c.req.query("order") ?? "desc";
     if (order !== "asc" && order !== "desc") {
@@ -43,7 +43,7 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
 
   app.get("/agents/:id/events/stream", (c) => {
     requireRead(c);
-    const agent = host.getPublicAgent(c.req.param("id"));
+    const agent = host.agents.getPublic(c.req.param("id"));
     const projection = projectionOf(c);
     const fromQuery = intParam(c, "after_seq", { min: 0 });
     const lastEventId = c.req.header("last-event-id");

@@ -9,7 +9,7 @@ import { ProcessStartError } from "../tasks/process.ts";
 import { TaskService, inputTarget, taskOutputView, taskSnapshot } from "../tasks/service.ts";
 import { ToolFailure } from "../tools/envelope.ts";
 import { confinedWorkdir } from "../tools/command/paths.ts";
-import type { AppContext } from "./app.ts";
+import type { AppContext } from "./context.ts";
 import {
   intParam,
   readJson,
@@ -49,16 +49,16 @@ function executionRoot(agent: AgentRecord): { root: string; cwd: string } {
 }
 
 export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
-  const tasks = () => TaskService.of(host);
+  const tasks = () => host.tasks;
   const taskOf = (c: Context<AppEnv>) => {
-    const agent = host.getPublicAgent(c.req.param("id")!);
+    const agent = host.agents.getPublic(c.req.param("id")!);
     return tasks().get(agent.agent_id, c.req.param("task_id")!);
   };
 
   app.post("/control/agents/:id/tasks", async (c) => {
     requireControl(c);
     const body = validate(StartBody, await readJson(c));
-    const agent = host.getPublicAgent(c.req.param("id"));
+    const agent = host.agents.getPublic(c.req.param("id"));
     const { root, cwd } = executionRoot(agent);
     let workdir: string;
     try {

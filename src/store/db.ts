@@ -13,6 +13,7 @@ import { EventsRepo } from "./events.ts";
 import { BriefsRepo } from "./briefs.ts";
 import { TranscriptRepo } from "./transcript.ts";
 import { TasksRepo } from "./tasks.ts";
+import { DeadlinesRepo } from "./deadlines.ts";
 
 export type EventListener = (events: EventEnvelope[]) => void;
 
@@ -26,6 +27,7 @@ export class Store {
   readonly briefs: BriefsRepo;
   readonly transcript: TranscriptRepo;
   readonly tasks: TasksRepo;
+  readonly deadlines: DeadlinesRepo;
   private depth = 0;
   private pending: EventEnvelope[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -47,6 +49,7 @@ export class Store {
     this.briefs = new BriefsRepo(this.db);
     this.transcript = new TranscriptRepo(this.db);
     this.tasks = new TasksRepo(this.db);
+    this.deadlines = new DeadlinesRepo(this.db);
   }
 
   /**

@@ -58,4 +58,22 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX tasks_agent ON tasks (agent_id, status);
     `,
   },
+  {
+    version: 2,
+    name: "deadlines",
+    sql: `
+      CREATE TABLE deadlines (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT,
+        due_at TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX deadlines_due ON deadlines (due_at);
+      CREATE INDEX deadlines_owner ON deadlines (agent_id, kind);
+      CREATE UNIQUE INDEX deadlines_key ON deadlines (key) WHERE key IS NOT NULL;
+    `,
+  },
 ];

@@ -8,7 +8,10 @@ import { join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { FailureArtifact } from "../domain/provider.ts";
 import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStatus } from "../domain/task.ts";
-import type { RuntimeHost } from "../host/host.ts";
+import type { Ingress } from "../agent/ingress.ts";
+import type { AgentOwnedWork } from "../agent/lifecycle.ts";
+import { unknownAgent } from "../domain/errors.ts";
+import type { Store } from "../store/db.ts";
 import { filePreview } from "../tools/budget.ts";
 import {
   closeInput,
@@ -49,38 +52,18 @@ export type StartTaskSpec = CommandIdentity & {
   parent_message_id?: string | undefined;
 };
 
-/** One task service per host: the wiring creates it, HTTP routes and tools find it here. */
-const services = new WeakMap<RuntimeHost, TaskService>();
-
-export class TaskService {
-  private readonly host: RuntimeHost;
+export class TaskService implements AgentOwnedWork {
+  private readonly store: Store;
+  private readonly ingress: Ingress;
   private readonly handles = new Map<string, ProcessHandle>();
   private readonly stopping = new Set<string>();
   /** In-process waiters for a task to settle (TaskOutput's blocking wait). */
   private readonly settleWaiters = new Map<string, Set<() => void>>();
   private closed = false;
 
-  constructor(host: RuntimeHost) {
-    this.host = host;
-    if (!services.has(host)) services.set(host, this);
-  }
-
-  /**
-   * The task service of a host. A host opened without the production wiring (some tests) gets
-   * one on first use; it does not run restart recovery, but reattaches tasks lazily when asked.
-   */
-  static of(host: RuntimeHost): TaskService {
-    let svc = services.get(host);
-    if (!svc) {
-      svc = new TaskService(host);
-      const created = svc;
-      host.onShutdown(() => created.close());
-    }
-    return svc;
-  }
-
-  private get store() {
-    return this.host.store;
+  constructor(store: Store, ingress: Ingress) {
+    this.store = store;
+    this.ingress = ingress;
   }
 
   /** Directory for a new process of this agent. */
@@ -91,7 +74,8 @@ export class TaskService {
 
   /** Start a command directly as a task (operator surfaces: HTTP and `holon task`). */
   start(spec: StartTaskSpec): TaskRecord {
-    const agent = this.host.getAgent(spec.agent_id);
+    const agent = this.store.agents.get(spec.agent_id);
+    if (!agent) throw unknownAgent(spec.agent_id);
     if (agent.status === "stopped") {
       throw new HolonError("agent_stopped", `agent '${agent.agent_id}' is stopped`, {
         status: 409,
@@ -322,7 +306,7 @@ export class TaskService {
       this.settle(taskId, how);
     } catch (err) {
       this.handles.delete(taskId);
-      if (!this.host.isClosed) {
+      if (!this.closed) {
         process.emitWarning(
           `could not settle task ${taskId}: ${err instanceof Error ? err.message : String(err)}`,
         );
@@ -387,7 +371,7 @@ export class TaskService {
       const agent = store.agents.get(task.agent_id);
       if (agent) {
         const headline = taskHeadline(next);
-        this.host.admit({
+        this.ingress.admit({
           agent_id: task.agent_id,
           kind: "task_result",
           origin: { kind: "task", task_id: task.id },
@@ -434,6 +418,24 @@ export class TaskService {
         });
       }
     }
+  }
+
+  /**
+   * Agent stop: cancel every live task the agent owns (each settles as cancelled with its
+   * result recorded). Returns the ids it stopped.
+   */
+  async cancelForAgent(agentId: string, reason: string): Promise<string[]> {
+    const live = this.store.tasks.activeForAgent(agentId);
+    await Promise.all(
+      live.map((t) =>
+        this.stop(t.id).catch((err: unknown) => {
+          process.emitWarning(
+            `could not cancel task ${t.id} (${reason}): ${err instanceof Error ? err.message : String(err)}`,
+          );
+        }),
+      ),
+    );
+    return live.map((t) => t.id);
   }
 
   /** Stop watching (host shutdown). The processes themselves keep running. */

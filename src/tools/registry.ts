@@ -30,11 +30,19 @@ export type ToolContext = {
   signal: AbortSignal;
   budget: OutputBudget;
   tasks: TaskService;
-  /** Set by tools (Sleep) that end the turn after this round. */
-  requestSleep(durationMs: number | undefined): void;
 };
 
-export type ToolOutput = { summary_text: string; result: Record<string, unknown> };
+/**
+ * What a tool asks of the turn, as data: the turn decides what it means (Sleep ends the
+ * turn after this round; the closure and the waiting plane take it from there).
+ */
+export type ToolRequest = { kind: "sleep"; duration_ms: number | undefined };
+
+export type ToolOutput = {
+  summary_text: string;
+  result: Record<string, unknown>;
+  request?: ToolRequest;
+};
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> = {
   name: string;
@@ -77,6 +85,7 @@ export type DispatchResult = {
   canonical: CanonicalToolResult;
   rendered: string;
   duration_ms: number;
+  request?: ToolRequest;
 };
 
 /**
@@ -145,7 +154,9 @@ export async function dispatch(
 
   try {
     const out = await def.execute(validated.data, ctx);
-    return finish(successResult(name, out.summary_text, out.result), def);
+    const done = finish(successResult(name, out.summary_text, out.result), def);
+    if (out.request) done.request = out.request;
+    return done;
   } catch (err) {
     if (err instanceof ToolFailure) return finish(errorResult(name, err.error), def);
     if (ctx.signal.aborted) {

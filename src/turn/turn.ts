@@ -10,14 +10,9 @@ import {
   type ProviderAttemptTimeline,
   type TokenUsage,
 } from "../domain/provider.ts";
+import type { TurnOutcome } from "../domain/closure.ts";
 import { createBrief, recordRuntimeFailure } from "../agent/briefs.ts";
-import { provenanceOf } from "../agent/admission.ts";
-import {
-  AbortRunError,
-  type TurnExecutor,
-  type TurnRequest,
-  type TurnResult,
-} from "../agent/runtime.ts";
+import { AbortRunError, type TurnExecutor, type TurnRequest } from "../agent/runtime.ts";
 import type {
   ConversationItem,
   ProviderRequest,
@@ -55,9 +50,14 @@ export type TurnDeps = {
   candidates(agent: AgentRecord): ModelCandidate[];
   callModel: ModelCall;
   budget(): OutputBudget;
-  /** Called when the model asked to sleep with a delay; the host schedules the wake. */
-  scheduleWake(agentId: string, durationMs: number): void;
 };
+
+/** Said in plain words when no model is configured, with the commands that fix it. */
+export const NO_PROVIDER_SUMMARY =
+  "No model provider is configured, so this message could not be worked on. Configure one with " +
+  "`holon config set model.default <provider>/<model>` (for example openai/gpt-5.4) and make its " +
+  "credential available (for example `export OPENAI_API_KEY=...`, or `holon config providers set` " +
+  "for a custom endpoint).";
 
 /** Upper bound on model rounds in one turn unless the message says otherwise (`run --max-turns`). */
 export const DEFAULT_MAX_ROUNDS = 100;
@@ -88,39 +88,23 @@ export class ProviderTurnExecutor implements TurnExecutor {
     this.deps = deps;
   }
 
-  async run(req: TurnRequest): Promise<TurnResult> {
-    const { store } = this.deps;
-    const message = req.message;
+  async run(req: TurnRequest): Promise<TurnOutcome> {
+    const candidates = this.deps.candidates(req.agent);
+    if (candidates.length === 0) {
+      recordRuntimeFailure(this.deps.store, {
+        agent_id: req.agent.agent_id,
+        run_id: req.run_id,
+        message_id: req.message.id,
+        summary: NO_PROVIDER_SUMMARY,
+        diagnostics: { kind: "no_provider_configured" },
+      });
+      return { kind: "failed", summary: NO_PROVIDER_SUMMARY };
+    }
     // A working agent is about to run commands: have spare command wrappers ready by then.
     ensureSpawner();
-    // Observational inputs settle without a model turn.
-    if (!needsModelTurn(store, message)) {
-      store.tx(() =>
-        store.appendEvent(req.agent.agent_id, {
-          type: "continuation_resolved",
-          provenance: provenanceOf(message),
-          payload: {
-            message_id: message.id,
-            class: "liveness_only",
-            model_visible: false,
-            trigger_kind: message.trigger_kind,
-          },
-        }),
-      );
-      return { outcome: "completed" };
-    }
-    return new Turn(this.deps, (this.specs ??= toolSpecs(this.deps.registry)), req).run();
+    const specs = (this.specs ??= toolSpecs(this.deps.registry));
+    return new Turn(this.deps, specs, req, candidates).run();
   }
-}
-
-/** A task_status update, or a task result whose task did not ask for re-entry, is only recorded. */
-function needsModelTurn(store: Store, message: QueuedMessage): boolean {
-  if (message.kind === "task_status") return false;
-  if (message.kind === "task_result" && message.task_id) {
-    const task = store.tasks.get(message.task_id);
-    if (task && !task.terminal_reentry) return false;
-  }
-  return true;
 }
 
 class Turn {
@@ -131,13 +115,15 @@ class Turn {
   private readonly conversation: ConversationItem[] = [];
   private usage: TokenUsage | undefined;
   private rounds = 0;
-  private sleepMs: number | undefined;
-  private sleepRequested = false;
+  /** Set when a tool asked to end the turn and rest (Sleep). */
+  private sleep: { duration_ms: number | undefined } | undefined;
+  private readonly candidates: ModelCandidate[];
   private readonly startedAt: number;
   private readonly turnIndex: number;
 
-  constructor(deps: TurnDeps, specs: ToolSpec[], req: TurnRequest) {
+  constructor(deps: TurnDeps, specs: ToolSpec[], req: TurnRequest, candidates: ModelCandidate[]) {
     this.deps = deps;
+    this.candidates = candidates;
     this.specs = specs;
     this.req = req;
     this.agent = req.agent;
@@ -174,7 +160,7 @@ class Turn {
     });
   }
 
-  async run(): Promise<TurnResult> {
+  async run(): Promise<TurnOutcome> {
     const { store } = this;
     const message = this.req.message;
     const executionRoot = this.agent.workspace_root ?? this.agent.agent_home;
@@ -214,7 +200,7 @@ class Turn {
       });
     });
 
-    const candidates = this.deps.candidates(this.agent);
+    const candidates = this.candidates;
     let lastText = "";
     for (;;) {
       this.drainInterjections("before_provider_request");
@@ -292,7 +278,7 @@ class Turn {
       if (calls.length === 0) {
         this.drainInterjections("after_provider_round");
         // An interjection that arrived with the final answer gets its own round.
-        if (this.conversation.at(-1)?.type === "user_text" && !this.sleepRequested) continue;
+        if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) continue;
         return this.complete(lastText, text);
       }
 
@@ -316,7 +302,7 @@ class Turn {
       }
       this.flushDeferredInterjections();
       this.drainInterjections("after_tool_results");
-      if (this.sleepRequested) return this.complete(lastText, text);
+      if (this.sleep) return this.complete(lastText, text);
     }
   }
 
@@ -369,11 +355,9 @@ class Turn {
       signal: this.req.signal,
       budget: this.deps.budget(),
       tasks: this.deps.tasks,
-      requestSleep: (ms) => {
-        this.sleepRequested = true;
-        this.sleepMs = ms;
-      },
     });
+    if (outcome.request?.kind === "sleep")
+      this.sleep = { duration_ms: outcome.request.duration_ms };
     store.tx(() => {
       this.transcript("tool_execution", {
         call_id: callId,
@@ -429,7 +413,7 @@ class Turn {
     store.agents.put(next);
   }
 
-  private complete(lastText: string, finalRoundText: string): TurnResult {
+  private complete(lastText: string, finalRoundText: string): TurnOutcome {
     const { store } = this;
     store.tx(() => {
       this.terminal("completed", lastText);
@@ -441,12 +425,26 @@ class Turn {
         related_message_id: this.req.message.id,
       });
     });
-    if (this.sleepRequested && this.sleepMs)
-      this.deps.scheduleWake(this.agent.agent_id, this.sleepMs);
-    return { outcome: "completed" };
+    return this.restingOutcome();
   }
 
-  private aborted(timeline?: ProviderAttemptTimeline): TurnResult {
+  /** What the turn's end means for the agent: rest, a timed sleep, a wait on tasks, or done. */
+  private restingOutcome(): TurnOutcome {
+    if (!this.sleep) return { kind: "settled" };
+    const ms = this.sleep.duration_ms;
+    if (ms !== undefined) {
+      const wakeAt = new Date(this.store.clock.now().getTime() + ms).toISOString();
+      return { kind: "sleep_until", wake_at: wakeAt, duration_ms: ms };
+    }
+    // Resting while tasks that report back still run is waiting on them.
+    const reentry = this.store.tasks
+      .activeForAgent(this.agent.agent_id)
+      .filter((t) => t.terminal_reentry)
+      .map((t) => t.id);
+    return reentry.length > 0 ? { kind: "await_tasks", task_ids: reentry } : { kind: "rest" };
+  }
+
+  private aborted(timeline?: ProviderAttemptTimeline): TurnOutcome {
     const reason = abortReason(this.req.signal);
     this.store.tx(() => {
       this.terminal("aborted", "", {
@@ -462,10 +460,10 @@ class Turn {
         });
       }
     });
-    return { outcome: "aborted", reason };
+    return { kind: "aborted", reason };
   }
 
-  private fail(summary: string, diagnostics: Record<string, unknown>): TurnResult {
+  private fail(summary: string, diagnostics: Record<string, unknown>): TurnOutcome {
     this.store.tx(() => {
       this.terminal("aborted", "", { reason: "runtime_failure" });
       const d: Record<string, unknown> = { ...diagnostics };
@@ -478,7 +476,7 @@ class Turn {
         diagnostics: d,
       });
     });
-    return { outcome: "failed", summary };
+    return { kind: "failed", summary };
   }
 }
 

@@ -1,4 +1,5 @@
-// Sleep: end the turn after this round and rest; optionally wake after a short delay.
+// Sleep: end the turn after this round and rest; optionally wake after a delay. The tool
+// only returns the request; the turn ends and the waiting plane arms the wake deadline.
 import { z } from "zod";
 import { describe, type ToolDefinition } from "../registry.ts";
 
@@ -17,11 +18,11 @@ export const sleepTool: ToolDefinition<typeof Input> = {
   family: "agent",
   description: describe(import.meta.url, "./sleep.md"),
   input: Input,
-  async execute(input, ctx) {
+  async execute(input) {
     // 0 is tolerated as "omitted" for models that always fill every field.
     const duration = input.duration_ms && input.duration_ms > 0 ? input.duration_ms : undefined;
-    ctx.requestSleep(duration);
     return {
+      request: { kind: "sleep", duration_ms: duration },
       summary_text: duration
         ? `resting; will wake in ${duration} ms`
         : "resting until new input arrives",

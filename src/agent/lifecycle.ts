@@ -1,0 +1,158 @@
+// Lifecycle control: pause, resume/start, stop, wake and abort, each written with the
+// event that explains it. Stop is a boundary: it aborts the current run, cancels the
+// agent's runtime-owned tasks and its sleep deadline, and survives restarts.
+import type { AgentRecord } from "../domain/agent.ts";
+import { HolonError, agentStopped } from "../domain/errors.ts";
+import type { Store } from "../store/db.ts";
+import type { AgentDirectory } from "./directory.ts";
+import type { AgentLoops } from "./loops.ts";
+import type { SleepDeadlines } from "./runtime.ts";
+import type { AgentSignals } from "./signals.ts";
+import { transition } from "./status.ts";
+
+export type ControlAction = "pause" | "resume" | "start" | "stop" | "wake";
+
+export type ControlResult = {
+  agent_id: string;
+  action: ControlAction;
+  status: string;
+  disposition: string;
+};
+
+/** Whatever runs on an agent's behalf outside its loop (command tasks, later children). */
+export interface AgentOwnedWork {
+  /** Cancel every live task the agent owns; returns their ids. */
+  cancelForAgent(agentId: string, reason: string): Promise<string[]>;
+}
+
+export type LifecycleDeps = {
+  store: Store;
+  agents: AgentDirectory;
+  loops: AgentLoops;
+  signals: AgentSignals;
+  sleep: SleepDeadlines;
+  owned: AgentOwnedWork;
+};
+
+export class AgentLifecycle {
+  private readonly deps: LifecycleDeps;
+
+  constructor(deps: LifecycleDeps) {
+    this.deps = deps;
+  }
+
+  private get store(): Store {
+    return this.deps.store;
+  }
+
+  control(agentId: string, action: ControlAction, source = "operator"): ControlResult {
+    const store = this.store;
+    const agent = this.deps.agents.get(agentId);
+    const rt = this.deps.loops.get(agentId);
+    let disposition: string;
+    switch (action) {
+      case "wake": {
+        if (agent.status === "stopped") throw agentStopped(agentId);
+        if (agent.status === "asleep") {
+          store.tx(() => {
+            transition(store, agentId, "awake_idle", "operator wake", { last_wake_reason: "wake" });
+            store.appendEvent(agentId, {
+              type: "wake_requested",
+              payload: { source, disposition: "woken" },
+            });
+          });
+          disposition = "woken";
+        } else {
+          disposition = agent.status === "paused" ? "paused" : "already_awake";
+          store.tx(() =>
+            store.appendEvent(agentId, {
+              type: "wake_requested",
+              payload: { source, disposition },
+            }),
+          );
+        }
+        break;
+      }
+      case "pause": {
+        if (agent.status === "stopped") throw agentStopped(agentId);
+        disposition = agent.status === "paused" ? "already_paused" : "paused";
+        this.apply(agentId, action, "paused", disposition);
+        break;
+      }
+      case "resume":
+      case "start": {
+        if (agent.status !== "paused" && agent.status !== "stopped") {
+          disposition = "already_running";
+          store.tx(() =>
+            store.appendEvent(agentId, {
+              type: "control_applied",
+              payload: { action, disposition, from: agent.status, to: agent.status },
+            }),
+          );
+        } else {
+          disposition = "resumed";
+          this.apply(agentId, action, "awake_idle", disposition);
+        }
+        break;
+      }
+      case "stop": {
+        disposition = agent.status === "stopped" ? "already_stopped" : "stopped";
+        if (rt?.currentRun) rt.abortCurrentRun("operator_stopped", { stopAfter: true });
+        store.tx(() => {
+          this.deps.sleep.cancel(agentId, "agent_stopped");
+          this.apply(agentId, action, "stopped", disposition);
+        });
+        void this.deps.owned.cancelForAgent(agentId, "agent_stopped");
+        break;
+      }
+    }
+    this.deps.signals.notify(agentId);
+    return {
+      agent_id: agentId,
+      action,
+      status: this.deps.agents.get(agentId).status,
+      disposition,
+    };
+  }
+
+  /** Abort the current run (operator abort). The agent is stopped once the run has ended. */
+  abortCurrentRun(agentId: string, runId?: string): { agent_id: string; run_id: string } {
+    this.deps.agents.get(agentId);
+    const rt = this.deps.loops.get(agentId);
+    if (!rt) {
+      throw new HolonError("no_active_run", `agent '${agentId}' has no run in progress`, {
+        status: 409,
+      });
+    }
+    const aborted = rt.abortCurrentRun("operator_aborted", { runId, stopAfter: true });
+    this.store.tx(() =>
+      this.store.appendEvent(agentId, {
+        type: "current_run_abort_requested",
+        payload: { run_id: aborted, mode: "stop_after_abort" },
+      }),
+    );
+    return { agent_id: agentId, run_id: aborted };
+  }
+
+  /** Whether the agent's current run is being aborted right now. */
+  isAborting(agentId: string): boolean {
+    return this.deps.loops.get(agentId)?.currentRun?.aborting ?? false;
+  }
+
+  private apply(
+    agentId: string,
+    action: ControlAction,
+    to: AgentRecord["status"],
+    disposition: string,
+  ) {
+    const store = this.store;
+    store.tx(() => {
+      const from = this.deps.agents.get(agentId).status;
+      transition(store, agentId, to, `control: ${action}`);
+      store.appendEvent(agentId, {
+        type: "control_applied",
+        payload: { action, disposition, from, to },
+      });
+    });
+  }
+}

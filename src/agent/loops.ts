@@ -1,0 +1,54 @@
+// The set of running agent loops: one AgentRuntime per live agent, subscribed to its
+// signal. Starting is idempotent; closing waits for every loop to finish its run.
+import { AgentRuntime, type LoopDeps } from "./runtime.ts";
+import type { AgentSignals } from "./signals.ts";
+
+export class AgentLoops {
+  private readonly deps: LoopDeps;
+  private readonly signals: AgentSignals;
+  private readonly runtimes = new Map<string, { rt: AgentRuntime; unsubscribe: () => void }>();
+  private accepting = false;
+
+  constructor(deps: LoopDeps, signals: AgentSignals) {
+    this.deps = deps;
+    this.signals = signals;
+  }
+
+  /** From now on, agents created at run time start their loop at once. */
+  open(): void {
+    this.accepting = true;
+  }
+
+  get isOpen(): boolean {
+    return this.accepting;
+  }
+
+  /** Make sure this agent's loop runs (a no-op when it already does). */
+  start(agentId: string): void {
+    if (this.runtimes.has(agentId)) return;
+    const rt = new AgentRuntime(this.deps, agentId);
+    const unsubscribe = this.signals.subscribe(agentId, () => rt.notify());
+    this.runtimes.set(agentId, { rt, unsubscribe });
+    rt.start();
+  }
+
+  get(agentId: string): AgentRuntime | undefined {
+    return this.runtimes.get(agentId)?.rt;
+  }
+
+  /** End one agent's loop (a retired temporary agent); its records stay. */
+  async retire(agentId: string): Promise<void> {
+    const entry = this.runtimes.get(agentId);
+    this.runtimes.delete(agentId);
+    entry?.unsubscribe();
+    await entry?.rt.close();
+  }
+
+  async close(): Promise<void> {
+    this.accepting = false;
+    const all = [...this.runtimes.values()];
+    this.runtimes.clear();
+    for (const e of all) e.unsubscribe();
+    await Promise.all(all.map((e) => e.rt.close()));
+  }
+}

@@ -1,0 +1,99 @@
+// The composition root: every service of a runtime host, constructed once, in dependency
+// order, each handed its collaborators by constructor. Nothing else builds services or
+// looks them up; a plane plugs in by adding its service here. Order matters only in one
+// place: signals come first, so the ingress can wake loops that are built later.
+import { AgentDirectory } from "../agent/directory.ts";
+import { Ingress } from "../agent/ingress.ts";
+import { AgentLifecycle } from "../agent/lifecycle.ts";
+import { AgentLoops } from "../agent/loops.ts";
+import type { TurnExecutor } from "../agent/runtime.ts";
+import { AgentSignals } from "../agent/signals.ts";
+import type { Clock, IdSource } from "../domain/clock.ts";
+import { callProvider, createDefaultTransports } from "../providers/fallback.ts";
+import { Store } from "../store/db.ts";
+import { TaskService } from "../tasks/service.ts";
+import { buildRegistry } from "../tools/builtin.ts";
+import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
+import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
+import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
+import { ConfigSource } from "./config.ts";
+import { agentHomeDir, homePaths } from "./paths.ts";
+
+export type ServiceOptions = {
+  home: string;
+  clock: Clock;
+  ids: IdSource;
+  env: NodeJS.ProcessEnv;
+  defaultAgentId: string;
+  /** Test seam: a turn executor of the test's own instead of the provider turn. */
+  executor?: ((services: CoreServices) => TurnExecutor) | undefined;
+};
+
+export type Services = ReturnType<typeof buildServices>;
+/** The services that exist before the turn executor is built. */
+export type CoreServices = Pick<
+  Services,
+  "paths" | "store" | "config" | "signals" | "ingress" | "tasks" | "scheduler" | "sleep"
+>;
+
+export function buildServices(opts: ServiceOptions) {
+  const paths = homePaths(opts.home);
+  const store = new Store(paths.database, opts.clock, opts.ids);
+  const config = new ConfigSource({ home: opts.home, env: opts.env });
+  const signals = new AgentSignals();
+  const ingress = new Ingress(store, signals);
+  const tasks = new TaskService(store, ingress);
+  const handlers = new Map<string, DeadlineHandler>([[SLEEP_WAKE, sleepWakeHandler(store)]]);
+  const scheduler = new DeadlineScheduler({ store, ingress, handlers });
+  const sleep = new SleepWakes(store, scheduler);
+
+  const core = { paths, store, config, signals, ingress, tasks, scheduler, sleep };
+  const executor: TurnExecutor = opts.executor
+    ? opts.executor(core)
+    : new ProviderTurnExecutor({
+        store,
+        registry: buildRegistry(),
+        tasks,
+        candidates: (agent) => config.candidates(agent.model_override ?? null),
+        callModel: modelCall(),
+        budget: () => {
+          const rt = config.current().values.runtime;
+          return {
+            default_tokens: rt.default_tool_output_tokens,
+            max_tokens: rt.max_tool_output_tokens,
+          };
+        },
+      });
+  const loops = new AgentLoops({ store, executor, sleep }, signals);
+  const agents = new AgentDirectory({
+    store,
+    loops,
+    defaultAgentId: opts.defaultAgentId,
+    agentHome: (agentId) => agentHomeDir(opts.home, agentId),
+    checkModelRef: (ref) => config.checkModelRef(ref),
+  });
+  const lifecycle = new AgentLifecycle({ store, agents, loops, signals, sleep, owned: tasks });
+  return { ...core, executor, loops, agents, lifecycle };
+}
+
+/** One set of provider transports per host (the OpenAI one keeps continuation memory). */
+function modelCall(): ModelCall {
+  const transports = createDefaultTransports();
+  return async ({ candidates, request, signal }) => {
+    const result = await callProvider({ candidates, request, transports, signal });
+    if (result.ok) {
+      return {
+        ok: true,
+        response: result.response,
+        timeline: result.timeline,
+        model_ref: result.model_ref,
+      };
+    }
+    return {
+      ok: false,
+      failure: result.failure,
+      timeline: result.timeline,
+      aborted: result.reason === "operator_abort",
+    };
+  };
+}
