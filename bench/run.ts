@@ -1,6 +1,8 @@
 // Benchmark harness: `npm run bench` runs every bench/*.bench.ts; `npm run bench -- admission`
 // runs the ones whose name (or file stem) matches; `npm run bench -- --list` lists them;
-// `--quick` shortens every phase (rough figures, for trying things out).
+// `--quick` shortens every phase (rough figures, for trying things out). A benchmark marked
+// `explicit` (the soak) runs only when named: `npm run bench -- soak --duration=600`;
+// `--key=value` flags reach every benchmark as `ctx.options`.
 //
 // The report goes to stdout; progress to stderr; machine-readable results to
 // bench/results/latest.json (gitignored).
@@ -78,9 +80,12 @@ export async function loadBenchmarks(dir = BENCH_DIR): Promise<LoadedBenchmark[]
   return out;
 }
 
-/** Benchmarks matching any of `filters` (by name or file stem); all when none given. */
+/**
+ * Benchmarks matching any of `filters` (by name or file stem); when none are given, every
+ * benchmark that is not `explicit`.
+ */
 export function select(all: LoadedBenchmark[], filters: string[]): LoadedBenchmark[] {
-  if (filters.length === 0) return all;
+  if (filters.length === 0) return all.filter((b) => !b.explicit);
   return all.filter((b) =>
     filters.some((f) => b.name === f || basename(b.file, ".bench.ts") === f || b.name.includes(f)),
   );
@@ -137,11 +142,19 @@ function gitCommit(root: string): string | null {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const flags = new Set(argv.filter((a) => a.startsWith("--")));
+  const flags = new Set(argv.filter((a) => a.startsWith("--") && !a.includes("=")));
+  const options: Record<string, string> = {};
+  for (const a of argv) {
+    const m = /^--([^=]+)=(.*)$/.exec(a);
+    if (m) options[m[1]!] = m[2]!;
+  }
   const filters = argv.filter((a) => !a.startsWith("--"));
   const all = await loadBenchmarks();
   if (flags.has("--list")) {
-    for (const b of all) console.log(`${b.name.padEnd(16)} ${b.description ?? ""}`);
+    for (const b of all) {
+      const only = b.explicit ? " (only when named)" : "";
+      console.log(`${b.name.padEnd(16)} ${b.description ?? ""}${only}`);
+    }
     return 0;
   }
   const chosen = select(all, filters);
@@ -157,6 +170,7 @@ async function main(argv: string[]): Promise<number> {
     root,
     quick: flags.has("--quick"),
     log: (m) => process.stderr.write(`  · ${m}\n`),
+    options,
   };
   const machine = {
     node: process.version,

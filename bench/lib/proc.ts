@@ -2,7 +2,7 @@
 // workers (load generators, SSE subscribers) that keep client work off the host's event
 // loop. Every child is registered so it is killed if the harness exits early.
 import { fork, spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, type Dirent } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -31,9 +31,10 @@ export type ServerProc = {
   url: string;
   hostname: string;
   port: number;
-  /** The temporary HOLON_HOME (holon servers only). */
+  /** The temporary HOLON_HOME that `stop()` removes (holon servers on a fresh home only). */
   home: string | undefined;
-  stop(): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 5 s). */
+  stop(graceMs?: number): Promise<void>;
 };
 
 const LISTEN_RE = /listening on http:\/\/(\[[^\]]+\]|[^\s:]+):(\d+)/;
@@ -43,9 +44,13 @@ async function spawnServer(
   args: string[],
   home: string | undefined,
   timeoutMs = 20_000,
+  env: Record<string, string> = {},
 ): Promise<ServerProc> {
   const child = track(
-    spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"], env: childEnv() }),
+    spawn(process.execPath, args, {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...childEnv(), ...env },
+    }),
   );
   let stderr = "";
   const stream = child.stderr!;
@@ -77,11 +82,11 @@ async function spawnServer(
   });
   // Keep draining stderr so the child never blocks on a full pipe.
   stream.resume();
-  const stop = async () => {
+  const stop = async (graceMs = 5_000) => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
       child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
       await exited;
       clearTimeout(timer);
     }
@@ -97,14 +102,36 @@ async function spawnServer(
   };
 }
 
+export type HolonOptions = {
+  /** Serve this existing home instead of a fresh temporary one (kept when the server stops). */
+  home?: string;
+  /** Node options placed before the script (e.g. `--cpu-prof`, `--import <probe>`). */
+  nodeArgs?: string[];
+  /** Extra environment for the host. */
+  env?: Record<string, string>;
+};
+
 /** `holon serve --port 0 --home <fresh tmp dir>` from the checkout under test. */
-export async function startHolon(root: string): Promise<ServerProc> {
-  const home = mkdtempSync(join(tmpdir(), "holon-bench-"));
+export async function startHolon(root: string, opts: HolonOptions = {}): Promise<ServerProc> {
+  const fresh = opts.home === undefined;
+  const home = opts.home ?? mkdtempSync(join(tmpdir(), "holon-bench-"));
   return await spawnServer(
-    [join(root, "bin", "holon.js"), "serve", "--port", "0", "--host", "127.0.0.1", "--home", home],
-    home,
+    [
+      ...(opts.nodeArgs ?? []),
+      join(root, "bin", "holon.js"),
+      "serve",
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--home",
+      home,
+    ],
+    fresh ? home : undefined,
+    20_000,
+    opts.env,
   ).catch((err: unknown) => {
-    rmSync(home, { recursive: true, force: true });
+    if (fresh) rmSync(home, { recursive: true, force: true });
     throw err;
   });
 }
@@ -217,6 +244,65 @@ export function clockTicksPerSecond(): number {
     }
   }
   return clockTicks;
+}
+
+/** Open file descriptors of a process. */
+export function fdCount(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Every live process below `pid` (children, grandchildren, …), from /proc. */
+export function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // exited while we looked
+    }
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    const list = children.get(ppid);
+    if (list) list.push(Number(entry));
+    else children.set(ppid, [Number(entry)]);
+  }
+  const out: number[] = [];
+  const stack = [pid];
+  while (stack.length > 0) {
+    for (const c of children.get(stack.pop()!) ?? []) {
+      out.push(c);
+      stack.push(c);
+    }
+  }
+  return out;
+}
+
+/** Bytes of the regular files under `dir` (0 when it does not exist). */
+export function dirBytes(dir: string): number {
+  let total = 0;
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const e of entries) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) total += dirBytes(path);
+    else if (e.isFile()) {
+      try {
+        total += statSync(path).size;
+      } catch {
+        // removed while we looked
+      }
+    }
+  }
+  return total;
 }
 
 /** utime + stime of a process, in seconds. */

@@ -31,11 +31,15 @@ export type BenchContext = {
   quick: boolean;
   /** Progress output (stderr), so the report on stdout stays readable. */
   log(message: string): void;
+  /** `--key=value` flags from the command line (e.g. `--duration=90`), by key. */
+  options: Record<string, string>;
 };
 
 export type Benchmark = {
   name: string;
   description?: string;
+  /** Runs only when named on the command line (long runs such as the soak). */
+  explicit?: boolean;
   run(ctx: BenchContext): Promise<Result>;
 };
 
