@@ -27,11 +27,16 @@ function counts() {
 
 describe("public enqueue", () => {
   it("admits a channel message with runtime-derived provenance", async () => {
-    const res = await rt.req("POST", "/agents/main/enqueue", {
-      text: "hello from slack",
-      origin: { kind: "channel", channel_id: "slack-general", sender_id: "U1" },
-      correlation_id: "c-1",
-    });
+    const res = await rt.req(
+      "POST",
+      "/agents/main/enqueue",
+      {
+        text: "hello from slack",
+        origin: { kind: "channel", channel_id: "slack-general", sender_id: "U1" },
+        correlation_id: "c-1",
+      },
+      { authorization: "" }, // public ingress: no token
+    );
     expect(res.status).toBe(202);
     expect(res.json.ok).toBe(true);
     const m = rt.host.store.messages.get(res.json.message_id)!;
@@ -274,7 +279,8 @@ describe("webhook and operator ingress", () => {
       priority: "interject",
       trigger_kind: "operator_input",
       delivery_surface: "http_control_prompt",
-      admission_context: "local_process",
+      // over TCP the control token is required, so the prompt is token-authenticated
+      admission_context: "control_authenticated",
     });
   });
 });

@@ -25,7 +25,7 @@ describe("concurrent tasks", () => {
     const post = async (body: unknown) => {
       const res = await fetch(`${s.url}/control/agents/main/tasks`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...s.auth },
         body: JSON.stringify(body),
       });
       expect(res.status).toBe(201);

@@ -1,23 +1,36 @@
 // How CLI commands reach the running host.
 import { existsSync, readFileSync } from "node:fs";
 import { ClientError, HolonClient, discover } from "../client/client.ts";
+import { readGeneratedToken } from "../host/files.ts";
 import { homePaths, resolveHome } from "../host/paths.ts";
 import { CliError } from "./output.ts";
 
 export type ClientFlags = { home?: string; token?: string };
 
-/** The control token: --token, then HOLON_CONTROL_TOKEN, then control_token in config.json. */
-export function controlToken(home: string, flag?: string): string | undefined {
-  if (flag) return flag;
-  if (process.env.HOLON_CONTROL_TOKEN) return process.env.HOLON_CONTROL_TOKEN;
+/** `control_token` from config.json, if set. */
+export function configuredToken(home: string): string | undefined {
   const cfg = homePaths(home).config;
   if (!existsSync(cfg)) return undefined;
   try {
     const parsed = JSON.parse(readFileSync(cfg, "utf8")) as { control_token?: unknown };
-    return typeof parsed.control_token === "string" ? parsed.control_token : undefined;
+    return typeof parsed.control_token === "string" && parsed.control_token.trim() !== ""
+      ? parsed.control_token.trim()
+      : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The token a client sends: --token, then HOLON_CONTROL_TOKEN, then control_token in
+ * config.json, then the one a local-mode host generated into <home>/run/control-token.
+ * The Unix socket needs none, but loopback TCP does for every /control route.
+ */
+export function controlToken(home: string, flag?: string): string | undefined {
+  if (flag?.trim()) return flag.trim();
+  const env = process.env.HOLON_CONTROL_TOKEN?.trim();
+  if (env) return env;
+  return configuredToken(home) ?? readGeneratedToken(home);
 }
 
 export function tryConnect(flags: ClientFlags): HolonClient | undefined {

@@ -23,9 +23,16 @@ program
   .option("--port <port>", "TCP port on the listen host (0 picks a free one)", "9101")
   .option("--host <host>", "address to bind", "127.0.0.1")
   .option("--listen <addr>", "host:port to bind (overrides --host/--port)")
+  .addOption(
+    new Option(
+      "--access <mode>",
+      "local (loopback), tunnel (loopback, token on every route), lan or tailnet (non-loopback, token required)",
+    ).choices(["local", "tunnel", "lan", "tailnet"]),
+  )
+  .option("--advertise <url>", "the URL clients use to reach this host (for lan/tailnet)")
   .addOption(home())
-  .option("--token <token>", "require this bearer token for control routes")
-  .option("--token-file <path>", "read the bearer token from a file")
+  .option("--token <token>", "control token (visible in ps; prefer --token-file)")
+  .option("--token-file <path>", "read the control token from a file")
   .action(action(async (opts) => (await import("./serve.ts")).serve(opts)));
 
 program

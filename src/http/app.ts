@@ -3,7 +3,7 @@
 import { Hono } from "hono";
 import { HolonError } from "../domain/errors.ts";
 import type { RuntimeHost } from "../host/host.ts";
-import { bearerOf, errorResponse, isLoopback, tokenMatches, type AppEnv } from "./support.ts";
+import { errorResponse, requestAuth, type AppEnv } from "./support.ts";
 import { EventHub } from "./sse.ts";
 import { publicRoutes } from "./routes-public.ts";
 import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
@@ -11,8 +11,10 @@ import { eventRoutes } from "./routes-events.ts";
 import { taskRoutes } from "./routes-tasks.ts";
 
 export type AppOptions = {
-  /** Bearer mode when set. */
+  /** The control token (configured or generated); the guard in server.ts enforces it. */
   token?: string | undefined;
+  /** Reported by /handshake (`runtime.advertise_url`). */
+  advertiseUrl?: string | null;
   heartbeatMs?: number;
   /** Called after POST /control/runtime/shutdown has been answered. */
   onShutdown?: () => void;
@@ -32,14 +34,8 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   const ctx: AppContext = { host, hub, opts };
 
   app.use("*", async (c, next) => {
-    const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)
-      ?.incoming;
-    const token = opts.token;
-    c.set("auth", {
-      mode: token ? "bearer" : "local",
-      local: isLoopback(incoming?.socket?.remoteAddress),
-      token_ok: token ? tokenMatches(bearerOf(c.req.header("authorization")), token) : false,
-    });
+    // server.ts runs the pre-routing guard (guard.ts) and hands its verdict in `c.env`.
+    c.set("auth", requestAuth(c.env, c.req.header("authorization"), opts.token));
     await next();
   });
 

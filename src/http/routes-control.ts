@@ -39,10 +39,9 @@ const AbortBody = z.strictObject({
 });
 
 export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): void {
+  // Over TCP a control request carries the token; over the Unix socket it is the local user.
   const admissionOf = (c: Context<AppEnv>) =>
-    c.get("auth").mode === "bearer"
-      ? ("control_authenticated" as const)
-      : ("local_process" as const);
+    c.get("auth").token_ok ? ("control_authenticated" as const) : ("local_process" as const);
 
   app.post("/control/agents/:id/prompt", async (c) => {
     requireControl(c);

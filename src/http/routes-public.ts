@@ -5,7 +5,14 @@ import { HolonError } from "../domain/errors.ts";
 import { MessageBody, MessageKind, Priority } from "../domain/message.ts";
 import { agentState, agentSummary } from "../host/inspect.ts";
 import type { AppContext } from "./app.ts";
-import { intParam, readJson, requireRead, validate, type AppEnv } from "./support.ts";
+import {
+  handshakeAuth,
+  intParam,
+  readJson,
+  requireRead,
+  validate,
+  type AppEnv,
+} from "./support.ts";
 
 const PublicOrigin = z.discriminatedUnion("kind", [
   z.strictObject({
@@ -51,14 +58,14 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     return c.json({
       ok: true,
       protocol: { name: "holon-control", version: 1 },
-      auth: { mode: auth.mode, required: auth.mode === "bearer" },
+      auth: handshakeAuth(auth),
       capabilities: ["agents.list", "agents.state", "agents.events", "agents.control"],
       runtime: {
         default_agent: host.defaultAgentId,
         home_dir: host.home,
         listen: opts.listen?.http_addr ?? null,
         socket_path: opts.listen?.socket_path ?? null,
-        advertise_url: null,
+        advertise_url: opts.advertiseUrl ?? null,
         pid: process.pid,
       },
     });

@@ -1,18 +1,41 @@
-// Listening: loopback TCP plus a Unix socket under <holon_home>/run/, and a runtime file
-// telling clients where to find this host.
-import { createAdaptorServer } from "@hono/node-server";
+// Listening: TCP (loopback unless an access mode says otherwise) plus a Unix socket under
+// <holon_home>/run/, and a runtime file telling clients where to find this host. Every
+// request passes the pre-routing guard (guard.ts) before the app sees it.
+import { createAdaptorServer, type Http2Bindings, type HttpBindings } from "@hono/node-server";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { existsSync, rmSync, writeFileSync, renameSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, rmSync, writeFileSync, renameSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { HolonError } from "../domain/errors.ts";
 import type { RuntimeHost } from "../host/host.ts";
+import {
+  controlTokenPath,
+  ensureGeneratedToken,
+  ensurePrivateDir,
+  PRIVATE_FILE,
+} from "../host/files.ts";
 import { createApp, type AppOptions } from "./app.ts";
+import {
+  RefusalAudit,
+  allowedHostNames,
+  guardRequest,
+  isLoopbackName,
+  tokenRequiredMode,
+  type AccessMode,
+  type AccessPolicy,
+  type Refusal,
+  type Transport,
+} from "./guard.ts";
 
 export type ServeOptions = {
   port?: number;
   hostname?: string;
+  /** A configured control token. Without one, local and tunnel modes generate one. */
   token?: string | undefined;
+  /** Default: `local` for a loopback bind, `lan` otherwise (which then needs a token). */
+  access?: AccessMode;
+  /** The URL clients should use (`--advertise`); its host name is accepted in `Host`. */
+  advertise?: string | null;
   heartbeatMs?: number;
   /** Listen on the Unix socket too (default true). */
   unixSocket?: boolean;
@@ -25,26 +48,139 @@ export type RuntimeFile = {
   http_addr: string | null;
   socket_path: string | null;
   auth_mode: "local" | "bearer";
+  access: AccessMode;
+  advertise_url: string | null;
   started_at: string;
 };
 
 export type RunningServer = {
   httpAddr: string;
   socketPath: string | null;
+  access: AccessMode;
+  /** Where the generated control token lives, when the host generated one. */
+  generatedTokenPath: string | null;
   close(): Promise<void>;
 };
+
+/** Check an `--advertise` URL: http(s), a routable host (never a wildcard address). */
+export function parseAdvertise(url: string): URL {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new HolonError("invalid_advertise_url", `--advertise '${url}' is not a URL`, {
+      hint: "use a full URL such as http://lab.example.ts.net:7878",
+    });
+  }
+  const host = u.hostname.replace(/^\[|\]$/g, "");
+  if ((u.protocol !== "http:" && u.protocol !== "https:") || host === "") {
+    throw new HolonError("invalid_advertise_url", `--advertise '${url}' must be an http(s) URL`);
+  }
+  if (host === "0.0.0.0" || host === "::") {
+    throw new HolonError(
+      "invalid_advertise_url",
+      `--advertise cannot be ${host}: clients cannot route to a wildcard address`,
+      { hint: "advertise the name or address clients dial, e.g. http://lab.example.ts.net:7878" },
+    );
+  }
+  return u;
+}
+
+/**
+ * Decide the access mode and token for a bind address, or refuse: a non-loopback bind
+ * needs `lan` or `tailnet` and a configured token; `local` and `tunnel` bind loopback only.
+ */
+export function resolveAccess(opts: {
+  hostname: string;
+  access?: AccessMode | undefined;
+  token?: string | undefined;
+}): { access: AccessMode; needsGeneratedToken: boolean } {
+  const loopback = isLoopbackName(opts.hostname);
+  const access = opts.access ?? (loopback ? "local" : "lan");
+  if (opts.token !== undefined && opts.token.trim() === "") {
+    throw new HolonError("empty_token", "the control token is empty", {
+      hint: "give a non-empty token (--token, --token-file, HOLON_CONTROL_TOKEN or control_token)",
+    });
+  }
+  if (!loopback && (access === "local" || access === "tunnel")) {
+    throw new HolonError(
+      "access_mode_mismatch",
+      `--access ${access} listens on loopback only, not on ${opts.hostname}`,
+      {
+        hint: "bind 127.0.0.1 (the default), or use --access lan|tailnet with a control token",
+      },
+    );
+  }
+  if ((access === "lan" || access === "tailnet") && opts.token === undefined) {
+    throw new HolonError(
+      "token_required",
+      `refusing to listen on ${opts.hostname} (--access ${access}) without a control token`,
+      {
+        hint: "pass --token-file <path> (or set HOLON_CONTROL_TOKEN / control_token); anyone who can reach the port could otherwise drive the runtime",
+      },
+    );
+  }
+  return { access, needsGeneratedToken: opts.token === undefined };
+}
+
+/** Record one refusal as an audit event on the agent the path names, else the default agent. */
+function auditSink(host: RuntimeHost) {
+  return (refusal: Refusal, suppressed: number) => {
+    if (host.isClosed) return;
+    const store = host.store;
+    const hinted = refusal.agent_hint ? store.agents.get(refusal.agent_hint) : undefined;
+    const agentId =
+      hinted && hinted.visibility === "public" ? hinted.agent_id : host.defaultAgentId;
+    const { agent_hint: _hint, ...payload } = refusal;
+    store.tx(() =>
+      store.appendEvent(agentId, {
+        type: "http_request_refused",
+        payload: { ...payload, suppressed_before: suppressed },
+      }),
+    );
+  };
+}
 
 export async function startServer(
   host: RuntimeHost,
   opts: ServeOptions = {},
 ): Promise<RunningServer> {
+  const hostname = opts.hostname ?? "127.0.0.1";
+  const { access, needsGeneratedToken } = resolveAccess({
+    hostname,
+    access: opts.access,
+    token: opts.token,
+  });
+  const token = needsGeneratedToken ? ensureGeneratedToken(host.home) : opts.token!;
+  const advertise = opts.advertise ? parseAdvertise(opts.advertise) : null;
+
   const listen: NonNullable<AppOptions["listen"]> = {};
-  const appOpts: AppOptions = { token: opts.token, listen };
+  const appOpts: AppOptions = {
+    token,
+    listen,
+    advertiseUrl: advertise ? advertise.href.replace(/\/$/, "") : null,
+  };
   if (opts.heartbeatMs !== undefined) appOpts.heartbeatMs = opts.heartbeatMs;
   if (opts.onShutdownRequested) appOpts.onShutdown = opts.onShutdownRequested;
   const { app, hub } = createApp(host, appOpts);
 
-  const tcp = createAdaptorServer({ fetch: app.fetch }) as Server;
+  // The policy needs the bound address, known only after listen; requests wait for it.
+  let policy: AccessPolicy | null = null;
+  const audit = new RefusalAudit(auditSink(host));
+  const guarded = (transport: Transport) => (req: Request, env: HttpBindings | Http2Bindings) => {
+    const peer = transport === "tcp" ? env.incoming.socket.remoteAddress : undefined;
+    const verdict = guardRequest(req, transport, peer, policy!);
+    if ("refused" in verdict) {
+      audit.note(verdict.refusal);
+      return Response.json(
+        { ok: false, error: verdict.refused.toBody() },
+        { status: verdict.refused.status },
+      );
+    }
+    return app.fetch(req, { ...env, holon_auth: verdict.auth });
+  };
+
+  const tcp = createAdaptorServer({ fetch: guarded("tcp") }) as Server;
   tcp.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", (err: NodeJS.ErrnoException) =>
@@ -53,24 +189,41 @@ export async function startServer(
           ? new HolonError("address_in_use", `port ${opts.port} is already in use`, {
               hint: "pick another --port, or stop whatever listens there",
             })
-          : err,
+          : err.code === "EADDRNOTAVAIL" || err.code === "ENOTFOUND"
+            ? new HolonError("address_unavailable", `cannot listen on ${hostname}: ${err.code}`, {
+                hint: "bind an address of this machine (--host or --listen)",
+              })
+            : err,
       ),
     );
-    tcp.listen(opts.port ?? 0, opts.hostname ?? "127.0.0.1", () => resolve());
+    tcp.listen(opts.port ?? 0, hostname, () => resolve());
   });
   const addr = tcp.address() as AddressInfo;
   const host6 = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   listen.http_addr = `${host6}:${addr.port}`;
+  policy = {
+    access,
+    token,
+    allowedHosts: allowedHostNames({
+      bindHost: hostname,
+      boundAddress: addr.address,
+      advertiseHost: advertise ? advertise.hostname : null,
+    }),
+    advertiseOrigin: advertise ? advertise.origin : null,
+  };
 
   let unix: Server | null = null;
   if (opts.unixSocket !== false) {
     const socketPath = host.paths.socket;
+    // Other users are kept out by the directory (0700) and the socket itself (0600).
+    ensurePrivateDir(host.paths.runDir);
     await clearStaleSocket(socketPath);
-    unix = createAdaptorServer({ fetch: app.fetch }) as Server;
+    unix = createAdaptorServer({ fetch: guarded("unix") }) as Server;
     await new Promise<void>((resolve, reject) => {
       unix!.once("error", reject);
       unix!.listen(socketPath, () => resolve());
     });
+    chmodSync(socketPath, PRIVATE_FILE);
     listen.socket_path = socketPath;
   }
 
@@ -79,17 +232,21 @@ export async function startServer(
     home_dir: host.home,
     http_addr: listen.http_addr,
     socket_path: listen.socket_path ?? null,
-    auth_mode: opts.token ? "bearer" : "local",
+    auth_mode: tokenRequiredMode(access) ? "bearer" : "local",
+    access,
+    advertise_url: appOpts.advertiseUrl ?? null,
     started_at: host.startedAt,
   };
   const tmp = `${host.paths.runtimeFile}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(runtimeFile, null, 2), { mode: 0o600 });
+  writeFileSync(tmp, JSON.stringify(runtimeFile, null, 2), { mode: PRIVATE_FILE });
   renameSync(tmp, host.paths.runtimeFile);
 
   let closed = false;
   return {
     httpAddr: listen.http_addr,
     socketPath: listen.socket_path ?? null,
+    access,
+    generatedTokenPath: needsGeneratedToken ? controlTokenPath(host.home) : null,
     async close() {
       if (closed) return;
       closed = true;

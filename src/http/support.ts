@@ -7,11 +7,19 @@ import { HolonError } from "../domain/errors.ts";
 /** Public, webhook and control bodies are capped at 256 KiB. */
 export const MAX_BODY_BYTES = 256 * 1024;
 
+/**
+ * `local`: loopback access; over TCP only `/control/*` needs the token. `bearer`: a
+ * token-required access mode (tunnel, lan, tailnet); every TCP route needs it.
+ */
 export type AuthMode = "local" | "bearer";
 
 export type AuthState = {
   mode: AuthMode;
-  /** The request came from loopback or the Unix socket. */
+  /** The `serve --access` mode the runtime was started with. */
+  access: "local" | "tunnel" | "lan" | "tailnet";
+  /** The listener the request came in on. */
+  transport: "tcp" | "unix";
+  /** The request came over the Unix socket or from a loopback address. */
   local: boolean;
   /** A valid bearer token was presented. */
   token_ok: boolean;
@@ -20,6 +28,38 @@ export type AuthState = {
 export type AppEnv = {
   Variables: { auth: AuthState };
 };
+
+/**
+ * The auth state of a request as the pre-routing guard computed it (server.ts passes it in
+ * the adapter's env). A request that did not pass the guard (an in-process `app.request`
+ * without one) is treated as an unauthenticated TCP request from an unknown peer.
+ */
+export function requestAuth(
+  env: unknown,
+  authorization: string | undefined,
+  token: string | undefined,
+): AuthState {
+  const given = (env as { holon_auth?: AuthState } | undefined)?.holon_auth;
+  if (given) return given;
+  const e = env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  return {
+    mode: "local",
+    access: "local",
+    transport: "tcp",
+    local: isLoopback(e?.incoming?.socket?.remoteAddress),
+    token_ok: token ? tokenMatches(bearerOf(authorization), token) : false,
+  };
+}
+
+/** The handshake's `auth` block: what a client on this transport must send. */
+export function handshakeAuth(auth: AuthState) {
+  return {
+    mode: auth.mode,
+    required: auth.transport === "tcp",
+    access: auth.access,
+    transport: auth.transport,
+  };
+}
 
 export function errorResponse(c: Context, err: HolonError): Response {
   return c.json({ ok: false, error: err.toBody() }, err.status as 400);
@@ -112,28 +152,36 @@ export function bearerOf(header: string | undefined): string | undefined {
   return m?.[1]?.trim();
 }
 
+/** A TCP peer address on loopback. Unknown addresses are not. */
 export function isLoopback(addr: string | undefined): boolean {
-  if (addr === undefined) return true; // Unix socket or in-process request
+  if (addr === undefined) return false;
   return addr === "::1" || addr.startsWith("127.") || addr.startsWith("::ffff:127.");
 }
 
 export function unauthorized(required: string): HolonError {
   return new HolonError("unauthorized", `a valid control token is required for ${required}`, {
     status: 401,
-    hint: "send Authorization: Bearer <token> (holon reads it from --token, HOLON_CONTROL_TOKEN or control_token)",
+    hint: "send Authorization: Bearer <token> (the CLI reads it from --token, HOLON_CONTROL_TOKEN, control_token or <holon_home>/run/control-token)",
   });
 }
 
-/** Control routes: in bearer mode a token, always; in local mode, only local callers. */
+/**
+ * Control routes: over TCP the token, always (local mode trusts the user, not the machine);
+ * over the Unix socket nothing, its file modes already keep other users out.
+ */
 export function requireControl(c: Context<AppEnv>): void {
   const auth = c.get("auth");
-  if (auth.mode === "bearer" ? !auth.token_ok : !auth.local) throw unauthorized("control routes");
+  if (auth.transport === "tcp" && !auth.token_ok) throw unauthorized("control routes");
 }
 
-/** Read routes and public ingress: remote callers in bearer mode need the token. */
+/**
+ * Read routes and public ingress: over TCP in a token-required access mode (tunnel, lan,
+ * tailnet), or from a non-loopback peer, the token.
+ */
 export function requireRead(c: Context<AppEnv>): void {
   const auth = c.get("auth");
-  if (auth.mode === "bearer" && !auth.local && !auth.token_ok) throw unauthorized("remote access");
+  if (auth.transport === "tcp" && (auth.mode === "bearer" || !auth.local) && !auth.token_ok)
+    throw unauthorized("this route");
 }
 
 export function intParam(c: Context, name: string, opts: { min?: number; max?: number } = {}) {
