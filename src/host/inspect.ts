@@ -2,6 +2,7 @@
 // snapshot (`/state`). Both are derived from durable records, never stored.
 import { lifecycleHint, type AgentRecord } from "../domain/agent.ts";
 import { TERMINAL_TASK_STATUSES } from "../domain/task.ts";
+import { executionBinding } from "../workspace/roots.ts";
 import type { RuntimeHost } from "./host.ts";
 
 export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
@@ -36,7 +37,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     workspace: {
       workspace_root: agent.workspace_root ?? null,
       cwd: agent.cwd ?? null,
-      execution_root: agent.workspace_root ?? agent.agent_home,
+      execution_root: executionBinding(agent).execution_root,
     },
     active_task_ids: tasks.filter((t) => !TERMINAL_TASK_STATUSES.has(t.status)).map((t) => t.id),
     last_failure: agent.last_failure ?? null,
@@ -82,7 +83,7 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
     external_triggers: [],
     workspace: {
       workspace_root: agent.workspace_root ?? null,
-      execution_root: agent.workspace_root ?? agent.agent_home,
+      execution_root: executionBinding(agent).execution_root,
       cwd: agent.cwd ?? null,
     },
     newest_seq: store.events.newestSeq(agent.agent_id),

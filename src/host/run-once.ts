@@ -10,6 +10,7 @@ import {
   type TokenUsage,
 } from "../domain/provider.ts";
 import type { TrustLevel } from "../domain/message.ts";
+import { executionBinding, isInside } from "../workspace/roots.ts";
 import type { RuntimeHost } from "./host.ts";
 
 export type RunOnceOptions = {
@@ -89,11 +90,10 @@ export async function runOnce(
   }
   host.services.loops.start(agentId);
   if (opts.cwd) {
-    const agent = host.agents.get(agentId);
-    const root = agent.workspace_root ?? agent.agent_home;
+    const root = executionBinding(host.agents.get(agentId)).execution_root;
     const cwd = resolve(root, opts.cwd);
     checkDir(cwd, "--cwd");
-    if (cwd !== root && !cwd.startsWith(root + "/")) {
+    if (!isInside(root, cwd)) {
       throw new HolonError(
         "execution_root_violation",
         `--cwd ${cwd} is outside the workspace ${root}`,

@@ -16,6 +16,7 @@ import { buildRegistry } from "../tools/builtin.ts";
 import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
 import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
+import { defaultContributors } from "../context/contributors.ts";
 import { ConfigSource } from "./config.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 
@@ -56,6 +57,7 @@ export function buildServices(opts: ServiceOptions) {
         tasks,
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(),
+        contributors: defaultContributors(),
         budget: () => {
           const rt = config.current().values.runtime;
           return {

@@ -7,8 +7,7 @@ import { HolonError } from "../domain/errors.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import { ProcessStartError } from "../tasks/process.ts";
 import { TaskService, inputTarget, taskOutputView, taskSnapshot } from "../tasks/service.ts";
-import { ToolFailure } from "../tools/envelope.ts";
-import { confinedWorkdir } from "../tools/command/paths.ts";
+import { confinedWorkdir, executionBinding } from "../workspace/roots.ts";
 import type { AppContext } from "./context.ts";
 import {
   intParam,
@@ -44,8 +43,8 @@ const MAX_PREVIEW_CHARS = 256_000;
 const MAX_WAIT_MS = 60_000;
 
 function executionRoot(agent: AgentRecord): { root: string; cwd: string } {
-  const root = agent.workspace_root ?? agent.agent_home;
-  return { root, cwd: agent.cwd ?? root };
+  const b = executionBinding(agent);
+  return { root: b.execution_root, cwd: b.cwd };
 }
 
 export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
@@ -60,19 +59,7 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const body = validate(StartBody, await readJson(c));
     const agent = host.agents.getPublic(c.req.param("id"));
     const { root, cwd } = executionRoot(agent);
-    let workdir: string;
-    try {
-      workdir = confinedWorkdir(root, cwd, body.workdir);
-    } catch (err) {
-      if (err instanceof ToolFailure) {
-        throw new HolonError(err.error.kind, err.error.message, {
-          status: 400,
-          ...(err.error.recovery_hint ? { hint: err.error.recovery_hint } : {}),
-          details: { execution_root: root },
-        });
-      }
-      throw err;
-    }
+    const workdir = confinedWorkdir(root, cwd, body.workdir);
     let task;
     try {
       task = tasks().start({

@@ -2,7 +2,7 @@
 // typed outputs; this module turns them into the stored canonical record, and each
 // family's renderer decides what the model sees.
 import { createHash } from "node:crypto";
-
+import { HolonError } from "../domain/errors.ts";
 export type ToolError = {
   kind: string;
   message: string;
@@ -32,6 +32,22 @@ export class ToolFailure extends Error {
     if (opts.details) this.error.details = opts.details;
     if (opts.recovery_hint) this.error.recovery_hint = opts.recovery_hint;
   }
+}
+
+/**
+ * The tool error an exception stands for: a ToolFailure as it is, a HolonError (a service
+ * refusing with a stable kind) with its hint as the recovery hint. Undefined for anything
+ * else, which is an internal error.
+ */
+export function toolErrorOf(err: unknown): ToolError | undefined {
+  if (err instanceof ToolFailure) return err.error;
+  if (err instanceof HolonError) {
+    const e: ToolError = { kind: err.kind, message: err.message, retryable: false };
+    if (err.details) e.details = err.details;
+    if (err.hint) e.recovery_hint = err.hint;
+    return e;
+  }
+  return undefined;
 }
 
 export function successResult(

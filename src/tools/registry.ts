@@ -9,8 +9,8 @@ import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
 import type { OutputBudget } from "./budget.ts";
 import {
-  ToolFailure,
   errorResult,
+  toolErrorOf,
   renderError,
   successResult,
   type CanonicalToolResult,
@@ -158,7 +158,8 @@ export async function dispatch(
     if (out.request) done.request = out.request;
     return done;
   } catch (err) {
-    if (err instanceof ToolFailure) return finish(errorResult(name, err.error), def);
+    const known = toolErrorOf(err);
+    if (known) return finish(errorResult(name, known), def);
     if (ctx.signal.aborted) {
       return finish(
         errorResult(name, {

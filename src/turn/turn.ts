@@ -25,6 +25,8 @@ import type { TaskService } from "../tasks/service.ts";
 import { ensureSpawner } from "../tasks/spawner.ts";
 import type { OutputBudget } from "../tools/budget.ts";
 import { dispatch, type ToolRegistry } from "../tools/registry.ts";
+import type { PromptContributor } from "../context/section.ts";
+import { executionBinding } from "../workspace/roots.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
 import { sourceSchema } from "../providers/schema.ts";
 
@@ -50,7 +52,19 @@ export type TurnDeps = {
   candidates(agent: AgentRecord): ModelCandidate[];
   callModel: ModelCall;
   budget(): OutputBudget;
+  /** The prompt frame's contributors, in order (src/context/contributors.ts). */
+  contributors: PromptContributor[];
+  /**
+   * Runs before every provider request with the request about to be sent; returns the one
+   * to send. Context compaction plugs in here. The default sends it unchanged.
+   */
+  beforeProviderCall?: PreProviderHook;
 };
+
+export type PreProviderHook = (
+  request: ProviderRequest,
+  ctx: { agent: AgentRecord; run_id: string; round: number; signal: AbortSignal },
+) => ProviderRequest | Promise<ProviderRequest>;
 
 /** Said in plain words when no model is configured, with the commands that fix it. */
 export const NO_PROVIDER_SUMMARY =
@@ -163,12 +177,11 @@ class Turn {
   async run(): Promise<TurnOutcome> {
     const { store } = this;
     const message = this.req.message;
-    const executionRoot = this.agent.workspace_root ?? this.agent.agent_home;
-    const cwd = this.agent.cwd ?? executionRoot;
+    const { execution_root: executionRoot, cwd } = executionBinding(this.agent);
     const maxRounds = maxRoundsOf(message);
 
     const buildStart = performance.now();
-    const { frame, loaded } = buildFrame({
+    const { frame, loaded } = buildFrame(this.deps.contributors, {
       store,
       agent: this.agent,
       message,
@@ -212,11 +225,19 @@ class Turn {
         );
       }
       this.rounds++;
-      const request: ProviderRequest = {
+      let request: ProviderRequest = {
         frame,
         conversation: this.conversation,
         tools: this.specs,
       };
+      if (this.deps.beforeProviderCall) {
+        request = await this.deps.beforeProviderCall(request, {
+          agent: this.agent,
+          run_id: this.req.run_id,
+          round: this.rounds,
+          signal: this.req.signal,
+        });
+      }
       const providerStartedAt = store.clock.now();
       const t0 = performance.now();
       const result = await this.deps.callModel({ candidates, request, signal: this.req.signal });

@@ -1,12 +1,12 @@
 // ExecCommandBatch: sequential bounded commands with one grouped receipt. No promotion:
 // an item past its yield time is stopped and reported as timed out.
 import { z } from "zod";
-import { ToolFailure } from "../envelope.ts";
+import { toolErrorOf } from "../envelope.ts";
 import { describe, type ToolDefinition } from "../registry.ts";
 import { previewChars } from "../budget.ts";
 import { TaskService } from "../../tasks/service.ts";
 import { stopProcess } from "../../tasks/process.ts";
-import { confinedWorkdir } from "./paths.ts";
+import { confinedWorkdir } from "../../workspace/roots.ts";
 import { CommandFields, DEFAULT_YIELD_MS, completedResult, runCommand } from "./exec-command.ts";
 
 export const MAX_BATCH_ITEMS = 16;
@@ -77,8 +77,9 @@ export const execCommandBatchTool: ToolDefinition<typeof Input> = {
         items.push({ index, cmd: item.cmd, status: ok ? "completed" : "failed", ...r });
         if (!ok) failed = true;
       } catch (err) {
-        if (!(err instanceof ToolFailure)) throw err;
-        items.push({ index, cmd: item.cmd, status: "failed", error: err.error });
+        const error = toolErrorOf(err);
+        if (!error) throw err;
+        items.push({ index, cmd: item.cmd, status: "failed", error });
         failed = true;
       }
     }

@@ -14,7 +14,7 @@ import {
   type ExitStatus,
   type ProcessHandle,
 } from "../../tasks/process.ts";
-import { confinedWorkdir } from "./paths.ts";
+import { confinedWorkdir } from "../../workspace/roots.ts";
 
 export const DEFAULT_YIELD_MS = 10_000;
 export const MAX_YIELD_MS = 300_000;

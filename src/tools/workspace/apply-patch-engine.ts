@@ -33,6 +33,7 @@ import {
   type PatchDiagnostic,
   type PatchOperation,
 } from "./apply-patch-parse.ts";
+import { isInside, relativeInside } from "../../workspace/roots.ts";
 
 export { parsePatch } from "./apply-patch-parse.ts";
 export type {
@@ -172,23 +173,12 @@ interface Resolved {
   stats: Stats | null;
 }
 
-function relInside(base: string, target: string): string | null {
-  const rel = path.relative(base, target);
-  if (rel === "") return "";
-  if (rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return null;
-  return rel;
-}
-
-function isInside(base: string, target: string): boolean {
-  return target === base || target.startsWith(base.endsWith(path.sep) ? base : base + path.sep);
-}
-
 const ESCAPE_HINT =
   "name files relative to the workspace root (for example 'src/app.ts'); paths may not leave the workspace through '..', absolute paths or symbolic links";
 
 async function resolveInWorkspace(ws: Workspace, raw: string): Promise<Resolved> {
   const abs = path.resolve(ws.cwd, raw);
-  const rel = relInside(ws.rootAbs, abs) ?? relInside(ws.rootReal, abs);
+  const rel = relativeInside(ws.rootAbs, abs) ?? relativeInside(ws.rootReal, abs);
   if (rel === null) {
     throw failure("path_escape", `${raw} resolves outside the workspace`, ESCAPE_HINT, {
       path: raw,
@@ -1006,7 +996,7 @@ export async function applyPatch(
       };
     }
     const cwd = path.resolve(rootAbs, input.cwd ?? ".");
-    if (relInside(rootAbs, cwd) === null && relInside(rootReal, cwd) === null) {
+    if (relativeInside(rootAbs, cwd) === null && relativeInside(rootReal, cwd) === null) {
       throw failure(
         "path_escape",
         `working directory ${input.cwd} is outside the workspace`,
