@@ -1,6 +1,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { BriefRecord } from "../domain/brief.ts";
-import { readRow } from "./json.ts";
+import { encodeBody } from "./codec.ts";
+import { readBody } from "./json.ts";
 
 export class BriefsRepo {
   private readonly insertStmt: StatementSync;
@@ -14,13 +15,13 @@ export class BriefsRepo {
   }
 
   insert(brief: BriefRecord): void {
-    this.insertStmt.run(brief.id, brief.agent_id, JSON.stringify(brief));
+    this.insertStmt.run(brief.id, brief.agent_id, encodeBody(brief));
   }
 
   /** Most recent briefs, oldest first. */
   recent(agentId: string, limit: number): BriefRecord[] {
-    return (this.recentStmt.all(agentId, limit) as { data: string }[])
-      .map((r) => readRow(BriefRecord, r.data, "brief"))
+    return (this.recentStmt.all(agentId, limit) as { data: string | Uint8Array }[])
+      .map((r) => readBody(BriefRecord, r.data, "brief"))
       .reverse();
   }
 }

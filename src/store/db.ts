@@ -40,9 +40,13 @@ export class Store {
     this.db.exec("PRAGMA busy_timeout = 5000");
     this.db.exec("PRAGMA cache_size = -16000");
     this.db.exec("PRAGMA foreign_keys = ON");
+    // A checkpointed WAL shrinks back to this instead of keeping its largest size.
+    this.db.exec("PRAGMA journal_size_limit = 67108864");
     this.clock = clock;
     this.ids = ids;
+    prepareIncrementalVacuum(this.db);
     migrate(this.db);
+    enableIncrementalVacuum(this.db);
     this.agents = new AgentsRepo(this.db);
     this.messages = new MessagesRepo(this.db);
     this.events = new EventsRepo(this.db);
@@ -75,6 +79,7 @@ export class Store {
       this.pending = [];
       this.agents.invalidate();
       this.events.invalidate();
+      this.transcript.invalidate();
       try {
         this.db.exec("ROLLBACK");
       } catch {
@@ -122,6 +127,35 @@ export class Store {
 
   close(): void {
     if (this.db.isOpen) this.db.close();
+  }
+}
+
+/**
+ * Retention frees pages; with `auto_vacuum = INCREMENTAL` the retention job can hand them
+ * back to the file system a few at a time (`PRAGMA incremental_vacuum`). A new database
+ * gets the mode before its first table exists, which costs nothing.
+ */
+function prepareIncrementalVacuum(db: DatabaseSync): void {
+  const tables = db.prepare("SELECT COUNT(*) AS n FROM sqlite_schema").get() as { n: number };
+  if (tables.n === 0) db.exec("PRAGMA auto_vacuum = INCREMENTAL");
+}
+
+/**
+ * A database made before incremental vacuum existed changes mode only with a full VACUUM,
+ * done once here, right after the migrations (which rewrote most of it anyway). It needs
+ * free disk about the size of the database; when that fails the database keeps working,
+ * freed pages are reused for new rows instead of returned, and the next start tries again.
+ */
+function enableIncrementalVacuum(db: DatabaseSync): void {
+  const mode = (db.prepare("PRAGMA auto_vacuum").get() as { auto_vacuum: number }).auto_vacuum;
+  if (mode === 2) return;
+  try {
+    db.exec("PRAGMA auto_vacuum = INCREMENTAL");
+    db.exec("VACUUM");
+  } catch (err) {
+    process.emitWarning(
+      `holon: could not switch the database to incremental vacuum (${err instanceof Error ? err.message : String(err)}); freed space is reused but not returned`,
+    );
   }
 }
 

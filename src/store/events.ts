@@ -1,7 +1,10 @@
 // The append-only audit log. `event_seq` is per agent, strictly increasing and gap-free:
-// it is assigned inside the writing transaction from the current maximum.
+// it is assigned inside the writing transaction from the current maximum. Retention may
+// remove an agent's oldest events (always a prefix of its log); `retention_floors` keeps how
+// far it went, so numbering never restarts and replay can tell a client what is gone.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { EventEnvelope } from "../domain/event.ts";
+import { decodeBody, encodeBody } from "./codec.ts";
 
 type Row = {
   agent_id: string;
@@ -9,8 +12,7 @@ type Row = {
   id: string;
   ts: string;
   type: string;
-  provenance: string;
-  payload: string;
+  body: string | Uint8Array;
 };
 
 export type EventQuery = {
@@ -20,32 +22,44 @@ export type EventQuery = {
   order: "asc" | "desc";
 };
 
+const COLUMNS = "agent_id, event_seq, id, ts, type, body";
+
 export class EventsRepo {
   private readonly db: DatabaseSync;
   private readonly maxStmt: StatementSync;
+  private readonly floorStmt: StatementSync;
   private readonly insertStmt: StatementSync;
   private readonly afterStmt: StatementSync;
+  private readonly queryStmts = new Map<string, StatementSync>();
   /** Newest event_seq per agent, kept in memory; cleared when a transaction rolls back. */
   private readonly newest = new Map<string, number>();
 
   constructor(db: DatabaseSync) {
     this.db = db;
     this.maxStmt = db.prepare("SELECT MAX(event_seq) AS m FROM events WHERE agent_id = ?");
-    this.insertStmt = db.prepare(
-      "INSERT INTO events (agent_id, event_seq, id, ts, type, provenance, payload) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    this.floorStmt = db.prepare(
+      "SELECT removed_through FROM retention_floors WHERE agent_id = ? AND family = 'events'",
     );
+    this.insertStmt = db.prepare(`INSERT INTO events (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)`);
     this.afterStmt = db.prepare(
-      "SELECT * FROM events WHERE agent_id = ? AND event_seq > ? ORDER BY event_seq ASC LIMIT ?",
+      `SELECT ${COLUMNS} FROM events WHERE agent_id = ? AND event_seq > ? ORDER BY event_seq ASC LIMIT ?`,
     );
   }
 
   newestSeq(agentId: string): number {
     let n = this.newest.get(agentId);
     if (n === undefined) {
-      n = (this.maxStmt.get(agentId) as { m: number | null }).m ?? 0;
+      const max = (this.maxStmt.get(agentId) as { m: number | null }).m ?? 0;
+      n = Math.max(max, this.removedThrough(agentId));
       this.newest.set(agentId, n);
     }
     return n;
+  }
+
+  /** The highest event_seq retention removed for this agent (0: nothing removed). */
+  removedThrough(agentId: string): number {
+    const row = this.floorStmt.get(agentId) as { removed_through: number } | undefined;
+    return row?.removed_through ?? 0;
   }
 
   invalidate(): void {
@@ -64,8 +78,7 @@ export class EventsRepo {
       e.id,
       e.ts,
       e.type,
-      JSON.stringify(e.provenance),
-      JSON.stringify(e.payload),
+      encodeBody([e.provenance, e.payload]),
     );
   }
 
@@ -86,20 +99,26 @@ export class EventsRepo {
       args.push(q.beforeSeq);
     }
     const order = q.order === "asc" ? "ASC" : "DESC";
-    const sql = `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY event_seq ${order} LIMIT ?`;
+    const sql = `SELECT ${COLUMNS} FROM events WHERE ${where.join(" AND ")} ORDER BY event_seq ${order} LIMIT ?`;
     args.push(q.limit);
-    return (this.db.prepare(sql).all(...args) as Row[]).map(toEnvelope);
+    let stmt = this.queryStmts.get(sql);
+    if (!stmt) this.queryStmts.set(sql, (stmt = this.db.prepare(sql)));
+    return (stmt.all(...args) as Row[]).map(toEnvelope);
   }
 }
 
 function toEnvelope(row: Row): EventEnvelope {
+  const [provenance, payload] = decodeBody(row.body) as [
+    EventEnvelope["provenance"],
+    EventEnvelope["payload"],
+  ];
   return {
     id: row.id,
     event_seq: row.event_seq,
     ts: row.ts,
     agent_id: row.agent_id,
     type: row.type,
-    provenance: JSON.parse(row.provenance),
-    payload: JSON.parse(row.payload),
+    provenance,
+    payload,
   };
 }

@@ -6,9 +6,15 @@ import {
   type MessageStatus,
   type QueuedMessage,
 } from "../domain/message.ts";
-import { readRow } from "./json.ts";
+import { encodeBody } from "./codec.ts";
+import { readBody } from "./json.ts";
 
-type Row = { seq: number; status: string; processed_at: string | null; envelope: string };
+type Row = {
+  seq: number;
+  status: string;
+  processed_at: string | null;
+  envelope: string | Uint8Array;
+};
 
 export class MessagesRepo {
   private readonly insertStmt: StatementSync;
@@ -49,7 +55,7 @@ export class MessagesRepo {
       message.agent_id,
       PRIORITY_RANK[message.priority],
       message.created_at,
-      JSON.stringify(message),
+      encodeBody(message),
     );
     return Number(result.lastInsertRowid);
   }
@@ -83,7 +89,7 @@ export class MessagesRepo {
 }
 
 function toQueued(row: Row): QueuedMessage {
-  const envelope = readRow(MessageEnvelope, row.envelope, "message");
+  const envelope = readBody(MessageEnvelope, row.envelope, "message");
   const queued: QueuedMessage = { ...envelope, seq: row.seq, status: row.status as MessageStatus };
   if (row.processed_at) queued.processed_at = row.processed_at;
   return queued;

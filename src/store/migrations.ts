@@ -76,4 +76,117 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE UNIQUE INDEX deadlines_key ON deadlines (key) WHERE key IS NOT NULL;
     `,
   },
+  {
+    version: 3,
+    name: "history that stays fast and bounded",
+    // Events and transcript become rowid tables: their rows (often over 1 KB) spilled into
+    // overflow pages as WITHOUT ROWID rows, doubling their size on disk, and the rowid gives
+    // the global insertion order that retention removes from. Provenance and payload (and a
+    // transcript entry's fields) share one encoded body (store/codec.ts: JSON text, or a
+    // compressed blob when large). The copy keeps each agent's rows in sequence order while
+    // interleaving agents by time. The other tables gain the indexes their hot reads need, a
+    // per-family size tally kept by triggers (for size-based retention without scans), and a
+    // record of what retention removed (so sequences never restart and replay can say so).
+    sql: `
+      CREATE TABLE events_v3 (
+        agent_id TEXT NOT NULL,
+        event_seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        ts TEXT NOT NULL,
+        type TEXT NOT NULL,
+        body NOT NULL
+      );
+      INSERT INTO events_v3 (agent_id, event_seq, id, ts, type, body)
+        SELECT agent_id, event_seq, id, ts, type, json_array(json(provenance), json(payload))
+        FROM (
+          SELECT *, MAX(ts) OVER (PARTITION BY agent_id ORDER BY event_seq) AS order_ts
+          FROM events
+        )
+        ORDER BY order_ts, agent_id, event_seq;
+      DROP TABLE events;
+      ALTER TABLE events_v3 RENAME TO events;
+      CREATE UNIQUE INDEX events_agent_seq ON events (agent_id, event_seq);
+
+      CREATE TABLE transcript_v3 (
+        agent_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        run_id TEXT,
+        body NOT NULL
+      );
+      INSERT INTO transcript_v3 (agent_id, seq, id, created_at, run_id, body)
+        SELECT agent_id, seq, id, created_at, run_id,
+          json_object('kind', kind, 'message_id', message_id, 'data', json(data_obj))
+        FROM (
+          SELECT agent_id, seq, id,
+            json_extract(data, '$.created_at') AS created_at,
+            json_extract(data, '$.run_id') AS run_id,
+            json_extract(data, '$.kind') AS kind,
+            json_extract(data, '$.message_id') AS message_id,
+            json_extract(data, '$.data') AS data_obj,
+            MAX(json_extract(data, '$.created_at'))
+              OVER (PARTITION BY agent_id ORDER BY seq) AS order_ts
+          FROM transcript
+        )
+        ORDER BY order_ts, agent_id, seq;
+      DROP TABLE transcript;
+      ALTER TABLE transcript_v3 RENAME TO transcript;
+      CREATE UNIQUE INDEX transcript_agent_seq ON transcript (agent_id, seq);
+      CREATE INDEX transcript_run ON transcript (run_id, seq) WHERE run_id IS NOT NULL;
+
+      CREATE INDEX messages_agent ON messages (agent_id);
+      DROP INDEX tasks_agent;
+      CREATE INDEX tasks_agent ON tasks (agent_id);
+      CREATE INDEX tasks_active ON tasks (agent_id) WHERE status IN ('queued', 'running');
+
+      CREATE TABLE retention_floors (
+        agent_id TEXT NOT NULL,
+        family TEXT NOT NULL,
+        removed_through INTEGER NOT NULL,
+        removed_count INTEGER NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (agent_id, family)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE store_stats (
+        family TEXT PRIMARY KEY,
+        row_count INTEGER NOT NULL,
+        bytes INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      INSERT INTO store_stats (family, row_count, bytes)
+        SELECT 'events', COUNT(*), COALESCE(SUM(octet_length(body) + octet_length(id) + octet_length(ts) + octet_length(type) + octet_length(agent_id) + 24), 0) FROM events;
+      INSERT INTO store_stats (family, row_count, bytes)
+        SELECT 'transcript', COUNT(*), COALESCE(SUM(octet_length(body) + octet_length(id) + 2 * octet_length(agent_id) + 64), 0) FROM transcript;
+      INSERT INTO store_stats (family, row_count, bytes)
+        SELECT 'messages', COUNT(*), COALESCE(SUM(octet_length(envelope) + 3 * octet_length(id) + 2 * octet_length(agent_id) + 80), 0) FROM messages;
+      INSERT INTO store_stats (family, row_count, bytes)
+        SELECT 'briefs', COUNT(*), COALESCE(SUM(octet_length(data) + 2 * octet_length(id) + 2 * octet_length(agent_id) + 24), 0) FROM briefs;
+
+      CREATE TRIGGER events_tally_insert AFTER INSERT ON events BEGIN
+        UPDATE store_stats SET row_count = row_count + 1, bytes = bytes + octet_length(NEW.body) + octet_length(NEW.id) + octet_length(NEW.ts) + octet_length(NEW.type) + octet_length(NEW.agent_id) + 24 WHERE family = 'events';
+      END;
+      CREATE TRIGGER events_tally_delete AFTER DELETE ON events BEGIN
+        UPDATE store_stats SET row_count = row_count - 1, bytes = bytes - (octet_length(OLD.body) + octet_length(OLD.id) + octet_length(OLD.ts) + octet_length(OLD.type) + octet_length(OLD.agent_id) + 24) WHERE family = 'events';
+      END;
+      CREATE TRIGGER transcript_tally_insert AFTER INSERT ON transcript BEGIN
+        UPDATE store_stats SET row_count = row_count + 1, bytes = bytes + octet_length(NEW.body) + octet_length(NEW.id) + 2 * octet_length(NEW.agent_id) + 64 WHERE family = 'transcript';
+      END;
+      CREATE TRIGGER transcript_tally_delete AFTER DELETE ON transcript BEGIN
+        UPDATE store_stats SET row_count = row_count - 1, bytes = bytes - (octet_length(OLD.body) + octet_length(OLD.id) + 2 * octet_length(OLD.agent_id) + 64) WHERE family = 'transcript';
+      END;
+      CREATE TRIGGER messages_tally_insert AFTER INSERT ON messages BEGIN
+        UPDATE store_stats SET row_count = row_count + 1, bytes = bytes + octet_length(NEW.envelope) + 3 * octet_length(NEW.id) + 2 * octet_length(NEW.agent_id) + 80 WHERE family = 'messages';
+      END;
+      CREATE TRIGGER messages_tally_delete AFTER DELETE ON messages BEGIN
+        UPDATE store_stats SET row_count = row_count - 1, bytes = bytes - (octet_length(OLD.envelope) + 3 * octet_length(OLD.id) + 2 * octet_length(OLD.agent_id) + 80) WHERE family = 'messages';
+      END;
+      CREATE TRIGGER briefs_tally_insert AFTER INSERT ON briefs BEGIN
+        UPDATE store_stats SET row_count = row_count + 1, bytes = bytes + octet_length(NEW.data) + 2 * octet_length(NEW.id) + 2 * octet_length(NEW.agent_id) + 24 WHERE family = 'briefs';
+      END;
+      CREATE TRIGGER briefs_tally_delete AFTER DELETE ON briefs BEGIN
+        UPDATE store_stats SET row_count = row_count - 1, bytes = bytes - (octet_length(OLD.data) + 2 * octet_length(OLD.id) + 2 * octet_length(OLD.agent_id) + 24) WHERE family = 'briefs';
+      END;
+    `,
+  },
 ];

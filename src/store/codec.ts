@@ -1,0 +1,52 @@
+// How record bodies (event provenance + payload, transcript entries, message envelopes,
+// briefs) are stored: JSON text when small, and a compressed blob when large. Most rows are
+// a few hundred bytes of the same key names and enum values, so they are deflated against
+// a preset dictionary of typical rows (codec-dictionary.ts), which shrinks them four- to
+// six-fold; plain deflate gains little on rows this small.
+//
+// A blob's first byte names its codec; decoding never guesses. Text rows stay readable with
+// the sqlite3 shell (`json_extract` works on them); blobs need `holon` to read. Code that
+// reads a body must go through `decodeBody`, never `JSON.parse` the column.
+import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { DICTIONARY_V1 } from "./codec-dictionary.ts";
+
+/** Codec byte 1: raw deflate against DICTIONARY_V1. Never reuse or renumber a codec byte. */
+const DEFLATE_DICT_V1 = 1;
+const dictV1 = Buffer.from(DICTIONARY_V1, "utf8");
+const OPTIONS = { level: 6, windowBits: 15, memLevel: 8, dictionary: dictV1 } as const;
+
+/** Bodies shorter than this stay text: compressing them costs more time than it saves bytes. */
+export const COMPRESS_FROM_BYTES = 200;
+
+export type StoredBody = string | Uint8Array;
+
+/** Encode JSON text for storage: the text itself, or a smaller compressed blob. */
+export function encodeText(json: string): StoredBody {
+  if (json.length < COMPRESS_FROM_BYTES) return json;
+  const packed = deflateRawSync(json, OPTIONS);
+  if (packed.length + 1 >= Buffer.byteLength(json)) return json;
+  const out = new Uint8Array(packed.length + 1);
+  out[0] = DEFLATE_DICT_V1;
+  out.set(packed, 1);
+  return out;
+}
+
+export function encodeBody(value: unknown): StoredBody {
+  return encodeText(JSON.stringify(value));
+}
+
+/** The JSON text of a stored body. */
+export function bodyText(stored: unknown): string {
+  if (typeof stored === "string") return stored;
+  if (stored instanceof Uint8Array) {
+    if (stored[0] === DEFLATE_DICT_V1) {
+      return inflateRawSync(stored.subarray(1), OPTIONS).toString("utf8");
+    }
+    throw new Error(`stored body has unknown codec ${stored[0]}`);
+  }
+  throw new Error(`stored body is neither text nor blob (${typeof stored})`);
+}
+
+export function decodeBody(stored: unknown): unknown {
+  return JSON.parse(bodyText(stored));
+}
