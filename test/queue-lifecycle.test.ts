@@ -116,6 +116,58 @@ describe("lifecycle", () => {
     await again.close();
   });
 
+  it("an interjection that arrives while the run is aborting is queued next, not lost", async () => {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    // A run that takes its time to wind down after the abort, like a provider call does.
+    const slow: TurnExecutor = {
+      run: (req) =>
+        new Promise((resolve) =>
+          req.signal.addEventListener("abort", () => {
+            void released.then(() => resolve({ kind: "aborted", reason: "operator_aborted" }));
+          }),
+        ),
+    };
+    const rt = await startRuntime({ executor: () => slow });
+    const first = await rt.req("POST", "/control/agents/main/prompt", { text: "long job" });
+    await waitFor(() => rt.host.agents.get("main").status === "awake_running");
+    expect((await rt.req("POST", "/control/agents/main/current-run/abort", {})).status).toBe(202);
+    const late = await rt.req("POST", "/control/agents/main/prompt", {
+      text: "wait, one more thing",
+      priority: "interject",
+    });
+    expect(late.status).toBe(202);
+    expect(late.json).toMatchObject({ priority: "next", delivery: "queued" });
+    release();
+    await waitFor(() => rt.host.store.messages.get(first.json.message_id)?.status === "aborted");
+    const kept = rt.host.store.messages.get(late.json.message_id)!;
+    expect(kept).toMatchObject({ status: "queued", priority: "next" });
+    await rt.close();
+  });
+
+  it("stop cancels the agent's live tasks and its sleep deadline", async () => {
+    const rt = await startRuntime({ executor: () => recorder().executor });
+    const task = rt.host.tasks.start({
+      agent_id: "main",
+      cmd: "sleep 30",
+      workdir: rt.host.agents.get("main").agent_home,
+      shell: "/bin/sh",
+      login: false,
+      tty: false,
+      accepts_input: false,
+      terminal_reentry: false,
+    });
+    rt.host.services.sleep.arm("main", new Date(Date.now() + 600_000).toISOString(), 600_000);
+    expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(1);
+    const res = await rt.req("POST", "/control/agents/main/control", { action: "stop" });
+    expect(res.json.status).toBe("stopped");
+    await waitFor(() => rt.host.store.tasks.get(task.id)?.status === "cancelled", {
+      what: "the task to be cancelled",
+    });
+    expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
+    await rt.close();
+  });
+
   it("graceful shutdown does not persist agents as stopped", async () => {
     const home = tempHome();
     const rt = await startRuntime({ home });

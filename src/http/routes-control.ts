@@ -3,8 +3,8 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { Priority, TrustLevel } from "../domain/message.ts";
-import { agentSummary } from "../host/inspect.ts";
-import type { AppContext } from "./app.ts";
+import { agentSummary, runtimeStatus } from "../host/inspect.ts";
+import type { AppContext } from "./context.ts";
 import { readJson, requireControl, validate, type AppEnv } from "./support.ts";
 
 const PromptBody = z.strictObject({
@@ -47,38 +47,55 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(PromptBody, await readJson(c));
     const agentId = c.req.param("id");
-    host.getPublicAgent(agentId);
+    host.agents.getPublic(agentId);
     const origin = body.actor_id
       ? { kind: "operator" as const, actor_id: body.actor_id }
       : { kind: "operator" as const };
-    const envelope = await host.admitAsync({
+    // A run that is being aborted has no safe point left to take an interjection: the
+    // prompt is queued as the next message instead of being dropped with the run.
+    const demoted = body.priority === "interject" && host.lifecycle.isAborting(agentId);
+    const envelope = await host.ingress.admitBatched({
       agent_id: agentId,
       kind: "operator_prompt",
       origin,
       body: { type: "text", text: body.text },
-      priority: body.priority,
+      priority: demoted ? "next" : body.priority,
       trust: body.trust,
       surface: body.surface ?? "http_control_prompt",
       admission: admissionOf(c),
       correlation_id: body.correlation_id,
     });
-    return c.json({ ok: true, agent_id: agentId, message_id: envelope.id }, 202);
+    return c.json(
+      {
+        ok: true,
+        agent_id: agentId,
+        message_id: envelope.id,
+        priority: envelope.priority,
+        ...(demoted
+          ? {
+              delivery: "queued",
+              note: "the current run is being aborted, so this interjection was queued as the next message instead",
+            }
+          : {}),
+      },
+      202,
+    );
   });
 
   app.post("/control/agents/:id/control", async (c) => {
     requireControl(c);
     const body = validate(ControlBody, await readJson(c));
     const agentId = c.req.param("id");
-    host.getPublicAgent(agentId);
-    return c.json({ ok: true, ...host.control(agentId, body.action) });
+    host.agents.getPublic(agentId);
+    return c.json({ ok: true, ...host.lifecycle.control(agentId, body.action) });
   });
 
   app.post("/control/agents/:id/wake", async (c) => {
     requireControl(c);
     const body = validate(WakeBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
-    host.getPublicAgent(agentId);
-    const result = host.control(agentId, "wake", body.source ?? "operator");
+    host.agents.getPublic(agentId);
+    const result = host.lifecycle.control(agentId, "wake", body.source ?? "operator");
     return c.json({
       ok: true,
       agent_id: agentId,
@@ -95,7 +112,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
         hint: "create the agent without a template",
       });
     }
-    const agent = host.createAgent(
+    const agent = host.agents.create(
       c.req.param("id"),
       body.workspace_root ? { workspace_root: body.workspace_root } : {},
     );
@@ -106,8 +123,8 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(AbortBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
-    host.getPublicAgent(agentId);
-    const result = host.abortCurrentRun(agentId, body.run_id);
+    host.agents.getPublic(agentId);
+    const result = host.lifecycle.abortCurrentRun(agentId, body.run_id);
     return c.json({ ok: true, ...result, mode: "stop_after_abort" }, 202);
   });
 
@@ -115,7 +132,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     return c.json({
       ok: true,
-      ...host.runtimeStatus(),
+      ...runtimeStatus(host),
       http_addr: opts.listen?.http_addr ?? null,
       socket_path: opts.listen?.socket_path ?? null,
       control_token_configured: Boolean(opts.token),
@@ -125,7 +142,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
   app.post("/control/runtime/shutdown", (c) => {
     requireControl(c);
     host.store.tx(() => {
-      for (const a of host.listAgents()) {
+      for (const a of host.agents.list()) {
         host.store.appendEvent(a.agent_id, {
           type: "runtime_service_shutdown_requested",
           payload: { source: "control" },
@@ -201,16 +218,27 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/model", async (c) => {
     requireControl(c);
     const body = validate(ModelBody, await readJson(c));
-    const agent = host.setModelOverride(
-      host.getPublicAgent(c.req.param("id")).agent_id,
+    const agent = host.agents.setModelOverride(
+      host.agents.getPublic(c.req.param("id")).agent_id,
       body.model,
     );
-    return c.json({ ok: true, agent_id: agent.agent_id, model: host.modelState(agent) });
+    return c.json({
+      ok: true,
+      agent_id: agent.agent_id,
+      model: host.services.config.modelState(agent.model_override ?? null),
+    });
   });
   app.post("/control/agents/:id/model/clear", async (c) => {
     requireControl(c);
     validate(ClearBody, await readJson(c, { optional: true }));
-    const agent = host.setModelOverride(host.getPublicAgent(c.req.param("id")).agent_id, undefined);
-    return c.json({ ok: true, agent_id: agent.agent_id, model: host.modelState(agent) });
+    const agent = host.agents.setModelOverride(
+      host.agents.getPublic(c.req.param("id")).agent_id,
+      undefined,
+    );
+    return c.json({
+      ok: true,
+      agent_id: agent.agent_id,
+      model: host.services.config.modelState(agent.model_override ?? null),
+    });
   });
 }
