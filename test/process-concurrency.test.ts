@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { startProcess, waitForExit } from "../src/tasks/process.ts";
-import { readPreview } from "../src/tools/output-preview.ts";
+import { readPreview } from "../src/tasks/output-preview.ts";
 import { cleanupDirs, tempDir } from "./fixtures/process/util.ts";
 
 afterAll(cleanupDirs);

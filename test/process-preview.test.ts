@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { closeSync, openSync, writeFileSync, writeSync, ftruncateSync } from "node:fs";
 import { join } from "node:path";
-import { readChunk, readPreview, utf8SafeEnd, utf8SafeStart } from "../src/tools/output-preview.ts";
+import { readChunk, readPreview, utf8SafeEnd, utf8SafeStart } from "../src/tasks/output-preview.ts";
 import { cleanupDirs, tempDir } from "./fixtures/process/util.ts";
 
 afterAll(cleanupDirs);

@@ -12,7 +12,8 @@ import type { Ingress } from "../agent/ingress.ts";
 import type { AgentOwnedWork } from "../agent/lifecycle.ts";
 import { unknownAgent } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
-import { filePreview } from "../tools/budget.ts";
+import { filePreview } from "./output-preview.ts";
+import { droppedBytes } from "./output-cap.ts";
 import {
   closeInput,
   reattach,
@@ -377,7 +378,7 @@ export class TaskService implements AgentOwnedWork {
           origin: { kind: "task", task_id: task.id },
           body: {
             type: "text",
-            text: `${headline}\nCommand: ${task.cmd}\nOutput (${preview.total_bytes} bytes${preview.truncated ? ", truncated" : ""}; full output in ${task.output_path}${taskStreams(task).stderr ? `, stderr in ${taskStreams(task).stderr}` : ""}):\n${preview.text}`,
+            text: `${headline}\nCommand: ${task.cmd}\nOutput (${preview.total_bytes} bytes${preview.truncated ? ", truncated" : ""}${droppedText(task)}; full output in ${task.output_path}${taskStreams(task).stderr ? `, stderr in ${taskStreams(task).stderr}` : ""}):\n${preview.text}`,
           },
           surface: "task_rejoin",
           admission: "runtime_owned",
@@ -404,7 +405,7 @@ export class TaskService implements AgentOwnedWork {
           this.store.appendEvent(task.agent_id, {
             type: "task_reattached_after_restart",
             provenance: { task_id: task.id },
-            payload: { task_id: task.id, pid: r.handle.pid },
+            payload: { task_id: task.id },
           }),
         );
         this.watch(task.id, r.handle);
@@ -543,6 +544,7 @@ export function taskOutputView(t: TaskRecord, chars: number, waited: boolean) {
     output_preview: preview?.text ?? "",
     output_truncated: preview?.truncated ?? false,
     output_bytes: preview?.total_bytes ?? 0,
+    output_dropped_bytes: droppedBytes(t.process_dir).total,
     output_source: source,
     artifacts,
     result_summary: terminal ? taskHeadline(t) : null,
@@ -598,7 +600,14 @@ export function taskSnapshot(t: TaskRecord) {
     failure: t.failure_artifact
       ? { kind: t.failure_artifact.kind, summary: t.failure_artifact.summary }
       : null,
+    /** Bytes the output cap cut from the middle of the task's output on disk. */
+    output_dropped_bytes: droppedBytes(t.process_dir).total,
   };
+}
+
+function droppedText(t: TaskRecord): string {
+  const n = droppedBytes(t.process_dir).total;
+  return n > 0 ? `, ${n} bytes dropped from the middle by the output cap` : "";
 }
 
 export type TaskSnapshot = ReturnType<typeof taskSnapshot>;
