@@ -22,6 +22,23 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
   ];
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
+  if (s.sleeping_until) lines.push(`wakes at: ${s.sleeping_until}`);
+  if (s.closure) {
+    const c = s.closure;
+    lines.push(
+      `closure:  ${c.outcome}${c.waiting_reason ? ` (${c.waiting_reason})` : ""}, ${c.runtime_posture}` +
+        (c.work_signal
+          ? `, work ${c.work_signal.work_item_id} ${c.work_signal.reactivation_mode}`
+          : "") +
+        (c.evidence?.length ? `  [${c.evidence.join("; ")}]` : ""),
+    );
+  }
+  if (s.last_continuation) {
+    const k = s.last_continuation;
+    lines.push(
+      `last trigger: ${k.trigger_kind} → ${k.class}${k.model_visible ? "" : " (not shown to the model)"}`,
+    );
+  }
   if (s.active_task_ids?.length) lines.push(`tasks:    ${s.active_task_ids.join(", ")}`);
   if (s.last_failure)
     lines.push(`failure:  ${s.last_failure.occurred_at} ${s.last_failure.summary}`);
