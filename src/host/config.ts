@@ -30,13 +30,13 @@ import {
 import { listModels, type ModelListing } from "../providers/catalog.ts";
 import { codexAuthPath, readCodexAuth, type CodexAuth } from "../providers/codex-auth.ts";
 import {
-  atomicWriteFile,
   credentialsSnapshot,
   redact,
   withFileLock,
   type CredentialsSnapshot,
 } from "../providers/credentials.ts";
 import { HolonError } from "../domain/errors.ts";
+import { atomicWriteFile } from "../store/files.ts";
 import { parseModelRef } from "../providers/config.ts";
 import {
   agentModelState,
@@ -246,7 +246,7 @@ export function loadConfig(home: string, env: Env = process.env): LoadedConfig {
 
 function writeConfigFile(path: string, file: unknown): void {
   // Owner-only: config.json may hold the control token.
-  atomicWriteFile(path, JSON.stringify(file, null, 2) + "\n", 0o600);
+  atomicWriteFile(path, JSON.stringify(file, null, 2) + "\n", { mkdir: true });
 }
 
 /** Apply `change` to config.json under the file lock; returns what `change` returns. */

@@ -4,7 +4,7 @@
 import { createAdaptorServer, type Http2Bindings, type HttpBindings } from "@hono/node-server";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { chmodSync, existsSync, rmSync, writeFileSync, renameSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, rmSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { HolonError } from "../domain/errors.ts";
 import type { RuntimeHost } from "../host/host.ts";
@@ -26,6 +26,7 @@ import {
   type Refusal,
   type Transport,
 } from "./guard.ts";
+import { atomicWriteFile } from "../store/files.ts";
 
 export type ServeOptions = {
   port?: number;
@@ -237,9 +238,9 @@ export async function startServer(
     advertise_url: appOpts.advertiseUrl ?? null,
     started_at: host.startedAt,
   };
-  const tmp = `${host.paths.runtimeFile}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(runtimeFile, null, 2), { mode: PRIVATE_FILE });
-  renameSync(tmp, host.paths.runtimeFile);
+  atomicWriteFile(host.paths.runtimeFile, JSON.stringify(runtimeFile, null, 2), {
+    mode: PRIVATE_FILE,
+  });
 
   let closed = false;
   return {

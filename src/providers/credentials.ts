@@ -1,20 +1,10 @@
 // Holon's file-backed credential store: <holon_home>/credentials.json, owner-only (0600),
 // keyed by credential profile id. Secret material never leaves this module except as a
 // ResolvedCredential handed to a transport; everything printable goes through redact().
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
-import { dirname, join } from "node:path";
-import { randomBytes } from "node:crypto";
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync } from "node:fs";
+import { dirname } from "node:path";
 import { CREDENTIAL_KINDS, type CredentialKind } from "./types.ts";
+import { atomicWriteFile } from "../store/files.ts";
 
 export type StoredCredential = {
   kind: CredentialKind;
@@ -138,41 +128,12 @@ export function credentialsSnapshot(path: string): CredentialsSnapshot {
 }
 
 /**
- * Write `data` to `path` atomically (temp file in the same directory, fsync, rename),
- * created with `mode` from the start so the content is never visible with wider permissions.
- */
-export function atomicWriteFile(path: string, data: string, mode: number): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = join(dirname(path), `.${randomBytes(6).toString("hex")}.tmp`);
-  const fd = openSync(tmp, "wx", mode);
-  try {
-    writeSync(fd, data);
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    unlinkSync(tmp);
-    throw err;
-  }
-  closeSync(fd);
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // already gone
-    }
-    throw err;
-  }
-}
-
-/**
  * Run `fn` holding an exclusive lock file next to `target`, so two CLI processes changing
  * the same file do not lose each other's update. A lock older than 30 s is treated as stale.
  */
 export function withFileLock<T>(target: string, fn: () => T): T {
   const lock = `${target}.lock`;
-  mkdirSync(dirname(lock), { recursive: true });
+  mkdirSync(dirname(lock), { recursive: true, mode: 0o700 });
   const deadline = Date.now() + 5_000;
   let fd: number | null = null;
   while (fd === null) {
@@ -209,7 +170,7 @@ export function withFileLock<T>(target: string, fn: () => T): T {
 }
 
 function writeCredentials(path: string, file: CredentialsFile): void {
-  atomicWriteFile(path, JSON.stringify(file, null, 2) + "\n", 0o600);
+  atomicWriteFile(path, JSON.stringify(file, null, 2) + "\n", { mkdir: true });
 }
 
 /** Clean up what a paste usually carries: surrounding whitespace and a trailing newline. */

@@ -1,15 +1,8 @@
 // The POSIX sh wrapper every non-PTY process runs under, and the exit-status file format
 // shared by the wrapper, the PTY supervisor and the host.
-import {
-  closeSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { signalName } from "./process-proc.ts";
+import { atomicWriteFile } from "../store/files.ts";
 
 /**
  * Run as `sh -c WRAPPER_SCRIPT holon-wrap <dir>`, or as `sh -c WRAPPER_SCRIPT holon-wrap` with
@@ -22,6 +15,8 @@ import { signalName } from "./process-proc.ts";
  *   names carry a `_hw_` prefix so they cannot shadow an exported variable of the command.
  * - Opens its own output: `stdout.log` + `stderr.log`, or `output.log` for both when merged;
  *   always appending (the host created the files empty).
+ * - Writes its own files (exit status, input holder pid) owner-only (umask 077) and gives the
+ *   command the host's umask back (`_hw_u`), so the command's own files are unaffected.
  * - Catches TERM/INT/HUP/QUIT: a group-wide SIGTERM reaches the command (caught signals
  *   reset to default across exec), while the wrapper lives on long enough to record the
  *   status. A trap runs only after the foreground command returns. A signal that arrives
@@ -39,7 +34,8 @@ import { signalName } from "./process-proc.ts";
  * - Uses only shell builtins on the path of a plain command, so the overhead over the user's
  *   shell is one `sh` start and one fork.
  */
-export const WRAPPER_SCRIPT = `trap _hw_t=143 TERM; trap _hw_t=130 INT; trap _hw_t=129 HUP; trap _hw_t=131 QUIT
+export const WRAPPER_SCRIPT = `umask 077
+trap _hw_t=143 TERM; trap _hw_t=130 INT; trap _hw_t=129 HUP; trap _hw_t=131 QUIT
 _hw_t=
 if [ $# -gt 0 ]; then _hw_d=$1
 else until IFS= read -r _hw_d; do [ -n "$_hw_t" ] || exit 0; done
@@ -55,14 +51,17 @@ exec 3<>"$_hw_d/stdin.fifo"
 _hw_h=$!
 echo "$_hw_h" >"$_hw_d/stdin.holder"
 exec 3>&-
+umask "$_hw_u"
 "$_hw_s" "$_hw_f" "$_hw_c" <"$_hw_d/stdin.fifo"
 _hw_r=$?
 kill "$_hw_h" 2>/dev/null
 else
 exec </dev/null
+umask "$_hw_u"
 "$_hw_s" "$_hw_f" "$_hw_c"
 _hw_r=$?
 fi
+umask 077
 echo "$_hw_r" >"$_hw_d/exit"
 exit "$_hw_r"`;
 
@@ -80,6 +79,8 @@ export function wrapperParams(p: {
   input: boolean;
   merged: boolean;
   sleep: string;
+  /** The umask the command runs with (the wrapper's own files are written with 077). */
+  umask: string;
 }): string {
   return (
     [
@@ -90,6 +91,7 @@ export function wrapperParams(p: {
       `_hw_i=${p.input ? 1 : 0}`,
       `_hw_m=${p.merged ? 1 : 0}`,
       `_hw_z=${shellQuote(p.sleep)}`,
+      `_hw_u=${/^[0-7]{1,4}$/.test(p.umask) ? p.umask : "022"}`,
     ].join("\n") + "\n"
   );
 }
@@ -152,20 +154,12 @@ export function readExitFile(path: string): ExitStatus | null {
 
 /** Write `<dir>/exit` from Node (host or supervisor): temp file, fsync, rename. Never overwrites. */
 export function writeExitFile(path: string, rec: RecordedExit): boolean {
-  const tmp = `${path}.${process.pid}.tmp`;
   try {
     statSync(path);
     return false; // someone (the wrapper) already recorded it
   } catch {
     // absent: write it
   }
-  const fd = openSync(tmp, "w");
-  try {
-    writeSync(fd, JSON.stringify(rec) + "\n");
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
+  atomicWriteFile(path, JSON.stringify(rec) + "\n");
   return true;
 }

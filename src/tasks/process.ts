@@ -46,7 +46,6 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
-  renameSync,
   statSync,
   unlinkSync,
   writeFileSync,
@@ -70,7 +69,10 @@ import {
   type ExitStatus,
   type RecordedExit,
 } from "./process-wrapper.ts";
+import { commandEnv, scrubWithPolicy, type CommandEnv } from "./env.ts";
+import { currentOutputCap, droppedBytes, unwatchOutput, watchOutput } from "./output-cap.ts";
 import { discardViaSpawner, ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
+import { atomicWriteFile } from "../store/files.ts";
 
 export type { ExitStatus } from "./process-wrapper.ts";
 
@@ -83,7 +85,10 @@ export type ProcessSpec = {
   shell?: string;
   /** Run the shell as a login shell (`-lc` instead of `-c`). */
   login?: boolean;
-  /** The complete environment of the command; default: the host's environment. */
+  /**
+   * The environment of the command; default: the host's own. Either way it is scrubbed of
+   * secrets first (env.ts), so no command inherits a provider key or the control token.
+   */
   env?: Record<string, string>;
   /** Run under a pseudo-terminal (implies input via `writeInput`). */
   tty?: boolean;
@@ -134,6 +139,8 @@ export type PersistedProcess = {
   tty: boolean;
   accepts_input: boolean;
   output_mode: "split" | "merged";
+  /** Cap on each output file (output-cap.ts); absent in records written before caps existed. */
+  output_cap_bytes?: number;
   stdout_path: string;
   stderr_path: string | null;
   output_path: string;
@@ -209,6 +216,24 @@ function sleepBin(): string {
   return sleepBinCache;
 }
 
+let umaskCache: string | undefined;
+/**
+ * The host's umask, in octal. The wrapper writes its own files owner-only (umask 077) and
+ * gives the command this one back, so files the command creates in the workspace get the
+ * modes the user expects. Read from /proc: `process.umask()` without an argument is deprecated.
+ */
+function hostUmask(): string {
+  if (umaskCache === undefined) {
+    try {
+      umaskCache = /^Umask:\s*([0-7]+)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
+    } catch {
+      // no /proc
+    }
+    umaskCache ??= "022";
+  }
+  return umaskCache;
+}
+
 let defaultShellCache: string | undefined;
 export function defaultShell(): string {
   defaultShellCache ??= existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
@@ -246,10 +271,9 @@ function internalOf(handle: ProcessHandle): Internal {
   return st;
 }
 
-function writeJsonAtomic(path: string, value: unknown, mode = 0o644): void {
-  const tmp = `${path}.tmp`;
-  writeFileSync(tmp, JSON.stringify(value) + "\n", { mode });
-  renameSync(tmp, path);
+function writeJsonAtomic(path: string, value: unknown, mode = 0o600): void {
+  // No fsync: a record lost to a power cut is rebuilt from /proc and the exit file.
+  atomicWriteFile(path, JSON.stringify(value) + "\n", { mode, fsync: false });
 }
 
 function readRecord(dir: string): PersistedProcess | null {
@@ -260,8 +284,6 @@ function readRecord(dir: string): PersistedProcess | null {
     return null;
   }
 }
-
-const hostEnv = () => process.env as Record<string, string>;
 
 function spawnWrapper(env: Record<string, string>, cwd: string, dir: string): ChildProcess {
   return spawn("/bin/sh", ["-c", WRAPPER_SCRIPT, "holon-wrap", dir], {
@@ -319,13 +341,14 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
       `working directory ${spec.cwd} is unusable: ${(err as Error).message}`,
     );
   }
-  mkdirSync(dir, { recursive: true });
+  // Owner-only, like everything Holon keeps: output can hold anything the command printed.
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   // The record is created exclusively up front (claiming the directory) and written once the
   // pid is known: a single write of a new file, which a reader sees whole or not at all.
   const specPath = join(dir, FILES.spec);
   let specFd: number;
   try {
-    specFd = openSync(specPath, "wx", 0o644);
+    specFd = openSync(specPath, "wx", 0o600);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") {
       throw new ProcessStartError(`process directory ${dir} is already in use`);
@@ -361,12 +384,14 @@ function startRecorded(
   let child: ExitSource;
   let pid: number | undefined;
   let spare: ReturnType<typeof takeSpare> = null;
+  const env: CommandEnv =
+    spec.env === undefined ? commandEnv() : { env: scrubWithPolicy(spec.env), key: "" };
   const outFlags =
     fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;
   // The output files exist before the command does, so readers never race their creation.
-  closeSync(openSync(draft.output_path, outFlags, 0o644));
+  closeSync(openSync(draft.output_path, outFlags, 0o600));
   if (!draft.tty) {
-    if (draft.stderr_path !== null) closeSync(openSync(draft.stderr_path, outFlags, 0o644));
+    if (draft.stderr_path !== null) closeSync(openSync(draft.stderr_path, outFlags, 0o600));
     writeFileSync(
       join(dir, FILES.params),
       wrapperParams({
@@ -377,11 +402,13 @@ function startRecorded(
         input: draft.accepts_input,
         merged: draft.output_mode === "merged",
         sleep: sleepBin(),
+        umask: hostUmask(),
       }),
+      { mode: 0o600 },
     );
-    spare = spec.env === undefined ? takeSpare() : null;
+    spare = spec.env === undefined ? takeSpare(env.key) : null;
     if (spare === null) {
-      child = spawnWrapper(spec.env ?? hostEnv(), spec.cwd, dir);
+      child = spawnWrapper(env.env, spec.cwd, dir);
       if (spec.env === undefined) ensureSpawner();
     } else {
       child = spare.child;
@@ -394,13 +421,13 @@ function startRecorded(
         shell: draft.shell,
         args: draft.shell_args,
         cwd: spec.cwd,
-        env: spec.env ?? hostEnv(),
+        env: env.env,
         cols: spec.cols ?? 120,
         rows: spec.rows ?? 40,
       },
       0o600,
     );
-    const logFd = openSync(join(dir, FILES.supervisorLog), "a", 0o644);
+    const logFd = openSync(join(dir, FILES.supervisorLog), "a", 0o600);
     try {
       child = spawn(process.execPath, [SUPERVISOR_PATH, dir], {
         cwd: dir,
@@ -457,6 +484,7 @@ function track(
     start_ticks: stat?.start_ticks ?? -1,
     boot_id: bootId(),
     started_at: nowIso(),
+    output_cap_bytes: currentOutputCap(),
   };
   try {
     writeSync(specFd, JSON.stringify(rec) + "\n");
@@ -465,9 +493,11 @@ function track(
   }
   const handle = handleFromRecord(dir, rec);
   const internal: Internal = { rec, child, exited: null, status: null, waiters: 0 };
+  watchOutput(dir, outputFiles(handle), rec.output_cap_bytes!);
   internal.exited = new Promise<ExitStatus>((resolveExit) => {
     child.once("exit", (code, signal) => {
       const status = settleChildExit(dir, rec, code, signal);
+      unwatchOutput(dir); // the last cut, before anyone reads the output of the finished process
       internal.status = status;
       internal.child = null;
       resolveExit(status);
@@ -533,16 +563,34 @@ export function peekExit(handle: ProcessHandle): ExitStatus | null {
   if (st.child !== null) return null; // our child: the exit event is authoritative
   const exitPath = join(handle.dir, FILES.exit);
   const recorded = readExitFile(exitPath);
-  if (recorded !== null) return (st.status = recorded);
+  if (recorded !== null) return finished(handle, st, recorded);
   if (st.rec.boot_id === bootId() && isSameLiveProcess(st.rec.pid, st.rec.start_ticks)) return null;
   const again = readExitFile(exitPath);
-  if (again !== null) return (st.status = again);
-  return (st.status = {
+  if (again !== null) return finished(handle, st, again);
+  return finished(handle, st, {
     exit_code: null,
     signal: null,
     finished_at: nowIso(),
     lost_reason: lostReason(st.rec),
   });
+}
+
+/** Record a reattached process's final status, after the last cut of its output. */
+function finished(handle: ProcessHandle, st: Internal, status: ExitStatus): ExitStatus {
+  unwatchOutput(handle.dir);
+  return (st.status = status);
+}
+
+/** The files a process writes its output to (what the output cap bounds). */
+function outputFiles(handle: ProcessHandle): string[] {
+  return handle.stderr_path === null
+    ? [handle.output_path]
+    : [handle.output_path, handle.stderr_path];
+}
+
+/** Bytes the output cap dropped from this process's output so far (0 when none). */
+export function outputDroppedBytes(handle: { dir: string }): number {
+  return droppedBytes(handle.dir).total;
 }
 
 function lostReason(rec: PersistedProcess): string {
@@ -642,6 +690,8 @@ export function reattach(dir: string): ReattachResult {
   const handle = handleFromRecord(abs, rec);
   const internal: Internal = { rec, child: null, exited: null, status: null, waiters: 0 };
   internals.set(handle, internal);
+  // Output written while no host watched is cut now; a process that ended gets its last cut.
+  watchOutput(abs, outputFiles(handle), rec.output_cap_bytes ?? currentOutputCap());
   const status = peekExit(handle);
   if (status === null) return { state: "running", handle };
   if (status.lost_reason !== undefined && status.exit_code === null && status.signal === null) {
@@ -873,7 +923,7 @@ export async function closeInput(handle: ProcessHandle): Promise<InputResult> {
   if (refusal !== null) return { accepted: false, bytes_written: 0, reason: refusal };
   if (st.rec.tty) {
     const r = await writeInput(handle, "\x04");
-    if (r.accepted) writeFileSync(join(handle.dir, FILES.closed), nowIso() + "\n");
+    if (r.accepted) writeFileSync(join(handle.dir, FILES.closed), nowIso() + "\n", { mode: 0o600 });
     return r;
   }
   const holderPath = join(handle.dir, FILES.holder);
@@ -895,7 +945,7 @@ export async function closeInput(handle: ProcessHandle): Promise<InputResult> {
       reason: peekExit(handle) !== null ? "process_exited" : "input_unavailable",
     };
   }
-  writeFileSync(join(handle.dir, FILES.closed), nowIso() + "\n");
+  writeFileSync(join(handle.dir, FILES.closed), nowIso() + "\n", { mode: 0o600 });
   try {
     process.kill(holder, "SIGTERM");
   } catch {

@@ -7,7 +7,6 @@ import {
   constants as fsConstants,
   openSync,
   readFileSync,
-  renameSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
@@ -17,6 +16,7 @@ import { StringDecoder } from "node:string_decoder";
 import { spawn } from "@lydell/node-pty";
 import { readProcStat, signalName, signalSessions } from "./process-proc.ts";
 import { writeExitFile, type RecordedExit } from "./process-wrapper.ts";
+import { atomicWriteFile } from "../store/files.ts";
 
 type Launch = {
   shell: string;
@@ -94,14 +94,12 @@ try {
 childPid = term.pid;
 const childStat = readProcStat(childPid);
 {
-  const tmp = join(dir, "pty.json.tmp");
-  const fd = openSync(tmp, "w");
-  writeSync(
-    fd,
+  // atomic: readers never see a partial record
+  atomicWriteFile(
+    join(dir, "pty.json"),
     JSON.stringify({ child_pid: childPid, child_start_ticks: childStat?.start_ticks ?? -1 }) + "\n",
+    { fsync: false },
   );
-  closeSync(fd);
-  renameSync(tmp, join(dir, "pty.json")); // atomic: readers never see a partial record
 }
 
 term.onData((data: string | Buffer) => {
