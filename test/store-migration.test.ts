@@ -100,13 +100,13 @@ describe("migration 3", () => {
       expect(store.transcript.forRun("a", "run_1").map((e) => e.seq)).toEqual([1, 3]);
 
       store.tx(() => {
-        store.appendEvent("a", { type: "note", payload: { n: 6 } });
+        store.appendEvent("a", { type: "workspace_attached", payload: { workspace_root: "/w" } });
         store.transcript.append({
           id: "tr_4",
           agent_id: "a",
           created_at: clock.now().toISOString(),
           kind: "turn_terminal",
-          data: {},
+          data: { kind: "aborted" },
         });
       });
       expect(store.events.newestSeq("a")).toBe(6);

@@ -1,5 +1,6 @@
 // Brief creation and the failure record a failed turn must leave behind.
 import type { BriefKind, BriefRecord } from "../domain/brief.ts";
+import type { TranscriptData } from "../domain/transcript.ts";
 import type { Store } from "../store/db.ts";
 
 export function createBrief(
@@ -55,7 +56,7 @@ export type RuntimeFailureInput = {
 export function recordRuntimeFailure(store: Store, f: RuntimeFailureInput): BriefRecord {
   return store.tx(() => {
     const now = store.clock.now().toISOString();
-    const data: Record<string, unknown> = { summary: f.summary, ...f.diagnostics };
+    const data: TranscriptData<"runtime_failure"> = { summary: f.summary, ...f.diagnostics };
     const entry: Parameters<Store["transcript"]["append"]>[0] = {
       id: store.ids.next("tr"),
       agent_id: f.agent_id,

@@ -5,6 +5,7 @@
 // the queue is empty and wakes when its signal fires.
 import type { AgentRecord, AgentStatus } from "../domain/agent.ts";
 import type { TurnOutcome } from "../domain/closure.ts";
+import type { EventPayload } from "../domain/events.ts";
 import type { QueuedMessage } from "../domain/message.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
@@ -301,7 +302,7 @@ export class AgentRuntime {
           ? "aborted"
           : "processed";
       store.messages.setStatus(message.id, status, now.toISOString());
-      const payload: Record<string, unknown> = {
+      const payload: EventPayload<"message_processed"> = {
         message_id: message.id,
         run_id: runId,
         outcome: shutdown

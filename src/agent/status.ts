@@ -1,6 +1,7 @@
 // Status transitions. Every change of an agent's status is written together with the
 // `agent_state_changed` event that explains it.
 import type { AgentRecord, AgentStatus } from "../domain/agent.ts";
+import type { EventPayload } from "../domain/events.ts";
 import type { Store } from "../store/db.ts";
 
 export type TransitionExtras = Partial<
@@ -27,7 +28,7 @@ export function transition(
     if (to === "awake_running" || to === "stopped") delete next.sleeping_until;
     store.agents.put(next);
     if (from !== to) {
-      const payload: Record<string, unknown> = { from, to, reason };
+      const payload: EventPayload<"agent_state_changed"> = { from, to, reason };
       if (next.current_run_id) payload.current_run_id = next.current_run_id;
       store.appendEvent(agentId, { type: "agent_state_changed", payload });
     }

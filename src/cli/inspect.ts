@@ -1,4 +1,6 @@
 // Agent-scoped inspection and prompting: status, prompt, tail, transcript.
+import { assertNever } from "../domain/errors.ts";
+import { parseEvent, type CatalogEvent, type EventEnvelope } from "../domain/events.ts";
 import { call, connect, type ClientFlags } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 
@@ -67,17 +69,73 @@ export async function prompt(
   process.stdout.write(`queued ${res.message_id} for ${res.agent_id}\n`);
 }
 
-type EventLike = { event_seq: number; ts: string; type: string; payload: Record<string, unknown> };
+type EventLike = EventEnvelope;
+
+/** The one-line detail `tail` shows for a catalog event. */
+function eventDetail(e: CatalogEvent): string {
+  switch (e.type) {
+    case "agent_state_changed":
+      return `${e.payload.from} → ${e.payload.to}: ${e.payload.reason}`;
+    case "control_applied":
+      return `${e.payload.action}: ${e.payload.disposition}`;
+    case "wake_requested":
+      return e.payload.disposition;
+    case "message_admitted":
+      return e.payload.body_preview;
+    case "message_processed":
+      return e.payload.reason ? `${e.payload.outcome}: ${e.payload.reason}` : e.payload.outcome;
+    case "closure_decided":
+      return e.payload.waiting_reason
+        ? `${e.payload.outcome}: ${e.payload.waiting_reason}`
+        : e.payload.outcome;
+    case "continuation_resolved":
+      return e.payload.class;
+    case "assistant_round_recorded":
+      return e.payload.text_preview;
+    case "tool_executed":
+    case "tool_execution_failed":
+      return `${e.payload.tool_name}: ${e.payload.summary_text}`;
+    case "turn_terminal":
+      return e.payload.reason ? `${e.payload.kind}: ${e.payload.reason}` : e.payload.kind;
+    case "brief_created":
+      return e.payload.brief.text;
+    case "runtime_error":
+      return e.payload.summary;
+    case "task_created":
+    case "task_status_updated":
+      return `${e.payload.task.task_id} ${e.payload.task.status}`;
+    case "wake_scheduled":
+      return `until ${e.payload.wake_at}`;
+    case "message_interrupted":
+    case "wake_cancelled":
+    case "deadline_dropped":
+      return e.payload.reason;
+    case "agent_model_changed":
+      return e.payload.override_model ?? "runtime default";
+    case "workspace_attached":
+      return e.payload.workspace_root;
+    case "http_request_refused":
+      return `${e.payload.method} ${e.payload.path}: ${e.payload.kind}`;
+    case "agent_created":
+    case "current_run_abort_requested":
+    case "message_processing_started":
+    case "operator_interjection_admitted":
+    case "turn_context_built":
+    case "provider_round_completed":
+    case "task_reattached_after_restart":
+    case "runtime_service_shutdown_requested":
+    case "retention_applied":
+      return "";
+    default:
+      return assertNever(e, "event type");
+  }
+}
 
 function eventLine(e: EventLike): string {
-  const p = e.payload;
-  const detail =
-    (p.reason as string | undefined) ??
-    (p.body_preview as string | undefined) ??
-    (p.summary as string | undefined) ??
-    (p.brief as { text?: string } | undefined)?.text ??
-    (p.from && p.to ? `${p.from} → ${p.to}` : "");
-  return `${String(e.event_seq).padStart(6)}  ${e.ts}  ${e.type}${detail ? `  ${String(detail).replace(/\s+/g, " ").slice(0, 120)}` : ""}`;
+  // An event this version does not know (another version wrote it) is shown without detail.
+  const known = parseEvent(e);
+  const detail = known ? eventDetail(known) : "";
+  return `${String(e.event_seq).padStart(6)}  ${e.ts}  ${e.type}${detail ? `  ${detail.replace(/\s+/g, " ").slice(0, 120)}` : ""}`;
 }
 
 export async function tail(

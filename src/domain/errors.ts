@@ -47,3 +47,12 @@ export function agentStopped(agentId: string): HolonError {
     },
   );
 }
+
+/**
+ * The default of an exhaustive switch: the compiler proves it unreachable, so adding an
+ * event or entry kind points at every switch that must handle it. At runtime (a value from
+ * another version slipped through) it throws rather than continuing silently.
+ */
+export function assertNever(x: never, what = "value"): never {
+  throw new Error(`unexpected ${what}: ${JSON.stringify(x)}`);
+}

@@ -44,3 +44,32 @@ export const TaskRecord = z.object({
   finished_at: z.string().optional(),
 });
 export type TaskRecord = z.infer<typeof TaskRecord>;
+
+/** The lifecycle snapshot task surfaces and task events expose: identity and state, no output. */
+export const TaskSnapshot = z.object({
+  task_id: z.string(),
+  kind: TaskKind,
+  status: TaskStatus,
+  summary: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  finished_at: z.string().nullable(),
+  wait_policy: z.literal("background"),
+  command: z.object({
+    cmd: z.string(),
+    cmd_digest: z.string(),
+    workdir: z.string(),
+    shell: z.string(),
+    login: z.boolean(),
+    tty: z.boolean(),
+    accepts_input: z.boolean(),
+    output_path: z.string(),
+    terminal_reentry: z.boolean(),
+  }),
+  input_target: z.enum(["tty", "stdin"]).nullable(),
+  can_stop: z.boolean(),
+  output_ready: z.boolean(),
+  exit_status: TaskRecord.shape.exit_status.unwrap().nullable(),
+  failure: z.object({ kind: z.string(), summary: z.string() }).nullable(),
+});
+export type TaskSnapshot = z.infer<typeof TaskSnapshot>;

@@ -3,10 +3,11 @@
 // the full history stays in the event log. Credentials never reach it (events carry none).
 import { join } from "node:path";
 import { pino, type Logger } from "pino";
+import type { EventType } from "../domain/events.ts";
 import type { Store } from "../store/db.ts";
 
 /** Event types worth a log line. */
-const LOGGED = new Set([
+const LOGGED: ReadonlySet<EventType> = new Set<EventType>([
   "runtime_error",
   "turn_terminal",
   "control_applied",

@@ -2,8 +2,13 @@
 // as a RunOnceResponse. Shared by the in-process path and the running host's /control/run.
 import { resolve } from "node:path";
 import { statSync } from "node:fs";
-import type { EventEnvelope } from "../domain/event.ts";
-import { HolonError } from "../domain/errors.ts";
+import type { CatalogEvent } from "../domain/events.ts";
+import {
+  parseTranscriptEntry,
+  type TranscriptEntry,
+  type TranscriptEntryKind,
+} from "../domain/transcript.ts";
+import { assertNever, HolonError } from "../domain/errors.ts";
 import {
   addTokenUsage,
   type ProviderAttemptTimeline,
@@ -103,7 +108,7 @@ export async function runOnce(
   }
 
   const started = Date.now();
-  const events: EventEnvelope[] = [];
+  const events: CatalogEvent[] = [];
   let messageId = "";
   let settle!: () => void;
   const settled = new Promise<void>((r) => (settle = r));
@@ -145,17 +150,17 @@ export async function runOnce(
   return summarize(host, agentId, messageId, events, Date.now() - started);
 }
 
-function reportProgress(e: EventEnvelope, onProgress: (p: RunProgress) => void): void {
+function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): void {
   switch (e.type) {
     case "turn_context_built":
       onProgress({ phase: "model", detail: "asking the model" });
       break;
     case "assistant_round_recorded": {
-      const tools = e.payload.tool_requests as string[];
+      const tools = e.payload.tool_requests;
       onProgress(
         tools.length > 0
           ? { phase: "tools", detail: `running ${tools.join(", ")}` }
-          : { phase: "model", detail: String(e.payload.text_preview ?? "") },
+          : { phase: "model", detail: e.payload.text_preview },
       );
       break;
     }
@@ -163,46 +168,82 @@ function reportProgress(e: EventEnvelope, onProgress: (p: RunProgress) => void):
     case "tool_execution_failed":
       onProgress({ phase: "tools", detail: `${e.payload.tool_name}: ${e.payload.summary_text}` });
       break;
+    // Not progress a `holon run` caller sees.
+    case "agent_created":
+    case "agent_state_changed":
+    case "agent_model_changed":
+    case "workspace_attached":
+    case "control_applied":
+    case "wake_requested":
+    case "wake_scheduled":
+    case "wake_cancelled":
+    case "deadline_dropped":
+    case "current_run_abort_requested":
+    case "message_admitted":
+    case "continuation_resolved":
+    case "message_processing_started":
+    case "message_processed":
+    case "closure_decided":
+    case "message_interrupted":
+    case "operator_interjection_admitted":
+    case "provider_round_completed":
+    case "turn_terminal":
+    case "brief_created":
+    case "runtime_error":
+    case "task_created":
+    case "task_status_updated":
+    case "task_reattached_after_restart":
+    case "runtime_service_shutdown_requested":
+    case "http_request_refused":
+    case "retention_applied":
+      break;
+    default:
+      assertNever(e, "event type");
   }
 }
+
+type Processed = Extract<CatalogEvent, { type: "message_processed" }>;
+const isProcessed = (e: CatalogEvent, messageId: string): e is Processed =>
+  e.type === "message_processed" && e.payload.message_id === messageId;
 
 function summarize(
   host: RuntimeHost,
   agentId: string,
   messageId: string,
-  events: EventEnvelope[],
+  events: CatalogEvent[],
   durationMs: number,
 ): RunOnceResponse {
-  const processed = events.find(
-    (e) => e.type === "message_processed" && e.payload.message_id === messageId,
+  const processed = events.find((e) => isProcessed(e, messageId));
+  const runId = processed?.payload.run_id ?? null;
+  const entries = (runId ? host.store.transcript.forRun(agentId, runId) : []).flatMap(
+    (e) => parseTranscriptEntry(e) ?? [],
   );
-  const runId = (processed?.payload.run_id as string | undefined) ?? null;
-  const entries = runId ? host.store.transcript.forRun(agentId, runId) : [];
-  const terminal = entries.filter((e) => e.kind === "turn_terminal").at(-1);
-  const rounds = entries.filter((e) => e.kind === "assistant_round");
-  const failure = entries.filter((e) => e.kind === "runtime_failure").at(-1);
+  const ofKind = <K extends TranscriptEntryKind>(kind: K) =>
+    entries.filter((e): e is Extract<TranscriptEntry, { kind: K }> => e.kind === kind);
+  const terminal = ofKind("turn_terminal").at(-1);
+  const rounds = ofKind("assistant_round");
+  const failure = ofKind("runtime_failure").at(-1);
 
   let usage: TokenUsage | undefined;
   const attempts: ProviderAttemptTimeline["attempts"] = [];
   let timeline: ProviderAttemptTimeline | null = null;
   for (const r of rounds) {
-    usage = addTokenUsage(usage, (r.data.token_usage as TokenUsage | null) ?? undefined);
-    const t = r.data.provider_attempt_timeline as ProviderAttemptTimeline | undefined;
+    usage = addTokenUsage(usage, r.data.token_usage ?? undefined);
+    const t = r.data.provider_attempt_timeline;
     if (t) {
       attempts.push(...t.attempts);
       timeline = { ...t, attempts: [...attempts] };
     }
   }
-  const failureTimeline = failure?.data.provider_attempt_timeline as
-    ProviderAttemptTimeline | undefined;
+  const failureTimeline = failure?.data.provider_attempt_timeline;
   if (failureTimeline) {
     attempts.push(...failureTimeline.attempts);
     timeline = { ...failureTimeline, attempts: [...attempts] };
     usage = addTokenUsage(usage, failureTimeline.aggregated_token_usage);
   }
 
-  const raw = (terminal?.data.last_assistant_message as string | undefined) ?? "";
-  const outcomeRaw = processed?.payload.outcome as string | undefined;
+  const raw = terminal?.data.last_assistant_message ?? "";
+  const outcomeRaw = processed?.payload.outcome;
   const outcome: RunOnceResponse["outcome"] =
     failure || outcomeRaw === "failed"
       ? "failed"
@@ -225,17 +266,16 @@ function summarize(
     duration_ms: durationMs,
   };
   if (failure) {
-    response.failure_artifact = (failure.data.failure_artifact as
-      Record<string, unknown> | undefined) ?? {
+    response.failure_artifact = failure.data.failure_artifact ?? {
       category: "runtime",
-      kind: String(failure.data.kind ?? "runtime_failure"),
-      summary: String(failure.data.summary ?? "the run failed"),
+      kind: failure.data.kind ?? "runtime_failure",
+      summary: failure.data.summary,
     };
   } else if (outcome === "aborted") {
     response.failure_artifact = {
       category: "runtime",
       kind: "aborted",
-      summary: String(terminal?.data.reason ?? "aborted"),
+      summary: terminal?.data.reason ?? "aborted",
     };
   }
   return response;

@@ -1,7 +1,7 @@
 // Event log paging and the resumable SSE stream.
 import type { Context, Hono } from "hono";
 import { HolonError } from "../domain/errors.ts";
-import type { EventProjectionName } from "../domain/event.ts";
+import type { EventProjectionName } from "../domain/events.ts";
 import type { AppContext } from "./context.ts";
 import { project } from "./sse.ts";
 import { intParam, requireControl, requireRead, type AppEnv } from "./support.ts";

@@ -2,7 +2,7 @@
 // encodes each one once and hands it to every subscriber of that agent. A subscriber
 // that falls too far behind is disconnected (it resumes with Last-Event-ID) so a slow
 // client can never hold the runtime back or grow memory without bound.
-import type { EventEnvelope, EventProjectionName, ProjectedEvent } from "../domain/event.ts";
+import type { EventEnvelope, EventProjectionName, ProjectedEvent } from "../domain/events.ts";
 import type { Store } from "../store/db.ts";
 
 export const MAX_SUBSCRIBER_BACKLOG = 20_000;

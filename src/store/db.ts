@@ -5,7 +5,7 @@ import { DatabaseSync } from "node:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Clock, IdSource } from "../domain/clock.ts";
-import type { EventEnvelope, NewEvent } from "../domain/event.ts";
+import type { CatalogEvent, NewEvent } from "../domain/events.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import { AgentsRepo } from "./agents.ts";
 import { MessagesRepo } from "./messages.ts";
@@ -15,7 +15,7 @@ import { TranscriptRepo } from "./transcript.ts";
 import { TasksRepo } from "./tasks.ts";
 import { DeadlinesRepo } from "./deadlines.ts";
 
-export type EventListener = (events: EventEnvelope[]) => void;
+export type EventListener = (events: CatalogEvent[]) => void;
 
 export class Store {
   readonly db: DatabaseSync;
@@ -29,7 +29,7 @@ export class Store {
   readonly tasks: TasksRepo;
   readonly deadlines: DeadlinesRepo;
   private depth = 0;
-  private pending: EventEnvelope[] = [];
+  private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
 
   constructor(path: string, clock: Clock, ids: IdSource) {
@@ -104,16 +104,15 @@ export class Store {
   }
 
   /** Append an audit event for `agentId`. Must run inside `tx`. */
-  appendEvent(agentId: string, event: NewEvent): EventEnvelope {
+  appendEvent(agentId: string, event: NewEvent): CatalogEvent {
     if (this.depth === 0) throw new Error("appendEvent must run inside a transaction");
-    const envelope: EventEnvelope = {
+    const envelope: CatalogEvent = {
       id: this.ids.next("evt"),
       event_seq: this.events.nextSeq(agentId),
       ts: this.clock.now().toISOString(),
       agent_id: agentId,
-      type: event.type,
+      ...event,
       provenance: event.provenance ?? {},
-      payload: event.payload ?? {},
     };
     this.events.insert(envelope);
     this.pending.push(envelope);

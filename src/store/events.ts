@@ -3,7 +3,7 @@
 // remove an agent's oldest events (always a prefix of its log); `retention_floors` keeps how
 // far it went, so numbering never restarts and replay can tell a client what is gone.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import type { EventEnvelope } from "../domain/event.ts";
+import type { EventEnvelope } from "../domain/events.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 
 type Row = {

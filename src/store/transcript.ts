@@ -2,7 +2,11 @@
 // columns; its kind, message id and data are one encoded body (store/codec.ts). Retention
 // removes an agent's oldest entries; `retention_floors` keeps numbering from restarting.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { TranscriptEntry } from "../domain/transcript.ts";
+import {
+  StoredTranscriptEntry,
+  type NewTranscriptEntry,
+  type TranscriptEntry,
+} from "../domain/transcript.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
 
 type Row = {
@@ -56,7 +60,7 @@ export class TranscriptRepo {
   }
 
   /** Append an entry; its `seq` is assigned here. Run inside a store transaction. */
-  append(entry: Omit<TranscriptEntry, "seq">): TranscriptEntry {
+  append(entry: NewTranscriptEntry): TranscriptEntry {
     const seq = this.newestSeq(entry.agent_id) + 1;
     const full: TranscriptEntry = { ...entry, seq };
     const body: Record<string, unknown> = { kind: full.kind };
@@ -75,16 +79,17 @@ export class TranscriptRepo {
   }
 
   /** Most recent entries, oldest first. */
-  recent(agentId: string, limit: number): TranscriptEntry[] {
+  recent(agentId: string, limit: number): StoredTranscriptEntry[] {
     return (this.recentStmt.all(agentId, limit) as Row[]).map(toEntry).reverse();
   }
 
-  forRun(agentId: string, runId: string): TranscriptEntry[] {
+  forRun(agentId: string, runId: string): StoredTranscriptEntry[] {
     return (this.byRunStmt.all(runId, agentId) as Row[]).map(toEntry);
   }
 }
 
-function toEntry(row: Row): TranscriptEntry {
+/** Read loosely: a kind or data shape from another version must not break a reader. */
+function toEntry(row: Row): StoredTranscriptEntry {
   const body = decodeBody(row.body) as { kind: unknown; message_id?: unknown; data: unknown };
   const entry: Record<string, unknown> = {
     id: row.id,
@@ -96,7 +101,7 @@ function toEntry(row: Row): TranscriptEntry {
   };
   if (row.run_id !== null) entry.run_id = row.run_id;
   if (body.message_id !== undefined && body.message_id !== null) entry.message_id = body.message_id;
-  const parsed = TranscriptEntry.safeParse(entry);
+  const parsed = StoredTranscriptEntry.safeParse(entry);
   if (!parsed.success) {
     throw new Error(`stored transcript entry does not match its schema: ${parsed.error.message}`);
   }

@@ -11,6 +11,12 @@ import {
   type TokenUsage,
 } from "../domain/provider.ts";
 import type { TurnOutcome } from "../domain/closure.ts";
+import type { EventPayload, EventType, NewEvent } from "../domain/events.ts";
+import type {
+  NewTranscriptEntry,
+  TranscriptData,
+  TranscriptEntryKind,
+} from "../domain/transcript.ts";
 import { createBrief, recordRuntimeFailure } from "../agent/briefs.ts";
 import { AbortRunError, type TurnExecutor, type TurnRequest } from "../agent/runtime.ts";
 import type {
@@ -149,20 +155,21 @@ class Turn {
     return this.deps.store;
   }
 
-  private event(type: string, payload: Record<string, unknown>): void {
+  /**
+   * A turn event; every one carries the run id. Call sites are checked against the catalog
+   * through `T`; the cast is only because TypeScript cannot pair a generic kind with its payload.
+   */
+  private event<T extends EventType>(type: T, payload: Omit<EventPayload<T>, "run_id">): void {
     this.store.tx(() =>
       this.store.appendEvent(this.agent.agent_id, {
         type,
         provenance: { message_id: this.req.message.id },
         payload: { run_id: this.req.run_id, ...payload },
-      }),
+      } as unknown as NewEvent),
     );
   }
 
-  private transcript(
-    kind: "incoming_message" | "assistant_round" | "tool_execution" | "turn_terminal",
-    data: Record<string, unknown>,
-  ): void {
+  private transcript<K extends TranscriptEntryKind>(kind: K, data: TranscriptData<K>): void {
     this.store.transcript.append({
       id: this.store.ids.next("tr"),
       agent_id: this.agent.agent_id,
@@ -171,7 +178,7 @@ class Turn {
       run_id: this.req.run_id,
       message_id: this.req.message.id,
       data,
-    });
+    } as NewTranscriptEntry);
   }
 
   async run(): Promise<TurnOutcome> {
@@ -389,7 +396,7 @@ class Turn {
         duration_ms: outcome.duration_ms,
         started_at: started.toISOString(),
       });
-      const payload: Record<string, unknown> = {
+      const payload: Omit<EventPayload<"tool_executed">, "run_id"> = {
         call_id: callId,
         tool_name: name,
         status: outcome.canonical.status,

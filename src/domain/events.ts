@@ -1,0 +1,335 @@
+// The event catalog: every event kind the runtime writes, as one zod discriminated union on
+// `type`, plus the envelope the store wraps around it. Writers take the typed `NewEvent`, so
+// the compiler checks every payload; readers switch on `type` with an `assertNever` default.
+// Adding a kind is one entry here plus the places the compiler then points at.
+//
+// Rows read back from SQLite stay loose (`EventEnvelope`, `type: string`): a log written by
+// another version may hold kinds or payloads this catalog does not know, and a reader must
+// not crash on them. `parseEvent()` narrows a stored envelope to the catalog, or says no.
+import { z } from "zod";
+import { AgentKind, AgentOwnership, AgentStatus, AgentVisibility, ProfilePreset } from "./agent.ts";
+import { BriefRecord } from "./brief.ts";
+import { ClosureDecision, ContinuationResolution } from "./closure.ts";
+import {
+  AdmissionContext,
+  AuthorityClass,
+  ContinuationTriggerKind,
+  MessageDeliverySurface,
+  MessageKind,
+  MessageOrigin,
+  Priority,
+  TrustLevel,
+} from "./message.ts";
+import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "./provider.ts";
+import { TaskSnapshot } from "./task.ts";
+
+// ---------------------------------------------------------------------------
+// Envelope
+
+/** Provenance carried beside the payload so replay clients can index events. */
+export const EventProvenance = z.object({
+  origin: MessageOrigin.optional(),
+  trust: TrustLevel.optional(),
+  authority_class: AuthorityClass.optional(),
+  delivery_surface: MessageDeliverySurface.optional(),
+  admission_context: AdmissionContext.optional(),
+  source: z.string().optional(),
+  reply_route: z.string().optional(),
+  message_id: z.string().optional(),
+  task_id: z.string().optional(),
+  work_item_id: z.string().optional(),
+  correlation_id: z.string().optional(),
+  causation_id: z.string().optional(),
+});
+export type EventProvenance = z.infer<typeof EventProvenance>;
+
+export const EventProjectionName = z.enum(["operator", "local_debug"]);
+export type EventProjectionName = z.infer<typeof EventProjectionName>;
+
+export const EventProjection = z.object({
+  name: EventProjectionName,
+  raw_payload_included: z.boolean(),
+  redactions: z.array(z.string()),
+});
+export type EventProjection = z.infer<typeof EventProjection>;
+
+/** What the store assigns to every event: id, per-agent sequence number, time, owner. */
+const EventHead = z.object({
+  id: z.string(),
+  event_seq: z.number().int().positive(),
+  ts: z.string(),
+  agent_id: z.string(),
+  provenance: EventProvenance,
+});
+type EventHead = z.infer<typeof EventHead>;
+
+/** A stored event as read back from SQLite: any type, any payload (the tolerant path). */
+export const EventEnvelope = EventHead.extend({
+  type: z.string(),
+  payload: z.record(z.string(), z.unknown()),
+});
+export type EventEnvelope = z.infer<typeof EventEnvelope>;
+
+/** What replay surfaces return: the stored envelope plus the projection applied to it. */
+export type ProjectedEvent = EventEnvelope & { projection: EventProjection };
+
+// ---------------------------------------------------------------------------
+// Shared payload parts
+
+/** The lifecycle snapshot of a task (no output bytes), as task events carry it. */
+const TaskPayload = z.object({ task: TaskSnapshot });
+
+/** The canonical tool result as stored (tools/envelope.ts CanonicalToolResult). */
+export const ToolError = z.object({
+  kind: z.string(),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+  recovery_hint: z.string().optional(),
+  retryable: z.boolean(),
+});
+export const CanonicalToolResult = z.object({
+  tool_name: z.string(),
+  status: z.enum(["success", "error"]),
+  summary_text: z.string(),
+  result: z.record(z.string(), z.unknown()).nullable(),
+  error: ToolError.nullable(),
+});
+
+const ToolExecutionPayload = z.object({
+  run_id: z.string(),
+  call_id: z.string(),
+  tool_name: z.string(),
+  status: z.enum(["success", "error"]),
+  summary_text: z.string(),
+  duration_ms: z.number(),
+  envelope: CanonicalToolResult,
+  tool_error: ToolError.optional(),
+  /** What the model was shown for the failure. */
+  error: z.string().optional(),
+});
+
+const TurnOutcomeKind = z.enum([
+  "settled",
+  "rest",
+  "sleep_until",
+  "await_tasks",
+  "await_external",
+  "await_operator",
+  "failed",
+  "aborted",
+  "liveness_only",
+]);
+
+const ControlAction = z.enum(["pause", "resume", "start", "stop", "wake"]);
+
+const LoadedInstructions = z.object({
+  scope: z.enum(["agent", "workspace"]),
+  path: z.string(),
+  kind: z.string(),
+});
+
+// ---------------------------------------------------------------------------
+// The catalog
+
+function kind<const T extends string, S extends z.ZodRawShape>(type: T, payload: S) {
+  return z.object({ type: z.literal(type), payload: z.object(payload) });
+}
+
+export const EventBody = z.discriminatedUnion("type", [
+  // Agents and their lifecycle
+  kind("agent_created", {
+    agent_id: z.string(),
+    kind: AgentKind,
+    visibility: AgentVisibility,
+    ownership: AgentOwnership,
+    profile_preset: ProfilePreset,
+    agent_home: z.string(),
+  }),
+  kind("agent_state_changed", {
+    from: AgentStatus,
+    to: AgentStatus,
+    reason: z.string(),
+    current_run_id: z.string().optional(),
+  }),
+  kind("agent_model_changed", {
+    previous: z.string().nullable(),
+    override_model: z.string().nullable(),
+  }),
+  kind("workspace_attached", { workspace_root: z.string() }),
+  kind("control_applied", {
+    action: ControlAction,
+    disposition: z.string(),
+    from: AgentStatus,
+    to: AgentStatus,
+  }),
+  kind("wake_requested", { source: z.string(), disposition: z.string() }),
+  kind("wake_scheduled", { wake_at: z.string(), duration_ms: z.number() }),
+  kind("wake_cancelled", { wake_at: z.string(), reason: z.string() }),
+  kind("deadline_dropped", {
+    deadline_id: z.string(),
+    kind: z.string(),
+    due_at: z.string(),
+    reason: z.enum(["handler_declined", "no_handler"]),
+  }),
+  kind("current_run_abort_requested", {
+    run_id: z.string(),
+    mode: z.literal("stop_after_abort"),
+  }),
+
+  // Messages through the queue
+  kind("message_admitted", {
+    message_id: z.string(),
+    queue_seq: z.number().int(),
+    kind: MessageKind,
+    priority: Priority,
+    trigger_kind: ContinuationTriggerKind,
+    admitted_at: z.string(),
+    body_preview: z.string(),
+  }),
+  kind("continuation_resolved", ContinuationResolution.shape),
+  kind("message_processing_started", {
+    message_id: z.string(),
+    run_id: z.string(),
+    kind: MessageKind,
+    queue_wait_ms: z.number(),
+  }),
+  kind("message_processed", {
+    message_id: z.string(),
+    run_id: z.string(),
+    outcome: z.enum(["completed", "failed", "aborted", "interrupted"]),
+    turn_outcome: TurnOutcomeKind,
+    duration_ms: z.number(),
+    reason: z.string().optional(),
+  }),
+  kind("closure_decided", { ...ClosureDecision.shape, turn_outcome: TurnOutcomeKind }),
+  kind("message_interrupted", {
+    message_id: z.string(),
+    run_id: z.string().nullable(),
+    reason: z.string(),
+  }),
+  kind("operator_interjection_admitted", {
+    message_id: z.string(),
+    into_message_id: z.string(),
+    boundary: z.string(),
+  }),
+
+  // One turn
+  kind("turn_context_built", {
+    run_id: z.string(),
+    context_build_ms: z.number(),
+    turn_index: z.number().int(),
+    tool_count: z.number().int(),
+    prompt_cache_key: z.string().nullable(),
+    context_fingerprint: z.string().nullable(),
+    loaded_agents_md: z.array(LoadedInstructions),
+    execution_root: z.string(),
+    cwd: z.string(),
+  }),
+  kind("provider_round_completed", {
+    run_id: z.string(),
+    round: z.number().int(),
+    model_ref: z.string(),
+    token_usage: TokenUsage.nullable(),
+    provider_attempt_timeline: ProviderAttemptTimeline,
+    context_build_ms: z.number(),
+    provider_round_ms: z.number(),
+    provider_started_at: z.string(),
+    provider_completed_at: z.string(),
+  }),
+  kind("assistant_round_recorded", {
+    run_id: z.string(),
+    round: z.number().int(),
+    text_preview: z.string(),
+    tool_requests: z.array(z.string()),
+  }),
+  kind("tool_executed", ToolExecutionPayload.shape),
+  kind("tool_execution_failed", ToolExecutionPayload.shape),
+  kind("turn_terminal", {
+    run_id: z.string(),
+    turn_index: z.number().int(),
+    kind: z.enum(["completed", "aborted"]),
+    last_assistant_message: z.string(),
+    completed_at: z.string(),
+    duration_ms: z.number(),
+    model_rounds: z.number().int(),
+    token_usage: TokenUsage.nullable(),
+    reason: z.string().optional(),
+    provider_attempt_timeline: ProviderAttemptTimeline.optional(),
+  }),
+  kind("brief_created", { brief: BriefRecord }),
+  kind("runtime_error", {
+    run_id: z.string().nullable(),
+    phase: z.string(),
+    summary: z.string(),
+    // Diagnostics, as the failing path recorded them.
+    kind: z.string().optional(),
+    max_rounds: z.number().int().optional(),
+    failure_artifact: FailureArtifact.optional(),
+    provider_attempt_timeline: ProviderAttemptTimeline.optional(),
+    token_usage: TokenUsage.optional(),
+  }),
+
+  // Tasks
+  kind("task_created", TaskPayload.shape),
+  kind("task_status_updated", TaskPayload.shape),
+  // No pid: public views never expose raw process ids (issue 11).
+  kind("task_reattached_after_restart", { task_id: z.string() }),
+
+  // The runtime and its control plane
+  kind("retention_applied", {
+    /** Rows removed per record family in this pass. */
+    removed: z.record(z.string(), z.number().int()),
+    /** Removed events per event type. */
+    event_types: z.record(z.string(), z.number().int()),
+    pass_started_at: z.string(),
+    events_removed_through: z.number().int().optional(),
+    oldest_available_seq: z.number().int().optional(),
+  }),
+  kind("runtime_service_shutdown_requested", { source: z.literal("control") }),
+  kind("http_request_refused", {
+    kind: z.string(),
+    status: z.number().int(),
+    method: z.string(),
+    path: z.string(),
+    transport: z.enum(["tcp", "unix"]),
+    host: z.string().nullable(),
+    origin: z.string().nullable(),
+    peer: z.string().nullable(),
+    /** Refusals of the same kind left unrecorded since the previous one (rate limit). */
+    suppressed_before: z.number().int(),
+  }),
+]);
+export type EventBody = z.infer<typeof EventBody>;
+export type EventType = EventBody["type"];
+export type EventPayload<T extends EventType> = Extract<EventBody, { type: T }>["payload"];
+
+export const EVENT_TYPES: readonly EventType[] = EventBody.options.map((o) => o.shape.type.value);
+
+/** An event as a writer hands it to `Store.appendEvent`: typed kind and payload. */
+export type NewEvent = EventBody & { provenance?: EventProvenance };
+
+/** A catalog event with its envelope: what writers produce and live listeners receive. */
+export type CatalogEvent = EventHead & EventBody;
+
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+function withHead(head: AnyObject) {
+  const options = EventBody.options.map((o) => head.extend(o.shape));
+  return z.discriminatedUnion("type", options as unknown as [AnyObject, ...AnyObject[]]);
+}
+
+/** The catalog with its envelope, as a schema (OpenAPI, tests). */
+export const CatalogEventSchema = withHead(EventHead) as unknown as z.ZodType<CatalogEvent>;
+
+/** A catalog event as the replay surfaces (`/events`, SSE) return it. */
+export const ProjectedCatalogEventSchema = withHead(
+  EventHead.extend({ projection: EventProjection }),
+) as unknown as z.ZodType<CatalogEvent & { projection: EventProjection }>;
+
+/**
+ * Narrow a stored envelope to the catalog. Undefined for a kind this version does not know
+ * or a payload that does not fit it (written by another version): callers skip or show it raw.
+ */
+export function parseEvent(e: EventEnvelope): CatalogEvent | undefined {
+  const r = CatalogEventSchema.safeParse(e);
+  return r.success ? r.data : undefined;
+}
