@@ -39,6 +39,7 @@ const bench: Benchmark = {
       signal: new AbortController().signal,
       budget: { default_tokens: 8_000, max_tokens: 64_000 },
       tasks,
+      services: { tasks },
     };
     const call = (name: string, args: unknown) =>
       dispatch(registry, name, JSON.stringify(args), toolCtx);

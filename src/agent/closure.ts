@@ -24,10 +24,35 @@ export type ClosureFacts = {
   pending_messages: number;
   /** Runnable work (the work plane fills this in). */
   work_signal: WorkSignal | undefined;
+  /** Why the agent waits for the operator, when a plane says it does (a needs-input item). */
+  operator_wait?: string | undefined;
+  /** Outside conditions the agent waits on (waiting intents, trigger subscriptions). */
+  external_waits?: string[] | undefined;
   now: string;
   run_id?: string | undefined;
   message_id?: string | undefined;
 };
+
+/** What the planes contribute to a closure (RunObserver.closureFacts). */
+export type PlaneFacts = Pick<
+  Partial<ClosureFacts>,
+  "work_signal" | "operator_wait" | "external_waits"
+>;
+
+/** Combine the planes' facts: the first work signal and operator wait win; waits add up. */
+export function mergePlaneFacts(parts: PlaneFacts[]): Required<PlaneFacts> {
+  const out: Required<PlaneFacts> = {
+    work_signal: undefined,
+    operator_wait: undefined,
+    external_waits: [],
+  };
+  for (const p of parts) {
+    out.work_signal ??= p.work_signal;
+    out.operator_wait ??= p.operator_wait;
+    if (p.external_waits) out.external_waits = [...(out.external_waits ?? []), ...p.external_waits];
+  }
+  return out;
+}
 
 export function deriveClosure(outcome: TurnOutcome, facts: ClosureFacts): ClosureDecision {
   const evidence: string[] = [];
@@ -65,6 +90,10 @@ export function deriveClosure(outcome: TurnOutcome, facts: ClosureFacts): Closur
   const carried = carriedWait(facts);
 
   // 2. explicit operator wait
+  if (facts.operator_wait && outcome.kind !== "liveness_only") {
+    evidence.push(`operator_wait:${facts.operator_wait}`);
+    return waiting("awaiting_operator_input");
+  }
   if (outcome.kind === "await_operator" || carried === "awaiting_operator_input") {
     evidence.push(
       outcome.kind === "await_operator"
@@ -85,6 +114,10 @@ export function deriveClosure(outcome: TurnOutcome, facts: ClosureFacts): Closur
     return waiting("awaiting_task_result");
   }
   // 4. external waits
+  if (facts.external_waits?.length) {
+    for (const w of facts.external_waits) evidence.push(`external_wait:${w}`);
+    return waiting("awaiting_external_change");
+  }
   if (outcome.kind === "await_external" || carried === "awaiting_external_change") {
     evidence.push(
       outcome.kind === "await_external"
@@ -102,8 +135,9 @@ export function deriveClosure(outcome: TurnOutcome, facts: ClosureFacts): Closur
     evidence.push(`sleep_until:${facts.sleep_wake_at}`);
     return waiting("awaiting_timer");
   }
-  // 6. runnable work
-  if (facts.work_signal) {
+  // 6. runnable work: only a turn that settled is continued by work state alone; an
+  // explicit rest, a sleep, any wait or a failure is not re-activated.
+  if (facts.work_signal && outcome.kind === "settled") {
     evidence.push(`work_item:${facts.work_signal.work_item_id}`);
     return decide({ outcome: "continuable", work_signal: facts.work_signal });
   }

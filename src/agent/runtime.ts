@@ -4,14 +4,20 @@
 // closure and agent state, all in the transactions that record them. The loop sleeps when
 // the queue is empty and wakes when its signal fires.
 import type { AgentRecord, AgentStatus } from "../domain/agent.ts";
-import type { TurnOutcome } from "../domain/closure.ts";
+import type { ClosureDecision, TurnOutcome } from "../domain/closure.ts";
 import type { EventPayload } from "../domain/events.ts";
 import type { QueuedMessage } from "../domain/message.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
 import { provenanceOf } from "./admission.ts";
 import { recordRuntimeFailure } from "./briefs.ts";
-import { deriveClosure, resolveContinuation, type Visibility } from "./closure.ts";
+import {
+  deriveClosure,
+  mergePlaneFacts,
+  resolveContinuation,
+  type PlaneFacts,
+  type Visibility,
+} from "./closure.ts";
 import { transition } from "./status.ts";
 
 export type TurnRequest = {
@@ -38,10 +44,31 @@ export interface SleepDeadlines {
   cancel(agentId: string, why: string): void;
 }
 
+/**
+ * How a plane takes part in an agent's runs without editing the loop: it may prepare a run
+ * (bind it to a work item), contribute facts to the closure (runnable work, an operator or
+ * external wait), and react to the decided closure (activate runnable work). Every hook runs
+ * inside the transaction it belongs to, so what it writes commits with the run's records.
+ */
+export interface RunObserver {
+  /** A message is about to run (inside the dequeue transaction). */
+  beforeRun?(run: RunInfo): void;
+  /** The run ended (inside the settle transaction, before the closure is derived). */
+  afterRun?(run: RunInfo & { outcome: TurnOutcome }): void;
+  /** Facts this plane knows for the closure of this run. */
+  closureFacts?(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts;
+  /** The closure was decided (inside the settle transaction). */
+  onClosure?(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void;
+}
+
+export type RunInfo = { agent_id: string; run_id: string; message: QueuedMessage };
+
 export type LoopDeps = {
   store: Store;
   executor: TurnExecutor;
   sleep: SleepDeadlines;
+  /** The planes' hooks, in order (host/services.ts lists them). */
+  observers?: RunObserver[];
 };
 
 type CurrentRun = {
@@ -68,6 +95,10 @@ export class AgentRuntime {
 
   private get store(): Store {
     return this.deps.store;
+  }
+
+  private get observers(): RunObserver[] {
+    return this.deps.observers ?? [];
   }
 
   start(): void {
@@ -225,6 +256,8 @@ export class AgentRuntime {
         this.deps.sleep.cancel(this.agentId, "woken");
       }
       store.agents.put({ ...before, last_continuation: continuation });
+      for (const o of this.observers)
+        o.beforeRun?.({ agent_id: this.agentId, run_id: runId, message });
       store.appendEvent(this.agentId, {
         type: "continuation_resolved",
         provenance: provenanceOf(message),
@@ -330,6 +363,9 @@ export class AgentRuntime {
       if (outcome.kind === "sleep_until") {
         this.deps.sleep.arm(this.agentId, outcome.wake_at, outcome.duration_ms);
       }
+      const run = { agent_id: this.agentId, run_id: runId, message, outcome };
+      let decided: ClosureDecision | undefined;
+      for (const o of this.observers) o.afterRun?.(run);
       if (outcome.kind !== "liveness_only" || !current.closure) {
         const closure = deriveClosure(outcome, {
           prior: current.closure,
@@ -340,12 +376,13 @@ export class AgentRuntime {
             .filter((t) => t.terminal_reentry)
             .map((t) => t.id),
           pending_messages: store.messages.pendingCount(this.agentId),
-          work_signal: undefined,
+          ...mergePlaneFacts(this.observers.map((o) => o.closureFacts?.(run) ?? {})),
           now: now.toISOString(),
           run_id: runId,
           message_id: message.id,
         });
         next = { ...next, closure };
+        decided = closure;
         store.appendEvent(this.agentId, {
           type: "closure_decided",
           provenance: provenanceOf(message),
@@ -368,6 +405,9 @@ export class AgentRuntime {
           clear: ["current_run_id"],
         },
       );
+      if (decided && after !== "stopped") {
+        for (const o of this.observers) o.onClosure?.({ ...run, closure: decided });
+      }
     });
   }
 

@@ -6,7 +6,7 @@ import { AgentDirectory } from "../agent/directory.ts";
 import { Ingress } from "../agent/ingress.ts";
 import { AgentLifecycle } from "../agent/lifecycle.ts";
 import { AgentLoops } from "../agent/loops.ts";
-import type { TurnExecutor } from "../agent/runtime.ts";
+import type { RunObserver, TurnExecutor } from "../agent/runtime.ts";
 import { AgentSignals } from "../agent/signals.ts";
 import type { Clock, IdSource } from "../domain/clock.ts";
 import { callProvider, createDefaultTransports } from "../providers/fallback.ts";
@@ -17,6 +17,7 @@ import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
 import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
 import { defaultContributors } from "../context/contributors.ts";
+import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 
@@ -41,6 +42,7 @@ export function buildServices(opts: ServiceOptions) {
   const paths = homePaths(opts.home);
   const store = new Store(paths.database, opts.clock, opts.ids);
   const config = new ConfigSource({ home: opts.home, env: opts.env });
+  installCommandPolicy(config); // commands: scrubbed environment, bounded output
   const signals = new AgentSignals();
   const ingress = new Ingress(store, signals);
   const tasks = new TaskService(store, ingress);
@@ -55,6 +57,7 @@ export function buildServices(opts: ServiceOptions) {
         store,
         registry: buildRegistry(),
         tasks,
+        toolServices: { tasks },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(),
         contributors: defaultContributors(),
@@ -66,7 +69,9 @@ export function buildServices(opts: ServiceOptions) {
           };
         },
       });
-  const loops = new AgentLoops({ store, executor, sleep }, signals);
+  // Planes that take part in runs (work binding, activation…) add their observer here.
+  const observers: RunObserver[] = [];
+  const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
   const agents = new AgentDirectory({
     store,
     loops,

@@ -30,7 +30,17 @@ export type ToolContext = {
   signal: AbortSignal;
   budget: OutputBudget;
   tasks: TaskService;
+  /** The plane services tools may call (work, workspaces, timers…), built in host/services.ts. */
+  services: ToolServices;
 };
+
+/**
+ * The services a tool can reach, one field per plane. A plane adds its field here and its
+ * instance where host/services.ts builds `toolServices`; the turn passes it through as is.
+ */
+export interface ToolServices {
+  tasks: TaskService;
+}
 
 /**
  * What a tool asks of the turn, as data: the turn decides what it means (Sleep ends the

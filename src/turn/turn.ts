@@ -30,7 +30,7 @@ import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
 import { ensureSpawner } from "../tasks/spawner.ts";
 import type { OutputBudget } from "../tools/budget.ts";
-import { dispatch, type ToolRegistry } from "../tools/registry.ts";
+import { dispatch, type ToolRegistry, type ToolServices } from "../tools/registry.ts";
 import type { PromptContributor } from "../context/section.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
@@ -55,6 +55,8 @@ export type TurnDeps = {
   store: Store;
   registry: ToolRegistry;
   tasks: TaskService;
+  /** Handed to every tool call as `ctx.services`. */
+  toolServices: ToolServices;
   candidates(agent: AgentRecord): ModelCandidate[];
   callModel: ModelCall;
   budget(): OutputBudget;
@@ -383,6 +385,7 @@ class Turn {
       signal: this.req.signal,
       budget: this.deps.budget(),
       tasks: this.deps.tasks,
+      services: this.deps.toolServices,
     });
     if (outcome.request?.kind === "sleep")
       this.sleep = { duration_ms: outcome.request.duration_ms };
