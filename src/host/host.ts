@@ -6,6 +6,7 @@ import { randomIds, systemClock, type Clock, type IdSource } from "../domain/clo
 import type { TurnExecutor } from "../agent/runtime.ts";
 import { createBrief } from "../agent/briefs.ts";
 import { transition } from "../agent/status.ts";
+import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
 import { secureHome } from "./files.ts";
 import { acquireHomeLock } from "./lock.ts";
 import { homePaths } from "./paths.ts";
@@ -65,6 +66,8 @@ export class RuntimeHost {
     }
     const { agents, loops, tasks, scheduler, store } = host.services;
     host.recover();
+    // A patch a crash cut short is finished or undone before any agent works again.
+    for (const a of store.agents.list()) recoverPatchJournals(patchJournalDir(a.agent_home));
     if (!store.agents.get(agents.defaultAgentId)) {
       agents.create(agents.defaultAgentId, {}, "default");
     }

@@ -4,14 +4,39 @@
 // One call is all-or-nothing. Every path is resolved and confined, every
 // file's new bytes are computed in memory, and only when all of that succeeds
 // do we touch the disk: writes first (temp file + rename), removals last, and
-// a journal that puts back whatever was already changed if a later step fails.
+// whatever was already changed is put back if a later step fails.
+//
+// All-or-nothing holds across a crash too when the caller names a journal
+// directory (the tool uses the agent's `.holon/patch-journal/`). Before the
+// first file changes, every new content and every original is written there,
+// then the journal record; from that moment `recoverPatchJournals` finishes the
+// patch (rolls forward) after a crash, and a journal without its record is
+// discarded (nothing was touched yet). A failure in the middle of applying
+// marks the journal as rolling back first, so a crash during the rollback is
+// finished as a rollback. Temp files have names the journal knows, so none
+// survives recovery.
 //
 // Bytes, not characters: file contents are handled as latin1 strings (one
 // char per byte) and patch lines are UTF-8 encoded into the same space, so any
 // file encoding survives untouched outside the edited lines.
 
 import { randomBytes } from "node:crypto";
-import type { Stats } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fchmodSync,
+  fchownSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  type Stats,
+} from "node:fs";
 import {
   lstat,
   mkdir,
@@ -19,6 +44,7 @@ import {
   readFile,
   realpath,
   rename,
+  rm,
   rmdir,
   stat,
   unlink,
@@ -55,15 +81,24 @@ export interface ApplyPatchInput {
   patch: string;
   /** Directory that relative patch paths are resolved against; absolute or relative to root. Defaults to root. */
   cwd?: string;
+  /** Where to keep the crash journal (see the header); without it a crash can leave a mix. */
+  journalDir?: string;
 }
 
-/** Test seam: runs before each filesystem mutation of the commit phase; a throw aborts and rolls back. */
+/** Test seams: a throw from `beforeCommitStep` aborts and rolls back. */
 export interface ApplyPatchOptions {
+  /** Runs before each filesystem mutation of the commit phase. */
   beforeCommitStep?: (step: {
     index: number;
     action: "write" | "remove";
     path: string;
   }) => void | Promise<void>;
+  /**
+   * Runs at each point a crash could hit the journaled commit: `staged` (contents saved,
+   * no record yet), `journaled` (record written), `temp:<i>` (step i's temp file written,
+   * not yet renamed), `rolling-back` (rollback marked, not yet done).
+   */
+  journalPoint?: (point: string) => void | Promise<void>;
 }
 
 export interface HunkApplication {
@@ -842,11 +877,14 @@ async function writeAtomic(
   content: Buffer,
   mode: number | null,
   owner: { uid: number; gid: number } | null,
+  journaled?: { tmp: string; beforeRename: () => void | Promise<void> },
 ): Promise<void> {
-  const tmp = path.join(
-    path.dirname(target),
-    `.${path.basename(target).slice(0, 120)}.${randomBytes(6).toString("hex")}.holon-patch.tmp`,
-  );
+  const tmp =
+    journaled?.tmp ??
+    path.join(
+      path.dirname(target),
+      `.${path.basename(target).slice(0, 120)}.${randomBytes(6).toString("hex")}.holon-patch.tmp`,
+    );
   const fh = await open(tmp, "wx", mode ?? 0o666);
   try {
     try {
@@ -857,6 +895,7 @@ async function writeAtomic(
     } finally {
       await fh.close();
     }
+    await journaled?.beforeRename();
     await rename(tmp, target);
   } catch (e) {
     await unlink(tmp).catch(() => {});
@@ -943,6 +982,292 @@ async function commit(steps: Step[], options: ApplyPatchOptions): Promise<void> 
       f.error.details = { ...f.error.details, rollback_errors: rollbackErrors };
     throw f;
   }
+}
+
+// ---------------------------------------------------------------------------
+// Crash journal
+
+const JOURNAL_RECORD = "journal.json";
+const ROLLBACK_MARK = "rolling-back";
+
+/** Where an agent's patch journals live: the runtime's own directory in its home. */
+export function patchJournalDir(agentHome: string): string {
+  return path.join(agentHome, ".holon", "patch-journal");
+}
+
+interface JournalStep {
+  action: "write" | "remove";
+  target: string;
+  /** The temp file this step writes before its rename (known, so recovery can remove it). */
+  tmp: string;
+  /** Journal file holding the new content (writes). */
+  new: string | null;
+  /** Journal file holding the original content (modified and removed files). */
+  old: string | null;
+  mode: number | null;
+  old_mode: number | null;
+  owner: { uid: number; gid: number } | null;
+}
+
+interface JournalRecord {
+  version: 1;
+  id: string;
+  created_at: string;
+  steps: JournalStep[];
+}
+
+function tmpNameFor(target: string, id: string, index: number): string {
+  return path.join(
+    path.dirname(target),
+    `.${path.basename(target).slice(0, 100)}.${id}-${index}.holon-patch.tmp`,
+  );
+}
+
+async function writeSynced(file: string, content: Buffer | string): Promise<void> {
+  const fh = await open(file, "wx", 0o600);
+  try {
+    await fh.writeFile(content);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Write `content` to `target` through the named temp file (sync; recovery and rollback). */
+function replaceSync(
+  target: string,
+  tmp: string,
+  content: Buffer,
+  mode: number | null,
+  owner: { uid: number; gid: number } | null,
+): void {
+  mkdirSync(path.dirname(target), { recursive: true });
+  rmSync(tmp, { force: true });
+  const fd = openSync(tmp, "wx", mode ?? 0o666);
+  try {
+    writeFileSync(fd, content);
+    if (mode !== null) fchmodSync(fd, mode);
+    if (owner && process.getuid?.() === 0) {
+      try {
+        fchownSync(fd, owner.uid, owner.gid);
+      } catch {
+        // best effort, as in the normal path
+      }
+    }
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, target);
+}
+
+function unlinkIfPresent(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (e) {
+    if (errno(e) !== "ENOENT") throw e;
+  }
+}
+
+/** Finish a journaled patch: every file gets its new content, every removal happens. */
+function rollForward(dir: string, j: JournalRecord): void {
+  for (const step of j.steps) {
+    if (step.action === "write") {
+      replaceSync(
+        step.target,
+        step.tmp,
+        readFileSync(path.join(dir, step.new!)),
+        step.mode,
+        step.owner,
+      );
+    } else {
+      unlinkIfPresent(step.target);
+    }
+  }
+  for (const step of j.steps) rmSync(step.tmp, { force: true });
+}
+
+/**
+ * Undo the first `applied` steps of a journaled patch: originals come back, added files go.
+ * Steps never applied are left alone (a file that appeared meanwhile is not ours to delete).
+ */
+function rollBack(dir: string, j: JournalRecord, applied: number): string[] {
+  const errors: string[] = [];
+  for (const step of j.steps.slice(0, applied).reverse()) {
+    try {
+      if (step.old !== null) {
+        replaceSync(
+          step.target,
+          step.tmp,
+          readFileSync(path.join(dir, step.old)),
+          step.old_mode,
+          step.owner,
+        );
+      } else {
+        unlinkIfPresent(step.target);
+      }
+    } catch (e) {
+      errors.push(e instanceof Error ? e.message : String(e));
+    }
+  }
+  for (const step of j.steps) rmSync(step.tmp, { force: true });
+  return errors;
+}
+
+export type JournalRecovery = {
+  rolled_forward: string[];
+  rolled_back: string[];
+  /** Journals a crash left before their record: nothing had been touched yet. */
+  discarded: string[];
+};
+
+/**
+ * Run at host start, before any agent works: finish or undo every patch a crash left in
+ * `journalDir` (see the header). Synchronous; a journal that cannot be finished is left in
+ * place and reported by the thrown error's message on the next start too.
+ */
+export function recoverPatchJournals(journalDir: string): JournalRecovery {
+  const out: JournalRecovery = { rolled_forward: [], rolled_back: [], discarded: [] };
+  let entries: string[];
+  try {
+    entries = readdirSync(journalDir);
+  } catch {
+    return out;
+  }
+  for (const id of entries) {
+    const dir = path.join(journalDir, id);
+    let record: JournalRecord | null = null;
+    try {
+      record = JSON.parse(readFileSync(path.join(dir, JOURNAL_RECORD), "utf8")) as JournalRecord;
+    } catch {
+      record = null;
+    }
+    if (record === null || record.version !== 1 || !Array.isArray(record.steps)) {
+      rmSync(dir, { recursive: true, force: true });
+      out.discarded.push(id);
+      continue;
+    }
+    if (existsSync(path.join(dir, ROLLBACK_MARK))) {
+      const applied = Number(readFileSync(path.join(dir, ROLLBACK_MARK), "utf8").trim());
+      const errors = rollBack(
+        dir,
+        record,
+        Number.isInteger(applied) ? applied : record.steps.length,
+      );
+      if (errors.length > 0) throw new Error(`patch journal ${dir}: ${errors.join("; ")}`);
+      out.rolled_back.push(id);
+    } else {
+      rollForward(dir, record);
+      out.rolled_forward.push(id);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
+}
+
+async function commitJournaled(
+  steps: Step[],
+  options: ApplyPatchOptions,
+  journalRoot: string,
+): Promise<void> {
+  const ordered = [
+    ...steps.filter((s) => s.action === "write"),
+    ...steps.filter((s) => s.action === "remove"),
+  ];
+  const id = `${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
+  const dir = path.join(journalRoot, id);
+  const record: JournalRecord = {
+    version: 1,
+    id,
+    created_at: new Date().toISOString(),
+    steps: [],
+  };
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    for (const [i, step] of ordered.entries()) {
+      const js: JournalStep = {
+        action: step.action,
+        target: step.target,
+        tmp: tmpNameFor(step.target, id, i),
+        new: null,
+        old: null,
+        mode: step.action === "write" ? step.mode : null,
+        old_mode: step.original?.mode ?? null,
+        owner: step.action === "write" ? step.owner : null,
+      };
+      if (step.action === "write") {
+        js.new = `new-${i}`;
+        await writeSynced(path.join(dir, js.new), step.content);
+      }
+      if (step.original !== null) {
+        js.old = `old-${i}`;
+        await writeSynced(path.join(dir, js.old), step.original.content);
+      }
+      record.steps.push(js);
+    }
+    await options.journalPoint?.("staged");
+    // The record makes the patch durable: from here a crash is finished, not undone.
+    const tmp = path.join(dir, `${JOURNAL_RECORD}.tmp`);
+    await writeSynced(tmp, JSON.stringify(record));
+    await rename(tmp, path.join(dir, JOURNAL_RECORD));
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+    throw ioFailure("could not write the patch journal; nothing was changed", e);
+  }
+  await options.journalPoint?.("journaled");
+
+  const createdDirs: string[][] = [];
+  let current: Step | undefined;
+  let applied = 0;
+  try {
+    for (const [index, step] of ordered.entries()) {
+      current = step;
+      const js = record.steps[index]!;
+      await options.beforeCommitStep?.({ index, action: step.action, path: step.display });
+      if (step.action === "write") {
+        if (step.original === null) {
+          createdDirs.push(await ensureDir(path.dirname(step.target)));
+          let exists = true;
+          await lstat(step.target).catch(() => (exists = false));
+          if (exists)
+            throw Object.assign(new Error(`${step.display} appeared while the patch was applied`), {
+              code: "EEXIST",
+            });
+        }
+        await writeAtomic(step.target, step.content, step.mode, step.owner, {
+          tmp: js.tmp,
+          beforeRename: () => options.journalPoint?.(`temp:${index}`),
+        });
+      } else {
+        await unlink(step.target);
+      }
+      applied++;
+    }
+  } catch (e) {
+    // Mark first (with how far it got): a crash from here on is finished as a rollback.
+    let rollbackErrors: string[];
+    try {
+      await writeSynced(path.join(dir, ROLLBACK_MARK), String(applied));
+      await options.journalPoint?.("rolling-back");
+      rollbackErrors = rollBack(dir, record, applied);
+    } catch (r) {
+      rollbackErrors = [r instanceof Error ? r.message : String(r)];
+    }
+    for (const created of createdDirs.reverse()) {
+      for (const d of [...created].reverse()) await rmdir(d).catch(() => {});
+    }
+    if (rollbackErrors.length === 0)
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+    const f = ioFailure(
+      `writing ${current?.display ?? "the patch"} failed; ${rollbackErrors.length === 0 ? "every file was restored, nothing was changed" : "restoring earlier files also failed"}`,
+      e,
+      current?.display,
+    );
+    if (rollbackErrors.length > 0)
+      f.error.details = { ...f.error.details, rollback_errors: rollbackErrors };
+    throw f;
+  }
+  await rm(dir, { recursive: true, force: true });
 }
 
 // ---------------------------------------------------------------------------
@@ -1046,10 +1371,9 @@ export async function applyPatch(
     const planned: Planned[] = [];
     for (const { fp, src, dst } of resolved) planned.push(await plan(fp, src, dst));
 
-    await commit(
-      planned.flatMap((p) => p.steps),
-      options,
-    );
+    const steps = planned.flatMap((p) => p.steps);
+    if (input.journalDir !== undefined) await commitJournaled(steps, options, input.journalDir);
+    else await commit(steps, options);
     const files = planned.map((p) => p.change);
     return {
       ok: true,

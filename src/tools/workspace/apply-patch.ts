@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { ToolFailure } from "../envelope.ts";
 import { describe, type ToolDefinition } from "../registry.ts";
-import { applyPatch } from "./apply-patch-engine.ts";
+import { applyPatch, patchJournalDir } from "./apply-patch-engine.ts";
 
 const Input = z.strictObject({
   patch: z.string().min(1).describe("The unified diff to apply, for one or more files."),
@@ -36,6 +36,8 @@ export const applyPatchTool: ToolDefinition<typeof Input> = {
       root: ctx.execution_root,
       patch: input.patch,
       cwd: ctx.cwd,
+      // All-or-nothing across a crash too: the host rolls this journal forward or back at start.
+      journalDir: patchJournalDir(ctx.agent.agent_home),
     });
     if (!outcome.ok) {
       const e = outcome.error;
