@@ -51,6 +51,8 @@ const ConfigFileBase = z.strictObject({
       disable_provider_fallback: z.boolean().optional(),
       default_tool_output_tokens: PositiveInt.optional(),
       max_tool_output_tokens: PositiveInt.optional(),
+      command_env_allow: z.array(z.string().regex(ENV_NAME_RE)).optional(),
+      max_command_output_bytes: PositiveInt.optional(),
     })
     .optional(),
   control_token: z.string().min(1).optional(),
@@ -147,6 +149,7 @@ export type ConfigFile = z.infer<typeof ConfigFileSchema>;
 export const DEFAULTS = {
   default_tool_output_tokens: 8_000,
   max_tool_output_tokens: 64_000,
+  max_command_output_bytes: 64 * 1024 * 1024,
 } as const;
 
 export type EffectiveConfig = {
@@ -162,6 +165,10 @@ export type EffectiveConfig = {
     disable_provider_fallback: boolean;
     default_tool_output_tokens: number;
     max_tool_output_tokens: number;
+    /** Variables commands keep although a secret rule would remove them (tasks/env.ts). */
+    command_env_allow: string[];
+    /** Cap on each output file of a command or task; the middle is dropped beyond it. */
+    max_command_output_bytes: number;
   };
   control_token: string | null;
   tui: { alternate_screen: "auto" | "always" | "never" };
@@ -246,6 +253,9 @@ export function effectiveConfig(
       providers,
       runtime: {
         disable_provider_fallback: file.runtime?.disable_provider_fallback ?? false,
+        command_env_allow: file.runtime?.command_env_allow ?? [],
+        max_command_output_bytes:
+          file.runtime?.max_command_output_bytes ?? DEFAULTS.max_command_output_bytes,
         default_tool_output_tokens: defTool,
         max_tool_output_tokens: maxTool,
       },
@@ -361,6 +371,22 @@ export const KEY_DEFS: readonly KeyDef[] = [
     default: DEFAULTS.max_tool_output_tokens,
     env: "HOLON_MAX_TOOL_OUTPUT_TOKENS",
     description: "Upper bound any tool may ask for its result budget",
+    schema: PositiveInt,
+  },
+  {
+    key: "runtime.command_env_allow",
+    type: "string_list",
+    default: [],
+    description:
+      "Environment variables commands may see although they look like secrets (*_API_KEY, *_TOKEN, *_SECRET, *_PASSWORD, provider credentials)",
+    schema: z.array(z.string().regex(ENV_NAME_RE, "expected an environment variable name")),
+  },
+  {
+    key: "runtime.max_command_output_bytes",
+    type: "integer",
+    default: DEFAULTS.max_command_output_bytes,
+    description:
+      "Cap on each output file of a command or task; beyond it the head and tail are kept and the middle dropped",
     schema: PositiveInt,
   },
   {

@@ -3,6 +3,7 @@
 import { lifecycleHint, type AgentRecord } from "../domain/agent.ts";
 import { TERMINAL_TASK_STATUSES } from "../domain/task.ts";
 import { executionBinding } from "../workspace/roots.ts";
+import { taskSnapshot } from "../tasks/service.ts";
 import type { RuntimeHost } from "./host.ts";
 
 export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
@@ -70,7 +71,7 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
           created_at: m.created_at,
         })),
     },
-    tasks: store.tasks.forAgent(agent.agent_id, 20),
+    tasks: store.tasks.forAgent(agent.agent_id, 20).map(taskSnapshot),
     transcript_tail: store.transcript.recent(agent.agent_id, 20),
     closure: agent.closure ?? null,
     last_continuation: agent.last_continuation ?? null,

@@ -1,6 +1,7 @@
 // The runtime's own log: JSON lines under <holon_home>/logs/holon.log. It records the
 // host's lifecycle and the runtime events an operator debugging a daemon wants first;
 // the full history stays in the event log. Credentials never reach it (events carry none).
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { pino, type Logger } from "pino";
 import type { EventType } from "../domain/events.ts";
@@ -19,9 +20,10 @@ const LOGGED: ReadonlySet<EventType> = new Set<EventType>([
 ]);
 
 export function openLog(home: string): Logger {
+  mkdirSync(join(home, "logs"), { recursive: true, mode: 0o700 });
   const destination = pino.destination({
     dest: join(home, "logs", "holon.log"),
-    mkdir: true,
+    mode: 0o600, // other users of the machine must not read the runtime's log
     sync: false,
   });
   return pino(

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { MessageBody, MessageKind, Priority } from "../domain/message.ts";
 import { agentState, agentSummary } from "../host/inspect.ts";
+import { taskSnapshot } from "../tasks/service.ts";
 import type { AppContext } from "./app.ts";
 import {
   handshakeAuth,
@@ -107,7 +108,8 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
-      tasks: host.store.tasks.forAgent(agent.agent_id),
+      // Snapshots, not raw records: no pid or process directory leaves the host.
+      tasks: host.store.tasks.forAgent(agent.agent_id).map(taskSnapshot),
     });
   };
 

@@ -2,7 +2,7 @@
 // one repository per record family, and transactions that publish their events only
 // after they commit ("durable before visible").
 import { DatabaseSync } from "node:sqlite";
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Clock, IdSource } from "../domain/clock.ts";
 import type { CatalogEvent, NewEvent } from "../domain/events.ts";
@@ -33,7 +33,11 @@ export class Store {
   private readonly listeners = new Set<EventListener>();
 
   constructor(path: string, clock: Clock, ids: IdSource) {
-    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    if (path !== ":memory:") {
+      // Owner-only from the first byte: SQLite gives its WAL and SHM files the database's mode.
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      closeSync(openSync(path, "a", 0o600));
+    }
     this.db = new DatabaseSync(path);
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");

@@ -12,12 +12,14 @@
 // Everything about a command's life stays with the wrapper and its directory, so the helper
 // adds no state that a restart could lose: if the helper dies, the commands it started run on
 // and the host falls back to watching their pids (then reading the exit file), like after a
-// host restart. Spares carry the host's environment as it was when the helper started (the
-// host never changes its own environment); commands given their own environment, and any
-// start while no spare is ready, spawn cold.
+// host restart. The helper and its spares carry the scrubbed command environment (env.ts) as
+// it was when the helper started; when that changes (the configuration's allowlist or
+// provider credentials did), the helper is replaced. Commands given their own environment,
+// and any start while no spare is ready, spawn cold.
 import { fork, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { fileURLToPath } from "node:url";
+import { commandEnv, type CommandEnv } from "./env.ts";
 import { isSameLiveProcess } from "./process-proc.ts";
 import { WRAPPER_SCRIPT } from "./process-wrapper.ts";
 
@@ -41,6 +43,8 @@ type HelperMessage =
 
 type Helper = {
   proc: ChildProcess;
+  /** The environment its spares carry (envKey of the scrubbed command environment). */
+  envKey: string;
   spares: SpareInfo[];
   running: Map<number, RemoteWrapper>;
   refs: number;
@@ -95,19 +99,27 @@ class RemoteWrapper extends EventEmitter implements ExitSource {
   }
 }
 
-function startHelper(): void {
+function startHelper(ce: CommandEnv): void {
   let proc: ChildProcess;
   try {
     proc = fork(HELPER_PATH, [], {
       execArgv: [],
-      env: process.env,
+      // Never the host's own environment: the helper and its spares hold no secrets.
+      env: ce.env,
       stdio: ["ignore", "ignore", "inherit", "ipc"],
       serialization: "json",
     });
   } catch {
     return; // commands keep starting cold
   }
-  const h: Helper = { proc, spares: [], running: new Map(), refs: 0, alive: true };
+  const h: Helper = {
+    proc,
+    envKey: ce.key,
+    spares: [],
+    running: new Map(),
+    refs: 0,
+    alive: true,
+  };
   proc.on("error", () => {});
   proc.on("message", (m: HelperMessage) => {
     if ("spare" in m) {
@@ -138,17 +150,17 @@ function startHelper(): void {
 }
 
 /**
- * Take a spare wrapper, or null (start cold then). The caller must write the process record
- * naming `stat.pid` and the wrapper's `params.sh` before calling `launch(dir)`, and must treat
- * `child` as the wrapper's exit.
+ * Take a spare wrapper started with the environment `envKey` names, or null (start cold
+ * then). The caller must write the process record naming `stat.pid` and the wrapper's
+ * `params.sh` before calling `launch(dir)`, and must treat `child` as the wrapper's exit.
  */
-export function takeSpare(): {
+export function takeSpare(envKey: string): {
   stat: SpareInfo;
   child: ExitSource;
   launch(dir: string): void;
 } | null {
   const h = helper;
-  const stat = h !== null && h.alive ? h.spares.shift() : undefined;
+  const stat = h !== null && h.alive && h.envKey === envKey ? h.spares.shift() : undefined;
   if (h === null || stat === undefined) return null;
   const child = new RemoteWrapper(h, stat.pid, stat.start_ticks);
   h.running.set(stat.pid, child);
@@ -180,12 +192,33 @@ export function discardViaSpawner(dir: string): boolean {
   }
 }
 
-/** Make sure the helper runs (started on the next turn of the event loop, off the caller's path). */
+/**
+ * Make sure the helper runs with the current command environment (started on the next turn
+ * of the event loop, off the caller's path). A helper whose spares carry an older
+ * environment is let go: its spares exit unused when it does, and commands it already
+ * started run on.
+ */
 export function ensureSpawner(): void {
-  if (helper !== null || startQueued) return;
+  if (startQueued) return;
   startQueued = true;
   setImmediate(() => {
     startQueued = false;
-    if (helper === null) startHelper();
+    const ce = commandEnv();
+    if (helper !== null && helper.envKey !== ce.key) retire(helper);
+    if (helper === null) startHelper(ce);
   });
+}
+
+/** Stop using a helper. Its running wrappers are watched by pid from now on. */
+function retire(h: Helper): void {
+  if (helper === h) helper = null;
+  h.alive = false;
+  h.spares = [];
+  for (const remote of h.running.values()) remote.orphaned();
+  h.running.clear();
+  try {
+    h.proc.disconnect(); // the helper exits on disconnect; its spares read EOF and exit
+  } catch {
+    // already gone
+  }
 }

@@ -7,7 +7,13 @@ import { previewChars } from "../budget.ts";
 import { TaskService } from "../../tasks/service.ts";
 import { stopProcess } from "../../tasks/process.ts";
 import { confinedWorkdir } from "../../workspace/roots.ts";
-import { CommandFields, DEFAULT_YIELD_MS, completedResult, runCommand } from "./exec-command.ts";
+import {
+  CommandFields,
+  DEFAULT_YIELD_MS,
+  completedResult,
+  droppedNote,
+  runCommand,
+} from "./exec-command.ts";
 
 export const MAX_BATCH_ITEMS = 16;
 
@@ -114,6 +120,7 @@ export const execCommandBatchTool: ToolDefinition<typeof Input> = {
             ? `signal=${it.signal}`
             : `exit=${it.exit_status}`,
         );
+        if (it.output_dropped_bytes) lines.push(droppedNote(it.output_dropped_bytes as number));
         if (it.stdout_preview) lines.push("stdout:", it.stdout_preview as string);
         if (it.stderr_preview) lines.push("stderr:", it.stderr_preview as string);
       }

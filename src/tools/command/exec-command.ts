@@ -7,6 +7,7 @@ import { filePreview, previewChars } from "../budget.ts";
 import { cmdDigest, taskSnapshot, TaskService } from "../../tasks/service.ts";
 import {
   discardProcessDir,
+  outputDroppedBytes,
   ProcessStartError,
   startProcess,
   stopProcess,
@@ -15,6 +16,7 @@ import {
   type ProcessHandle,
 } from "../../tasks/process.ts";
 import { confinedWorkdir } from "../../workspace/roots.ts";
+import type { TaskRecord } from "../../domain/task.ts";
 
 export const DEFAULT_YIELD_MS = 10_000;
 export const MAX_YIELD_MS = 300_000;
@@ -129,6 +131,7 @@ export function completedResult(run: Extract<CommandRun, { state: "exited" }>, c
     ? filePreview(run.handle.stderr_path, Math.max(256, Math.floor(chars / 2)))
     : null;
   const artifacts: { path: string }[] = [];
+  const dropped = outputDroppedBytes(run.handle);
   const result: Record<string, unknown> = {
     disposition: "completed",
     exit_status: run.exit.exit_code,
@@ -137,9 +140,11 @@ export function completedResult(run: Extract<CommandRun, { state: "exited" }>, c
     stderr_preview: stderr && stderr.total_bytes > 0 ? stderr.text : null,
     stdout_bytes: stdout.total_bytes,
     stderr_bytes: stderr?.total_bytes ?? 0,
-    truncated: stdout.truncated || Boolean(stderr?.truncated),
+    truncated: stdout.truncated || Boolean(stderr?.truncated) || dropped > 0,
     duration_ms: run.duration_ms,
   };
+  // The output cap cut the middle out of the files on disk: say so, and how much.
+  if (dropped > 0) result.output_dropped_bytes = dropped;
   if (stdout.truncated) {
     result.stdout_artifact = artifacts.length;
     artifacts.push({ path: run.handle.stdout_path });
@@ -152,6 +157,24 @@ export function completedResult(run: Extract<CommandRun, { state: "exited" }>, c
   // In the background: nobody reads the directory again, and a failure leaves only litter.
   else discardProcessDir(run.handle.dir);
   return result;
+}
+
+/**
+ * The spec's TaskHandle (task-surface-narrowing): the receipt of a managed execution, never
+ * its pid or process directory.
+ */
+export function taskHandle(task: TaskRecord, initialOutput: string | null) {
+  return {
+    task_id: task.id,
+    task_kind: task.kind,
+    status: task.status,
+    initial_output: initialOutput === "" ? null : initialOutput,
+  };
+}
+
+/** One line for a receipt whose output lost its middle to the output cap. */
+export function droppedNote(bytes: number): string {
+  return `Output too large: ${bytes} bytes from the middle were dropped (the start and the end are kept).`;
 }
 
 export function exitSummary(exit: { exit_code: number | null; signal: string | null }): string {
@@ -181,7 +204,7 @@ export const execCommandTool: ToolDefinition<typeof Input> = {
           summary_text: `the same command is already running as task ${running.id}`,
           result: {
             disposition: "already_running",
-            task_handle: { task_id: running.id, kind: running.kind },
+            task_handle: taskHandle(running, null),
             task: taskSnapshot(running),
           },
         };
@@ -212,8 +235,7 @@ export const execCommandTool: ToolDefinition<typeof Input> = {
       summary_text: `command still running after ${run.duration_ms} ms; promoted to task ${task.id}`,
       result: {
         disposition: "promoted_to_task",
-        task_handle: { task_id: task.id, kind: task.kind },
-        initial_output_preview: initial.text,
+        task_handle: taskHandle(task, initial.text),
         initial_output_truncated: initial.truncated,
         output_path: task.output_path,
       },
@@ -228,19 +250,20 @@ export const execCommandTool: ToolDefinition<typeof Input> = {
             ? `Process ended by signal ${r.signal}`
             : `Process exited with code ${r.exit_status}`,
         ];
+        if (r.output_dropped_bytes) lines.push(droppedNote(r.output_dropped_bytes as number));
         lines.push("", "stdout:", (r.stdout_preview as string) || "(empty)");
         if (r.stderr_preview) lines.push("", "stderr:", r.stderr_preview as string);
         return lines.join("\n");
       }
       case "promoted_to_task": {
-        const handle = r.task_handle as { task_id: string };
+        const handle = r.task_handle as ReturnType<typeof taskHandle>;
         return [
           "Command is still running and continues as a background task",
           `Task: ${handle.task_id}`,
           `Output file: ${r.output_path}`,
           "",
           "Initial output:",
-          (r.initial_output_preview as string) || "(none yet)",
+          handle.initial_output || "(none yet)",
         ].join("\n");
       }
       default: {

@@ -50,6 +50,10 @@ export function snapshotLines(t: TaskSnapshot): string[] {
   lines.push(`Started: ${t.created_at}${t.finished_at ? `, finished: ${t.finished_at}` : ""}`);
   if (t.exit_status) lines.push(`Result: ${exitText(t.exit_status)}`);
   if (t.failure) lines.push(`Failure: ${t.failure.summary}`);
+  if (t.output_dropped_bytes > 0)
+    lines.push(
+      `Output too large: ${t.output_dropped_bytes} bytes from the middle were dropped (the start and the end are kept).`,
+    );
   lines.push(`Output file: ${t.command.output_path}`);
   return lines;
 }

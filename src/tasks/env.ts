@@ -1,0 +1,84 @@
+// The environment commands start from. The host holds secrets in its environment (provider
+// API keys, the control token); a model that can run `env` must not get them, and nor may
+// anything a command starts. So every command, task, terminal and the spawn helper (whose
+// spare wrappers become commands) starts from a copy of the host's environment with these
+// removed:
+//   - the credential variables the provider configuration names (built-in and custom),
+//   - HOLON_CONTROL_TOKEN,
+//   - any name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD (any case),
+// except the names a config allowlist (`runtime.command_env_allow`) passes through.
+//
+// The policy is process-wide because the spawn helper is: it is started once, with one
+// environment, and its spares carry that environment. The composition root installs a
+// policy that reads the live configuration; until then the built-in rules apply.
+import { createHash } from "node:crypto";
+
+export type CommandEnvPolicy = {
+  /** Exact variable names to remove (credential variables named by provider config). */
+  secretNames: readonly string[];
+  /** Exact variable names to keep even when a rule would remove them. */
+  allow: readonly string[];
+};
+
+const ALWAYS_SECRET = new Set(["HOLON_CONTROL_TOKEN"]);
+const SECRET_SUFFIX = /(?:_API_KEY|_TOKEN|_SECRET|_PASSWORD)$/i;
+
+/** Whether a variable is withheld from commands under `policy`. */
+export function isSecretName(name: string, policy: CommandEnvPolicy): boolean {
+  if (policy.allow.includes(name)) return false;
+  return ALWAYS_SECRET.has(name) || SECRET_SUFFIX.test(name) || policy.secretNames.includes(name);
+}
+
+/** A copy of `env` without the variables `policy` withholds. The one scrubbing function. */
+export function scrubEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  policy: CommandEnvPolicy,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || isSecretName(name, policy)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+const BUILTIN_POLICY: CommandEnvPolicy = { secretNames: [], allow: [] };
+let policySource: () => CommandEnvPolicy = () => BUILTIN_POLICY;
+
+/** Install where the policy comes from (the composition root: the live configuration). */
+export function setCommandEnvPolicy(source: () => CommandEnvPolicy): void {
+  policySource = source;
+}
+
+export type CommandEnv = {
+  env: Record<string, string>;
+  /** Identifies the environment, so a spare started with another one is not used. */
+  key: string;
+};
+
+/** The scrubbed copy of this process's environment that commands start from. */
+export function commandEnv(): CommandEnv {
+  const env = scrubWithPolicy(process.env);
+  return { env, key: envKey(env) };
+}
+
+/** A short digest of an environment, order-independent. */
+export function envKey(env: Readonly<Record<string, string>>): string {
+  const h = createHash("sha256");
+  for (const name of Object.keys(env).sort())
+    h.update(name).update("\0").update(env[name]!).update("\0");
+  return h.digest("hex").slice(0, 16);
+}
+
+/** Scrub an environment with the installed policy. */
+export function scrubWithPolicy(
+  env: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  let policy: CommandEnvPolicy;
+  try {
+    policy = policySource();
+  } catch {
+    policy = BUILTIN_POLICY;
+  }
+  return scrubEnv(env, policy);
+}
