@@ -6,12 +6,12 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Store } from "../src/store/db.ts";
 import { MIGRATIONS } from "../src/store/migrations.ts";
-import { randomIds, type Clock } from "../src/domain/clock.ts";
+import { randomIds, systemClock, type Clock } from "../src/domain/clock.ts";
 import { cleanupHomes, tempHome } from "./helpers/home.ts";
 
 afterAll(cleanupHomes);
 
-const clock: Clock = { now: () => new Date("2026-03-01T00:00:00.000Z") };
+const clock: Clock = { now: () => new Date("2026-03-01T00:00:00.000Z"), sleep: systemClock.sleep };
 
 /** A database as versions 1 and 2 left it, with rows in their old formats. */
 function oldDatabase(path: string): void {

@@ -1,6 +1,12 @@
 // The shape of <holon_home>/config.json: zod schemas, the list of settable keys (what
 // `holon config schema` prints), defaults and environment overrides. No file I/O here.
 import { z } from "zod";
+import {
+  RETENTION_KEY_DEFS,
+  RetentionFileSchema,
+  effectiveRetention,
+  type RetentionPolicy,
+} from "./retention-config.ts";
 import { CREDENTIAL_KINDS, CREDENTIAL_SOURCES, PROVIDER_TRANSPORTS } from "../providers/types.ts";
 import { isBuiltinProvider } from "../providers/builtin.ts";
 import {
@@ -55,6 +61,7 @@ const ConfigFileBase = z.strictObject({
       max_command_output_bytes: PositiveInt.optional(),
     })
     .optional(),
+  retention: RetentionFileSchema.optional(),
   control_token: z.string().min(1).optional(),
   tui: z
     .strictObject({
@@ -170,6 +177,7 @@ export type EffectiveConfig = {
     /** Cap on each output file of a command or task; the middle is dropped beyond it. */
     max_command_output_bytes: number;
   };
+  retention: RetentionPolicy;
   control_token: string | null;
   tui: { alternate_screen: "auto" | "always" | "never" };
 };
@@ -259,6 +267,7 @@ export function effectiveConfig(
         default_tool_output_tokens: defTool,
         max_tool_output_tokens: maxTool,
       },
+      retention: effectiveRetention(file.retention),
       control_token: controlToken,
       tui: { alternate_screen: file.tui?.alternate_screen ?? "auto" },
     },
@@ -389,6 +398,7 @@ export const KEY_DEFS: readonly KeyDef[] = [
       "Cap on each output file of a command or task; beyond it the head and tail are kept and the middle dropped",
     schema: PositiveInt,
   },
+  ...RETENTION_KEY_DEFS,
   {
     key: "control_token",
     type: "string",

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { pino, type Logger } from "pino";
 import type { EventType } from "../domain/events.ts";
 import type { Store } from "../store/db.ts";
+import { logLimits, rotateBySize, type LogLimits } from "./log-rotation.ts";
 
 /** Event types worth a log line. */
 const LOGGED: ReadonlySet<EventType> = new Set<EventType>([
@@ -17,15 +18,22 @@ const LOGGED: ReadonlySet<EventType> = new Set<EventType>([
   "task_reattached_after_restart",
   "current_run_abort_requested",
   "runtime_service_shutdown_requested",
+  "retention_applied",
 ]);
 
-export function openLog(home: string): Logger {
+/** Rotates at `retention.logs` (max_file_mb, max_files) as config.json sets them at open. */
+export function openLog(home: string, limits: LogLimits = logLimits(home)): Logger {
   mkdirSync(join(home, "logs"), { recursive: true, mode: 0o700 });
-  const destination = pino.destination({
-    dest: join(home, "logs", "holon.log"),
-    mode: 0o600, // other users of the machine must not read the runtime's log
-    sync: false,
-  });
+  const file = join(home, "logs", "holon.log");
+  const destination = rotateBySize(
+    pino.destination({
+      dest: file,
+      mode: 0o600, // other users of the machine must not read the runtime's log
+      sync: false,
+    }),
+    file,
+    limits,
+  );
   return pino(
     { base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime },
     destination,

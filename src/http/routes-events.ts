@@ -27,6 +27,7 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
     const afterSeq = intParam(c, "after_seq", { min: 0 });
     const beforeSeq = intParam(c, "before_seq", { min: 0 });
     const limit = intParam(c, "limit", { min: 1, max: 10_000 }) ?? 128;
+    const removedThrough = host.store.events.removedThrough(agent.agent_id);
     const events = host.store.events.query(agent.agent_id, {
       limit,
       order,
@@ -37,6 +38,9 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
       ok: true,
       agent_id: agent.agent_id,
       newest_seq: host.store.events.newestSeq(agent.agent_id),
+      // Retention removed everything up to removed_through_seq (0: nothing removed yet).
+      removed_through_seq: removedThrough,
+      oldest_available_seq: removedThrough + 1,
       events: events.map((e) => project(e, projection)),
     });
   });

@@ -4,6 +4,7 @@
 // client can never hold the runtime back or grow memory without bound.
 import type { EventEnvelope, EventProjectionName, ProjectedEvent } from "../domain/events.ts";
 import type { Store } from "../store/db.ts";
+import { HolonError } from "../domain/errors.ts";
 
 export const MAX_SUBSCRIBER_BACKLOG = 20_000;
 const HEARTBEAT = new TextEncoder().encode(": heartbeat\n\n");
@@ -60,6 +61,7 @@ export class EventHub {
       signal: AbortSignal;
     },
   ): ReadableStream<Uint8Array> {
+    if (opts.afterSeq !== undefined) assertReplayable(store, agentId, opts.afterSeq);
     const queue: Uint8Array[] = [];
     let lastSeq = opts.afterSeq ?? store.events.newestSeq(agentId);
     let replaying = true;
@@ -164,4 +166,30 @@ export class EventHub {
   close(): void {
     this.unlisten();
   }
+}
+
+/**
+ * Replay can only start where the log still begins. A cursor older than the oldest event
+ * retention kept is refused with 410 `replay_unavailable` (never answered with a stream
+ * that silently skips the removed events): the client rebuilds its view from
+ * `/agents/:id/state` and resumes from that snapshot's `newest_seq`.
+ */
+export function assertReplayable(store: Store, agentId: string, afterSeq: number): void {
+  const removedThrough = store.events.removedThrough(agentId);
+  if (afterSeq >= removedThrough) return;
+  throw new HolonError(
+    "replay_unavailable",
+    `events up to ${removedThrough} of agent '${agentId}' were removed by retention, so the stream cannot resume after ${afterSeq}`,
+    {
+      status: 410,
+      hint: `rebuild from GET /agents/${agentId}/state, then reconnect with after_seq set to its newest_seq`,
+      details: {
+        requested_after_seq: afterSeq,
+        removed_through_seq: removedThrough,
+        oldest_available_seq: removedThrough + 1,
+        newest_seq: store.events.newestSeq(agentId),
+        snapshot: `/agents/${agentId}/state`,
+      },
+    },
+  );
 }

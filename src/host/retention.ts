@@ -1,0 +1,318 @@
+// The retention job: applies the user's retention policy (host/retention-config.ts) in the
+// background. A pass removes, oldest first, the history rows past their age or beyond their
+// family's size cap, finished task records and task output past theirs, then hands freed
+// database pages back to the file system. It works in small batches, each one short
+// transaction followed by a yield to the event loop, so a turn never waits on more than one
+// batch. What a pass removed is told per agent as a `retention_applied` event (counts per
+// family and per event type, and how far the agent's event log now starts), which the
+// runtime log records too.
+//
+// Time comes from the store's clock, so tests drive passes with `runOnce()` on a fake clock.
+import { readdir, rm, stat } from "node:fs/promises";
+import { join, sep } from "node:path";
+import type { EventPayload } from "../domain/events.ts";
+import type { Store } from "../store/db.ts";
+import {
+  HISTORY_FAMILIES,
+  RetentionRepo,
+  type HistoryFamily,
+  type HistoryRow,
+  type Removed,
+  type TaskRow,
+} from "../store/retention.ts";
+import type { RetentionPolicy } from "./retention-config.ts";
+
+export type RemovedFamily = HistoryFamily | "tasks" | "task_output";
+
+export type AgentRemoval = {
+  counts: Partial<Record<RemovedFamily, number>>;
+  /** Removed events per event type. */
+  event_types: Record<string, number>;
+  /** The agent's events up to this seq are gone (replay from below it is refused). */
+  events_removed_through?: number;
+};
+
+export type RetentionSummary = {
+  started_at: string;
+  duration_ms: number;
+  removed: Partial<Record<RemovedFamily, number>>;
+  bytes_removed: Partial<Record<RemovedFamily, number>>;
+  by_agent: Record<string, AgentRemoval>;
+  /** Database pages returned to the file system by incremental vacuum. */
+  pages_returned: number;
+};
+
+export type RetentionDeps = {
+  store: Store;
+  policy: () => RetentionPolicy;
+  /** Rows looked at per batch (default 500). */
+  batchSize?: number;
+  /** Delay from start() to the first pass (default one minute: start-up comes first). */
+  firstPassDelayMs?: number;
+  onError?: (err: unknown) => void;
+};
+
+const TERMINAL_TASK = new Set(["completed", "failed", "cancelled"]);
+const PROCESS_DIR_MARK = `${sep}.holon${sep}processes${sep}`;
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class RetentionJob {
+  private readonly store: Store;
+  private readonly repo: RetentionRepo;
+  private readonly policy: () => RetentionPolicy;
+  private readonly batchSize: number;
+  private readonly firstPassDelayMs: number;
+  private readonly onError: (err: unknown) => void;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private running: Promise<RetentionSummary> | undefined;
+  private stopped = false;
+
+  constructor(deps: RetentionDeps) {
+    this.store = deps.store;
+    this.repo = new RetentionRepo(deps.store.db);
+    this.policy = deps.policy;
+    this.batchSize = deps.batchSize ?? 500;
+    this.firstPassDelayMs = deps.firstPassDelayMs ?? 60_000;
+    this.onError =
+      deps.onError ??
+      ((err) =>
+        process.emitWarning(
+          `holon: retention pass failed: ${err instanceof Error ? err.message : String(err)}`,
+        ));
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(this.firstPassDelayMs);
+  }
+
+  /** Stop scheduling and wait for a pass in progress to reach its next batch boundary. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => {});
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.runOnce()
+        .catch((err: unknown) => this.onError(err))
+        .finally(() => this.schedule(this.policy().interval_ms));
+    }, delayMs);
+    this.timer.unref?.();
+  }
+
+  /** One full pass now (a pass already running is joined, not doubled). */
+  runOnce(): Promise<RetentionSummary> {
+    this.running ??= this.pass().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async pass(): Promise<RetentionSummary> {
+    const policy = this.policy();
+    const started = this.store.clock.now();
+    const summary: RetentionSummary = {
+      started_at: started.toISOString(),
+      duration_ms: 0,
+      removed: {},
+      bytes_removed: {},
+      by_agent: {},
+      pages_returned: 0,
+    };
+    const t0 = performance.now();
+    for (const family of HISTORY_FAMILIES) {
+      await this.history(family, policy[family], started, summary);
+    }
+    await this.tasks(policy, started, summary);
+    await this.vacuum(summary);
+    this.announce(summary);
+    summary.duration_ms = Math.round(performance.now() - t0);
+    return summary;
+  }
+
+  /** Remove the oldest rows of one family: those past the age limit, then any over the cap. */
+  private async history(
+    family: HistoryFamily,
+    limit: RetentionPolicy[HistoryFamily],
+    now: Date,
+    summary: RetentionSummary,
+  ): Promise<void> {
+    if (limit.max_age_ms === null && limit.max_bytes === null) return;
+    const cutoff =
+      limit.max_age_ms === null ? null : new Date(now.getTime() - limit.max_age_ms).toISOString();
+    const at = now.toISOString();
+    // Messages and briefs are numbered by rowid: their newest row stays so no number repeats.
+    const keepNewest = family === "messages" || family === "briefs";
+    let cursor = 0;
+    while (!this.stopped) {
+      let done = false;
+      this.store.tx(() => {
+        const over = limit.max_bytes === null ? 0 : this.repo.tally(family).bytes - limit.max_bytes;
+        const page = this.repo.page(family, cursor, this.batchSize);
+        const newest = keepNewest ? this.repo.newestRowid(family) : Number.POSITIVE_INFINITY;
+        const take: HistoryRow[] = [];
+        let excess = over;
+        for (const row of page) {
+          const expired = cutoff !== null && row.at < cutoff;
+          if (!expired && excess <= 0) {
+            done = true;
+            break;
+          }
+          cursor = row.rowid;
+          if (!row.removable || row.rowid >= newest) continue;
+          take.push(row);
+          excess -= row.bytes;
+        }
+        if (page.length < this.batchSize) done = true;
+        if (take.length > 0) this.merge(summary, family, this.repo.remove(family, take, at));
+      });
+      if (done) return;
+      await tick();
+    }
+  }
+
+  /** Finished task records past their age, and task output past its age or over its cap. */
+  private async tasks(policy: RetentionPolicy, now: Date, summary: RetentionSummary) {
+    const recordCutoff = cutoffOf(now, policy.tasks.max_age_ms);
+    const outputCutoff = cutoffOf(now, policy.task_output.max_age_ms);
+    const outputCap = policy.task_output.max_bytes;
+    if (recordCutoff === null && outputCutoff === null && outputCap === null) return;
+    const at = now.toISOString();
+    const kept: { dir: string; agent: string; finished: string; bytes: number }[] = [];
+    let cursor = 0;
+    while (!this.stopped) {
+      const page = this.repo.tasksPage(cursor, this.batchSize);
+      if (page.length === 0) break;
+      cursor = page.at(-1)!.rowid;
+      const records: TaskRow[] = [];
+      for (const t of page) {
+        if (!TERMINAL_TASK.has(t.status)) continue;
+        const finished = t.finished_at ?? "";
+        const dir = ownedProcessDir(t.process_dir);
+        if (recordCutoff !== null && finished < recordCutoff) {
+          records.push(t);
+          if (dir) await this.removeOutput(dir, t.agent_id, summary);
+        } else if (dir) {
+          const bytes = await dirBytes(dir);
+          if (bytes === null) continue; // already gone
+          if (outputCutoff !== null && finished < outputCutoff) {
+            await this.removeOutput(dir, t.agent_id, summary, bytes);
+          } else kept.push({ dir, agent: t.agent_id, finished, bytes });
+        }
+      }
+      if (records.length > 0) {
+        this.store.tx(() => this.merge(summary, "tasks", this.repo.removeTasks(records, at)));
+      }
+      await tick();
+    }
+    if (outputCap === null || this.stopped) return;
+    let total = kept.reduce((n, k) => n + k.bytes, 0);
+    kept.sort((a, b) => (a.finished < b.finished ? -1 : a.finished > b.finished ? 1 : 0));
+    for (const k of kept) {
+      if (total <= outputCap || this.stopped) break;
+      await this.removeOutput(k.dir, k.agent, summary, k.bytes);
+      total -= k.bytes;
+    }
+  }
+
+  private async removeOutput(
+    dir: string,
+    agentId: string,
+    summary: RetentionSummary,
+    bytes?: number,
+  ): Promise<void> {
+    const size = bytes ?? (await dirBytes(dir));
+    if (size === null) return;
+    await rm(dir, { recursive: true, force: true });
+    summary.removed.task_output = (summary.removed.task_output ?? 0) + 1;
+    summary.bytes_removed.task_output = (summary.bytes_removed.task_output ?? 0) + size;
+    const agent = agentOf(summary, agentId);
+    agent.counts.task_output = (agent.counts.task_output ?? 0) + 1;
+  }
+
+  /** Give freed pages back to the file system, a couple of megabytes per step. */
+  private async vacuum(summary: RetentionSummary): Promise<void> {
+    if (Object.keys(summary.removed).length === 0) return;
+    while (!this.stopped) {
+      const free = this.repo.freePages();
+      if (free === 0) break;
+      this.repo.vacuumStep(512);
+      summary.pages_returned += free - this.repo.freePages();
+      if (this.repo.freePages() >= free) break; // not in incremental mode: nothing to return
+      await tick();
+    }
+    if (!this.stopped) this.repo.checkpoint();
+  }
+
+  private merge(summary: RetentionSummary, family: RemovedFamily, removed: Removed): void {
+    summary.removed[family] = (summary.removed[family] ?? 0) + removed.count;
+    summary.bytes_removed[family] = (summary.bytes_removed[family] ?? 0) + removed.bytes;
+    for (const [agentId, r] of removed.byAgent) {
+      const agent = agentOf(summary, agentId);
+      agent.counts[family] = (agent.counts[family] ?? 0) + r.count;
+      if (family === "events") {
+        agent.events_removed_through = Math.max(agent.events_removed_through ?? 0, r.maxSeq);
+        for (const [type, n] of r.types)
+          agent.event_types[type] = (agent.event_types[type] ?? 0) + n;
+      }
+    }
+  }
+
+  /** One `retention_applied` event per agent that lost something in this pass. */
+  private announce(summary: RetentionSummary): void {
+    const agents = Object.entries(summary.by_agent);
+    if (agents.length === 0 || this.stopped) return;
+    this.store.tx(() => {
+      for (const [agentId, r] of agents) {
+        if (!this.store.agents.get(agentId)) continue;
+        const payload: EventPayload<"retention_applied"> = {
+          removed: r.counts as Record<string, number>,
+          event_types: r.event_types,
+          pass_started_at: summary.started_at,
+        };
+        const through = this.store.events.removedThrough(agentId);
+        if (through > 0) {
+          payload.events_removed_through = through;
+          payload.oldest_available_seq = through + 1;
+        }
+        this.store.appendEvent(agentId, { type: "retention_applied", payload });
+      }
+    });
+  }
+}
+
+function cutoffOf(now: Date, maxAgeMs: number | null): string | null {
+  return maxAgeMs === null ? null : new Date(now.getTime() - maxAgeMs).toISOString();
+}
+
+function agentOf(summary: RetentionSummary, agentId: string): AgentRemoval {
+  return (summary.by_agent[agentId] ??= { counts: {}, event_types: {} });
+}
+
+/** A task's process directory, only when it is where the runtime puts them (never elsewhere). */
+function ownedProcessDir(dir: string | null): string | null {
+  return dir && dir.includes(PROCESS_DIR_MARK) ? dir : null;
+}
+
+/** Bytes of the files in a process directory, or null when it no longer exists. */
+async function dirBytes(dir: string): Promise<number | null> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return null;
+  }
+  let total = 0;
+  for (const name of names) {
+    try {
+      const s = await stat(join(dir, name));
+      if (s.isFile()) total += s.size;
+    } catch {
+      // removed meanwhile
+    }
+  }
+  return total;
+}

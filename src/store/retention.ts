@@ -1,0 +1,222 @@
+// The SQL of retention: remove the oldest history rows in small batches, keep the per-family
+// size tallies (maintained by triggers) and the per-agent floors (how far removal went).
+//
+// Rows of every history table are appended in time order, so their rowid order is time
+// order and "the oldest rows" is always a prefix by rowid: each batch reads the next rows
+// from the front, decides which go, and deletes them in one short transaction. For events
+// and transcript entries that prefix is also a prefix of each agent's own sequence, which
+// is what lets replay say "everything up to N is gone" (`retention_floors.removed_through`).
+// Nothing here runs on the turn path; the job in host/retention.ts drives it.
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { bodyText } from "./codec.ts";
+
+export type HistoryFamily = "events" | "transcript" | "messages" | "briefs";
+export const HISTORY_FAMILIES: readonly HistoryFamily[] = [
+  "events",
+  "transcript",
+  "messages",
+  "briefs",
+];
+
+/** One candidate row at the old end of a history table. */
+export type HistoryRow = {
+  rowid: number;
+  agent_id: string;
+  /** The agent's sequence number (events, transcript) or the global one (messages, briefs). */
+  seq: number;
+  /** ISO time the row was written. */
+  at: string;
+  /** Bytes the row counts for in the size tally. */
+  bytes: number;
+  /** Event type (events only). */
+  type?: string;
+  /** Messages only: whether it may go at all (a queued or running message never does). */
+  removable: boolean;
+};
+
+export type Removed = {
+  count: number;
+  bytes: number;
+  /** Per agent: how many rows, the highest seq removed, and (events) how many of each type. */
+  byAgent: Map<string, { count: number; maxSeq: number; types: Map<string, number> }>;
+};
+
+export type TaskRow = {
+  rowid: number;
+  id: string;
+  agent_id: string;
+  status: string;
+  finished_at: string | null;
+  process_dir: string | null;
+};
+
+const TERMINAL_MESSAGE = "status NOT IN ('queued', 'processing')";
+
+const PAGE_SQL: Record<HistoryFamily, string> = {
+  events: `SELECT rowid AS rowid, agent_id, event_seq AS seq, ts AS at, type,
+      octet_length(body) + octet_length(id) + octet_length(ts) + octet_length(type) + octet_length(agent_id) + 24 AS bytes,
+      1 AS removable
+    FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+  transcript: `SELECT rowid AS rowid, agent_id, seq, created_at AS at,
+      octet_length(body) + octet_length(id) + 2 * octet_length(agent_id) + 64 AS bytes,
+      1 AS removable
+    FROM transcript WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+  messages: `SELECT rowid AS rowid, agent_id, seq, created_at AS at,
+      octet_length(envelope) + 3 * octet_length(id) + 2 * octet_length(agent_id) + 80 AS bytes,
+      (${TERMINAL_MESSAGE}) AS removable
+    FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+  // A brief's time is inside its body; the job reads it from `data`.
+  briefs: `SELECT rowid AS rowid, agent_id, seq, data,
+      octet_length(data) + 2 * octet_length(id) + 2 * octet_length(agent_id) + 24 AS bytes,
+      1 AS removable
+    FROM briefs WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+};
+
+export class RetentionRepo {
+  private readonly db: DatabaseSync;
+  private readonly pageStmts: Record<HistoryFamily, StatementSync>;
+  private readonly deleteStmts: Record<HistoryFamily, StatementSync>;
+  private readonly maxRowidStmts: Record<HistoryFamily, StatementSync>;
+  private readonly tallyStmt: StatementSync;
+  private readonly floorStmt: StatementSync;
+  private readonly floorsStmt: StatementSync;
+  private readonly tasksPageStmt: StatementSync;
+  private readonly deleteTaskStmt: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+    const each = (f: (family: HistoryFamily) => string) =>
+      Object.fromEntries(HISTORY_FAMILIES.map((fam) => [fam, db.prepare(f(fam))])) as Record<
+        HistoryFamily,
+        StatementSync
+      >;
+    this.pageStmts = each((fam) => PAGE_SQL[fam]);
+    this.deleteStmts = each((fam) => `DELETE FROM ${fam} WHERE rowid = ?`);
+    this.maxRowidStmts = each((fam) => `SELECT MAX(rowid) AS m FROM ${fam}`);
+    this.tallyStmt = db.prepare("SELECT row_count, bytes FROM store_stats WHERE family = ?");
+    this.floorStmt = db.prepare(
+      `INSERT INTO retention_floors (agent_id, family, removed_through, removed_count, updated_at)
+       VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (agent_id, family) DO UPDATE SET
+         removed_through = MAX(removed_through, excluded.removed_through),
+         removed_count = removed_count + excluded.removed_count,
+         updated_at = excluded.updated_at`,
+    );
+    this.tasksPageStmt = db.prepare(
+      `SELECT rowid AS rowid, id, agent_id, status,
+         COALESCE(json_extract(data, '$.finished_at'), json_extract(data, '$.updated_at')) AS finished_at,
+         json_extract(data, '$.process_dir') AS process_dir
+       FROM tasks WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+    );
+    this.deleteTaskStmt = db.prepare("DELETE FROM tasks WHERE rowid = ?");
+    this.floorsStmt = db.prepare(
+      "SELECT agent_id, family, removed_through, removed_count, updated_at FROM retention_floors ORDER BY agent_id, family",
+    );
+  }
+
+  /** Rows and stored bytes of a history family, from the trigger-kept tally. */
+  tally(family: HistoryFamily): { rows: number; bytes: number } {
+    const row = this.tallyStmt.get(family) as { row_count: number; bytes: number } | undefined;
+    return { rows: row?.row_count ?? 0, bytes: row?.bytes ?? 0 };
+  }
+
+  /** The next `limit` rows after `afterRowid`, oldest first. */
+  page(family: HistoryFamily, afterRowid: number, limit: number): HistoryRow[] {
+    const rows = this.pageStmts[family].all(afterRowid, limit) as Record<string, unknown>[];
+    return rows.map((r) => {
+      let at = r.at as string | undefined;
+      if (family === "briefs") {
+        at = (JSON.parse(bodyText(r.data)) as { created_at: string }).created_at;
+      }
+      const row: HistoryRow = {
+        rowid: r.rowid as number,
+        agent_id: r.agent_id as string,
+        seq: r.seq as number,
+        at: at!,
+        bytes: r.bytes as number,
+        removable: r.removable === 1,
+      };
+      if (typeof r.type === "string") row.type = r.type;
+      return row;
+    });
+  }
+
+  /** The newest row of a table, which retention keeps so a rowid-numbered seq never repeats. */
+  newestRowid(family: HistoryFamily): number {
+    return (this.maxRowidStmts[family].get() as { m: number | null }).m ?? 0;
+  }
+
+  /**
+   * Delete `rows` and move the agents' floors past them. Run inside a store transaction;
+   * callers pass a prefix (per agent) of the family's rows.
+   */
+  remove(family: HistoryFamily, rows: HistoryRow[], at: string): Removed {
+    const removed: Removed = { count: 0, bytes: 0, byAgent: new Map() };
+    const del = this.deleteStmts[family];
+    for (const row of rows) {
+      del.run(row.rowid);
+      removed.count++;
+      removed.bytes += row.bytes;
+      let agent = removed.byAgent.get(row.agent_id);
+      if (!agent)
+        removed.byAgent.set(row.agent_id, (agent = { count: 0, maxSeq: 0, types: new Map() }));
+      agent.count++;
+      agent.maxSeq = Math.max(agent.maxSeq, row.seq);
+      if (row.type) agent.types.set(row.type, (agent.types.get(row.type) ?? 0) + 1);
+    }
+    for (const [agentId, a] of removed.byAgent) {
+      this.floorStmt.run(agentId, family, a.maxSeq, a.count, at);
+    }
+    return removed;
+  }
+
+  /** Tasks after `afterRowid`, oldest first, with what retention needs to judge them. */
+  tasksPage(afterRowid: number, limit: number): TaskRow[] {
+    return this.tasksPageStmt.all(afterRowid, limit) as TaskRow[];
+  }
+
+  /** Delete finished task records (their output directories are the caller's to remove). */
+  removeTasks(rows: TaskRow[], at: string): Removed {
+    const removed: Removed = { count: 0, bytes: 0, byAgent: new Map() };
+    for (const row of rows) {
+      this.deleteTaskStmt.run(row.rowid);
+      removed.count++;
+      let agent = removed.byAgent.get(row.agent_id);
+      if (!agent) {
+        removed.byAgent.set(row.agent_id, (agent = { count: 0, maxSeq: 0, types: new Map() }));
+      }
+      agent.count++;
+      agent.maxSeq = Math.max(agent.maxSeq, row.rowid);
+    }
+    for (const [agentId, a] of removed.byAgent) {
+      this.floorStmt.run(agentId, "tasks", a.maxSeq, a.count, at);
+    }
+    return removed;
+  }
+
+  /** Everything retention has removed so far, per agent and family. */
+  floors(): {
+    agent_id: string;
+    family: string;
+    removed_through: number;
+    removed_count: number;
+    updated_at: string;
+  }[] {
+    return this.floorsStmt.all() as ReturnType<RetentionRepo["floors"]>;
+  }
+
+  /** Free pages waiting to be returned to the file system. */
+  freePages(): number {
+    return (this.db.prepare("PRAGMA freelist_count").get() as { freelist_count: number })
+      .freelist_count;
+  }
+
+  /** Return up to `pages` free pages to the file system (needs auto_vacuum = INCREMENTAL). */
+  vacuumStep(pages: number): void {
+    this.db.exec(`PRAGMA incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+  }
+
+  checkpoint(): void {
+    this.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+  }
+}

@@ -1,0 +1,64 @@
+// The runtime log rotates by size and keeps a bounded number of files, without losing or
+// splitting the lines it keeps.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterAll, describe, expect, it } from "vitest";
+import { openLog } from "../src/host/log.ts";
+import { logLimits } from "../src/host/log-rotation.ts";
+import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+
+afterAll(cleanupHomes);
+
+describe("runtime log rotation", () => {
+  it("rotates at the size limit, keeps max_files old files, and every kept line is whole and in order", async () => {
+    const home = tempHome();
+    const log = openLog(home, { maxBytes: 4_000, maxFiles: 2 });
+    for (let i = 0; i < 400; i++) log.info({ n: i, pad: "x".repeat(60) }, "line");
+    await drained((log as any)[pino.symbols.streamSym]);
+    const file = join(home, "logs", "holon.log");
+    expect(existsSync(`${file}.1`)).toBe(true);
+    expect(existsSync(`${file}.2`)).toBe(true);
+    expect(existsSync(`${file}.3`)).toBe(false);
+    const numbers: number[] = [];
+    for (const f of [`${file}.2`, `${file}.1`, file]) {
+      // The limit, overshot by at most one write of buffered lines (16 KB at most).
+      expect(statSync(f).size).toBeLessThan(4_000 + 16 * 1024 + 200);
+      expect(statSync(f).mode & 0o777).toBe(0o600);
+      for (const line of readFileSync(f, "utf8").split("\n").filter(Boolean)) {
+        numbers.push((JSON.parse(line) as { n: number }).n);
+      }
+    }
+    // The newest lines survive, consecutive up to the last one written.
+    expect(numbers.at(-1)).toBe(399);
+    expect(numbers).toEqual(numbers.map((_, i) => numbers[0]! + i));
+  });
+
+  it("takes its limits from retention.logs in config.json", async () => {
+    const home = tempHome();
+    expect(logLimits(home)).toEqual({ maxBytes: 10 * 1024 * 1024, maxFiles: 5 });
+    const env = { HOLON_HOME: home };
+    expect((await runCli(["config", "set", "retention.logs.max_file_mb", "2"], { env })).code).toBe(
+      0,
+    );
+    expect((await runCli(["config", "set", "retention.logs.max_files", "3"], { env })).code).toBe(
+      0,
+    );
+    expect(logLimits(home)).toEqual({ maxBytes: 2 * 1024 * 1024, maxFiles: 3 });
+    const bad = await runCli(["config", "set", "retention.events.max_age_days", "-1"], { env });
+    expect(bad.code).not.toBe(0);
+  });
+});
+
+/** Until the log's destination has written everything it buffered (events, never a timer). */
+async function drained(stream: any): Promise<void> {
+  while (stream._writing || stream._len > 0 || stream._opening || stream._reopening) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        for (const e of ["drain", "ready", "write"]) stream.off(e, done);
+        resolve();
+      };
+      for (const e of ["drain", "ready", "write"]) stream.on(e, done);
+    });
+  }
+}

@@ -1,0 +1,367 @@
+// Retention on a fake clock: a pass removes exactly the history older than the policy and
+// nothing newer, says what it removed per agent and kind, hands the space back, and the
+// event stream tells a client resuming from a removed seq that those events are gone.
+// Real SQLite in a temp home, real HTTP on 127.0.0.1; nothing sleeps.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { TurnExecutor } from "../src/agent/runtime.ts";
+import { recordRuntimeFailure } from "../src/agent/briefs.ts";
+import { systemClock, type Clock } from "../src/domain/clock.ts";
+import type { TaskRecord } from "../src/domain/task.ts";
+import { RetentionJob } from "../src/host/retention.ts";
+import {
+  effectiveRetention,
+  type RetentionFile,
+  type RetentionPolicy,
+} from "../src/host/retention-config.ts";
+import { taskOutputView } from "../src/tasks/service.ts";
+import { cleanupHomes, startRuntime, type TestRuntime } from "./helpers/home.ts";
+import { openSse } from "./helpers/sse.ts";
+
+afterAll(cleanupHomes);
+
+const DAY = 86_400_000;
+const T0 = Date.parse("2026-01-01T00:00:00.000Z");
+const parked: TurnExecutor = { run: () => new Promise(() => {}) };
+
+function fakeClock(): Clock & { set(ms: number): void } {
+  let now = T0;
+  return {
+    now: () => new Date(now),
+    sleep: systemClock.sleep,
+    set: (ms) => (now = ms),
+  };
+}
+
+/** Everything off except what a test turns on. */
+function policy(file: RetentionFile): () => RetentionPolicy {
+  const none = { max_age_days: 0, max_mb: 0 };
+  return () =>
+    effectiveRetention({
+      events: none,
+      transcript: none,
+      messages: none,
+      briefs: none,
+      tasks: { max_age_days: 0 },
+      task_output: none,
+      ...file,
+    });
+}
+
+/** One round of history at the clock's time: a finished message, its failure brief, transcript entry and events. */
+function round(rt: TestRuntime, tag: string): string {
+  const store = rt.host.store;
+  const m = rt.host.ingress.admit({
+    agent_id: "main",
+    kind: "channel_event",
+    origin: { kind: "channel", channel_id: "test" },
+    body: { type: "text", text: tag },
+    surface: "http_public_enqueue",
+    admission: "public_unauthenticated",
+  });
+  store.tx(() => store.messages.setStatus(m.id, "processed", store.clock.now().toISOString()));
+  recordRuntimeFailure(store, { agent_id: "main", message_id: m.id, summary: `failure ${tag}` });
+  return m.id;
+}
+
+function rows(rt: TestRuntime) {
+  const db = rt.host.store.db;
+  const q = (sql: string) => db.prepare(sql).all() as Record<string, any>[];
+  return {
+    eventSeqs: q("SELECT event_seq FROM events WHERE agent_id = 'main' ORDER BY event_seq").map(
+      (r) => r.event_seq as number,
+    ),
+    eventTimes: q("SELECT ts FROM events").map((r) => r.ts as string),
+    transcript: q("SELECT created_at FROM transcript").map((r) => r.created_at as string),
+    messages: rt.host.store.messages.recent("main", 1000).map((m) => m.body),
+    briefs: rt.host.store.briefs.recent("main", 1000).map((b) => b.text),
+  };
+}
+
+describe("retention", () => {
+  it("removes exactly what is older than the policy, nothing newer, and says what it removed", async () => {
+    const clock = fakeClock();
+    const rt = await startRuntime({ executor: () => parked, clock });
+    try {
+      rt.host.lifecycle.control("main", "pause");
+      const store = rt.host.store;
+      for (let i = 0; i < 3; i++) round(rt, `old${i}`);
+      const oldThrough = store.events.newestSeq("main");
+      const oldEventTypes: Record<string, number> = {};
+      for (const e of store.events.after("main", 0, 10_000)) {
+        oldEventTypes[e.type] = (oldEventTypes[e.type] ?? 0) + 1;
+      }
+      clock.set(T0 + 20 * DAY);
+      for (let i = 0; i < 3; i++) round(rt, `young${i}`);
+      const before = rows(rt);
+      const youngEvents = before.eventSeqs.filter((s) => s > oldThrough);
+
+      // Day 30 minus a millisecond: nothing is old enough yet.
+      clock.set(T0 + 30 * DAY - 1);
+      const all30 = policy({
+        events: { max_age_days: 30 },
+        transcript: { max_age_days: 30 },
+        messages: { max_age_days: 30 },
+        briefs: { max_age_days: 30 },
+      });
+      const early = await new RetentionJob({ store, policy: all30 }).runOnce();
+      expect(early.removed).toEqual({});
+      expect(rows(rt)).toEqual(before);
+
+      // Day 30 plus a millisecond: exactly the day-0 history goes.
+      clock.set(T0 + 30 * DAY + 1);
+      const summary = await new RetentionJob({ store, policy: all30 }).runOnce();
+      const after = rows(rt);
+      const cutoff = new Date(T0 + 1).toISOString();
+      expect(after.eventSeqs).toEqual([...youngEvents, store.events.newestSeq("main")]);
+      expect(after.eventTimes.every((t) => t >= cutoff)).toBe(true);
+      expect(after.transcript).toHaveLength(3);
+      expect(after.transcript.every((t) => t >= cutoff)).toBe(true);
+      expect(after.messages.map((b: any) => b.text).sort()).toEqual(["young0", "young1", "young2"]);
+      expect(after.briefs).toEqual(["failure young0", "failure young1", "failure young2"]);
+
+      expect(summary.removed).toMatchObject({
+        events: oldThrough,
+        transcript: 3,
+        messages: 3,
+        briefs: 3,
+      });
+      expect(summary.by_agent.main).toEqual({
+        counts: { events: oldThrough, transcript: 3, messages: 3, briefs: 3 },
+        event_types: oldEventTypes,
+        events_removed_through: oldThrough,
+      });
+      // The removal is on the agent's own stream, where a client sees it.
+      const told = store.events.after("main", oldThrough, 10_000).at(-1)!;
+      expect(told.type).toBe("retention_applied");
+      expect(told.payload).toMatchObject({
+        removed: { events: oldThrough, transcript: 3, messages: 3, briefs: 3 },
+        events_removed_through: oldThrough,
+        oldest_available_seq: oldThrough + 1,
+      });
+      expect(store.events.removedThrough("main")).toBe(oldThrough);
+      expect(summary.pages_returned).toBeGreaterThanOrEqual(0);
+      expect(store.db.prepare("PRAGMA freelist_count").get()).toEqual({ freelist_count: 0 });
+
+      // A second pass finds nothing more and says nothing.
+      const again = await new RetentionJob({ store, policy: all30 }).runOnce();
+      expect(again.removed).toEqual({});
+      expect(store.events.after("main", told.event_seq, 10)).toEqual([]);
+
+      // The event stream: a cursor inside the removed range is refused, explicitly.
+      const stream = `${rt.url}/agents/main/events/stream`;
+      for (const [query, headers] of [
+        ["?after_seq=0", {}],
+        ["?after_seq=1", {}],
+        ["", { "last-event-id": String(oldThrough - 1) }],
+      ] as const) {
+        const res = await fetch(stream + query, { headers });
+        expect(res.status).toBe(410);
+        const body = (await res.json()) as any;
+        expect(body.error).toMatchObject({
+          kind: "replay_unavailable",
+          removed_through_seq: oldThrough,
+          oldest_available_seq: oldThrough + 1,
+          newest_seq: told.event_seq,
+          snapshot: "/agents/main/state",
+        });
+        expect(body.error.hint).toMatch(/\/agents\/main\/state/);
+      }
+      // Resuming exactly at the edge still works, with no gap.
+      const edge = await openSse(`${stream}?after_seq=${oldThrough}`);
+      expect(edge.status).toBe(200);
+      for await (const f of edge.frames) {
+        expect(Number(f.id)).toBe(oldThrough + 1);
+        break;
+      }
+      edge.close();
+      // Paging says where the log now starts.
+      const page = await rt.req("GET", "/agents/main/events?after_seq=0&order=asc&limit=1");
+      expect(page.json).toMatchObject({
+        removed_through_seq: oldThrough,
+        oldest_available_seq: oldThrough + 1,
+      });
+      expect(page.json.events[0].event_seq).toBe(oldThrough + 1);
+      // The snapshot a refused client rebuilds from gives the cursor to resume with.
+      const state = await rt.req("GET", "/agents/main/state");
+      expect(state.json.newest_seq).toBe(told.event_seq);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("a size cap removes the oldest rows first until the family fits, and numbering survives a restart", async () => {
+    const clock = fakeClock();
+    const rt = await startRuntime({ executor: () => parked, clock });
+    const home = rt.home;
+    let newest = 0;
+    try {
+      rt.host.lifecycle.control("main", "pause");
+      const store = rt.host.store;
+      for (let i = 0; i < 20; i++) {
+        clock.set(T0 + i * 1000);
+        round(rt, `r${i}`);
+      }
+      const tally = () =>
+        (store.db.prepare("SELECT bytes FROM store_stats WHERE family = 'events'").get() as any)
+          .bytes as number;
+      const cap = Math.floor(tally() / 2);
+      const pages = () => (store.db.prepare("PRAGMA page_count").get() as any).page_count as number;
+      const pagesBefore = pages();
+      const capped: () => RetentionPolicy = () => ({
+        ...policy({})(),
+        events: { max_age_ms: null, max_bytes: cap },
+      });
+      const summary = await new RetentionJob({ store, policy: capped, batchSize: 7 }).runOnce();
+      expect(tally()).toBeLessThanOrEqual(cap + 2_000); // plus the retention_applied event
+      // The freed pages went back to the file system, not just to a free list.
+      expect(summary.pages_returned).toBeGreaterThan(0);
+      expect(pages()).toBeLessThan(pagesBefore);
+      const removedThrough = store.events.removedThrough("main");
+      expect(summary.by_agent.main!.events_removed_through).toBe(removedThrough);
+      const seqs = rows(rt).eventSeqs;
+      newest = store.events.newestSeq("main");
+      // What is left is the newest part of the log, without a hole.
+      expect(seqs).toEqual(
+        Array.from({ length: newest - removedThrough }, (_, i) => removedThrough + 1 + i),
+      );
+      // The other families had no limit and lost nothing.
+      expect(rows(rt).briefs).toHaveLength(20);
+    } finally {
+      await rt.close();
+    }
+    // Remove the rest by hand: after a restart the numbering still continues from the floor.
+    const again = await startRuntime({ home, executor: () => parked, clock });
+    try {
+      const store = again.host.store;
+      store.db.exec("DELETE FROM events");
+      store.events.invalidate();
+      store.db
+        .prepare(
+          "UPDATE retention_floors SET removed_through = ? WHERE agent_id = 'main' AND family = 'events'",
+        )
+        .run(newest);
+      expect(store.events.newestSeq("main")).toBe(newest);
+      const e = store.tx(() =>
+        store.appendEvent("main", {
+          type: "wake_requested",
+          payload: { source: "test", disposition: "noop" },
+        }),
+      );
+      expect(e.event_seq).toBe(newest + 1);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it("finished task output past its age is removed; the task keeps its snapshot, and old records go", async () => {
+    const clock = fakeClock();
+    const rt = await startRuntime({ executor: () => parked, clock });
+    try {
+      const store = rt.host.store;
+      const agentHome = store.agents.get("main")!.agent_home;
+      const task = (id: string, finishedDay: number, status: TaskRecord["status"]): TaskRecord => {
+        const dir = join(agentHome, ".holon", "processes", id);
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, "output.log"), `output of ${id}\n`.repeat(100));
+        const at = new Date(T0 + finishedDay * DAY).toISOString();
+        const t: TaskRecord = {
+          id,
+          agent_id: "main",
+          kind: "command_task",
+          status,
+          created_at: at,
+          updated_at: at,
+          cmd: "echo",
+          cmd_digest: "d",
+          workdir: agentHome,
+          shell: "/bin/sh",
+          login: false,
+          tty: false,
+          accepts_input: false,
+          output_path: join(dir, "output.log"),
+          process_dir: dir,
+          terminal_reentry: false,
+          output_snapshot: { preview: `output of ${id}`, total_bytes: 1500, truncated: true },
+        };
+        if (status !== "running") t.finished_at = at;
+        store.tasks.put(t);
+        return t;
+      };
+      const ancient = task("task_ancient", 0, "completed");
+      const old = task("task_old", 20, "failed");
+      const recent = task("task_recent", 28, "completed");
+      const running = task("task_running", 0, "running");
+      clock.set(T0 + 31 * DAY);
+      const summary = await new RetentionJob({
+        store,
+        policy: policy({ tasks: { max_age_days: 30 }, task_output: { max_age_days: 7 } }),
+      }).runOnce();
+
+      expect(store.tasks.get(ancient.id)).toBeUndefined();
+      expect(existsSync(ancient.process_dir)).toBe(false);
+      expect(store.tasks.get(old.id)).toBeDefined();
+      expect(existsSync(old.process_dir)).toBe(false);
+      expect(existsSync(recent.process_dir)).toBe(true);
+      expect(existsSync(running.process_dir)).toBe(true);
+      expect(store.tasks.get(running.id)?.status).toBe("running");
+      expect(summary.removed).toMatchObject({ tasks: 1, task_output: 2 });
+      expect(summary.by_agent.main!.counts).toMatchObject({ tasks: 1, task_output: 2 });
+
+      // The spec's fallback: a terminal task whose file is gone still answers from its snapshot.
+      const view = taskOutputView(store.tasks.get(old.id)!, 1000, false);
+      expect(view.retrieval_status).toBe("success");
+      expect(view.task.output_source).toBe("terminal_snapshot");
+
+      // A size cap on task output removes the oldest remaining output first.
+      const newer = task("task_newer", 30, "completed");
+      await new RetentionJob({
+        store,
+        policy: () => ({
+          ...policy({})(),
+          task_output: { max_age_ms: null, max_bytes: 3_000 },
+        }),
+      }).runOnce();
+      expect(existsSync(recent.process_dir)).toBe(false);
+      expect(existsSync(newer.process_dir)).toBe(true);
+      expect(existsSync(running.process_dir)).toBe(true);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("start() runs passes in the background and stop() waits for the one in progress", async () => {
+    const clock = fakeClock();
+    const rt = await startRuntime({ executor: () => parked, clock });
+    try {
+      const store = rt.host.store;
+      rt.host.lifecycle.control("main", "pause");
+      round(rt, "old");
+      clock.set(T0 + 40 * DAY);
+      let passes = 0;
+      const job = new RetentionJob({
+        store,
+        policy: policy({ events: { max_age_days: 30 } }),
+        firstPassDelayMs: 0,
+      });
+      const run = job.runOnce.bind(job);
+      job.runOnce = () => {
+        passes++;
+        return run();
+      };
+      job.start();
+      await waitForPass(() => passes > 0);
+      await job.stop();
+      expect(store.events.removedThrough("main")).toBeGreaterThan(0);
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+/** Yield to the event loop until `done` (the first pass is due at once; no wall-clock waits). */
+async function waitForPass(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !done(); i++) await new Promise((r) => setImmediate(r));
+  expect(done()).toBe(true);
+}
