@@ -16,7 +16,7 @@ import {
   type RetentionPolicy,
 } from "../src/host/retention-config.ts";
 import { taskOutputView } from "../src/tasks/service.ts";
-import { cleanupHomes, startRuntime, type TestRuntime } from "./helpers/home.ts";
+import { cleanupHomes, runCli, startRuntime, tempHome, type TestRuntime } from "./helpers/home.ts";
 import { openSse } from "./helpers/sse.ts";
 
 afterAll(cleanupHomes);
@@ -326,6 +326,28 @@ describe("retention", () => {
       expect(existsSync(recent.process_dir)).toBe(false);
       expect(existsSync(newer.process_dir)).toBe(true);
       expect(existsSync(running.process_dir)).toBe(true);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("the host runs retention with the policy config.json sets", async () => {
+    const home = tempHome();
+    const env = { HOLON_HOME: home };
+    const set = await runCli(["config", "set", "retention.events.max_age_days", "7"], { env });
+    expect(set.code, set.stderr).toBe(0);
+    const clock = fakeClock();
+    const rt = await startRuntime({ home, executor: () => parked, clock });
+    try {
+      rt.host.lifecycle.control("main", "pause");
+      round(rt, "old");
+      const oldThrough = rt.host.store.events.newestSeq("main");
+      clock.set(T0 + 8 * DAY);
+      round(rt, "young");
+      const summary = await rt.host.services.retention.runOnce();
+      expect(summary.by_agent.main?.events_removed_through).toBe(oldThrough);
+      // Only events had a 7-day limit; the rest keep their 30- and 90-day defaults.
+      expect(summary.removed).toEqual({ events: oldThrough });
     } finally {
       await rt.close();
     }

@@ -79,6 +79,7 @@ export class RuntimeHost {
     loops.open();
     tasks.recover();
     scheduler.start();
+    host.services.retention.start();
     return host;
   }
 
@@ -164,6 +165,7 @@ export class RuntimeHost {
     if (this.closed) return;
     this.closed = true;
     const { ingress, scheduler, loops, tasks, store } = this.services;
+    await this.services.retention.stop();
     scheduler.close();
     ingress.close();
     await loops.close();

@@ -19,6 +19,7 @@ import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
 import { defaultContributors } from "../context/contributors.ts";
 import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
+import { RetentionJob } from "./retention.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 
 export type ServiceOptions = {
@@ -80,7 +81,9 @@ export function buildServices(opts: ServiceOptions) {
     checkModelRef: (ref) => config.checkModelRef(ref),
   });
   const lifecycle = new AgentLifecycle({ store, agents, loops, signals, sleep, owned: tasks });
-  return { ...core, executor, loops, agents, lifecycle };
+  // History retention (config `retention.*`): a background job, never on a turn's path.
+  const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
+  return { ...core, executor, loops, agents, lifecycle, retention };
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */
