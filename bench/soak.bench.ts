@@ -193,6 +193,7 @@ const bench: Benchmark = {
           execEvery: 5,
           enqueuePerSec: 20,
           promptTimeoutMs: 30_000,
+          token: host.token,
         };
         load.send({ type: "start", ...cfg });
         await load.next("started", 30_000);

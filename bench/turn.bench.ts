@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
-import { startHolon } from "./lib/proc.ts";
+import { authHeaders, startHolon } from "./lib/proc.ts";
 import { round, summarize } from "./lib/stats.ts";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
 
@@ -118,7 +118,7 @@ const bench: Benchmark = {
         });
         const res = await fetch(`${host.url}/control/agents/main/prompt`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...authHeaders(host.url) },
           body: JSON.stringify({ text: "run true many times" }),
         });
         if (res.status !== 202) throw new Error(`prompt failed: HTTP ${res.status}`);

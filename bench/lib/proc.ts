@@ -33,6 +33,8 @@ export type ServerProc = {
   port: number;
   /** The temporary HOLON_HOME that `stop()` removes (holon servers on a fresh home only). */
   home: string | undefined;
+  /** The control token a holon host generated (control routes over TCP need it); else null. */
+  token: string | null;
   /** SIGTERM, then SIGKILL after `graceMs` (default 5 s). */
   stop(graceMs?: number): Promise<void>;
 };
@@ -92,12 +94,14 @@ async function spawnServer(
     }
     if (home) rmSync(home, { recursive: true, force: true });
   };
+  const url = `http://${addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname}:${addr.port}`;
   return {
     pid: child.pid!,
-    url: `http://${addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname}:${addr.port}`,
+    url,
     hostname: addr.hostname,
     port: addr.port,
     home,
+    token: null,
     stop,
   };
 }
@@ -130,10 +134,34 @@ export async function startHolon(root: string, opts: HolonOptions = {}): Promise
     fresh ? home : undefined,
     20_000,
     opts.env,
-  ).catch((err: unknown) => {
-    if (fresh) rmSync(home, { recursive: true, force: true });
-    throw err;
-  });
+  )
+    .then((server) => {
+      // A host on TCP without a configured token generates one for its control routes.
+      const token = generatedToken(home);
+      if (token) tokens.set(server.url, token);
+      return { ...server, token };
+    })
+    .catch((err: unknown) => {
+      if (fresh) rmSync(home, { recursive: true, force: true });
+      throw err;
+    });
+}
+
+/** Control tokens of the hosts started here, by base URL; `json()` sends them along. */
+const tokens = new Map<string, string>();
+
+function generatedToken(home: string): string | null {
+  try {
+    return readFileSync(join(home, "run", "control-token"), "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** `Authorization` for a URL on a host started here (empty for anything else). */
+export function authHeaders(url: string): Record<string, string> {
+  const token = tokens.get(new URL(url).origin);
+  return token ? { authorization: `Bearer ${token}` } : {};
 }
 
 /** A baseline server from bench/workers/baseline-server.ts ("bare" node:http or "hono"). */
@@ -313,17 +341,19 @@ export function cpuSeconds(pid: number): number {
   return (Number(rest[11]) + Number(rest[12])) / clockTicksPerSecond();
 }
 
-/** JSON over loopback for setup and verification calls (not for measured traffic). */
+/** JSON over loopback for setup and verification calls (not for measured traffic); a host started here gets its control token. */
 export async function json(
   url: string,
   method = "GET",
   body?: unknown,
 ): Promise<{ status: number; body: Record<string, unknown> }> {
   const init: RequestInit = { method, signal: AbortSignal.timeout(15_000) };
+  const headers: Record<string, string> = authHeaders(url);
   if (body !== undefined) {
     init.body = JSON.stringify(body);
-    init.headers = { "content-type": "application/json" };
+    headers["content-type"] = "application/json";
   }
+  init.headers = headers;
   const res = await fetch(url, init);
   const text = await res.text();
   let parsed: Record<string, unknown> = {};

@@ -21,6 +21,8 @@ export type SoakLoadConfig = {
   enqueuePerSec: number;
   /** A prompt whose turn has not ended after this long counts as an error. */
   promptTimeoutMs: number;
+  /** Bearer token for the control routes (a host on TCP generates one), or null. */
+  token: string | null;
 };
 
 export type SoakWindow = {
@@ -72,7 +74,11 @@ function post(path: string, body: unknown): Promise<{ status: number; text: stri
         port: cfg.port,
         path,
         method: "POST",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) },
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(data),
+          ...(cfg.token ? { authorization: `Bearer ${cfg.token}` } : {}),
+        },
         timeout: 30_000,
       },
       (res) => {
