@@ -21,9 +21,16 @@ function counts() {
   const db = rt.host.store.db;
   return {
     messages: (db.prepare("SELECT COUNT(*) AS n FROM messages").get() as { n: number }).n,
-    events: (db.prepare("SELECT COUNT(*) AS n FROM events").get() as { n: number }).n,
+    // Refusals before routing leave an audit event and nothing else.
+    events: (
+      db.prepare("SELECT COUNT(*) AS n FROM events WHERE type != 'http_request_refused'").get() as {
+        n: number;
+      }
+    ).n,
   };
 }
+
+const deep = (n: number) => "[".repeat(n) + "]".repeat(n);
 
 describe("public enqueue", () => {
   it("admits a channel message with runtime-derived provenance", async () => {
@@ -191,6 +198,17 @@ describe("public enqueue", () => {
       400,
       "invalid_request",
     ],
+    // Hostile shapes: every one a 4xx, never a 500.
+    ["deeply nested JSON", "/agents/main/enqueue", `{"json":${deep(5000)}}`, 400, "json_too_deep"],
+    ["deeply nested webhook", "/webhooks/generic/main", deep(100_000), 400, "json_too_deep"],
+    ["a NUL byte in prompt text", "/control/agents/main/prompt", { text: "a\0b" }, 400, "nul_byte"],
+    ["a NUL byte in public text", "/agents/main/enqueue", { text: "\0" }, 400, "nul_byte"],
+    ["a NUL byte in a task cmd", "/control/agents/main/tasks", { cmd: "echo \0" }, 400, "nul_byte"],
+    ["a NUL byte in a key", "/webhooks/generic/main", { "a\0": 1 }, 400, "nul_byte"],
+    ["a NUL byte in an agent id", "/agents/ma%00in/enqueue", { text: "x" }, 400, "nul_byte"],
+    ["a NUL byte in a new agent id", "/control/agents/x%00y/create", {}, 400, "nul_byte"],
+    ["an id differing only by case", "/control/agents/Main/create", {}, 400, "invalid_agent_id"],
+    ["an upper-case id", "/control/agents/Main/prompt", { text: "x" }, 404, "unknown_agent"],
   ];
   for (const [name, path, body, status, kind] of bad) {
     it(`rejects ${name} with ${status} ${kind} and stores nothing`, async () => {
@@ -282,5 +300,33 @@ describe("webhook and operator ingress", () => {
       // over TCP the control token is required, so the prompt is token-authenticated
       admission_context: "control_authenticated",
     });
+  });
+});
+
+describe("a HOLON_HOME that cannot hold a database", () => {
+  it("fails to open with home_unusable and says why, for a file and for a database path taken", async () => {
+    const { RuntimeHost } = await import("../src/host/host.ts");
+    const { tempHome } = await import("./helpers/home.ts");
+    const { mkdirSync, writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const parent = tempHome();
+    const file = join(parent, "file");
+    writeFileSync(file, "");
+    const dbTaken = join(parent, "home");
+    mkdirSync(join(dbTaken, "holon.db"), { recursive: true });
+    for (const [home, why] of [
+      [file, /is not a directory/],
+      [dbTaken, /holon\.db is not a regular file/],
+    ] as const) {
+      let error: any;
+      try {
+        RuntimeHost.open({ home });
+      } catch (err) {
+        error = err;
+      }
+      expect(error?.kind).toBe("home_unusable");
+      expect(error.message).toMatch(why);
+      expect(error.hint).toMatch(/HOLON_HOME/);
+    }
   });
 });

@@ -22,12 +22,16 @@ export type AgentOwnership = z.infer<typeof AgentOwnership>;
 export const ProfilePreset = z.enum(["public_named", "private_child"]);
 export type ProfilePreset = z.infer<typeof ProfilePreset>;
 
-/** Agent ids appear in paths and URLs, so they are deliberately plain. */
+/**
+ * Agent ids appear in paths and URLs, so they are deliberately plain, and lower case: two
+ * ids differing only by case (`Main`, `main`) would name one directory on a case-insensitive
+ * file system.
+ */
 export const AgentId = z
   .string()
   .regex(
-    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
-    "agent ids are 1-64 characters of letters, digits, '.', '_' or '-', starting with a letter or digit",
+    /^[a-z0-9][a-z0-9._-]{0,63}$/,
+    "agent ids are 1-64 characters of lower-case letters, digits, '.', '_' or '-', starting with a letter or digit",
   );
 
 export const TokenTotals = z.object({

@@ -1,6 +1,7 @@
 // The pre-routing guard: every request is checked before any route sees it. A browser tab
 // on another site, a DNS-rebinding page, or another local user on the machine must not be
-// able to drive the host, so the guard refuses, in this order:
+// able to drive the host, so the guard refuses, in this order (after a path or query with
+// a NUL byte, which nothing legitimate sends):
 //   1. a `Host` whose name is not one of ours (loopback names, the bound address, the
 //      `--host` name, the advertised name; any port, since SSH tunnels change ports);
 //   2. a cross-origin browser request (`Origin` that is not our own, or `Sec-Fetch-Site`
@@ -171,6 +172,15 @@ export function guardRequest(
       agent_hint: agentHintOf(path),
     },
   });
+
+  // 0. A NUL byte in the path or query (ids name directories; nothing legitimate has one).
+  if (/%00/.test(url.pathname + url.search) || (url.pathname + url.search).includes("\0")) {
+    return refuse(
+      new HolonError("nul_byte", "the request path contains a NUL byte", {
+        hint: "ids and query values cannot contain NUL bytes",
+      }),
+    );
+  }
 
   // 1. Host. Over the Unix socket a client may leave it out; over TCP it must name us.
   if (hostHeader !== null || transport === "tcp") {

@@ -97,13 +97,24 @@ export async function readJson(c: Context, opts: { optional?: boolean } = {}): P
   return parseBody(Buffer.concat(chunks).toString("utf8"), opts);
 }
 
+/** Bodies nest at most this deep; deeper input is refused before it is parsed. */
+export const MAX_JSON_DEPTH = 64;
+
 function parseBody(text: string, opts: { optional?: boolean }): unknown {
   if (text.trim() === "") {
     if (opts.optional) return {};
     throw new HolonError("invalid_json", "request body is empty; a JSON object is required");
   }
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    throw new HolonError(
+      "json_too_deep",
+      `request body nests deeper than ${MAX_JSON_DEPTH} levels`,
+      { hint: "flatten the structure" },
+    );
+  }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw new HolonError(
       "invalid_json",
@@ -113,6 +124,53 @@ function parseBody(text: string, opts: { optional?: boolean }): unknown {
       },
     );
   }
+  const nul = nulPath(value, "");
+  if (nul !== null) {
+    throw new HolonError("nul_byte", `${nul || "(body)"} contains a NUL byte`, {
+      hint: "NUL bytes are not accepted in any string (commands, prompts, ids name files and processes)",
+    });
+  }
+  return value;
+}
+
+/** The deepest nesting of arrays and objects in a JSON text, without parsing it. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) max = depth;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
+/** Where the first string (or key) holding a NUL byte is, as a dotted path; null if none. */
+function nulPath(value: unknown, at: string): string | null {
+  if (typeof value === "string") return value.includes("\0") ? at : null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = nulPath(value[i], `${at}[${i}]`);
+      if (p !== null) return p;
+    }
+    return null;
+  }
+  if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      const here = at ? `${at}.${k}` : k;
+      if (k.includes("\0")) return here;
+      const p = nulPath(v, here);
+      if (p !== null) return p;
+    }
+  }
+  return null;
 }
 
 function tooLarge(): HolonError {
