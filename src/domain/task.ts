@@ -71,5 +71,7 @@ export const TaskSnapshot = z.object({
   output_ready: z.boolean(),
   exit_status: TaskRecord.shape.exit_status.unwrap().nullable(),
   failure: z.object({ kind: z.string(), summary: z.string() }).nullable(),
+  /** Bytes the output cap cut from the middle of the task's output on disk. */
+  output_dropped_bytes: z.number().int(),
 });
 export type TaskSnapshot = z.infer<typeof TaskSnapshot>;

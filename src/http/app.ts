@@ -9,6 +9,7 @@ import { publicRoutes } from "./routes-public.ts";
 import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
 import { eventRoutes } from "./routes-events.ts";
 import { taskRoutes } from "./routes-tasks.ts";
+import { openApiRoute } from "./openapi.ts";
 
 export type AppOptions = {
   /** The control token (configured or generated); the guard in server.ts enforces it. */
@@ -64,5 +65,6 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   runRoute(app, ctx);
   modelRoutes(app, ctx);
   taskRoutes(app, ctx);
+  openApiRoute(app);
   return { app, hub };
 }

@@ -7,7 +7,7 @@ import { agentSummary, runtimeStatus } from "../host/inspect.ts";
 import type { AppContext } from "./context.ts";
 import { readJson, requireControl, validate, type AppEnv } from "./support.ts";
 
-const PromptBody = z.strictObject({
+export const PromptBody = z.strictObject({
   text: z.string().min(1, "text must not be empty"),
   priority: Priority.optional(),
   actor_id: z.string().max(200).optional(),
@@ -17,23 +17,23 @@ const PromptBody = z.strictObject({
   surface: z.enum(["http_control_prompt", "cli_prompt"]).optional(),
 });
 
-const ControlBody = z.strictObject({
+export const ControlBody = z.strictObject({
   action: z.enum(["pause", "resume", "start", "stop", "wake"]),
   trust: TrustLevel.optional(),
 });
 
-const WakeBody = z.strictObject({
+export const WakeBody = z.strictObject({
   reason: z.string().max(500).optional(),
   source: z.string().max(200).optional(),
 });
 
-const CreateBody = z.strictObject({
+export const CreateBody = z.strictObject({
   template: z.string().nullable().optional(),
   trust: TrustLevel.optional(),
   workspace_root: z.string().optional(),
 });
 
-const AbortBody = z.strictObject({
+export const AbortBody = z.strictObject({
   mode: z.enum(["stop_after_abort", "pause_after_abort"]).optional(),
   run_id: z.string().optional(),
 });
@@ -154,7 +154,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
   });
 }
 
-const RunBody = z.strictObject({
+export const RunBody = z.strictObject({
   text: z.string().min(1, "text must not be empty"),
   agent_id: z.string().optional(),
   create_agent: z.boolean().optional(),
@@ -211,8 +211,8 @@ export function runRoute(app: Hono<AppEnv>, { host }: AppContext): void {
   });
 }
 
-const ModelBody = z.strictObject({ model: z.string().min(1), trust: TrustLevel.optional() });
-const ClearBody = z.strictObject({ trust: TrustLevel.optional() });
+export const ModelBody = z.strictObject({ model: z.string().min(1), trust: TrustLevel.optional() });
+export const ClearBody = z.strictObject({ trust: TrustLevel.optional() });
 
 export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/model", async (c) => {

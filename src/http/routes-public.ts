@@ -15,7 +15,7 @@ import {
   type AppEnv,
 } from "./support.ts";
 
-const PublicOrigin = z.discriminatedUnion("kind", [
+export const PublicOrigin = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("channel"),
     channel_id: z.string().min(1).max(200),
@@ -29,7 +29,7 @@ const PublicOrigin = z.discriminatedUnion("kind", [
 ]);
 
 /** Closed schema: anything else is an `unknown_field` error. */
-const EnqueueBody = z.strictObject({
+export const EnqueueBody = z.strictObject({
   kind: MessageKind.optional(),
   priority: Priority.optional(),
   text: z.string().optional(),

@@ -18,7 +18,7 @@ import {
   type AppEnv,
 } from "./support.ts";
 
-const StartBody = z.strictObject({
+export const StartBody = z.strictObject({
   summary: z.string().max(500).optional(),
   cmd: z
     .string()
@@ -33,7 +33,7 @@ const StartBody = z.strictObject({
   continue_on_result: z.boolean().optional(),
 });
 
-const InputBody = z.strictObject({
+export const InputBody = z.strictObject({
   input: z.string().max(64 * 1024),
   close_input: z.boolean().optional(),
 });

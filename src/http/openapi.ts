@@ -1,0 +1,501 @@
+// `GET /openapi.json`: an OpenAPI 3.1 document of every HTTP route, generated from the zod
+// schemas the routes validate with (request bodies) and the response schemas in schemas.ts,
+// through zod 4's own `z.toJSONSchema` (OpenAPI 3.1 schemas are JSON Schema 2020-12).
+//
+// The routes stay plain Hono handlers; this table describes them. test/openapi.test.ts
+// checks that the table and the routes the app registers are the same set, and validates
+// real responses against the document, so neither can drift from the other.
+import type { Hono } from "hono";
+import { z } from "zod";
+import { BriefRecord } from "../domain/brief.ts";
+import { ClosureDecision, ContinuationResolution } from "../domain/closure.ts";
+import { EventProjectionName, ProjectedCatalogEventSchema } from "../domain/events.ts";
+import { MessageOrigin } from "../domain/message.ts";
+import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/provider.ts";
+import { TaskRecord, TaskSnapshot } from "../domain/task.ts";
+import { TranscriptEntry } from "../domain/transcript.ts";
+import {
+  AbortBody,
+  ClearBody,
+  ControlBody,
+  CreateBody,
+  ModelBody,
+  PromptBody,
+  RunBody,
+  WakeBody,
+} from "./routes-control.ts";
+import { EnqueueBody, PublicOrigin } from "./routes-public.ts";
+import { InputBody, StartBody } from "./routes-tasks.ts";
+import * as S from "./schemas.ts";
+import { requireRead, type AppEnv } from "./support.ts";
+
+/** Who may call a route (support.ts): anyone, the read rule, or the control rule. */
+type Access = "none" | "read" | "control";
+
+type Param = { name: string; schema: z.ZodType; description: string };
+
+export type RouteDoc = {
+  method: "get" | "post";
+  /** The Hono path, `:param` style. */
+  path: string;
+  summary: string;
+  access: Access;
+  body?: { schema: z.ZodType; optional?: boolean };
+  query?: Param[];
+  headers?: Param[];
+  ok: { status: number; schema: z.ZodType; contentType?: string; description?: string };
+};
+
+const Limit = (max: number, dflt: number): Param => ({
+  name: "limit",
+  schema: z.number().int().min(1).max(max),
+  description: `how many, newest last (default ${dflt})`,
+});
+
+/** Public enqueue as documented: the fields accepted only to be refused are left out. */
+const EnqueueDoc = EnqueueBody.omit({
+  trust: true,
+  authority_class: true,
+  work_item_id: true,
+  task_id: true,
+}).extend({ origin: PublicOrigin.optional() });
+
+/** Routes served for a named agent and, without `/agents/:id`, for the default agent. */
+function withDefault(doc: RouteDoc): RouteDoc[] {
+  return [
+    doc,
+    {
+      ...doc,
+      path: doc.path.replace("/agents/:id", ""),
+      summary: `${doc.summary} (default agent)`,
+    },
+  ];
+}
+
+export const ROUTES: RouteDoc[] = [
+  {
+    method: "get",
+    path: "/",
+    summary: "Default agent",
+    access: "none",
+    ok: { status: 200, schema: S.RootResponse },
+  },
+  {
+    method: "get",
+    path: "/handshake",
+    summary: "Protocol, auth requirements and runtime info",
+    access: "none",
+    ok: { status: 200, schema: S.HandshakeResponse },
+  },
+  {
+    method: "get",
+    path: "/openapi.json",
+    summary: "This document",
+    access: "read",
+    ok: { status: 200, schema: z.record(z.string(), z.unknown()) },
+  },
+  {
+    method: "get",
+    path: "/models",
+    summary: "Model catalog and availability",
+    access: "read",
+    ok: { status: 200, schema: S.ModelsResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/list",
+    summary: "Public agents",
+    access: "read",
+    ok: { status: 200, schema: S.AgentsListResponse },
+  },
+  ...withDefault({
+    method: "get",
+    path: "/agents/:id/status",
+    summary: "Agent summary",
+    access: "read",
+    ok: { status: 200, schema: S.AgentSummary },
+  }),
+  ...withDefault({
+    method: "get",
+    path: "/agents/:id/state",
+    summary: "Bootstrap snapshot",
+    access: "read",
+    ok: { status: 200, schema: S.AgentStateResponse },
+  }),
+  ...withDefault({
+    method: "get",
+    path: "/agents/:id/briefs",
+    summary: "Recent briefs, oldest first",
+    access: "read",
+    query: [Limit(1000, 50)],
+    ok: { status: 200, schema: S.BriefsResponse },
+  }),
+  ...withDefault({
+    method: "get",
+    path: "/agents/:id/transcript",
+    summary: "Recent transcript entries, oldest first",
+    access: "read",
+    query: [Limit(1000, 100)],
+    ok: { status: 200, schema: S.TranscriptResponse },
+  }),
+  ...withDefault({
+    method: "get",
+    path: "/agents/:id/tasks",
+    summary: "Task records, newest first",
+    access: "read",
+    ok: { status: 200, schema: S.TasksResponse },
+  }),
+  ...withDefault({
+    method: "post",
+    path: "/agents/:id/enqueue",
+    summary: "Public ingress",
+    access: "read",
+    body: { schema: EnqueueDoc },
+    ok: { status: 202, schema: S.AcceptedResponse, description: "committed" },
+  }),
+  {
+    method: "post",
+    path: "/webhooks/generic/:agent_id",
+    summary: "Any JSON value as a webhook_event",
+    access: "read",
+    body: { schema: z.unknown() },
+    query: [
+      {
+        name: "event_type",
+        schema: z.string(),
+        description: "origin.event_type (or X-Event-Type)",
+      },
+      { name: "source", schema: z.string(), description: "origin.source (default generic)" },
+    ],
+    ok: { status: 202, schema: S.AcceptedResponse, description: "committed" },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/events",
+    summary: "Page the durable event log",
+    access: "read",
+    query: [
+      { name: "after_seq", schema: z.number().int().min(0), description: "exclusive lower bound" },
+      { name: "before_seq", schema: z.number().int().min(0), description: "exclusive upper bound" },
+      { name: "limit", schema: z.number().int().min(1).max(10_000), description: "default 128" },
+      { name: "order", schema: z.enum(["asc", "desc"]), description: "default desc" },
+      {
+        name: "projection",
+        schema: EventProjectionName,
+        description: "local_debug needs control authorization",
+      },
+    ],
+    ok: { status: 200, schema: S.EventsResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/events/stream",
+    summary: "Server-Sent Events: replay after a cursor, then live",
+    access: "read",
+    query: [
+      { name: "after_seq", schema: z.number().int().min(0), description: "replay cursor" },
+      { name: "projection", schema: EventProjectionName, description: "default operator" },
+    ],
+    headers: [
+      {
+        name: "Last-Event-ID",
+        schema: z.string(),
+        description: "replay cursor; wins over after_seq",
+      },
+    ],
+    ok: {
+      status: 200,
+      schema: z.string(),
+      contentType: "text/event-stream",
+      description:
+        "`id:` is the event_seq, `event:` the type, `data:` the event as in x-event-data",
+    },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/prompt",
+    summary: "Operator prompt",
+    access: "control",
+    body: { schema: PromptBody },
+    ok: { status: 202, schema: S.PromptAcceptedResponse, description: "committed" },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/control",
+    summary: "Lifecycle: pause, resume, start, stop, wake",
+    access: "control",
+    body: { schema: ControlBody },
+    ok: { status: 200, schema: S.ControlResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/wake",
+    summary: "Wake an asleep agent",
+    access: "control",
+    body: { schema: WakeBody, optional: true },
+    ok: { status: 200, schema: S.WakeResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/create",
+    summary: "Create a named agent",
+    access: "control",
+    body: { schema: CreateBody, optional: true },
+    ok: { status: 201, schema: S.CreateAgentResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/current-run/abort",
+    summary: "Abort the running turn; the agent is stopped afterwards",
+    access: "control",
+    body: { schema: AbortBody, optional: true },
+    ok: { status: 202, schema: S.AbortResponse },
+  },
+  {
+    method: "get",
+    path: "/control/runtime/status",
+    summary: "Runtime status and activity",
+    access: "control",
+    ok: { status: 200, schema: S.RuntimeStatusResponse },
+  },
+  {
+    method: "post",
+    path: "/control/runtime/shutdown",
+    summary: "Graceful shutdown",
+    access: "control",
+    ok: { status: 202, schema: S.ShutdownResponse },
+  },
+  {
+    method: "post",
+    path: "/control/run",
+    summary: "One prompt through one agent, streamed as NDJSON (holon run)",
+    access: "control",
+    body: { schema: RunBody },
+    ok: {
+      status: 200,
+      schema: S.RunLine,
+      contentType: "application/x-ndjson",
+      description: "one JSON value per line; the schema describes each line",
+    },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/model",
+    summary: "Set the agent's model override",
+    access: "control",
+    body: { schema: ModelBody },
+    ok: { status: 200, schema: S.ModelResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/model/clear",
+    summary: "Clear the agent's model override",
+    access: "control",
+    body: { schema: ClearBody, optional: true },
+    ok: { status: 200, schema: S.ModelResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/tasks",
+    summary: "Start a command task",
+    access: "control",
+    body: { schema: StartBody },
+    ok: { status: 201, schema: S.TaskStartResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/tasks/:task_id",
+    summary: "One task's snapshot",
+    access: "read",
+    ok: { status: 200, schema: S.TaskResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/tasks/:task_id/output",
+    summary: "A task's output preview",
+    access: "read",
+    query: [
+      {
+        name: "max_chars",
+        schema: z.number().int().min(256).max(256_000),
+        description: "default 32000",
+      },
+      {
+        name: "wait_ms",
+        schema: z.number().int().min(0).max(60_000),
+        description: "wait for the terminal record",
+      },
+    ],
+    ok: { status: 200, schema: S.TaskOutputResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/tasks/:task_id/stop",
+    summary: "Stop a task's process group",
+    access: "control",
+    ok: { status: 200, schema: S.TaskStopResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/tasks/:task_id/input",
+    summary: "Write to a task's stdin or terminal",
+    access: "control",
+    body: { schema: InputBody },
+    ok: { status: 200, schema: S.TaskInputResponse },
+  },
+];
+
+type JsonSchema = Record<string, unknown>;
+
+const CONVERT = { target: "draft-2020-12", unrepresentable: "any" } as const;
+
+/** A small schema written out in place (query parameters, unnamed bodies). */
+function inline(schema: z.ZodType, io: "input" | "output"): JsonSchema {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { ...CONVERT, io }) as JsonSchema;
+  return rest;
+}
+
+/**
+ * The schemas that get a name under `components.schemas`: every response and request body
+ * of the table, and the domain shapes they share (referenced, not repeated).
+ */
+function namedSchemas(): Map<z.ZodType, string> {
+  const named = new Map<z.ZodType, string>([
+    [TokenUsage, "TokenUsage"],
+    [ProviderAttemptTimeline, "ProviderAttemptTimeline"],
+    [FailureArtifact, "FailureArtifact"],
+    [ClosureDecision, "ClosureDecision"],
+    [ContinuationResolution, "ContinuationResolution"],
+    [MessageOrigin, "MessageOrigin"],
+    [TaskRecord, "TaskRecord"],
+    [TaskSnapshot, "TaskSnapshot"],
+    [BriefRecord, "BriefRecord"],
+    [TranscriptEntry, "TranscriptEntry"],
+    [ProjectedCatalogEventSchema, "Event"],
+    [EnqueueDoc, "EnqueueBody"],
+    [PromptBody, "PromptBody"],
+    [ControlBody, "ControlBody"],
+    [WakeBody, "WakeBody"],
+    [CreateBody, "CreateBody"],
+    [AbortBody, "AbortBody"],
+    [RunBody, "RunBody"],
+    [ModelBody, "ModelBody"],
+    [ClearBody, "ClearBody"],
+    [StartBody, "StartBody"],
+    [InputBody, "InputBody"],
+  ]);
+  for (const [name, schema] of Object.entries(S)) named.set(schema, name);
+  return named;
+}
+
+function buildComponents(named: Map<z.ZodType, string>): Record<string, JsonSchema> {
+  const registry = z.registry<{ id: string }>();
+  for (const [schema, id] of named) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    ...CONVERT,
+    io: "output",
+    uri: (id) => `#/components/schemas/${id}`,
+  }) as { schemas: Record<string, JsonSchema> };
+  const out: Record<string, JsonSchema> = {};
+  for (const [id, schema] of Object.entries(schemas)) {
+    const { $schema: _dialect, $id: _id, ...rest } = schema;
+    out[id] = rest;
+  }
+  return out;
+}
+
+function operation(r: RouteDoc, named: Map<z.ZodType, string>) {
+  const ref = (schema: z.ZodType, io: "input" | "output"): JsonSchema => {
+    const id = named.get(schema);
+    return id ? { $ref: `#/components/schemas/${id}` } : inline(schema, io);
+  };
+  const parameters = [
+    ...[...r.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => ({
+      name: m[1],
+      in: "path",
+      required: true,
+      schema: { type: "string" },
+    })),
+    ...(r.query ?? []).map((p) => ({
+      name: p.name,
+      in: "query",
+      required: false,
+      description: p.description,
+      schema: inline(p.schema, "input"),
+    })),
+    ...(r.headers ?? []).map((p) => ({
+      name: p.name,
+      in: "header",
+      required: false,
+      description: p.description,
+      schema: inline(p.schema, "input"),
+    })),
+  ];
+  const op: Record<string, unknown> = {
+    operationId: `${r.method}${r.path.replace(/[/:{}.-]+(\w?)/g, (_m, c: string) => c.toUpperCase())}`,
+    summary: r.summary,
+    parameters,
+    responses: {
+      [String(r.ok.status)]: {
+        description: r.ok.description ?? "success",
+        content: {
+          [r.ok.contentType ?? "application/json"]: { schema: ref(r.ok.schema, "output") },
+        },
+        ...(r.ok.contentType === "text/event-stream"
+          ? { "x-event-data": ref(ProjectedCatalogEventSchema, "output") }
+          : {}),
+      },
+      default: {
+        description: "every error: a stable kind, a message and maybe a hint",
+        content: { "application/json": { schema: ref(S.ErrorBody, "output") } },
+      },
+    },
+    // Read routes need the token only from a non-loopback peer or in a token-required access
+    // mode; control routes over TCP always (docs/http-api.md, "Authentication").
+    security:
+      r.access === "control" ? [{ bearer: [] }] : r.access === "read" ? [{}, { bearer: [] }] : [],
+  };
+  if (r.body) {
+    op.requestBody = {
+      required: !r.body.optional,
+      content: { "application/json": { schema: ref(r.body.schema, "input") } },
+    };
+  }
+  return op;
+}
+
+/** The OpenAPI path of a Hono path: `/agents/:id` → `/agents/{id}`. */
+export function openApiPath(honoPath: string): string {
+  return honoPath.replace(/:([A-Za-z_]+)/g, "{$1}");
+}
+
+let cached: Record<string, unknown> | undefined;
+
+/** Built once, on first request. */
+export function openApiDocument(): Record<string, unknown> {
+  if (cached) return cached;
+  const named = namedSchemas();
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of ROUTES) (paths[openApiPath(r.path)] ??= {})[r.method] = operation(r, named);
+  cached = {
+    openapi: "3.1.0",
+    info: {
+      title: "Holon control plane",
+      version: "1",
+      description: "The runtime host's HTTP API. Prose reference: docs/http-api.md.",
+    },
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      schemas: buildComponents(named),
+    },
+  };
+  return cached;
+}
+
+export function openApiRoute(app: Hono<AppEnv>): void {
+  app.get("/openapi.json", (c) => {
+    requireRead(c);
+    return c.json(openApiDocument());
+  });
+}
