@@ -67,6 +67,7 @@ describe("public enqueue", () => {
   });
 
   it("POST /enqueue targets the default agent", async () => {
+    // sent with the control token: an authenticated integration
     const res = await rt.req("POST", "/enqueue", { kind: "webhook_event", json: { a: 1 } });
     expect(res.status).toBe(202);
     expect(res.json.agent_id).toBe("main");
@@ -272,13 +273,36 @@ describe("webhook and operator ingress", () => {
     const json: any = await res.json();
     expect(res.status).toBe(202);
     const m = rt.host.store.messages.get(json.message_id)!;
+    // Nothing proved who sent it: evidence, not an integration signal.
     expect(m).toMatchObject({
       kind: "webhook_event",
       origin: { kind: "webhook", source: "github", event_type: "check_run" },
+      trust: "untrusted_external",
+      authority_class: "external_evidence",
+      delivery_surface: "http_webhook",
+      admission_context: "public_unauthenticated",
+      source_refs: { delivery_id: "d-42" },
+    });
+  });
+
+  it("a webhook is an integration signal only when its sender authenticated", async () => {
+    const anon = await rt.req(
+      "POST",
+      "/enqueue",
+      { kind: "webhook_event", json: {} },
+      {
+        authorization: "",
+      },
+    );
+    expect(rt.host.store.messages.get(anon.json.message_id)).toMatchObject({
+      authority_class: "external_evidence",
+      admission_context: "public_unauthenticated",
+    });
+    const signed = await rt.req("POST", "/webhooks/generic/main", { a: 1 }); // with the token
+    expect(rt.host.store.messages.get(signed.json.message_id)).toMatchObject({
       trust: "trusted_integration",
       authority_class: "integration_signal",
-      delivery_surface: "http_webhook",
-      source_refs: { delivery_id: "d-42" },
+      admission_context: "control_authenticated",
     });
   });
 

@@ -93,7 +93,7 @@ export function buildEnvelope(
     );
   }
 
-  const trust = req.trust ?? defaultTrustFor(req.origin);
+  const trust = req.trust ?? defaultTrustFor(req.origin, req.admission);
   const sourceRefs: Record<string, string> = { ...originRefs(req.origin), ...req.source_refs };
 
   const envelope: MessageEnvelope = {

@@ -194,7 +194,15 @@ export function triggerKindFor(kind: MessageKind): ContinuationTriggerKind {
   }
 }
 
-export function defaultTrustFor(origin: MessageOrigin): TrustLevel {
+/**
+ * The trust an origin gets when nobody may choose it. A webhook or callback counts as an
+ * integration only when something proved who sent it (a token, a capability, a signature);
+ * one that arrived unauthenticated on a public route is external evidence, nothing more.
+ */
+export function defaultTrustFor(origin: MessageOrigin, admission?: AdmissionContext): TrustLevel {
+  if (admission === "public_unauthenticated" && origin.kind !== "channel") {
+    return "untrusted_external";
+  }
   switch (origin.kind) {
     case "operator":
       return "trusted_operator";
