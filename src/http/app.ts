@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import { HolonError } from "../domain/errors.ts";
 import type { RuntimeHost } from "../host/host.ts";
+import type { AppContext, AppOptions } from "./context.ts";
 import { errorResponse, requestAuth, type AppEnv } from "./support.ts";
 import { EventHub } from "./sse.ts";
 import { publicRoutes } from "./routes-public.ts";
@@ -11,23 +12,7 @@ import { eventRoutes } from "./routes-events.ts";
 import { taskRoutes } from "./routes-tasks.ts";
 import { openApiRoute } from "./openapi.ts";
 
-export type AppOptions = {
-  /** The control token (configured or generated); the guard in server.ts enforces it. */
-  token?: string | undefined;
-  /** Reported by /handshake (`runtime.advertise_url`). */
-  advertiseUrl?: string | null;
-  heartbeatMs?: number;
-  /** Called after POST /control/runtime/shutdown has been answered. */
-  onShutdown?: () => void;
-  /** Describes where the server listens, for /handshake and runtime status. */
-  listen?: { http_addr?: string | null; socket_path?: string | null };
-};
-
-export type AppContext = {
-  host: RuntimeHost;
-  hub: EventHub;
-  opts: AppOptions;
-};
+export type { AppContext, AppOptions } from "./context.ts";
 
 export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   const app = new Hono<AppEnv>();

@@ -5,7 +5,7 @@ import { HolonError } from "../domain/errors.ts";
 import { MessageBody, MessageKind, Priority } from "../domain/message.ts";
 import { agentState, agentSummary } from "../host/inspect.ts";
 import { taskSnapshot } from "../tasks/service.ts";
-import type { AppContext } from "./app.ts";
+import type { AppContext } from "./context.ts";
 import {
   handshakeAuth,
   intParam,
@@ -49,7 +49,7 @@ export const EnqueueBody = z.strictObject({
 export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): void {
   const resolveAgent = (c: Context<AppEnv>) => {
     requireRead(c);
-    return host.getPublicAgent(c.req.param("id") ?? host.defaultAgentId);
+    return host.agents.getPublic(c.req.param("id") ?? host.defaultAgentId);
   };
 
   app.get("/", (c) => c.json({ ok: true, default_agent: host.defaultAgentId }));
@@ -74,13 +74,13 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
 
   app.get("/models", (c) => {
     requireRead(c);
-    const catalog = host.modelCatalog?.() ?? { available_models: [], model_availability: {} };
+    const catalog = host.services.config.models();
     return c.json({ ok: true, ...catalog });
   });
 
   app.get("/agents/list", (c) => {
     requireRead(c);
-    return c.json({ ok: true, agents: host.listAgents() });
+    return c.json({ ok: true, agents: host.agents.list() });
   });
 
   const status = (c: Context<AppEnv>) => c.json(agentSummary(host, resolveAgent(c)));
@@ -129,7 +129,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     const agentId = c.req.param("id") ?? host.defaultAgentId;
     const raw = await readJson(c);
     const body = validate(EnqueueBody, raw);
-    host.getPublicAgent(agentId);
+    host.agents.getPublic(agentId);
     if (body.trust !== undefined || body.authority_class !== undefined) {
       throw new HolonError(
         "forbidden_trust_override",
@@ -187,7 +187,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
           ? { kind: "webhook" as const, source: "http" }
           : { kind: "channel" as const, channel_id: "http" }
         : validate(PublicOrigin, body.origin);
-    const envelope = await host.admitAsync({
+    const envelope = await host.ingress.admitBatched({
       agent_id: agentId,
       kind,
       origin,
@@ -208,14 +208,14 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     requireRead(c);
     const agentId = c.req.param("agent_id");
     const payload = await readJson(c);
-    host.getPublicAgent(agentId);
+    host.agents.getPublic(agentId);
     const eventType =
       c.req.header("x-github-event") ?? c.req.header("x-event-type") ?? c.req.query("event_type");
     const source = c.req.query("source") ?? (c.req.header("x-github-event") ? "github" : "generic");
     const refs: Record<string, string> = {};
     const delivery = c.req.header("x-github-delivery") ?? c.req.header("x-request-id");
     if (delivery) refs.delivery_id = delivery.slice(0, 200);
-    const envelope = await host.admitAsync({
+    const envelope = await host.ingress.admitBatched({
       agent_id: agentId,
       kind: "webhook_event",
       origin: eventType
