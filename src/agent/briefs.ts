@@ -11,6 +11,7 @@ export function createBrief(
     text: string;
     related_message_id?: string | undefined;
     related_task_id?: string | undefined;
+    work_item_id?: string | undefined;
   },
 ): BriefRecord {
   return store.tx(() => {
@@ -23,12 +24,14 @@ export function createBrief(
     };
     if (b.related_message_id) brief.related_message_id = b.related_message_id;
     if (b.related_task_id) brief.related_task_id = b.related_task_id;
+    if (b.work_item_id) brief.work_item_id = b.work_item_id;
     store.briefs.insert(brief);
     const agent = store.agents.get(b.agent_id);
     if (agent) store.agents.put({ ...agent, last_brief_at: brief.created_at });
     const provenance: Record<string, string> = {};
     if (brief.related_message_id) provenance.message_id = brief.related_message_id;
     if (brief.related_task_id) provenance.task_id = brief.related_task_id;
+    if (brief.work_item_id) provenance.work_item_id = brief.work_item_id;
     store.appendEvent(b.agent_id, {
       type: "brief_created",
       provenance,

@@ -35,6 +35,13 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
         (c.evidence?.length ? `  [${c.evidence.join("; ")}]` : ""),
     );
   }
+  if (s.current_work_item) {
+    const w = s.current_work_item;
+    lines.push(
+      `work:     ${w.id} [${w.readiness}, plan ${w.plan_status}, todos ${w.todo_progress.done}/${w.todo_progress.total}] ${w.objective}` +
+        (w.blocked_by ? `  (blocked: ${w.blocked_by})` : ""),
+    );
+  }
   if (s.last_continuation) {
     const k = s.last_continuation;
     lines.push(
@@ -116,6 +123,20 @@ function eventDetail(e: CatalogEvent): string {
       return e.payload.workspace_root;
     case "http_request_refused":
       return `${e.payload.method} ${e.payload.path}: ${e.payload.kind}`;
+    case "work_item_created":
+      return `${e.payload.work_item_id}: ${e.payload.objective}`;
+    case "work_item_updated":
+      return `${e.payload.work_item_id} (${e.payload.changes.join(", ")})`;
+    case "work_item_focus_changed":
+      return e.payload.work_item_id ?? "no current work item";
+    case "work_item_completed":
+      return e.payload.report_id ? `${e.payload.work_item_id} with report` : e.payload.work_item_id;
+    case "work_item_bound":
+      return e.payload.work_item_id;
+    case "work_recheck_due":
+      return e.payload.work_item_ids.join(", ");
+    case "work_activation":
+      return `${e.payload.mode} ${e.payload.work_item_id}: ${e.payload.disposition}`;
     case "agent_created":
     case "current_run_abort_requested":
     case "message_processing_started":

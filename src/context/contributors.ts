@@ -7,12 +7,14 @@ import { policyContributor } from "./policy.ts";
 import { recentHistoryContributor } from "./recent-history.ts";
 import type { PromptContributor } from "./section.ts";
 import { toolsGuidanceContributor } from "./tools-guidance.ts";
+import { workQueueContributor } from "./work-queue.ts";
 
 export function defaultContributors(): PromptContributor[] {
   return [
     policyContributor,
     agentsMdContributor,
     toolsGuidanceContributor,
+    workQueueContributor,
     environmentContributor,
     recentHistoryContributor,
   ];

@@ -68,6 +68,8 @@ export const AgentRecord = z.object({
   last_failure: z
     .object({ occurred_at: z.string(), summary: z.string(), phase: z.string() })
     .optional(),
+  /** The agent's focus: the open work item it is advancing (work plane). */
+  current_work_item_id: z.string().optional(),
   /** The closure derived when the last turn settled. */
   closure: ClosureDecision.optional(),
   /** How the last dequeued trigger related to the closure before it. */

@@ -2,7 +2,8 @@
 import { z } from "zod";
 import { BriefAttachment } from "./message.ts";
 
-export const BriefKind = z.enum(["ack", "result", "failure"]);
+/** `action_required`: the runtime stopped something and needs the operator (runaway guard). */
+export const BriefKind = z.enum(["ack", "result", "failure", "action_required"]);
 export type BriefKind = z.infer<typeof BriefKind>;
 
 export const BriefRecord = z.object({

@@ -275,6 +275,53 @@ export const EventBody = z.discriminatedUnion("type", [
   // No pid: public views never expose raw process ids (issue 11).
   kind("task_reattached_after_restart", { task_id: z.string() }),
 
+  // Work items (the work plane, src/work/)
+  kind("work_item_created", {
+    work_item_id: z.string(),
+    objective: z.string(),
+    plan_status: z.string(),
+    created_by: z.enum(["agent", "operator"]),
+    plan_path: z.string(),
+  }),
+  kind("work_item_updated", {
+    work_item_id: z.string(),
+    revision: z.number().int(),
+    source: z.enum(["agent", "operator", "runtime"]),
+    /** Which fields changed (objective, plan_status, todo_list, blocked_by, plan_artifact, recheck). */
+    changes: z.array(z.string()),
+    blocked_by: z.string().nullable(),
+    recheck_at: z.string().nullable(),
+    plan_status: z.string(),
+    todo_done: z.number().int(),
+    todo_total: z.number().int(),
+  }),
+  kind("work_item_focus_changed", {
+    work_item_id: z.string().nullable(),
+    previous_work_item_id: z.string().nullable(),
+    source: z.enum(["agent", "operator", "runtime"]),
+  }),
+  kind("work_item_completed", {
+    work_item_id: z.string(),
+    revision: z.number().int(),
+    source: z.enum(["agent", "operator"]),
+    /** The delivery summary promoted from the completion report, when there was one. */
+    report_id: z.string().nullable(),
+    warning: z.string().optional(),
+  }),
+  kind("work_item_bound", { run_id: z.string(), work_item_id: z.string() }),
+  kind("work_recheck_due", {
+    work_item_ids: z.array(z.string()),
+    delivered: z.boolean(),
+    reason: z.string(),
+  }),
+  kind("work_activation", {
+    mode: z.enum(["continue_active", "activate_queued"]),
+    work_item_id: z.string(),
+    disposition: z.enum(["admitted", "already_queued", "halted"]),
+    continuations_without_progress: z.number().int(),
+    message_id: z.string().optional(),
+  }),
+
   // The runtime and its control plane
   kind("retention_applied", {
     /** Rows removed per record family in this pass. */

@@ -44,6 +44,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     last_failure: agent.last_failure ?? null,
     closure: agent.closure ?? null,
     last_continuation: agent.last_continuation ?? null,
+    current_work_item: currentWorkItemSummary(host, agent),
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;
@@ -78,8 +79,8 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
     sleep_wake_at: sleepWake ?? null,
     deadlines: store.deadlines.forAgent(agent.agent_id),
     timers: [],
-    work_items: [],
-    work_plan: null,
+    work_items: host.services.work.list(agent.agent_id, "all", { limit: 50 }),
+    work_plan: workPlan(host, agent),
     waiting_intents: [],
     external_triggers: [],
     workspace: {
@@ -120,5 +121,34 @@ export function runtimeStatus(host: RuntimeHost) {
             : "idle",
     },
     last_failure: lastFailure ?? null,
+  };
+}
+
+/** The agent's current work item, briefly (`/status`, `holon status`). */
+function currentWorkItemSummary(host: RuntimeHost, agent: AgentRecord) {
+  const item = host.services.work.currentItem(agent.agent_id);
+  if (!item) return null;
+  const v = host.services.work.view(item, { include_todo_list: false });
+  return {
+    id: v.id,
+    objective: v.objective,
+    plan_status: v.plan_status,
+    readiness: v.readiness,
+    todo_progress: v.todo_progress,
+    blocked_by: v.blocked_by ?? null,
+    recheck_at: v.recheck_at ?? null,
+  };
+}
+
+/** The current item's plan descriptor and todo list (`/state` work_plan), or null. */
+function workPlan(host: RuntimeHost, agent: AgentRecord) {
+  const item = host.services.work.currentItem(agent.agent_id);
+  if (!item) return null;
+  const v = host.services.work.view(item);
+  return {
+    work_item_id: v.id,
+    plan_status: v.plan_status,
+    plan_artifact: v.plan_artifact,
+    todo_list: v.todo_list ?? [],
   };
 }

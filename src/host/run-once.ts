@@ -206,6 +206,16 @@ type Processed = Extract<CatalogEvent, { type: "message_processed" }>;
 const isProcessed = (e: CatalogEvent, messageId: string): e is Processed =>
   e.type === "message_processed" && e.payload.message_id === messageId;
 
+/** The newest completion report promoted while the run was being watched. */
+function completionReport(host: RuntimeHost, events: CatalogEvent[]): string | undefined {
+  for (const e of [...events].reverse()) {
+    if (e.type !== "work_item_completed" || !e.payload.report_id) continue;
+    const text = host.store.workItems.summary(e.payload.report_id)?.text;
+    if (text) return text;
+  }
+  return undefined;
+}
+
 function summarize(
   host: RuntimeHost,
   agentId: string,
@@ -243,6 +253,9 @@ function summarize(
   }
 
   const raw = terminal?.data.last_assistant_message ?? "";
+  // A work item completed during the run: its report is the answer (raw_final_text keeps the
+  // terminal assistant text for diagnostics).
+  const report = completionReport(host, events);
   const outcomeRaw = processed?.payload.outcome;
   const outcome: RunOnceResponse["outcome"] =
     failure || outcomeRaw === "failed"
@@ -258,7 +271,7 @@ function summarize(
     agent_id: agentId,
     message_id: messageId,
     run_id: runId,
-    final_text: raw.trim(),
+    final_text: (report ?? raw).trim(),
     raw_final_text: raw,
     token_usage: usage ?? null,
     provider_attempt_timeline: timeline,

@@ -17,6 +17,10 @@ import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
 import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
 import { defaultContributors } from "../context/contributors.ts";
+import { WORK_RECHECK, WorkService } from "../work/service.ts";
+import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts";
+import { workRecheckHandler } from "../work/recheck.ts";
+import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
 import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
 import { RetentionJob } from "./retention.ts";
@@ -47,9 +51,13 @@ export function buildServices(opts: ServiceOptions) {
   const signals = new AgentSignals();
   const ingress = new Ingress(store, signals);
   const tasks = new TaskService(store, ingress);
-  const handlers = new Map<string, DeadlineHandler>([[SLEEP_WAKE, sleepWakeHandler(store)]]);
+  const handlers = new Map<string, DeadlineHandler>([
+    [SLEEP_WAKE, sleepWakeHandler(store)],
+    [WORK_RECHECK, workRecheckHandler(store)],
+  ]);
   const scheduler = new DeadlineScheduler({ store, ingress, handlers });
   const sleep = new SleepWakes(store, scheduler);
+  const work = new WorkService({ store, deadlines: scheduler, ingress });
 
   const core = { paths, store, config, signals, ingress, tasks, scheduler, sleep };
   const executor: TurnExecutor = opts.executor
@@ -58,10 +66,11 @@ export function buildServices(opts: ServiceOptions) {
         store,
         registry: buildRegistry(),
         tasks,
-        toolServices: { tasks },
+        toolServices: { tasks, work },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(),
         contributors: defaultContributors(),
+        beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
         budget: () => {
           const rt = config.current().values.runtime;
           return {
@@ -71,7 +80,14 @@ export function buildServices(opts: ServiceOptions) {
         },
       });
   // Planes that take part in runs (work binding, activation…) add their observer here.
-  const observers: RunObserver[] = [];
+  const observers: RunObserver[] = [
+    new WorkRunObserver({
+      store,
+      work,
+      maxContinuations: () =>
+        positiveInt(opts.env.HOLON_WORK_MAX_CONTINUATIONS) ?? DEFAULT_MAX_CONTINUATIONS,
+    }),
+  ];
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
   const agents = new AgentDirectory({
     store,
@@ -83,7 +99,7 @@ export function buildServices(opts: ServiceOptions) {
   const lifecycle = new AgentLifecycle({ store, agents, loops, signals, sleep, owned: tasks });
   // History retention (config `retention.*`): a background job, never on a turn's path.
   const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
-  return { ...core, executor, loops, agents, lifecycle, retention };
+  return { ...core, executor, loops, agents, lifecycle, retention, work };
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */
@@ -106,4 +122,9 @@ function modelCall(): ModelCall {
       aborted: result.reason === "operator_abort",
     };
   };
+}
+
+function positiveInt(v: string | undefined): number | undefined {
+  const n = Number(v);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
 }

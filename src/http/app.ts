@@ -10,6 +10,7 @@ import { publicRoutes } from "./routes-public.ts";
 import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
 import { eventRoutes } from "./routes-events.ts";
 import { taskRoutes } from "./routes-tasks.ts";
+import { workRoutes } from "./routes-work.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -50,6 +51,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   runRoute(app, ctx);
   modelRoutes(app, ctx);
   taskRoutes(app, ctx);
+  workRoutes(app, ctx);
   openApiRoute(app);
   return { app, hub };
 }

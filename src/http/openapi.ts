@@ -26,6 +26,7 @@ import {
 } from "./routes-control.ts";
 import { EnqueueBody, PublicOrigin } from "./routes-public.ts";
 import { InputBody, StartBody } from "./routes-tasks.ts";
+import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import { requireRead, type AppEnv } from "./support.ts";
 
@@ -342,6 +343,67 @@ export const ROUTES: RouteDoc[] = [
     access: "control",
     body: { schema: InputBody },
     ok: { status: 200, schema: S.TaskInputResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/work-items",
+    summary: "Enqueue a work item (no transcript message; the current item is left alone)",
+    access: "control",
+    body: { schema: EnqueueWorkBody },
+    ok: { status: 201, schema: S.WorkItemCreatedResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/work-items",
+    summary: "An agent's work items, by view",
+    access: "read",
+    query: [
+      {
+        name: "state",
+        schema: z.enum([
+          "current",
+          "open",
+          "queued",
+          "blocked",
+          "waiting_for_operator",
+          "completed",
+          "all",
+        ]),
+        description: "which items (default all)",
+      },
+      Limit(200, 50),
+    ],
+    ok: { status: 200, schema: S.WorkItemsResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/work-items/:work_item_id",
+    summary: "One work item with its plan descriptor and completion report",
+    access: "read",
+    ok: { status: 200, schema: S.WorkItemResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/work-items/:work_item_id/complete",
+    summary: "The operator completes a work item (the note becomes its result summary)",
+    access: "control",
+    body: { schema: CompleteWorkBody, optional: true },
+    ok: { status: 200, schema: S.WorkItemResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/work-items/:work_item_id/block",
+    summary: "The operator parks a work item",
+    access: "control",
+    body: { schema: BlockWorkBody },
+    ok: { status: 200, schema: S.WorkItemResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/work-items/:work_item_id/unblock",
+    summary: "The operator clears a work item's blocker",
+    access: "control",
+    ok: { status: 200, schema: S.WorkItemResponse },
   },
 ];
 

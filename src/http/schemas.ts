@@ -18,6 +18,7 @@ import { MessageKind, Priority } from "../domain/message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/provider.ts";
 import { TaskKind, TaskSnapshot, TaskStatus } from "../domain/task.ts";
 import { TranscriptEntry } from "../domain/transcript.ts";
+import { CurrentWorkItemSummary, WorkItemView, WorkPlanView } from "../domain/work-item.ts";
 
 const Ok = z.literal(true);
 
@@ -141,6 +142,7 @@ export const AgentSummary = z.object({
   last_failure: AgentRecord.shape.last_failure.unwrap().nullable(),
   closure: AgentRecord.shape.closure.unwrap().nullable(),
   last_continuation: AgentRecord.shape.last_continuation.unwrap().nullable(),
+  current_work_item: CurrentWorkItemSummary.nullable(),
 });
 
 /** host/inspect.ts agentState: `GET /agents/:id/state`, the bootstrap snapshot. */
@@ -168,8 +170,8 @@ export const AgentStateResponse = z.object({
   deadlines: z.array(Deadline),
   // Planes still to come (timers, work items, waiting intents, triggers): empty for now.
   timers: z.array(z.unknown()),
-  work_items: z.array(z.unknown()),
-  work_plan: z.unknown(),
+  work_items: z.array(WorkItemView),
+  work_plan: WorkPlanView.nullable(),
   waiting_intents: z.array(z.unknown()),
   external_triggers: z.array(z.unknown()),
   workspace: Workspace,
@@ -330,4 +332,18 @@ export const TaskInputResponse = z.object({
   input_target: z.enum(["tty", "stdin"]).nullable(),
   bytes_written: z.number().int(),
   reason: z.string().nullable(),
+});
+
+/** routes-work.ts: one work item, and an agent's items. */
+export const WorkItemResponse = z.object({ ok: Ok, work_item: WorkItemView });
+export const WorkItemCreatedResponse = z.object({
+  ok: Ok,
+  agent_id: z.string(),
+  work_item: WorkItemView,
+});
+export const WorkItemsResponse = z.object({
+  ok: Ok,
+  agent_id: z.string(),
+  state: z.string(),
+  work_items: z.array(WorkItemView),
 });

@@ -1,16 +1,18 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { BriefRecord } from "../domain/brief.ts";
 import { encodeBody } from "./codec.ts";
-import { readBody } from "./json.ts";
+import { DecodedRows, readBody } from "./json.ts";
 
 export class BriefsRepo {
   private readonly insertStmt: StatementSync;
   private readonly recentStmt: StatementSync;
+  /** Briefs never change; the prompt reads an agent's recent ones on every turn. */
+  private readonly decoded = new DecodedRows<BriefRecord>(2048);
 
   constructor(db: DatabaseSync) {
     this.insertStmt = db.prepare("INSERT INTO briefs (id, agent_id, data) VALUES (?, ?, ?)");
     this.recentStmt = db.prepare(
-      "SELECT data FROM briefs WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+      "SELECT id, data FROM briefs WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
     );
   }
 
@@ -20,8 +22,8 @@ export class BriefsRepo {
 
   /** Most recent briefs, oldest first. */
   recent(agentId: string, limit: number): BriefRecord[] {
-    return (this.recentStmt.all(agentId, limit) as { data: string | Uint8Array }[])
-      .map((r) => readBody(BriefRecord, r.data, "brief"))
+    return (this.recentStmt.all(agentId, limit) as { id: string; data: string | Uint8Array }[])
+      .map((r) => this.decoded.get(r.id, () => readBody(BriefRecord, r.data, "brief")))
       .reverse();
   }
 }

@@ -14,6 +14,7 @@ import { BriefsRepo } from "./briefs.ts";
 import { TranscriptRepo } from "./transcript.ts";
 import { TasksRepo } from "./tasks.ts";
 import { DeadlinesRepo } from "./deadlines.ts";
+import { WorkItemsRepo } from "./work-items.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -28,6 +29,7 @@ export class Store {
   readonly transcript: TranscriptRepo;
   readonly tasks: TasksRepo;
   readonly deadlines: DeadlinesRepo;
+  readonly workItems: WorkItemsRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -58,6 +60,7 @@ export class Store {
     this.transcript = new TranscriptRepo(this.db);
     this.tasks = new TasksRepo(this.db);
     this.deadlines = new DeadlinesRepo(this.db);
+    this.workItems = new WorkItemsRepo(this.db);
   }
 
   /**

@@ -22,3 +22,37 @@ function parseRow<S extends z.ZodType>(schema: S, value: unknown, what: string):
   }
   return parsed.data;
 }
+
+/**
+ * Decoded rows of an immutable record family, by id: reading a row back (inflate, parse,
+ * validate) costs far more than the query, and hot paths read the same recent rows on
+ * every turn. Entries are deep-frozen, so a caller cannot change what the next one reads;
+ * the oldest entry goes first once `max` is reached. Only rows a query just returned are
+ * looked up, so a removed or rolled-back row is never served from here.
+ */
+export class DecodedRows<T> {
+  private readonly rows = new Map<string, T>();
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get(id: string, decode: () => T): T {
+    let value = this.rows.get(id);
+    if (value === undefined) {
+      value = deepFreeze(decode());
+      this.rows.set(id, value);
+      if (this.rows.size > this.max) this.rows.delete(this.rows.keys().next().value!);
+    }
+    return value;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

@@ -7,9 +7,10 @@ import {
   type QueuedMessage,
 } from "../domain/message.ts";
 import { encodeBody } from "./codec.ts";
-import { readBody } from "./json.ts";
+import { DecodedRows, readBody } from "./json.ts";
 
 type Row = {
+  id: string;
   seq: number;
   status: string;
   processed_at: string | null;
@@ -24,16 +25,18 @@ export class MessagesRepo {
   private readonly countStmt: StatementSync;
   private readonly byStatusStmt: StatementSync;
   private readonly recentStmt: StatementSync;
+  /** Envelopes never change once admitted; the prompt reads the recent ones every turn. */
+  private readonly decoded = new DecodedRows<MessageEnvelope>(4096);
 
   constructor(db: DatabaseSync) {
     this.insertStmt = db.prepare(
       "INSERT INTO messages (id, agent_id, priority_rank, status, created_at, envelope) VALUES (?, ?, ?, 'queued', ?, ?)",
     );
     this.nextStmt = db.prepare(
-      "SELECT seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = 'queued' ORDER BY priority_rank, seq LIMIT 1",
+      "SELECT id, seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = 'queued' ORDER BY priority_rank, seq LIMIT 1",
     );
     this.getStmt = db.prepare(
-      "SELECT seq, status, processed_at, envelope FROM messages WHERE id = ?",
+      "SELECT id, seq, status, processed_at, envelope FROM messages WHERE id = ?",
     );
     this.setStatusStmt = db.prepare(
       "UPDATE messages SET status = ?, processed_at = ? WHERE id = ?",
@@ -42,10 +45,10 @@ export class MessagesRepo {
       "SELECT COUNT(*) AS n FROM messages WHERE agent_id = ? AND status = 'queued'",
     );
     this.byStatusStmt = db.prepare(
-      "SELECT seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = ? ORDER BY priority_rank, seq",
+      "SELECT id, seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = ? ORDER BY priority_rank, seq",
     );
     this.recentStmt = db.prepare(
-      "SELECT seq, status, processed_at, envelope FROM messages WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+      "SELECT id, seq, status, processed_at, envelope FROM messages WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
     );
   }
 
@@ -63,12 +66,12 @@ export class MessagesRepo {
   /** The next message to run, without changing it. */
   peekNext(agentId: string): QueuedMessage | undefined {
     const row = this.nextStmt.get(agentId) as Row | undefined;
-    return row ? toQueued(row) : undefined;
+    return row ? this.toQueued(row) : undefined;
   }
 
   get(id: string): QueuedMessage | undefined {
     const row = this.getStmt.get(id) as Row | undefined;
-    return row ? toQueued(row) : undefined;
+    return row ? this.toQueued(row) : undefined;
   }
 
   setStatus(id: string, status: MessageStatus, at?: string): void {
@@ -80,17 +83,23 @@ export class MessagesRepo {
   }
 
   withStatus(agentId: string, status: MessageStatus): QueuedMessage[] {
-    return (this.byStatusStmt.all(agentId, status) as Row[]).map(toQueued);
+    return (this.byStatusStmt.all(agentId, status) as Row[]).map((r) => this.toQueued(r));
   }
 
   recent(agentId: string, limit: number): QueuedMessage[] {
-    return (this.recentStmt.all(agentId, limit) as Row[]).map(toQueued);
+    return (this.recentStmt.all(agentId, limit) as Row[]).map((r) => this.toQueued(r));
   }
-}
 
-function toQueued(row: Row): QueuedMessage {
-  const envelope = readBody(MessageEnvelope, row.envelope, "message");
-  const queued: QueuedMessage = { ...envelope, seq: row.seq, status: row.status as MessageStatus };
-  if (row.processed_at) queued.processed_at = row.processed_at;
-  return queued;
+  private toQueued(row: Row): QueuedMessage {
+    const envelope = this.decoded.get(row.id, () =>
+      readBody(MessageEnvelope, row.envelope, "message"),
+    );
+    const queued: QueuedMessage = {
+      ...envelope,
+      seq: row.seq,
+      status: row.status as MessageStatus,
+    };
+    if (row.processed_at) queued.processed_at = row.processed_at;
+    return queued;
+  }
 }

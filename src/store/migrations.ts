@@ -189,4 +189,36 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       END;
     `,
   },
+  {
+    version: 5,
+    name: "work items",
+    // Work items (one row per item; the record is the JSON body, with the columns the
+    // queue reads), their promoted completion reports, and per-agent work state (the
+    // runaway guard's counter). Completed items are bounded per agent (store/work-items.ts).
+    sql: `
+      CREATE TABLE work_items (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX work_items_agent ON work_items (agent_id, state);
+
+      CREATE TABLE delivery_summaries (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        work_item_id TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX delivery_summaries_item ON delivery_summaries (work_item_id);
+      CREATE INDEX delivery_summaries_agent ON delivery_summaries (agent_id);
+
+      CREATE TABLE work_agent_state (
+        agent_id TEXT PRIMARY KEY,
+        data TEXT NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -9,6 +9,12 @@ import { taskStatusTool } from "./task/task-status.ts";
 import { taskOutputTool } from "./task/task-output.ts";
 import { taskStopTool } from "./task/task-stop.ts";
 import { taskInputTool } from "./task/task-input.ts";
+import { createWorkItemTool } from "./work/create-work-item.ts";
+import { pickWorkItemTool } from "./work/pick-work-item.ts";
+import { updateWorkItemTool } from "./work/update-work-item.ts";
+import { completeWorkItemTool } from "./work/complete-work-item.ts";
+import { getWorkItemTool } from "./work/get-work-item.ts";
+import { listWorkItemsTool } from "./work/list-work-items.ts";
 
 export function buildRegistry(): ToolRegistry {
   return new ToolRegistry()
@@ -20,5 +26,11 @@ export function buildRegistry(): ToolRegistry {
     .register(taskStatusTool)
     .register(taskOutputTool)
     .register(taskStopTool)
-    .register(taskInputTool);
+    .register(taskInputTool)
+    .register(createWorkItemTool)
+    .register(pickWorkItemTool)
+    .register(updateWorkItemTool)
+    .register(completeWorkItemTool)
+    .register(getWorkItemTool)
+    .register(listWorkItemsTool);
 }

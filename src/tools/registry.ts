@@ -7,6 +7,7 @@ import type { AgentRecord } from "../domain/agent.ts";
 import type { QueuedMessage } from "../domain/message.ts";
 import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
+import type { WorkService } from "../work/service.ts";
 import type { OutputBudget } from "./budget.ts";
 import {
   errorResult,
@@ -40,6 +41,7 @@ export type ToolContext = {
  */
 export interface ToolServices {
   tasks: TaskService;
+  work: WorkService;
 }
 
 /**
@@ -56,7 +58,7 @@ export type ToolOutput = {
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> = {
   name: string;
-  family: "command" | "task" | "workspace" | "agent";
+  family: "command" | "task" | "workspace" | "agent" | "work";
   description: string;
   input: S;
   /**

@@ -1,0 +1,109 @@
+// Work-item routes: the operator enqueues work (no transcript message, the current item is
+// left alone), reads an agent's items, and closes, parks or releases one. Reads follow the
+// read auth rule; every change is a control route. All of it goes through the work service.
+import type { Hono } from "hono";
+import { z } from "zod";
+import { HolonError } from "../domain/errors.ts";
+import { WORK_LIMITS } from "../domain/work-item.ts";
+import type { AppContext } from "./context.ts";
+import {
+  intParam,
+  readJson,
+  requireControl,
+  requireRead,
+  validate,
+  type AppEnv,
+} from "./support.ts";
+
+export const EnqueueWorkBody = z.strictObject({
+  objective: z.string().max(WORK_LIMITS.objective_chars),
+});
+export const CompleteWorkBody = z.strictObject({
+  note: z.string().max(WORK_LIMITS.note_chars).optional(),
+});
+export const BlockWorkBody = z.strictObject({
+  reason: z.string().max(WORK_LIMITS.blocker_chars),
+  recheck_after_ms: z
+    .number()
+    .int()
+    .positive()
+    .max(30 * 24 * 3600 * 1000)
+    .optional(),
+});
+
+const FILTERS = [
+  "current",
+  "open",
+  "queued",
+  "blocked",
+  "waiting_for_operator",
+  "completed",
+  "all",
+] as const;
+type Filter = (typeof FILTERS)[number];
+
+export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
+  const work = () => host.services.work;
+  const agentOf = (id: string) => host.agents.getPublic(id).agent_id;
+
+  app.post("/control/agents/:id/work-items", async (c) => {
+    requireControl(c);
+    const body = validate(EnqueueWorkBody, await readJson(c));
+    const agentId = agentOf(c.req.param("id"));
+    const item = work().enqueue(agentId, body.objective);
+    return c.json({ ok: true, agent_id: agentId, work_item: work().view(item) }, 201);
+  });
+
+  app.get("/agents/:id/work-items", (c) => {
+    requireRead(c);
+    const agentId = agentOf(c.req.param("id"));
+    const state = c.req.query("state") ?? "all";
+    if (!(FILTERS as readonly string[]).includes(state)) {
+      throw new HolonError("invalid_request", `unknown state filter '${state}'`, {
+        status: 400,
+        hint: `use one of: ${FILTERS.join(", ")}`,
+      });
+    }
+    const limit = intParam(c, "limit", { min: 1, max: 200 }) ?? 50;
+    const items = work().list(agentId, state as Filter, { limit });
+    return c.json({ ok: true, agent_id: agentId, state, work_items: items });
+  });
+
+  app.get("/agents/:id/work-items/:work_item_id", (c) => {
+    requireRead(c);
+    const agentId = agentOf(c.req.param("id"));
+    return c.json({ ok: true, work_item: work().get(agentId, c.req.param("work_item_id")) });
+  });
+
+  app.post("/control/agents/:id/work-items/:work_item_id/complete", async (c) => {
+    requireControl(c);
+    const body = validate(CompleteWorkBody, (await readJson(c, { optional: true })) ?? {});
+    const agentId = agentOf(c.req.param("id"));
+    const r = work().complete(agentId, c.req.param("work_item_id"), {
+      by: "operator",
+      note: body.note,
+    });
+    return c.json({ ok: true, work_item: work().view(r.item) });
+  });
+
+  app.post("/control/agents/:id/work-items/:work_item_id/block", async (c) => {
+    requireControl(c);
+    const body = validate(BlockWorkBody, await readJson(c));
+    const agentId = agentOf(c.req.param("id"));
+    const item = work().operatorBlock(
+      agentId,
+      c.req.param("work_item_id"),
+      body.reason,
+      body.recheck_after_ms,
+    );
+    return c.json({ ok: true, work_item: work().view(item) });
+  });
+
+  app.post("/control/agents/:id/work-items/:work_item_id/unblock", async (c) => {
+    requireControl(c);
+    await readJson(c, { optional: true });
+    const agentId = agentOf(c.req.param("id"));
+    const item = work().operatorUnblock(agentId, c.req.param("work_item_id"));
+    return c.json({ ok: true, work_item: work().view(item) });
+  });
+}
