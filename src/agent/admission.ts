@@ -33,6 +33,12 @@ export type AdmissionRequest = {
   task_id?: string | undefined;
   correlation_id?: string | undefined;
   causation_id?: string | undefined;
+  /**
+   * A SystemTick the waiting plane converted from a wake hint. It keeps the hint's own door
+   * (operator control, or an external trigger capability) instead of `runtime_owned`, so its
+   * provenance is not flattened; only the runtime sets this, never a request body.
+   */
+  from_wake_hint?: boolean | undefined;
 };
 
 const OPERATOR_ADMISSIONS: ReadonlySet<AdmissionContext> = new Set([
@@ -54,7 +60,8 @@ export function buildEnvelope(
   const runtimeOwned = req.admission === "runtime_owned";
   const operatorAdmission = OPERATOR_ADMISSIONS.has(req.admission);
 
-  if (RUNTIME_OWNED_KINDS.has(req.kind) && !runtimeOwned) {
+  const wakeHintTick = req.kind === "system_tick" && req.from_wake_hint === true;
+  if (RUNTIME_OWNED_KINDS.has(req.kind) && !runtimeOwned && !wakeHintTick) {
     reject(
       "forbidden_kind",
       `message kind '${req.kind}' is produced only by the runtime itself`,

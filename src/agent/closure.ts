@@ -11,6 +11,7 @@ import type {
   WorkSignal,
 } from "../domain/closure.ts";
 import type { QueuedMessage } from "../domain/message.ts";
+import { isExternalWakeHint } from "../domain/waiting.ts";
 
 export type ClosureFacts = {
   /** The closure before this turn and how the turn's trigger related to it. */
@@ -188,7 +189,9 @@ export function resolveContinuation(
     awaiting_operator_input: trigger === "operator_input",
     awaiting_task_result: trigger === "task_result" && visibility.model_visible,
     awaiting_timer: trigger === "timer_fire" || (trigger === "system_tick" && isSleepWake(message)),
-    awaiting_external_change: trigger === "external_event",
+    awaiting_external_change:
+      trigger === "external_event" ||
+      (trigger === "system_tick" && visibility.model_visible && isExternalWakeHint(message)),
   };
   const matched = priorReason !== undefined && satisfies[priorReason];
 

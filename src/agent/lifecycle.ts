@@ -2,6 +2,7 @@
 // event that explains it. Stop is a boundary: it aborts the current run, cancels the
 // agent's runtime-owned tasks and its sleep deadline, and survives restarts.
 import type { AgentRecord } from "../domain/agent.ts";
+import type { AdmissionContext } from "../domain/message.ts";
 import { HolonError, agentStopped } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
 import type { AgentDirectory } from "./directory.ts";
@@ -19,6 +20,18 @@ export type ControlResult = {
   disposition: string;
 };
 
+/**
+ * Operator wake, owned by the waiting plane (waiting/wake-hints.ts): a liveness wake hint
+ * with the operator's origin. It becomes a SystemTick at once when the agent can take it,
+ * or waits on the agent as its pending wake hint.
+ */
+export interface OperatorWake {
+  wake(
+    agentId: string,
+    opts: { source: string; reason?: string | undefined; admission: AdmissionContext },
+  ): { disposition: "woken" | "pending"; message_id?: string };
+}
+
 /** Whatever runs on an agent's behalf outside its loop (command tasks, later children). */
 export interface AgentOwnedWork {
   /** Cancel every live task the agent owns; returns their ids. */
@@ -32,6 +45,7 @@ export type LifecycleDeps = {
   signals: AgentSignals;
   sleep: SleepDeadlines;
   owned: AgentOwnedWork;
+  wake: OperatorWake;
 };
 
 export class AgentLifecycle {
@@ -45,32 +59,35 @@ export class AgentLifecycle {
     return this.deps.store;
   }
 
-  control(agentId: string, action: ControlAction, source = "operator"): ControlResult {
+  control(
+    agentId: string,
+    action: ControlAction,
+    source = "operator",
+    opts: { reason?: string | undefined; admission?: AdmissionContext } = {},
+  ): ControlResult & { message_id?: string } {
     const store = this.store;
     const agent = this.deps.agents.get(agentId);
     const rt = this.deps.loops.get(agentId);
     let disposition: string;
+    let messageId: string | undefined;
     switch (action) {
       case "wake": {
+        // A liveness wake hint (waiting plane): a SystemTick now, or pending while the agent
+        // runs or is paused. The stopped boundary holds: wake never resumes a stopped agent.
         if (agent.status === "stopped") throw agentStopped(agentId);
-        if (agent.status === "asleep") {
-          store.tx(() => {
-            transition(store, agentId, "awake_idle", "operator wake", { last_wake_reason: "wake" });
-            store.appendEvent(agentId, {
-              type: "wake_requested",
-              payload: { source, disposition: "woken" },
-            });
+        store.tx(() => {
+          const r = this.deps.wake.wake(agentId, {
+            source,
+            reason: opts.reason,
+            admission: opts.admission ?? "control_authenticated",
           });
-          disposition = "woken";
-        } else {
-          disposition = agent.status === "paused" ? "paused" : "already_awake";
-          store.tx(() =>
-            store.appendEvent(agentId, {
-              type: "wake_requested",
-              payload: { source, disposition },
-            }),
-          );
-        }
+          disposition = r.disposition;
+          messageId = r.message_id;
+          store.appendEvent(agentId, {
+            type: "wake_requested",
+            payload: { source, disposition },
+          });
+        });
         break;
       }
       case "pause": {
@@ -111,7 +128,8 @@ export class AgentLifecycle {
       agent_id: agentId,
       action,
       status: this.deps.agents.get(agentId).status,
-      disposition,
+      disposition: disposition!,
+      ...(messageId ? { message_id: messageId } : {}),
     };
   }
 

@@ -8,6 +8,7 @@ import type { ClosureDecision, TurnOutcome } from "../domain/closure.ts";
 import type { EventPayload } from "../domain/events.ts";
 import type { QueuedMessage } from "../domain/message.ts";
 import { HolonError } from "../domain/errors.ts";
+import { isBodylessWakeHint } from "../domain/waiting.ts";
 import type { Store } from "../store/db.ts";
 import { provenanceOf } from "./admission.ts";
 import { recordRuntimeFailure } from "./briefs.ts";
@@ -59,6 +60,12 @@ export interface RunObserver {
   closureFacts?(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts;
   /** The closure was decided (inside the settle transaction). */
   onClosure?(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void;
+  /**
+   * The queue is empty and the agent is about to rest (inside a transaction). A plane may
+   * admit runtime-owned input here (a pending wake hint becomes its SystemTick); the loop
+   * then runs it instead of resting.
+   */
+  atIdle?(agentId: string): void;
 }
 
 export type RunInfo = { agent_id: string; run_id: string; message: QueuedMessage };
@@ -177,6 +184,7 @@ export class AgentRuntime {
       }
       const next = this.store.messages.peekNext(this.agentId);
       if (!next) {
+        if (this.admittedAtIdle()) continue;
         this.restIfIdle(agent);
         await this.waitForKick();
         continue;
@@ -220,7 +228,31 @@ export class AgentRuntime {
     });
   }
 
+  /** Let the planes act at the idle point; true when that queued something to run. */
+  private admittedAtIdle(): boolean {
+    if (!this.observers.some((o) => o.atIdle)) return false;
+    return this.store.tx(() => {
+      for (const o of this.observers) o.atIdle?.(this.agentId);
+      return this.store.messages.peekNext(this.agentId) !== undefined;
+    });
+  }
+
   private visibility(message: QueuedMessage): Visibility {
+    if (isBodylessWakeHint(message)) {
+      // A plain wake: the agent wakes and its closure is looked at again; the model is
+      // asked only when runnable work stands (the prior closure, or a plane's work signal).
+      const agent = this.store.agents.get(this.agentId);
+      const run = { agent_id: this.agentId, run_id: "", message };
+      const facts = mergePlaneFacts(
+        this.observers.map(
+          (o) => o.closureFacts?.({ ...run, outcome: { kind: "liveness_only" } }) ?? {},
+        ),
+      );
+      if (agent?.closure?.outcome === "continuable" || facts.work_signal) {
+        return { model_visible: true, why: "runnable_work" };
+      }
+      return { model_visible: false, why: "wake_hint_without_body" };
+    }
     if (message.kind === "task_status") {
       return { model_visible: false, why: "task_status_is_observational" };
     }

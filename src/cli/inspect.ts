@@ -123,6 +123,21 @@ function eventDetail(e: CatalogEvent): string {
       return e.payload.workspace_root;
     case "http_request_refused":
       return `${e.payload.method} ${e.payload.path}: ${e.payload.kind}`;
+    case "timer_created":
+      return `${e.payload.timer.timer_id} ${e.payload.timer.kind}, first ${e.payload.timer.next_fire_at}`;
+    case "timer_fired":
+      return `${e.payload.timer_id}${e.payload.delivered ? "" : " (not delivered)"}${e.payload.skipped ? `, ${e.payload.skipped} skipped` : ""}`;
+    case "timer_cancelled":
+      return `${e.payload.timer_id}: ${e.payload.reason}`;
+    case "wake_hint_received":
+      return `${e.payload.source} → ${e.payload.disposition} (×${e.payload.count})`;
+    case "wake_hint_converted":
+      return `system tick ${e.payload.message_id} (×${e.payload.count})`;
+    case "external_trigger_provisioned":
+    case "external_trigger_revoked":
+      return e.payload.external_trigger_id;
+    case "external_trigger_refused":
+      return `${e.payload.reason} from ${e.payload.peer ?? "?"}`;
     case "work_item_created":
       return `${e.payload.work_item_id}: ${e.payload.objective}`;
     case "work_item_updated":

@@ -1,6 +1,7 @@
 // Agent identity, lifecycle status and the summaries the inspection surfaces return.
 import { z } from "zod";
 import { ClosureDecision, ContinuationResolution } from "./closure.ts";
+import { WakeHint } from "./waiting.ts";
 
 export const AgentStatus = z.enum([
   "booting",
@@ -74,6 +75,8 @@ export const AgentRecord = z.object({
   closure: ClosureDecision.optional(),
   /** How the last dequeued trigger related to the closure before it. */
   last_continuation: ContinuationResolution.optional(),
+  /** A wake hint that arrived while the agent could not take it (waiting plane). */
+  pending_wake_hint: WakeHint.optional(),
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 

@@ -22,6 +22,7 @@ import {
 } from "./message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "./provider.ts";
 import { TaskSnapshot } from "./task.ts";
+import { TimerRecord } from "./waiting.ts";
 
 // ---------------------------------------------------------------------------
 // Envelope
@@ -169,7 +170,7 @@ export const EventBody = z.discriminatedUnion("type", [
     deadline_id: z.string(),
     kind: z.string(),
     due_at: z.string(),
-    reason: z.enum(["handler_declined", "no_handler"]),
+    reason: z.enum(["handler_declined", "no_handler", "handler_failed"]),
   }),
   kind("current_run_abort_requested", {
     run_id: z.string(),
@@ -343,6 +344,50 @@ export const EventBody = z.discriminatedUnion("type", [
     origin: z.string().nullable(),
     peer: z.string().nullable(),
     /** Refusals of the same kind left unrecorded since the previous one (rate limit). */
+    suppressed_before: z.number().int(),
+  }),
+
+  // The waiting plane: timers, wake hints, external trigger capabilities
+  kind("timer_created", { timer: TimerRecord }),
+  kind("timer_fired", {
+    timer_id: z.string(),
+    scheduled_for: z.string(),
+    fired_at: z.string(),
+    /** Periods missed before this fire (catch-up fires once). */
+    skipped: z.number().int(),
+    /** False when the agent was stopped: the fire was counted as skipped, not delivered. */
+    delivered: z.boolean(),
+    message_id: z.string().optional(),
+    next_fire_at: z.string().nullable(),
+  }),
+  kind("timer_cancelled", { timer_id: z.string(), reason: z.string() }),
+  kind("wake_hint_received", {
+    hint_id: z.string(),
+    source: z.enum(["operator", "external_trigger"]),
+    /** `woken`: turned into a SystemTick at once; `pending`: kept until the agent can take it. */
+    disposition: z.enum(["woken", "pending"]),
+    count: z.number().int(),
+    external_trigger_id: z.string().optional(),
+    content_type: z.string().optional(),
+    body_bytes: z.number().int().optional(),
+    message_id: z.string().optional(),
+  }),
+  kind("wake_hint_converted", {
+    hint_id: z.string(),
+    message_id: z.string(),
+    count: z.number().int(),
+  }),
+  kind("external_trigger_provisioned", {
+    external_trigger_id: z.string(),
+    rotated_from: z.string().optional(),
+  }),
+  kind("external_trigger_revoked", { external_trigger_id: z.string(), reason: z.string() }),
+  kind("external_trigger_refused", {
+    reason: z.enum(["unknown_token", "revoked"]),
+    requested_mode: z.enum(["wake", "enqueue"]),
+    peer: z.string().nullable(),
+    external_trigger_id: z.string().optional(),
+    /** Misses from this address left unrecorded since the previous one (rate limit). */
     suppressed_before: z.number().int(),
   }),
 ]);

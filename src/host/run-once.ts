@@ -196,6 +196,14 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "runtime_service_shutdown_requested":
     case "http_request_refused":
     case "retention_applied":
+    case "timer_created":
+    case "timer_fired":
+    case "timer_cancelled":
+    case "wake_hint_received":
+    case "wake_hint_converted":
+    case "external_trigger_provisioned":
+    case "external_trigger_revoked":
+    case "external_trigger_refused":
       break;
     default:
       assertNever(e, "event type");

@@ -16,6 +16,10 @@ import { buildRegistry } from "../tools/builtin.ts";
 import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
 import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
+import { TIMER_FIRE, TimerService, timerFireHandler } from "../waiting/timers.ts";
+import { TriggerService, baseUrlFromRuntimeFile } from "../waiting/triggers.ts";
+import { WakeHints } from "../waiting/wake-hints.ts";
+import { externalTriggerContributor } from "../context/external-trigger.ts";
 import { defaultContributors } from "../context/contributors.ts";
 import { WORK_RECHECK, WorkService } from "../work/service.ts";
 import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts";
@@ -55,11 +59,33 @@ export function buildServices(opts: ServiceOptions) {
     [SLEEP_WAKE, sleepWakeHandler(store)],
     [WORK_RECHECK, workRecheckHandler(store)],
   ]);
+  handlers.set(TIMER_FIRE, timerFireHandler(store));
   const scheduler = new DeadlineScheduler({ store, ingress, handlers });
   const sleep = new SleepWakes(store, scheduler);
+  // The waiting plane: timers on the scheduler, wake hints, external trigger capabilities.
+  const timers = new TimerService(store, scheduler);
+  const wakeHints = new WakeHints(store, ingress, signals);
+  const triggers = new TriggerService({
+    store,
+    hints: wakeHints,
+    baseUrl: baseUrlFromRuntimeFile(paths.runtimeFile),
+    defaultAgentId: opts.defaultAgentId,
+  });
   const work = new WorkService({ store, deadlines: scheduler, ingress });
 
-  const core = { paths, store, config, signals, ingress, tasks, scheduler, sleep };
+  const core = {
+    paths,
+    store,
+    config,
+    signals,
+    ingress,
+    tasks,
+    scheduler,
+    sleep,
+    timers,
+    wakeHints,
+    triggers,
+  };
   const executor: TurnExecutor = opts.executor
     ? opts.executor(core)
     : new ProviderTurnExecutor({
@@ -69,7 +95,7 @@ export function buildServices(opts: ServiceOptions) {
         toolServices: { tasks, work },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(),
-        contributors: defaultContributors(),
+        contributors: [...defaultContributors(), externalTriggerContributor(triggers)],
         beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
         budget: () => {
           const rt = config.current().values.runtime;
@@ -88,6 +114,7 @@ export function buildServices(opts: ServiceOptions) {
         positiveInt(opts.env.HOLON_WORK_MAX_CONTINUATIONS) ?? DEFAULT_MAX_CONTINUATIONS,
     }),
   ];
+  observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
   const agents = new AgentDirectory({
     store,
@@ -96,7 +123,15 @@ export function buildServices(opts: ServiceOptions) {
     agentHome: (agentId) => agentHomeDir(opts.home, agentId),
     checkModelRef: (ref) => config.checkModelRef(ref),
   });
-  const lifecycle = new AgentLifecycle({ store, agents, loops, signals, sleep, owned: tasks });
+  const lifecycle = new AgentLifecycle({
+    store,
+    agents,
+    loops,
+    signals,
+    sleep,
+    owned: tasks,
+    wake: wakeHints,
+  });
   // History retention (config `retention.*`): a background job, never on a turn's path.
   const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
   return { ...core, executor, loops, agents, lifecycle, retention, work };

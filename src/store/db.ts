@@ -14,6 +14,8 @@ import { BriefsRepo } from "./briefs.ts";
 import { TranscriptRepo } from "./transcript.ts";
 import { TasksRepo } from "./tasks.ts";
 import { DeadlinesRepo } from "./deadlines.ts";
+import { TimersRepo } from "./timers.ts";
+import { TriggersRepo } from "./triggers.ts";
 import { WorkItemsRepo } from "./work-items.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
@@ -29,6 +31,8 @@ export class Store {
   readonly transcript: TranscriptRepo;
   readonly tasks: TasksRepo;
   readonly deadlines: DeadlinesRepo;
+  readonly timers: TimersRepo;
+  readonly triggers: TriggersRepo;
   readonly workItems: WorkItemsRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
@@ -60,6 +64,8 @@ export class Store {
     this.transcript = new TranscriptRepo(this.db);
     this.tasks = new TasksRepo(this.db);
     this.deadlines = new DeadlinesRepo(this.db);
+    this.timers = new TimersRepo(this.db);
+    this.triggers = new TriggersRepo(this.db);
     this.workItems = new WorkItemsRepo(this.db);
   }
 

@@ -4,13 +4,25 @@
 // turns it into a message draft, and the deadline's removal and the message's admission
 // commit together, so each deadline fires exactly once, even across a crash. A deadline
 // missed while the host was down is simply due at start and fires then, once.
+//
+// Due times are wall-clock times, but Node timers run on a monotonic clock; so the timer
+// never waits longer than REARM_MS before reading the clock again. A clock set forward
+// makes deadlines due at the next re-arm (late by at most that, never lost); a clock set
+// back finds nothing due yet and waits again (never fired twice: the row is gone once fired).
 import type { Clock, IdSource } from "../domain/clock.ts";
 import type { Deadline } from "../domain/deadline.ts";
+import type { MessageEnvelope } from "../domain/message.ts";
 import type { Ingress, MessageDraft } from "../agent/ingress.ts";
 import type { Store } from "../store/db.ts";
 
+/** A draft plus what the handler records once its message is admitted (same transaction). */
+export type HandledDeadline = {
+  draft: MessageDraft;
+  admitted(envelope: MessageEnvelope): void;
+};
+
 /** Turns a due deadline into what the agent receives; null drops it (recorded). */
-export type DeadlineHandler = (deadline: Deadline) => MessageDraft | null;
+export type DeadlineHandler = (deadline: Deadline) => MessageDraft | HandledDeadline | null;
 
 export type NewDeadline = {
   agent_id: string;
@@ -20,8 +32,22 @@ export type NewDeadline = {
   payload?: Record<string, unknown>;
 };
 
-/** Node timers cannot wait longer than this; a farther deadline re-arms on the way. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/** A deadline row as `add` records it (handlers that re-arm inside a fire use it too). */
+export function deadlineRecord(clock: Clock, ids: IdSource, d: NewDeadline): Deadline {
+  const deadline: Deadline = {
+    id: ids.next("dl"),
+    agent_id: d.agent_id,
+    kind: d.kind,
+    due_at: d.due_at,
+    payload: d.payload ?? {},
+    created_at: clock.now().toISOString(),
+  };
+  if (d.key !== undefined) deadline.key = d.key;
+  return deadline;
+}
+
+/** The longest the scheduler goes without looking at the wall clock (see the header). */
+const REARM_MS = 60_000;
 const BATCH = 100;
 
 export class DeadlineScheduler {
@@ -49,15 +75,7 @@ export class DeadlineScheduler {
 
   /** Record a deadline (joins the caller's transaction); the timer is re-armed after it. */
   add(d: NewDeadline): Deadline {
-    const deadline: Deadline = {
-      id: this.ids.next("dl"),
-      agent_id: d.agent_id,
-      kind: d.kind,
-      due_at: d.due_at,
-      payload: d.payload ?? {},
-      created_at: this.clock.now().toISOString(),
-    };
-    if (d.key !== undefined) deadline.key = d.key;
+    const deadline = deadlineRecord(this.clock, this.ids, d);
     this.store.tx(() => this.store.deadlines.put(deadline));
     this.changed();
     return deadline;
@@ -88,38 +106,58 @@ export class DeadlineScheduler {
   }
 
   /**
-   * Fire everything due now. Each deadline is removed and its message admitted in one
-   * transaction. Exposed for tests that drive a fake clock.
+   * Fire everything due now. Each deadline is removed and its message admitted in the same
+   * transaction (due ones are taken in batches, one transaction per batch, so a burst of
+   * deadlines due together is admitted quickly). Exposed for tests that drive a fake clock.
    */
   fireDue(): number {
     let fired = 0;
     for (;;) {
       const due = this.store.deadlines.due(this.clock.now().toISOString(), BATCH);
       if (due.length === 0) break;
-      for (const d of due) {
-        const handler = this.handlers.get(d.kind);
+      try {
         this.store.tx(() => {
-          if (!this.store.deadlines.delete(d.id)) return; // already cancelled or fired
-          const draft = handler ? handler(d) : null;
-          if (draft) {
-            this.ingress.admit(draft);
-          } else {
-            this.store.appendEvent(d.agent_id, {
-              type: "deadline_dropped",
-              payload: {
-                deadline_id: d.id,
-                kind: d.kind,
-                due_at: d.due_at,
-                reason: handler ? "handler_declined" : "no_handler",
-              },
-            });
-          }
+          for (const d of due) this.fireOne(d);
         });
-        fired++;
+      } catch {
+        // One handler broke the batch (rolled back whole): go one by one, so only the
+        // deadline that fails is dropped, with a record, and the rest still fire.
+        for (const d of due) this.fireAlone(d);
       }
+      fired += due.length;
       if (due.length < BATCH) break;
     }
     return fired;
+  }
+
+  private fireOne(d: Deadline): void {
+    if (!this.store.deadlines.delete(d.id)) return; // already cancelled or fired
+    const handler = this.handlers.get(d.kind);
+    const out = handler ? handler(d) : null;
+    if (out && "draft" in out && "admitted" in out) {
+      out.admitted(this.ingress.admit(out.draft));
+    } else if (out) {
+      this.ingress.admit(out);
+    } else {
+      this.dropped(d, handler ? "handler_declined" : "no_handler");
+    }
+  }
+
+  private fireAlone(d: Deadline): void {
+    try {
+      this.store.tx(() => this.fireOne(d));
+    } catch {
+      this.store.tx(() => {
+        if (this.store.deadlines.delete(d.id)) this.dropped(d, "handler_failed");
+      });
+    }
+  }
+
+  private dropped(d: Deadline, reason: "handler_declined" | "no_handler" | "handler_failed") {
+    this.store.appendEvent(d.agent_id, {
+      type: "deadline_dropped",
+      payload: { deadline_id: d.id, kind: d.kind, due_at: d.due_at, reason },
+    });
   }
 
   /** After a change: re-arm once the current transaction has committed. */
@@ -141,7 +179,7 @@ export class DeadlineScheduler {
     this.armedFor = next;
     if (next === undefined) return;
     const delay = Math.max(0, Date.parse(next) - this.clock.now().getTime());
-    this.timer = setTimeout(() => this.onTimer(), Math.min(delay, MAX_TIMER_MS));
+    this.timer = setTimeout(() => this.onTimer(), Math.min(delay, REARM_MS));
     this.timer.unref?.();
   }
 

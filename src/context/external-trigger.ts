@@ -1,0 +1,28 @@
+// The agent's external trigger capability in its prompt: the wake URL an outside system can
+// call, marked as a secret. Only public agents have one (private agents take no outside
+// ingress); an in-process run without an HTTP listener has no URL to show, so no section.
+import type { ExternalTriggerDescriptor } from "../domain/waiting.ts";
+import { promptFile, type PromptContributor } from "./section.ts";
+
+/** Where the descriptor comes from (waiting/triggers.ts provisions it on first use). */
+export type TriggerDescriptors = {
+  descriptor(agentId: string, reveal: boolean): ExternalTriggerDescriptor;
+};
+
+export function externalTriggerContributor(triggers: TriggerDescriptors): PromptContributor {
+  return {
+    id: "external_trigger",
+    contribute: ({ agent }) => {
+      if (agent.visibility !== "public") return [];
+      const d = triggers.descriptor(agent.agent_id, true);
+      if (d.trigger_url === null || d.status !== "active") return [];
+      return [
+        {
+          placement: "context",
+          stability: "agent_scoped",
+          text: promptFile("external-trigger.md").replace("{{trigger_url}}", d.trigger_url),
+        },
+      ];
+    },
+  };
+}
