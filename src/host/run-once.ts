@@ -204,6 +204,13 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "external_trigger_provisioned":
     case "external_trigger_revoked":
     case "external_trigger_refused":
+    case "work_item_created":
+    case "work_item_updated":
+    case "work_item_focus_changed":
+    case "work_item_completed":
+    case "work_item_bound":
+    case "work_recheck_due":
+    case "work_activation":
       break;
     default:
       assertNever(e, "event type");
