@@ -17,7 +17,6 @@ import { DeadlinesRepo } from "./deadlines.ts";
 import { TimersRepo } from "./timers.ts";
 import { TriggersRepo } from "./triggers.ts";
 import { WorkItemsRepo } from "./work-items.ts";
-import { WorkItemsRepo } from "./work-items.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -34,7 +33,6 @@ export class Store {
   readonly deadlines: DeadlinesRepo;
   readonly timers: TimersRepo;
   readonly triggers: TriggersRepo;
-  readonly workItems: WorkItemsRepo;
   readonly workItems: WorkItemsRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
@@ -68,7 +66,6 @@ export class Store {
     this.deadlines = new DeadlinesRepo(this.db);
     this.timers = new TimersRepo(this.db);
     this.triggers = new TriggersRepo(this.db);
-    this.workItems = new WorkItemsRepo(this.db);
     this.workItems = new WorkItemsRepo(this.db);
   }
 
