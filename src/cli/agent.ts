@@ -1,4 +1,5 @@
 // `holon agent …`: list, create and lifecycle control.
+import { resolve } from "node:path";
 import { call, connect, type ClientFlags } from "./connect.ts";
 import { printJson } from "./output.ts";
 
@@ -31,7 +32,8 @@ export async function create(
 ): Promise<void> {
   const client = connect(flags);
   const body: Record<string, unknown> = {};
-  if (flags.workspaceRoot) body.workspace_root = flags.workspaceRoot;
+  // Relative to this shell; the host checks that it exists and is a directory.
+  if (flags.workspaceRoot) body.workspace_root = resolve(flags.workspaceRoot);
   if (flags.template) body.template = flags.template;
   const res = await call(() =>
     client.call<{ agent: { agent_id: string; status: string } }>(

@@ -74,7 +74,20 @@ export async function prompt(
   );
   if (flags.json) return printJson(res);
   process.stdout.write(`queued ${res.message_id} for ${res.agent_id}\n`);
+  // Queued is not worked on: say so plainly when the agent has no model to work with.
+  const status = await client
+    .call<{ model?: { effective_model?: string | null } | null }>(
+      "GET",
+      `/agents/${encodeURIComponent(res.agent_id)}/status`,
+    )
+    .catch(() => null);
+  if (status?.model && !status.model.effective_model) process.stderr.write(NO_PROVIDER_NOTE);
 }
+
+export const NO_PROVIDER_NOTE =
+  "holon: no model provider is configured, so the agent cannot work on this message yet.\n" +
+  "  Configure one with:  holon config set model.default <provider>/<model>   (e.g. openai/gpt-5.4)\n" +
+  "  and its credential:  holon config credentials set <provider>:default --stdin   (or export e.g. OPENAI_API_KEY)\n";
 
 type EventLike = EventEnvelope;
 

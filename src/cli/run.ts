@@ -1,6 +1,8 @@
 // `holon run`: one prompt, one settled turn. Uses the running host when there is one,
 // otherwise hosts the runtime in-process for the length of the run.
 import { request as httpRequest } from "node:http";
+import { statSync } from "node:fs";
+import { resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { RunOnceOptions, RunOnceResponse, RunProgress } from "../host/run-once.ts";
 import { resolveHome } from "../host/paths.ts";
@@ -40,7 +42,8 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     if (!Number.isInteger(n) || n < 1) throw new CliError("--max-turns must be a positive integer");
     opts.max_turns = n;
   }
-  if (flags.workspaceRoot) opts.workspace_root = flags.workspaceRoot;
+  // Relative to this shell, like every path on a command line; the host's cwd means nothing here.
+  if (flags.workspaceRoot) opts.workspace_root = existingDir(flags.workspaceRoot);
   if (flags.cwd) opts.cwd = flags.cwd;
   if (flags.trust) {
     const t =
@@ -54,17 +57,30 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
   const live = process.stderr.isTTY && !flags.json;
   const progress = live ? progressPrinter() : () => {};
 
+  // Ctrl-C: the first aborts the turn (its commands are stopped) and exits non-zero once it
+  // has; a second one exits at once.
+  const interrupt = new AbortController();
+  const onSigint = () => {
+    if (interrupt.signal.aborted) {
+      process.stderr.write("\nholon: quitting without waiting\n");
+      process.exit(130);
+    }
+    process.stderr.write("\nholon: aborting the run (Ctrl-C again to quit at once)\n");
+    interrupt.abort();
+  };
+  process.on("SIGINT", onSigint);
   const client = tryConnect(flags);
   let result: RunOnceResponse;
   try {
     if (client) {
       // paths must mean the same thing to the host as to this shell
       if (!opts.workspace_root && !opts.agent_id) opts.workspace_root = process.cwd();
-      result = await remoteRun(client.conn, opts, progress);
+      result = await remoteRun(client.conn, opts, progress, interrupt.signal);
     } else {
-      result = await localRun(resolveHome(flags.home), opts, progress);
+      result = await localRun(resolveHome(flags.home), opts, progress, interrupt.signal);
     }
   } finally {
+    process.off("SIGINT", onSigint);
     if (live) process.stderr.write("\r\x1b[K");
   }
   if (flags.json) printJson(result);
@@ -75,13 +91,26 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
       process.stderr.write(`holon: run ${result.outcome}: ${summary}\n`);
     }
   }
-  if (!result.ok) process.exitCode = 1;
+  if (!result.ok) process.exitCode = interrupt.signal.aborted ? 130 : 1;
+}
+
+function existingDir(path: string): string {
+  const abs = resolve(path);
+  let st;
+  try {
+    st = statSync(abs);
+  } catch {
+    throw new CliError(`--workspace-root ${abs} does not exist`);
+  }
+  if (!st.isDirectory()) throw new CliError(`--workspace-root ${abs} is not a directory`);
+  return abs;
 }
 
 async function localRun(
   home: string,
   opts: RunOnceOptions,
   progress: (p: RunProgress) => void,
+  signal: AbortSignal,
 ): Promise<RunOnceResponse> {
   const { RuntimeHost } = await import("../host/host.ts");
   const { runOnce } = await import("../host/run-once.ts");
@@ -93,7 +122,7 @@ async function localRun(
     throw err;
   }
   try {
-    return await runOnce(host, opts, progress);
+    return await runOnce(host, opts, progress, signal);
   } catch (err) {
     if (err instanceof HolonError) throw new CliError(`${err.message} (${err.kind})`, err.hint);
     throw err;
@@ -106,6 +135,7 @@ function remoteRun(
   conn: { socketPath?: string; host?: string; port?: number; token?: string },
   opts: RunOnceOptions,
   progress: (p: RunProgress) => void,
+  signal: AbortSignal,
 ): Promise<RunOnceResponse> {
   return new Promise((resolvePromise, reject) => {
     const payload = Buffer.from(JSON.stringify(opts));
@@ -160,7 +190,20 @@ function remoteRun(
         reject(new CliError("the runtime closed the run stream without a result"));
       });
     });
-    req.once("error", (err) => reject(new CliError(`could not reach the runtime: ${err.message}`)));
+    // Going away is how the host learns of Ctrl-C: it aborts the turn and stops its commands.
+    signal.addEventListener(
+      "abort",
+      () => {
+        req.destroy();
+        reject(
+          new CliError("run aborted: the runtime stops its turn and its commands", undefined, 130),
+        );
+      },
+      { once: true },
+    );
+    req.once("error", (err) => {
+      if (!signal.aborted) reject(new CliError(`could not reach the runtime: ${err.message}`));
+    });
     req.end(payload);
   });
 }

@@ -1,7 +1,7 @@
 // `holon run`: one prompt through one agent, waited on until its turn settles, summarised
 // as a RunOnceResponse. Shared by the in-process path and the running host's /control/run.
-import { resolve } from "node:path";
-import { statSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { existsSync, statSync } from "node:fs";
 import type { CatalogEvent } from "../domain/events.ts";
 import {
   parseTranscriptEntry,
@@ -46,6 +46,20 @@ export type RunOnceResponse = {
 /** Progress as it happens: what the agent is doing now. */
 export type RunProgress = { phase: string; detail?: string };
 
+/**
+ * A workspace root from a caller. It must be absolute: a relative path means the caller's
+ * working directory, which only the caller knows (the CLI resolves it before sending). It
+ * must exist and be a directory.
+ */
+export function checkWorkspaceRoot(path: string, flag = "workspace_root"): string {
+  if (!isAbsolute(path)) {
+    throw new HolonError("invalid_request", `${flag} ${path} is not an absolute path`, {
+      hint: "resolve it against your working directory first (the CLI does)",
+    });
+  }
+  return checkDir(path, flag);
+}
+
 function checkDir(path: string, flag: string): string {
   const abs = resolve(path);
   let ok = false;
@@ -54,18 +68,29 @@ function checkDir(path: string, flag: string): string {
   } catch {
     ok = false;
   }
-  if (!ok) throw new HolonError("invalid_request", `${flag} ${abs} is not a directory`);
+  if (!ok) {
+    throw new HolonError(
+      "invalid_request",
+      existsSync(abs) ? `${flag} ${abs} is not a directory` : `${flag} ${abs} does not exist`,
+    );
+  }
   return abs;
 }
 
+/**
+ * Run one prompt to its settled turn. `signal` is the caller giving up (Ctrl-C, or the HTTP
+ * client going away): the turn is aborted, which stops the commands it is running, and any
+ * background task the run started is stopped too; the response then says `aborted`.
+ */
 export async function runOnce(
   host: RuntimeHost,
   opts: RunOnceOptions,
   onProgress: (p: RunProgress) => void = () => {},
+  signal?: AbortSignal,
 ): Promise<RunOnceResponse> {
   if (!opts.text.trim()) throw new HolonError("invalid_request", "the prompt is empty");
   const workspaceRoot = opts.workspace_root
-    ? checkDir(opts.workspace_root, "--workspace-root")
+    ? checkWorkspaceRoot(opts.workspace_root, "--workspace-root")
     : undefined;
   let agentId: string;
   let temporary = false;
@@ -112,6 +137,23 @@ export async function runOnce(
   let messageId = "";
   let settle!: () => void;
   const settled = new Promise<void>((r) => (settle = r));
+  // Interrupted: abort the run as soon as there is one (the message may still be queued).
+  let interrupted = false;
+  const abortRun = () => {
+    if (!interrupted || !messageId) return;
+    const rt = host.services.loops.get(agentId);
+    if (rt?.currentRun?.message_id !== messageId || rt.currentRun.aborting) return;
+    try {
+      rt.abortCurrentRun("operator_aborted", { stopAfter: false });
+    } catch {
+      // the run ended meanwhile
+    }
+  };
+  const onSignal = () => {
+    interrupted = true;
+    onProgress({ phase: "aborting", detail: "aborting the run and stopping its commands" });
+    abortRun();
+  };
   const unlisten = host.store.onEvents((batch) => {
     for (const e of batch) {
       if (e.agent_id !== agentId) continue;
@@ -119,7 +161,10 @@ export async function runOnce(
       reportProgress(e, onProgress);
       if (e.type === "message_processed" && e.payload.message_id === messageId) settle();
     }
+    abortRun();
   });
+  if (signal?.aborted) interrupted = true;
+  else signal?.addEventListener("abort", onSignal, { once: true });
   try {
     const metadata: Record<string, unknown> = {};
     if (opts.max_turns !== undefined) metadata.max_turns = opts.max_turns;
@@ -142,8 +187,17 @@ export async function runOnce(
       host.store.messages.get(messageId)?.status !== "processing"
     )
       settle();
+    abortRun();
     await settled;
+    // Background tasks this run started belong to it: they end with it.
+    if (interrupted) {
+      const started = host.store.tasks
+        .activeForAgent(agentId)
+        .filter((t) => t.parent_message_id === messageId);
+      await Promise.all(started.map((t) => host.tasks.stop(t.id, 500).catch(() => {})));
+    }
   } finally {
+    signal?.removeEventListener("abort", onSignal);
     unlisten();
     if (temporary) await host.services.loops.retire(agentId);
   }

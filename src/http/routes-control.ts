@@ -4,6 +4,7 @@ import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { Priority, TrustLevel } from "../domain/message.ts";
 import { agentSummary, runtimeStatus } from "../host/inspect.ts";
+import { checkWorkspaceRoot } from "../host/run-once.ts";
 import type { AppContext } from "./context.ts";
 import { readJson, requireControl, validate, type AppEnv } from "./support.ts";
 
@@ -114,7 +115,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     }
     const agent = host.agents.create(
       c.req.param("id"),
-      body.workspace_root ? { workspace_root: body.workspace_root } : {},
+      body.workspace_root ? { workspace_root: checkWorkspaceRoot(body.workspace_root) } : {},
     );
     return c.json({ ok: true, agent: agentSummary(host, agent) }, 201);
   });
@@ -181,10 +182,11 @@ export function runRoute(app: Hono<AppEnv>, { host }: AppContext): void {
           try {
             controller.enqueue(encoder.encode(JSON.stringify(v) + "\n"));
           } catch {
-            // client went away; the run itself carries on and stays recorded
+            // client went away; runOnce sees the request's signal and aborts the run
           }
         };
-        runOnce(host, body, (p) => send({ type: "progress", ...p }))
+        // A client that goes away (Ctrl-C on `holon run`) aborts the run and its commands.
+        runOnce(host, body, (p) => send({ type: "progress", ...p }), c.req.raw.signal)
           .then((result) => send({ type: "result", result }))
           .catch((err: unknown) =>
             send({

@@ -19,7 +19,7 @@ export const MAX_BATCH_ITEMS = 16;
 
 const Item = z.strictObject(CommandFields);
 const Input = z.strictObject({
-  commands: z.array(Item).min(1).max(MAX_BATCH_ITEMS).describe("Commands to run, in order."),
+  items: z.array(Item).min(1).max(MAX_BATCH_ITEMS).describe("Commands to run, in order."),
   stop_on_error: z
     .boolean()
     .optional()
@@ -41,9 +41,9 @@ export const execCommandBatchTool: ToolDefinition<typeof Input> = {
     const items: ItemResult[] = [];
     const stopOnError = input.stop_on_error ?? false;
     // Split one call's output budget across its items.
-    const chars = Math.max(512, Math.floor(previewChars(ctx.budget) / input.commands.length));
+    const chars = Math.max(512, Math.floor(previewChars(ctx.budget) / input.items.length));
     let failed = false;
-    for (const [i, item] of input.commands.entries()) {
+    for (const [i, item] of input.items.entries()) {
       const index = i + 1;
       if (failed && stopOnError) {
         items.push({ index, cmd: item.cmd, status: "skipped" });
