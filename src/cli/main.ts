@@ -4,6 +4,7 @@ import { Command, Option } from "commander";
 import { action } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
 import { registerTaskCommands } from "./task.ts";
+import { registerWorkCommands } from "./work.ts";
 
 const program = new Command();
 program
@@ -190,5 +191,6 @@ modelCmd
 
 registerConfigCommands(program);
 registerTaskCommands(program);
+registerWorkCommands(program);
 
 await program.parseAsync(process.argv);
