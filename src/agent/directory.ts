@@ -6,6 +6,7 @@ import { AgentId, type AgentListEntry, type AgentRecord } from "../domain/agent.
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
 import type { AgentLoops } from "./loops.ts";
+import type { WorkspaceService } from "../workspace/registry.ts";
 import { transition } from "./status.ts";
 
 export type CreateAgentOptions = {
@@ -16,6 +17,8 @@ export type CreateAgentOptions = {
 
 export type DirectoryDeps = {
   store: Store;
+  /** Workspace bindings: `workspace_root` and `cwd` are set through the active workspace entry. */
+  workspaces: WorkspaceService;
   loops: AgentLoops;
   defaultAgentId: string;
   /** Where an agent's home lives (host/paths.ts decides). */
@@ -77,7 +80,7 @@ export class AgentDirectory {
     }
     const store = this.store;
     const agentHome = this.deps.agentHome(agentId);
-    const record = store.tx(() => {
+    store.tx(() => {
       if (store.agents.get(agentId)) {
         throw new HolonError("agent_exists", `agent '${agentId}' already exists`, { status: 409 });
       }
@@ -116,27 +119,15 @@ export class AgentDirectory {
       return transition(store, agentId, "awake_idle", "created");
     });
     mkdirSync(agentHome, { recursive: true });
+    if (opts.workspace_root) this.setWorkspace(agentId, opts.workspace_root);
     if (this.deps.loops.isOpen) this.deps.loops.start(agentId);
-    return record;
+    return this.get(agentId);
   }
 
   /** Bind the agent to a workspace (used by `run --workspace-root` and create). */
   setWorkspace(agentId: string, workspaceRoot: string): void {
-    const store = this.store;
-    store.tx(() => {
-      const agent = this.get(agentId);
-      const next: AgentRecord = {
-        ...agent,
-        workspace_root: workspaceRoot,
-        updated_at: store.clock.now().toISOString(),
-      };
-      delete next.cwd;
-      store.agents.put(next);
-      store.appendEvent(agentId, {
-        type: "workspace_attached",
-        payload: { workspace_root: workspaceRoot },
-      });
-    });
+    this.get(agentId);
+    this.deps.workspaces.use(agentId, { path: workspaceRoot, mode: "direct" }, "operator");
   }
 
   /** Agent-scoped model override; affects future turns only. `undefined` clears it. */
@@ -158,10 +149,7 @@ export class AgentDirectory {
   }
 
   setCwd(agentId: string, cwd: string): void {
-    const store = this.store;
-    store.tx(() => {
-      const agent = this.get(agentId);
-      store.agents.put({ ...agent, cwd, updated_at: store.clock.now().toISOString() });
-    });
+    this.get(agentId);
+    this.deps.workspaces.setCwd(agentId, cwd);
   }
 }

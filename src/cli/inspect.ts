@@ -134,6 +134,18 @@ function eventDetail(e: CatalogEvent): string {
       return e.payload.override_model ?? "runtime default";
     case "workspace_attached":
       return e.payload.workspace_root;
+    case "workspace_detached":
+      return e.payload.workspace_id;
+    case "workspace_activated":
+      return `${e.payload.workspace_id} (${e.payload.mode}) at ${e.payload.execution_root}`;
+    case "worktree_created":
+      return `${e.payload.branch} at ${e.payload.path}`;
+    case "worktree_removed":
+      return `${e.payload.path} (${e.payload.reason})`;
+    case "worktree_retained":
+      return `${e.payload.path}: ${e.payload.changed_files.length} changed file(s)`;
+    case "skill_activated":
+      return `${e.payload.skill_name} (${e.payload.load_reason})`;
     case "http_request_refused":
       return `${e.payload.method} ${e.payload.path}: ${e.payload.kind}`;
     case "timer_created":

@@ -4,6 +4,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PromptContributor, PromptSection } from "./section.ts";
+import { AGENT_HOME_WORKSPACE_ID } from "../domain/workspace.ts";
+import { executionBinding } from "../workspace/roots.ts";
 
 const MAX_INSTRUCTION_CHARS = 64_000;
 
@@ -27,9 +29,11 @@ export const agentsMdContributor: PromptContributor = {
         loaded: [{ scope: "agent", path: agentPath, kind: "AGENTS.md" }],
       });
     }
-    if (agent.workspace_root) {
+    // Project guidance follows the workspace anchor, never a managed worktree or the shell cwd.
+    const binding = executionBinding(agent);
+    if (binding.workspace_id !== AGENT_HOME_WORKSPACE_ID) {
       for (const name of ["AGENTS.md", "CLAUDE.md"]) {
-        const path = join(agent.workspace_root, name);
+        const path = join(binding.workspace_anchor, name);
         const text = readInstructions(path);
         if (text === undefined) continue;
         sections.push({

@@ -1,6 +1,7 @@
 // Agent identity, lifecycle status and the summaries the inspection surfaces return.
 import { z } from "zod";
 import { ClosureDecision, ContinuationResolution } from "./closure.ts";
+import { ActiveWorkspaceEntry, WorktreeSession } from "./workspace.ts";
 import { WakeHint } from "./waiting.ts";
 
 export const AgentStatus = z.enum([
@@ -59,8 +60,12 @@ export const AgentRecord = z.object({
   last_wake_reason: z.string().optional(),
   last_brief_at: z.string().optional(),
   model_override: z.string().optional(),
+  /** Legacy binding (older records); the active workspace entry replaces it. */
   workspace_root: z.string().optional(),
   cwd: z.string().optional(),
+  /** Where the agent works (workspace/registry.ts); absent means the agent_home fallback. */
+  active_workspace: ActiveWorkspaceEntry.optional(),
+  worktree_session: WorktreeSession.optional(),
   total_message_count: z.number().int(),
   total_input_tokens: z.number().int(),
   total_output_tokens: z.number().int(),

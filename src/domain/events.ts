@@ -22,6 +22,15 @@ import {
 } from "./message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "./provider.ts";
 import { TaskSnapshot } from "./task.ts";
+import {
+  ExecutionSnapshot,
+  ProjectionKind,
+  RootOwnership,
+  SkillLoadReason,
+  SkillScope,
+  WorkspaceKind,
+  WorkspaceMode,
+} from "./workspace.ts";
 import { TimerRecord } from "./waiting.ts";
 
 // ---------------------------------------------------------------------------
@@ -156,7 +165,59 @@ export const EventBody = z.discriminatedUnion("type", [
     previous: z.string().nullable(),
     override_model: z.string().nullable(),
   }),
-  kind("workspace_attached", { workspace_root: z.string() }),
+  kind("workspace_attached", {
+    /** The workspace anchor (the only field older records carry). */
+    workspace_root: z.string(),
+    workspace_id: z.string().optional(),
+    kind: WorkspaceKind.optional(),
+    attached_by: z.enum(["operator", "agent"]).optional(),
+  }),
+  kind("workspace_detached", { workspace_id: z.string(), workspace_anchor: z.string() }),
+  kind("workspace_activated", {
+    workspace_id: z.string(),
+    workspace_anchor: z.string(),
+    execution_root: z.string(),
+    execution_root_id: z.string(),
+    cwd: z.string(),
+    projection_kind: ProjectionKind,
+    mode: WorkspaceMode,
+    ownership: RootOwnership,
+    previous_workspace_id: z.string(),
+  }),
+  kind("worktree_created", {
+    worktree_id: z.string(),
+    workspace_id: z.string(),
+    path: z.string(),
+    branch: z.string(),
+    base_branch: z.string(),
+    ownership: z.enum(["session_owned", "task_owned"]),
+    task_id: z.string().optional(),
+  }),
+  kind("worktree_removed", {
+    worktree_id: z.string(),
+    path: z.string(),
+    branch: z.string(),
+    branch_deleted: z.boolean(),
+    reason: z.string(),
+  }),
+  kind("worktree_retained", {
+    worktree_id: z.string(),
+    path: z.string(),
+    branch: z.string(),
+    changed_files: z.array(z.string()),
+    commits_ahead: z.number().int(),
+    reason: z.string(),
+  }),
+  kind("skill_activated", {
+    skill_ids: z.array(z.string()),
+    skill_name: z.string(),
+    path: z.string(),
+    entrypoint_path: z.string(),
+    scope: SkillScope,
+    load_reason: SkillLoadReason,
+    turn_index: z.number().int().optional(),
+    run_id: z.string().optional(),
+  }),
   kind("control_applied", {
     action: ControlAction,
     disposition: z.string(),
@@ -225,6 +286,7 @@ export const EventBody = z.discriminatedUnion("type", [
     loaded_agents_md: z.array(LoadedInstructions),
     execution_root: z.string(),
     cwd: z.string(),
+    execution_snapshot: ExecutionSnapshot.optional(),
   }),
   kind("provider_round_completed", {
     run_id: z.string(),

@@ -1,6 +1,7 @@
 // Managed background tasks (command tasks first). Records persist across restarts.
 import { z } from "zod";
 import { FailureArtifact } from "./provider.ts";
+import { ExecutionSnapshot } from "./workspace.ts";
 
 export const TaskStatus = z.enum(["queued", "running", "completed", "failed", "cancelled"]);
 export type TaskStatus = z.infer<typeof TaskStatus>;
@@ -42,6 +43,8 @@ export const TaskRecord = z.object({
     .optional(),
   failure_artifact: FailureArtifact.optional(),
   finished_at: z.string().optional(),
+  /** Where the task runs (workspace, root, cwd, policy), as it was when it started. */
+  execution_snapshot: ExecutionSnapshot.optional(),
 });
 export type TaskRecord = z.infer<typeof TaskRecord>;
 

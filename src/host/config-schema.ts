@@ -62,6 +62,9 @@ const ConfigFileBase = z.strictObject({
     })
     .optional(),
   retention: RetentionFileSchema.optional(),
+  workspaces: z
+    .strictObject({ attach_policy: z.enum(["any_readable", "operator_attached"]).optional() })
+    .optional(),
   control_token: z.string().min(1).optional(),
   tui: z
     .strictObject({
@@ -178,6 +181,7 @@ export type EffectiveConfig = {
     max_command_output_bytes: number;
   };
   retention: RetentionPolicy;
+  workspaces: { attach_policy: "any_readable" | "operator_attached" };
   control_token: string | null;
   tui: { alternate_screen: "auto" | "always" | "never" };
 };
@@ -268,6 +272,7 @@ export function effectiveConfig(
         max_tool_output_tokens: maxTool,
       },
       retention: effectiveRetention(file.retention),
+      workspaces: { attach_policy: file.workspaces?.attach_policy ?? "any_readable" },
       control_token: controlToken,
       tui: { alternate_screen: file.tui?.alternate_screen ?? "auto" },
     },
@@ -358,6 +363,15 @@ export const KEY_DEFS: readonly KeyDef[] = [
     description:
       "Metadata for one model: display_name, context_window_tokens, effective_context_window_percent, prompt_budget_estimated_tokens, runtime_max_output_tokens, capabilities",
     schema: CatalogEntrySchema,
+  },
+  {
+    key: "workspaces.attach_policy",
+    type: "enum",
+    default: "any_readable",
+    values: ["any_readable", "operator_attached"],
+    description:
+      "Whether an agent may attach any directory its user can read through UseWorkspace (any_readable), or only use workspaces an operator attached (operator_attached)",
+    schema: z.enum(["any_readable", "operator_attached"]),
   },
   {
     key: "runtime.disable_provider_fallback",

@@ -6,6 +6,21 @@ import { executionBinding } from "../workspace/roots.ts";
 import { taskSnapshot } from "../tasks/service.ts";
 import type { RuntimeHost } from "./host.ts";
 
+/** The active workspace as inspection surfaces show it (one resolver: executionBinding). */
+function workspaceView(agent: AgentRecord) {
+  const b = executionBinding(agent);
+  return {
+    workspace_root: b.workspace_root,
+    cwd: b.cwd,
+    execution_root: b.execution_root,
+    workspace_id: b.workspace_id,
+    workspace_anchor: b.workspace_anchor,
+    execution_root_id: b.execution_root_id,
+    projection_kind: b.projection_kind,
+    worktree_session: agent.worktree_session ?? null,
+  };
+}
+
 export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
   const store = host.store;
   const tasks = store.tasks.forAgent(agent.agent_id, 50);
@@ -35,11 +50,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
       last_turn: agent.last_turn_token_usage ?? null,
     },
     model: host.services.config.modelState(agent.model_override ?? null),
-    workspace: {
-      workspace_root: agent.workspace_root ?? null,
-      cwd: agent.cwd ?? null,
-      execution_root: executionBinding(agent).execution_root,
-    },
+    workspace: workspaceView(agent),
     active_task_ids: tasks.filter((t) => !TERMINAL_TASK_STATUSES.has(t.status)).map((t) => t.id),
     last_failure: agent.last_failure ?? null,
     closure: agent.closure ?? null,

@@ -227,6 +227,12 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "agent_state_changed":
     case "agent_model_changed":
     case "workspace_attached":
+    case "workspace_detached":
+    case "workspace_activated":
+    case "worktree_created":
+    case "worktree_removed":
+    case "worktree_retained":
+    case "skill_activated":
     case "control_applied":
     case "wake_requested":
     case "wake_scheduled":

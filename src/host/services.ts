@@ -21,6 +21,8 @@ import { TriggerService, baseUrlFromRuntimeFile } from "../waiting/triggers.ts";
 import { WakeHints } from "../waiting/wake-hints.ts";
 import { externalTriggerContributor } from "../context/external-trigger.ts";
 import { defaultContributors } from "../context/contributors.ts";
+import { SkillService, skillsContributor, withSkills } from "../context/skills.ts";
+import { WorkspaceService } from "../workspace/registry.ts";
 import { WORK_RECHECK, WorkService } from "../work/service.ts";
 import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts";
 import { workRecheckHandler } from "../work/recheck.ts";
@@ -29,6 +31,8 @@ import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
 import { RetentionJob } from "./retention.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
+import { join } from "node:path";
+import { homedir } from "node:os";
 
 export type ServiceOptions = {
   home: string;
@@ -55,6 +59,17 @@ export function buildServices(opts: ServiceOptions) {
   const signals = new AgentSignals();
   const ingress = new Ingress(store, signals);
   const tasks = new TaskService(store, ingress);
+  const workspaces = new WorkspaceService({
+    store,
+    holonHome: opts.home,
+    worktreeArea: join(opts.home, "execution-roots"),
+    attachPolicy: () => config.current().values.workspaces.attach_policy,
+  });
+  const skills = new SkillService({
+    store,
+    userHome: opts.env.HOME ?? homedir(),
+    defaultAgentId: opts.defaultAgentId,
+  });
   const handlers = new Map<string, DeadlineHandler>([
     [SLEEP_WAKE, sleepWakeHandler(store)],
     [WORK_RECHECK, workRecheckHandler(store)],
@@ -92,10 +107,12 @@ export function buildServices(opts: ServiceOptions) {
         store,
         registry: buildRegistry(),
         tasks,
-        toolServices: { tasks, work },
+        toolServices: { workspaces, skills, tasks, work },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(),
-        contributors: [...defaultContributors(), externalTriggerContributor(triggers)],
+        contributors: withSkills([...defaultContributors(), externalTriggerContributor(triggers)], skillsContributor(skills)),
+        executionSnapshot: (agent) => workspaces.snapshot(agent),
+        afterTool: (call) => skills.noteToolCall(call),
         beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
         budget: () => {
           const rt = config.current().values.runtime;
@@ -115,9 +132,11 @@ export function buildServices(opts: ServiceOptions) {
     }),
   ];
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
+  observers.push(skills.observer());
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
   const agents = new AgentDirectory({
     store,
+    workspaces,
     loops,
     defaultAgentId: opts.defaultAgentId,
     agentHome: (agentId) => agentHomeDir(opts.home, agentId),
@@ -134,7 +153,7 @@ export function buildServices(opts: ServiceOptions) {
   });
   // History retention (config `retention.*`): a background job, never on a turn's path.
   const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
-  return { ...core, executor, loops, agents, lifecycle, retention, work };
+  return { ...core, workspaces, skills, executor, loops, agents, lifecycle, retention, work };
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */

@@ -14,6 +14,7 @@ import { BriefsRepo } from "./briefs.ts";
 import { TranscriptRepo } from "./transcript.ts";
 import { TasksRepo } from "./tasks.ts";
 import { DeadlinesRepo } from "./deadlines.ts";
+import { SkillActivationsRepo, WorkspacesRepo } from "./workspaces.ts";
 import { TimersRepo } from "./timers.ts";
 import { TriggersRepo } from "./triggers.ts";
 import { WorkItemsRepo } from "./work-items.ts";
@@ -31,6 +32,8 @@ export class Store {
   readonly transcript: TranscriptRepo;
   readonly tasks: TasksRepo;
   readonly deadlines: DeadlinesRepo;
+  readonly workspaces: WorkspacesRepo;
+  readonly skills: SkillActivationsRepo;
   readonly timers: TimersRepo;
   readonly triggers: TriggersRepo;
   readonly workItems: WorkItemsRepo;
@@ -64,6 +67,8 @@ export class Store {
     this.transcript = new TranscriptRepo(this.db);
     this.tasks = new TasksRepo(this.db);
     this.deadlines = new DeadlinesRepo(this.db);
+    this.workspaces = new WorkspacesRepo(this.db);
+    this.skills = new SkillActivationsRepo(this.db);
     this.timers = new TimersRepo(this.db);
     this.triggers = new TriggersRepo(this.db);
     this.workItems = new WorkItemsRepo(this.db);

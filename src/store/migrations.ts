@@ -249,4 +249,66 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX external_triggers_agent ON external_triggers (agent_id, status, created_at);
     `,
   },
+  {
+    version: 7,
+    name: "workspaces, worktrees and skill activations",
+    sql: `
+      CREATE TABLE workspaces (
+        workspace_id TEXT PRIMARY KEY,
+        anchor TEXT NOT NULL UNIQUE,
+        data TEXT NOT NULL
+      );
+      CREATE TABLE agent_workspaces (
+        agent_id TEXT NOT NULL,
+        workspace_id TEXT NOT NULL,
+        attached_at TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (agent_id, workspace_id)
+      ) WITHOUT ROWID;
+      CREATE TABLE worktrees (
+        worktree_id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX worktrees_agent ON worktrees (agent_id, worktree_id);
+      CREATE TABLE agent_skills (
+        agent_id TEXT NOT NULL,
+        skill_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (agent_id, skill_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX agent_skills_state ON agent_skills (state, agent_id);
+    `,
+  },
+  {
+    version: 6,
+    name: "timers and external trigger capabilities",
+    // Active timers are listed soonest first and counted per agent; finished ones newest
+    // first and pruned. A trigger is found by its agent or by its token's hash.
+    sql: `
+      CREATE TABLE timers (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        next_fire_at TEXT,
+        updated_at TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX timers_active ON timers (agent_id, next_fire_at, id) WHERE status = 'active';
+      CREATE INDEX timers_finished ON timers (agent_id, updated_at, id) WHERE status != 'active';
+
+      CREATE TABLE external_triggers (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX external_triggers_agent ON external_triggers (agent_id, status, created_at);
+    `,
+  },
 ];

@@ -30,6 +30,8 @@ import {
 /** Characters of output kept in a terminal snapshot and in the task_result message. */
 const SNAPSHOT_CHARS = 8_000;
 
+import { executionSnapshot } from "../workspace/roots.ts";
+
 export type CommandIdentity = {
   cmd: string;
   workdir: string;
@@ -121,6 +123,8 @@ export class TaskService implements AgentOwnedWork {
     };
     if (spec.summary) task.summary = spec.summary;
     if (spec.parent_message_id) task.parent_message_id = spec.parent_message_id;
+    const owner = store.agents.get(spec.agent_id);
+    if (owner) task.execution_snapshot = executionSnapshot(owner);
     store.tx(() => {
       store.tasks.put(task);
       store.appendEvent(spec.agent_id, {

@@ -3,6 +3,7 @@ import { ToolRegistry } from "./registry.ts";
 import { execCommandTool } from "./command/exec-command.ts";
 import { execCommandBatchTool } from "./command/exec-command-batch.ts";
 import { applyPatchTool } from "./workspace/apply-patch.ts";
+import { useWorkspaceTool } from "./workspace/use-workspace.ts";
 import { sleepTool } from "./agent/sleep.ts";
 import { taskListTool } from "./task/task-list.ts";
 import { taskStatusTool } from "./task/task-status.ts";
@@ -21,6 +22,7 @@ export function buildRegistry(): ToolRegistry {
     .register(execCommandTool)
     .register(execCommandBatchTool)
     .register(applyPatchTool)
+    .register(useWorkspaceTool)
     .register(sleepTool)
     .register(taskListTool)
     .register(taskStatusTool)

@@ -7,6 +7,8 @@ import type { AgentRecord } from "../domain/agent.ts";
 import type { QueuedMessage } from "../domain/message.ts";
 import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
+import type { SkillService } from "../context/skills.ts";
+import type { WorkspaceService } from "../workspace/registry.ts";
 import type { WorkService } from "../work/service.ts";
 import type { OutputBudget } from "./budget.ts";
 import {
@@ -41,6 +43,8 @@ export type ToolContext = {
  */
 export interface ToolServices {
   tasks: TaskService;
+  workspaces: WorkspaceService;
+  skills: SkillService;
   work: WorkService;
 }
 

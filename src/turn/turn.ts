@@ -32,7 +32,9 @@ import { ensureSpawner } from "../tasks/spawner.ts";
 import type { OutputBudget } from "../tools/budget.ts";
 import { dispatch, type ToolRegistry, type ToolServices } from "../tools/registry.ts";
 import type { PromptContributor } from "../context/section.ts";
-import { executionBinding } from "../workspace/roots.ts";
+import { executionBinding, executionSnapshot } from "../workspace/roots.ts";
+import type { ExecutionSnapshot } from "../domain/workspace.ts";
+import type { CanonicalToolResult } from "../tools/envelope.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
 import { sourceSchema } from "../providers/schema.ts";
 
@@ -67,6 +69,21 @@ export type TurnDeps = {
    * to send. Context compaction plugs in here. The default sends it unchanged.
    */
   beforeProviderCall?: PreProviderHook;
+  /** The execution snapshot recorded on `turn_context_built` (default: the host_local policy). */
+  executionSnapshot?: (agent: AgentRecord) => ExecutionSnapshot;
+  /** Told about every finished tool call, after its record is durable (skill activation). */
+  afterTool?: (call: ToolCallDone) => void;
+};
+
+export type ToolCallDone = {
+  agent_id: string;
+  run_id: string;
+  turn_index: number;
+  tool_name: string;
+  arguments: string;
+  /** The working directory the call ran with. */
+  cwd: string;
+  canonical: CanonicalToolResult;
 };
 
 export type PreProviderHook = (
@@ -219,6 +236,7 @@ class Turn {
         loaded_agents_md: loaded,
         execution_root: executionRoot,
         cwd,
+        execution_snapshot: (this.deps.executionSnapshot ?? executionSnapshot)(this.agent),
       });
     });
 
@@ -316,13 +334,7 @@ class Turn {
       for (const call of calls) {
         if (call.type !== "tool_call") continue;
         if (this.req.signal.aborted) return this.aborted();
-        const outcome = await this.runTool(
-          call.call_id,
-          call.name,
-          call.arguments,
-          executionRoot,
-          cwd,
-        );
+        const outcome = await this.runTool(call.call_id, call.name, call.arguments);
         this.conversation.push({
           type: "tool_result",
           call_id: call.call_id,
@@ -365,18 +377,15 @@ class Turn {
     );
   }
 
-  private async runTool(
-    callId: string,
-    name: string,
-    args: string,
-    executionRoot: string,
-    cwd: string,
-  ) {
+  private async runTool(callId: string, name: string, args: string) {
     const { store } = this;
     const started = store.clock.now();
+    // Each call follows the binding as it is now: UseWorkspace may have moved it this turn.
+    const current = store.agents.get(this.agent.agent_id) ?? this.agent;
+    const { execution_root: executionRoot, cwd } = executionBinding(current);
     const outcome = await dispatch(this.deps.registry, name, args, {
       store,
-      agent: store.agents.get(this.agent.agent_id) ?? this.agent,
+      agent: current,
       run_id: this.req.run_id,
       message: this.req.message,
       call_id: callId,
@@ -415,6 +424,15 @@ class Turn {
         outcome.canonical.status === "error" ? "tool_execution_failed" : "tool_executed",
         payload,
       );
+    });
+    this.deps.afterTool?.({
+      agent_id: this.agent.agent_id,
+      run_id: this.req.run_id,
+      turn_index: this.turnIndex,
+      tool_name: name,
+      arguments: args,
+      cwd,
+      canonical: outcome.canonical,
     });
     return outcome;
   }

@@ -5,22 +5,96 @@ import { realpathSync, statSync } from "node:fs";
 import path, { isAbsolute, resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { AgentRecord } from "../domain/agent.ts";
+import {
+  AGENT_HOME_WORKSPACE_ID,
+  type ExecutionPolicySnapshot,
+  type ExecutionSnapshot,
+  type ProjectionKind,
+} from "../domain/workspace.ts";
 
 export type ExecutionBinding = {
   /** Root every file and shell path must stay inside. */
   execution_root: string;
   /** Working directory inside the execution root. */
   cwd: string;
+  /** The anchor of a project workspace; null while the agent works in its home. */
   workspace_root: string | null;
+  workspace_id: string;
+  /** Stable project identity: instructions and workspace skills load from here. */
+  workspace_anchor: string;
+  execution_root_id: string;
+  projection_kind: ProjectionKind;
 };
 
-/** Where an agent works right now. */
+/**
+ * Where an agent works right now: its active workspace entry, else the legacy
+ * `workspace_root`/`cwd` of an older record, else its home (the `agent_home` workspace).
+ */
 export function executionBinding(agent: AgentRecord): ExecutionBinding {
+  const active = agent.active_workspace;
+  if (active) {
+    return {
+      execution_root: active.execution_root,
+      cwd: active.cwd,
+      workspace_root:
+        active.workspace_id === AGENT_HOME_WORKSPACE_ID ? null : active.workspace_anchor,
+      workspace_id: active.workspace_id,
+      workspace_anchor: active.workspace_anchor,
+      execution_root_id: active.execution_root_id,
+      projection_kind: active.projection_kind,
+    };
+  }
   const root = agent.workspace_root ?? agent.agent_home;
   return {
     execution_root: root,
     cwd: agent.cwd ?? root,
     workspace_root: agent.workspace_root ?? null,
+    workspace_id: agent.workspace_root ? "legacy" : AGENT_HOME_WORKSPACE_ID,
+    workspace_anchor: root,
+    execution_root_id: agent.workspace_root ? "legacy" : AGENT_HOME_WORKSPACE_ID,
+    projection_kind: "canonical_root",
+  };
+}
+
+/** The honest policy of the `host_local` backend. */
+export function executionPolicy(
+  attachPolicy: ExecutionPolicySnapshot["attach_policy"] = "any_readable",
+): ExecutionPolicySnapshot {
+  return {
+    backend: "host_local",
+    process_execution: "exposed",
+    background_tasks: "available",
+    managed_worktrees: "available",
+    attach_policy: attachPolicy,
+    enforcement: {
+      runtime_resolved_paths: "enforced",
+      shell_filesystem: "not_enforced",
+      network: "not_enforced",
+      secrets: "not_enforced",
+      child_processes: "not_enforced",
+    },
+    note:
+      "host_local: the runtime confines the paths it resolves (workdir, ApplyPatch, UseWorkspace); " +
+      "a running command can read and write anything its user can, reach the network and start " +
+      "processes. Commands get an environment without the host's credentials, but that is not a sandbox.",
+  };
+}
+
+/** The execution snapshot a turn and a task record, so a restart resumes in the same place. */
+export function executionSnapshot(
+  agent: AgentRecord,
+  policy: ExecutionPolicySnapshot = executionPolicy(),
+): ExecutionSnapshot {
+  const b = executionBinding(agent);
+  return {
+    profile: agent.profile_preset,
+    policy,
+    workspace_id: b.workspace_id,
+    workspace_anchor: b.workspace_anchor,
+    execution_root: b.execution_root,
+    execution_root_id: b.execution_root_id,
+    cwd: b.cwd,
+    projection_kind: b.projection_kind,
   };
 }
 
