@@ -283,32 +283,4 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX agent_skills_state ON agent_skills (state, agent_id);
     `,
   },
-  {
-    version: 6,
-    name: "timers and external trigger capabilities",
-    // Active timers are listed soonest first and counted per agent; finished ones newest
-    // first and pruned. A trigger is found by its agent or by its token's hash.
-    sql: `
-      CREATE TABLE timers (
-        id TEXT PRIMARY KEY,
-        agent_id TEXT NOT NULL,
-        status TEXT NOT NULL,
-        next_fire_at TEXT,
-        updated_at TEXT NOT NULL,
-        data TEXT NOT NULL
-      );
-      CREATE INDEX timers_active ON timers (agent_id, next_fire_at, id) WHERE status = 'active';
-      CREATE INDEX timers_finished ON timers (agent_id, updated_at, id) WHERE status != 'active';
-
-      CREATE TABLE external_triggers (
-        id TEXT PRIMARY KEY,
-        agent_id TEXT NOT NULL,
-        status TEXT NOT NULL,
-        token_hash TEXT NOT NULL UNIQUE,
-        created_at TEXT NOT NULL,
-        data TEXT NOT NULL
-      );
-      CREATE INDEX external_triggers_agent ON external_triggers (agent_id, status, created_at);
-    `,
-  },
 ];
