@@ -3,6 +3,7 @@ import { assertNever } from "../domain/errors.ts";
 import { parseEvent, type CatalogEvent, type EventEnvelope } from "../domain/events.ts";
 import { call, connect, type ClientFlags } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
+import { waitingLines } from "./timer.ts";
 
 type Flags = ClientFlags & { json?: boolean };
 
@@ -49,6 +50,7 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
     );
   }
   if (s.active_task_ids?.length) lines.push(`tasks:    ${s.active_task_ids.join(", ")}`);
+  lines.push(...waitingLines(s.waiting));
   if (s.last_failure)
     lines.push(`failure:  ${s.last_failure.occurred_at} ${s.last_failure.summary}`);
   process.stdout.write(lines.join("\n") + "\n");

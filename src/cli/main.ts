@@ -4,6 +4,7 @@ import { Command, Option } from "commander";
 import { action } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
 import { registerTaskCommands } from "./task.ts";
+import { registerTimerCommands } from "./timer.ts";
 import { registerWorkCommands } from "./work.ts";
 
 const program = new Command();
@@ -191,6 +192,7 @@ modelCmd
 
 registerConfigCommands(program);
 registerTaskCommands(program);
+registerTimerCommands(program);
 registerWorkCommands(program);
 
 await program.parseAsync(process.argv);

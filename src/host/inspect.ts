@@ -4,6 +4,7 @@ import { lifecycleHint, type AgentRecord } from "../domain/agent.ts";
 import { TERMINAL_TASK_STATUSES } from "../domain/task.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { taskSnapshot } from "../tasks/service.ts";
+import { waitingState, waitingSummary } from "../waiting/inspect.ts";
 import type { RuntimeHost } from "./host.ts";
 
 /** The active workspace as inspection surfaces show it (one resolver: executionBinding). */
@@ -56,6 +57,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     closure: agent.closure ?? null,
     last_continuation: agent.last_continuation ?? null,
     current_work_item: currentWorkItemSummary(host, agent),
+    waiting: waitingSummary(host.services, agent),
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;
@@ -66,6 +68,7 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
   const store = host.store;
   const current = host.services.loops.get(agent.agent_id)?.currentRun;
   const sleepWake = host.services.sleep.pending(agent.agent_id);
+  const waiting = waitingState(host.services, agent);
   return {
     agent: agentSummary(host, agent),
     session: {
@@ -89,11 +92,13 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
     last_continuation: agent.last_continuation ?? null,
     sleep_wake_at: sleepWake ?? null,
     deadlines: store.deadlines.forAgent(agent.agent_id),
-    timers: [],
+    timers: waiting.timers,
     work_items: host.services.work.list(agent.agent_id, "all", { limit: 50 }),
     work_plan: workPlan(host, agent),
-    waiting_intents: [],
-    external_triggers: [],
+    waiting_intents: waiting.waiting_intents,
+    external_triggers: waiting.external_triggers,
+    pending_wake_hint: waiting.pending_wake_hint,
+    waiting: waiting.waiting,
     workspace: {
       workspace_root: agent.workspace_root ?? null,
       execution_root: executionBinding(agent).execution_root,

@@ -10,6 +10,7 @@ import { publicRoutes } from "./routes-public.ts";
 import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
 import { eventRoutes } from "./routes-events.ts";
 import { taskRoutes } from "./routes-tasks.ts";
+import { waitingRoutes } from "./routes-waiting.ts";
 import { workspaceRoutes } from "./routes-workspaces.ts";
 import { workRoutes } from "./routes-work.ts";
 import { openApiRoute } from "./openapi.ts";
@@ -52,6 +53,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   runRoute(app, ctx);
   modelRoutes(app, ctx);
   taskRoutes(app, ctx);
+  waitingRoutes(app, ctx);
   workspaceRoutes(app, ctx);
   workRoutes(app, ctx);
   openApiRoute(app);

@@ -7,9 +7,10 @@
 //   2. a cross-origin browser request (`Origin` that is not our own, or `Sec-Fetch-Site`
 //      saying cross-site), except on webhook and callback routes, which prove themselves;
 //   3. a request body that is not JSON (415), so a form post or `text/plain` fetch never
-//      reaches a JSON route;
+//      reaches a JSON route (callback URLs excepted: they take any body);
 //   4. over TCP, a `/control/*` request without the control token, and in the token-required
-//      access modes any request but the handshake without it. The Unix socket is guarded by
+//      access modes any request but the handshake or a callback URL (itself the capability)
+//      without it. The Unix socket is guarded by
 //      its file modes instead (directory 0700, socket 0600).
 // Every refusal is answered with a stable error kind and recorded as an audit event; nothing
 // is admitted. The per-request auth state computed here is what the routes read.
@@ -52,6 +53,15 @@ const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1"];
 /** Routes that authenticate callers by their own token or signature, not by origin. */
 function isMachineIngress(path: string): boolean {
   return path.startsWith("/webhooks/") || path.startsWith("/callbacks/");
+}
+
+/**
+ * External trigger callbacks: the URL is the capability (no bearer token), and the body is
+ * whatever the outside system sends (any content type, kept raw); the route checks the
+ * capability, caps the size and rate-limits misses (http/routes-waiting.ts).
+ */
+function isCapabilityUrl(path: string): boolean {
+  return path.startsWith("/callbacks/");
 }
 
 /** Token-required access modes: every TCP surface needs the bearer token. */
@@ -228,7 +238,7 @@ export function guardRequest(
   }
 
   // 3. Bodies are JSON, declared as such.
-  if (req.method !== "GET" && req.method !== "HEAD" && hasBody(req)) {
+  if (req.method !== "GET" && req.method !== "HEAD" && hasBody(req) && !isCapabilityUrl(path)) {
     const type = req.headers.get("content-type");
     if (!isJsonType(type)) {
       return refuse(
@@ -242,7 +252,7 @@ export function guardRequest(
   }
 
   // 4. Tokens. The handshake stays open so a client can learn what to send.
-  if (transport === "tcp" && path !== "/handshake") {
+  if (transport === "tcp" && path !== "/handshake" && !isCapabilityUrl(path)) {
     const control = path.startsWith("/control/");
     if ((control || auth.mode === "bearer" || !local) && !tokenOk) {
       return refuse(

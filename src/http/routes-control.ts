@@ -96,12 +96,16 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     const body = validate(WakeBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
     host.agents.getPublic(agentId);
-    const result = host.lifecycle.control(agentId, "wake", body.source ?? "operator");
+    const result = host.lifecycle.control(agentId, "wake", body.source ?? "operator", {
+      reason: body.reason,
+      admission: admissionOf(c),
+    });
     return c.json({
       ok: true,
       agent_id: agentId,
       disposition: result.disposition,
       status: result.status,
+      message_id: result.message_id ?? null,
     });
   });
 

@@ -193,7 +193,11 @@ export class TimerService {
       throw invalid("tz applies to cron timers only");
     }
     if (spec.duration_ms !== undefined) {
-      if (!Number.isInteger(spec.duration_ms) || spec.duration_ms < 0 || spec.duration_ms > MAX_DELAY_MS)
+      if (
+        !Number.isInteger(spec.duration_ms) ||
+        spec.duration_ms < 0 ||
+        spec.duration_ms > MAX_DELAY_MS
+      )
         throw invalid("duration_ms must be a whole number of milliseconds, 0 to ten years");
     }
     if (interval !== undefined) {
@@ -229,7 +233,7 @@ export class TimerService {
       } else {
         throw invalid(
           "say when: duration_ms, at, interval_ms or cron",
-          "e.g. {\"duration_ms\": 600000, \"summary\": \"check the deploy\"}",
+          'e.g. {"duration_ms": 600000, "summary": "check the deploy"}',
         );
       }
       record.kind = interval !== undefined ? "interval" : "one_shot";
@@ -301,7 +305,10 @@ export class TimerService {
       };
       store.timers.put(cancelled);
       this.scheduler.cancelKey(keyOf(timerId));
-      store.appendEvent(agentId, { type: "timer_cancelled", payload: { timer_id: timerId, reason } });
+      store.appendEvent(agentId, {
+        type: "timer_cancelled",
+        payload: { timer_id: timerId, reason },
+      });
       store.timers.pruneFinished(agentId, KEEP_FINISHED_TIMERS);
       return cancelled;
     });

@@ -38,7 +38,9 @@ export function baseUrlFromRuntimeFile(path: string): () => string | null {
       if (f.advertise_url) cached = f.advertise_url.replace(/\/+$/, "");
       else if (f.http_addr) {
         // A wildcard bind is reached on loopback from this machine.
-        const addr = f.http_addr.replace(/^0\.0\.0\.0:/, "127.0.0.1:").replace(/^\[::\]:/, "[::1]:");
+        const addr = f.http_addr
+          .replace(/^0\.0\.0\.0:/, "127.0.0.1:")
+          .replace(/^\[::\]:/, "[::1]:");
         cached = `http://${addr}`;
       }
       return cached;
@@ -62,7 +64,10 @@ function textual(contentType: string): boolean {
 }
 
 /** A delivered body as the hint keeps it; undefined for an empty body. */
-export function hintBodyOf(bytes: Uint8Array, contentType: string | undefined): HintBody | undefined {
+export function hintBodyOf(
+  bytes: Uint8Array,
+  contentType: string | undefined,
+): HintBody | undefined {
   if (bytes.byteLength === 0) return undefined;
   const type = (contentType ?? "application/octet-stream").slice(0, 200);
   if (textual(type)) {
@@ -86,7 +91,10 @@ export function hintBodyOf(bytes: Uint8Array, contentType: string | undefined): 
  * the address gets 429 for the rest of the window, for every token, so guessing stays slow.
  */
 export class MissLimiter {
-  private readonly windows = new Map<string, { start: number; misses: number; suppressed: number }>();
+  private readonly windows = new Map<
+    string,
+    { start: number; misses: number; suppressed: number }
+  >();
   private readonly limit: number;
   private readonly windowMs: number;
   private readonly now: () => number;
@@ -253,7 +261,8 @@ export class TriggerService {
     return this.store.tx(() => {
       // Re-read inside the transaction: the capability may have been revoked meanwhile.
       const t = this.store.triggers.byTokenHash(found.token_hash);
-      if (!t || t.status !== "active") throw new HolonError("not_found", "no such trigger", { status: 404 });
+      if (!t || t.status !== "active")
+        throw new HolonError("not_found", "no such trigger", { status: 404 });
       const r = this.hints.submit(t.agent_id, {
         source: "external_trigger",
         origin: { kind: "callback", descriptor_id: t.external_trigger_id },

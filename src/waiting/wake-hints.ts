@@ -224,7 +224,8 @@ function tickText(hint: WakeHint): string {
       ? `${hint.count} deliveries were coalesced, ${hint.first_received_at} to ${hint.last_received_at}; the latest payload is shown.`
       : `Received at ${hint.last_received_at}.`,
   );
-  if (hint.correlation_ids.length) lines.push(`Correlation ids: ${hint.correlation_ids.join(", ")}`);
+  if (hint.correlation_ids.length)
+    lines.push(`Correlation ids: ${hint.correlation_ids.join(", ")}`);
   const b = hint.body;
   if (!b) {
     lines.push("No payload was delivered.");
@@ -239,6 +240,8 @@ function tickText(hint: WakeHint): string {
         : shown,
     );
   }
-  lines.push("Inspect the source this refers to before acting; the delivery itself proves only that the trigger URL was used.");
+  lines.push(
+    "Inspect the source this refers to before acting; the delivery itself proves only that the trigger URL was used.",
+  );
   return lines.join("\n");
 }

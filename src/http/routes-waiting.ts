@@ -1,0 +1,170 @@
+// The waiting plane over HTTP: timers (create, list, cancel), the agent's external trigger
+// capability (show, rotate, revoke) and the callback URLs that use it. Callback routes take
+// no bearer token: the URL is the capability. They take any content type up to 256 KiB and
+// answer an unknown or revoked capability with 404 (audited, rate-limited per address).
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { HolonError } from "../domain/errors.ts";
+import { TrustLevel } from "../domain/message.ts";
+import { hintBodyOf, type RequestedMode } from "../waiting/triggers.ts";
+import type { AppContext } from "./context.ts";
+import {
+  MAX_BODY_BYTES,
+  intParam,
+  readJson,
+  requireControl,
+  requireRead,
+  validate,
+  type AppEnv,
+} from "./support.ts";
+
+/** The reference's body (`duration_ms`, `interval_ms`, `summary`) plus `at` and `cron` + `tz`. */
+export const TimerBody = z.strictObject({
+  summary: z.string().min(1, "summary must not be empty").max(4_000),
+  duration_ms: z.number().int().nonnegative().optional(),
+  interval_ms: z.number().int().positive().nullable().optional(),
+  at: z.string().max(64).optional(),
+  cron: z.string().min(1).max(200).optional(),
+  tz: z.string().min(1).max(100).optional(),
+  trust: TrustLevel.optional(),
+});
+
+export const RevokeTriggerBody = z.strictObject({
+  external_trigger_id: z.string().max(200).optional(),
+  reason: z.string().max(500).optional(),
+});
+
+/** Read a raw body of any type, at most MAX_BODY_BYTES (413 beyond, before it is all read). */
+async function readRaw(c: Context<AppEnv>): Promise<Uint8Array> {
+  const declared = Number(c.req.header("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const body = c.req.raw.body;
+  if (!body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+function tooLarge(): HolonError {
+  return new HolonError("payload_too_large", `deliveries are limited to ${MAX_BODY_BYTES} bytes`, {
+    status: 413,
+    hint: "send a smaller payload (a pointer to the data rather than the data)",
+  });
+}
+
+/** A caller's correlation id, when it sends a sane one. */
+function correlationOf(c: Context<AppEnv>): string | undefined {
+  const v = c.req.header("x-correlation-id") ?? c.req.header("x-request-id");
+  return v && /^[\x21-\x7e]{1,200}$/.test(v) ? v : undefined;
+}
+
+function peerOf(c: Context<AppEnv>): string | null {
+  if (c.get("auth").transport === "unix") return "unix";
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  return env?.incoming?.socket?.remoteAddress ?? null;
+}
+
+export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
+  const svc = () => host.services;
+
+  app.post("/control/agents/:id/timers", async (c) => {
+    requireControl(c);
+    const body = validate(TimerBody, await readJson(c));
+    const agentId = c.req.param("id");
+    host.agents.getPublic(agentId);
+    const timer = svc().timers.create(agentId, {
+      summary: body.summary,
+      duration_ms: body.duration_ms,
+      interval_ms: body.interval_ms,
+      at: body.at,
+      cron: body.cron,
+      tz: body.tz,
+    });
+    return c.json({ ok: true, timer }, 201);
+  });
+
+  app.get("/agents/:id/timers", (c) => {
+    requireRead(c);
+    const agentId = c.req.param("id");
+    host.agents.getPublic(agentId);
+    const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 100;
+    const { active, finished } = svc().timers.list(agentId, limit);
+    return c.json({
+      ok: true,
+      agent_id: agentId,
+      active_count: svc().timers.activeCount(agentId),
+      timers: [...active, ...finished],
+    });
+  });
+
+  const cancel = (c: Context<AppEnv>) => {
+    requireControl(c);
+    const agentId = c.req.param("id")!;
+    host.agents.getPublic(agentId);
+    const timer = svc().timers.cancel(agentId, c.req.param("timer_id")!);
+    return c.json({ ok: true, timer });
+  };
+  app.post("/control/agents/:id/timers/:timer_id/cancel", cancel);
+  app.delete("/control/agents/:id/timers/:timer_id", cancel);
+
+  // The agent's default capability (provisioned on first use), with its secret URL.
+  app.get("/control/agents/:id/external-trigger", (c) => {
+    requireControl(c);
+    const agentId = c.req.param("id");
+    host.agents.getPublic(agentId);
+    return c.json({ ok: true, external_trigger: svc().triggers.descriptor(agentId, true) });
+  });
+
+  app.post("/control/agents/:id/external-trigger/rotate", (c) => {
+    requireControl(c);
+    const agentId = c.req.param("id");
+    host.agents.getPublic(agentId);
+    const t = svc().triggers.rotate(agentId);
+    return c.json({ ok: true, external_trigger: svc().triggers.describe(t, true) });
+  });
+
+  // CancelExternalTrigger, as an admin surface: the URL stops working at once.
+  app.post("/control/agents/:id/external-trigger/revoke", async (c) => {
+    requireControl(c);
+    const body = validate(RevokeTriggerBody, await readJson(c, { optional: true }));
+    const agentId = c.req.param("id");
+    host.agents.getPublic(agentId);
+    const t = svc().triggers.revoke(agentId, body.external_trigger_id, body.reason);
+    return c.json({ ok: true, external_trigger: svc().triggers.describe(t, false) });
+  });
+
+  const callback = (mode: RequestedMode) => async (c: Context<AppEnv>) => {
+    const result = await svc().triggers.deliver({
+      token: c.req.param("token") ?? "",
+      mode,
+      readBody: async () => hintBodyOf(await readRaw(c), c.req.header("content-type")),
+      correlation_id: correlationOf(c),
+      peer: peerOf(c),
+    });
+    return c.json(
+      {
+        ok: true,
+        external_trigger_id: result.external_trigger_id,
+        delivery_mode: "wake_hint",
+        disposition: result.disposition,
+        ...(mode === "enqueue"
+          ? { note: "the enqueue URL is deprecated; the delivery was handled as a wake hint" }
+          : {}),
+      },
+      202,
+    );
+  };
+  app.post("/callbacks/wake/:token", callback("wake"));
+  app.post("/callbacks/enqueue/:token", callback("enqueue"));
+}
