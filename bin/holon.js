@@ -8,20 +8,22 @@
 // keeps the stripped and compiled modules between runs, which makes start-up (and every
 // later spawn from a smaller process) much cheaper. It is switched on before any source
 // module loads, and the CLI is then imported by absolute URL.
-var REQUIRED_MAJOR = 24; // keep in step with "engines" in package.json
+var REQUIRED_MAJOR = 22; // keep in step with "engines" in package.json (>=22.13.0)
+var REQUIRED_MINOR = 13;
 
-var major = Number(String(process.versions.node).split(".")[0]);
-if (!(major >= REQUIRED_MAJOR)) {
+var version = String(process.versions.node).split(".");
+var major = Number(version[0]);
+var minor = Number(version[1]);
+if (!(major > REQUIRED_MAJOR || (major === REQUIRED_MAJOR && minor >= REQUIRED_MINOR))) {
   process.stderr.write(
     "holon: needs Node.js " +
       REQUIRED_MAJOR +
+      "." +
+      REQUIRED_MINOR +
       " or newer, but this is Node.js " +
       process.versions.node +
-      "; install Node " +
-      REQUIRED_MAJOR +
-      " (https://nodejs.org, or `nvm install " +
-      REQUIRED_MAJOR +
-      "`), or run `npx holon` inside the holon repository, which brings its own\n",
+      "; install Node 24 (https://nodejs.org, or `nvm install 24`), or run `npx holon`" +
+      " inside the holon repository, which brings its own\n",
   );
   process.exit(1);
 }
@@ -35,9 +37,28 @@ var url = process.getBuiltinModule("node:url");
 // HOLON_DIST=1 also selects in a checkout (after `npm run build`).
 var root = path.join(path.dirname(fs.realpathSync(process.argv[1])), "..");
 var main = path.join(root, "src", "cli", "main.ts");
+var dist = path.join(root, "dist", "cli", "main.js");
 if (process.env.HOLON_DIST === "1" || !fs.existsSync(main)) {
-  main = path.join(root, "dist", "cli", "main.js");
+  main = dist;
+} else if (major < 24) {
+  // Sources need Node 24's type stripping; an older Node can still run a build.
+  if (!fs.existsSync(dist)) {
+    process.stderr.write(
+      "holon: the checkout's sources run on Node 24 (`npm ci` brings it: use `npx holon`);" +
+        " on Node " +
+        process.versions.node +
+        " build first with `npm run build`\n",
+    );
+    process.exit(1);
+  }
+  main = dist;
 }
+// Node 22 flags node:sqlite as experimental on every start; Holon pins what it uses.
+var emitWarning = process.emitWarning;
+process.emitWarning = function (warning) {
+  if (String(warning).indexOf("SQLite is an experimental") >= 0) return;
+  return emitWarning.apply(process, arguments);
+};
 // `import()` inside a Function body: old parsers never see the syntax.
 new Function("u", "return import(u)")(url.pathToFileURL(main).href).catch(function (err) {
   process.stderr.write("holon: " + (err && err.stack ? err.stack : String(err)) + "\n");

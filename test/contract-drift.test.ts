@@ -274,7 +274,9 @@ describe("a Node too old to run holon", () => {
       expect(code, modern).not.toContain(modern);
     expect(code).not.toMatch(/\bimport\b|\bexport\b/);
     const engines = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).engines.node;
-    expect(engines).toBe(`>=${/REQUIRED_MAJOR = (\d+)/.exec(source)![1]}`);
+    const major = /REQUIRED_MAJOR = (\d+)/.exec(source)![1];
+    const minor = /REQUIRED_MINOR = (\d+)/.exec(source)?.[1] ?? "0";
+    expect(engines).toBe(`>=${major}.${minor}.0`);
   });
 
   const systemNode = ["/usr/bin/node", "/usr/local/bin/node"].find((p) => {
@@ -295,7 +297,7 @@ describe("a Node too old to run holon", () => {
     }
     expect(code).toBe(1);
     expect(stderr.trim().split("\n")).toHaveLength(1);
-    expect(stderr).toMatch(/needs Node\.js 24 or newer, but this is Node\.js \d+/);
+    expect(stderr).toMatch(/needs Node\.js \d+(\.\d+)? or newer, but this is Node\.js \d+/);
     expect(stderr).toMatch(/nvm install 24|nodejs\.org/);
   });
 });

@@ -101,7 +101,6 @@ export class AgentDirectory {
         total_output_tokens: 0,
         total_model_rounds: 0,
       };
-      if (opts.workspace_root) record.workspace_root = opts.workspace_root;
       if (opts.lineage_parent_agent_id)
         record.lineage_parent_agent_id = opts.lineage_parent_agent_id;
       store.agents.put(record);

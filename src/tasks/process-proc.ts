@@ -1,5 +1,8 @@
 // Linux /proc helpers for the process layer: identity (pid + start time + boot id),
-// liveness, and session/process-group membership scans.
+// liveness, session/process-group membership scans, and the host's umask. This is the one
+// TypeScript module that reads /proc (the plain-JS spawn helper, spawner-helper.js, has its
+// own three-line copy of the stat parse); another platform (macOS: `ps`/`sysctl`) is one
+// more module with these exports.
 import { readdirSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
 
@@ -111,4 +114,13 @@ const SIGNAL_NAMES = new Map<number, string>(
 
 export function signalName(n: number): string | null {
   return SIGNAL_NAMES.get(n) ?? null;
+}
+
+/** This process's umask in octal ("022"), from /proc/self/status; null without /proc. */
+export function readOwnUmask(): string | null {
+  try {
+    return /^Umask:\s*([0-7]+)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? null;
+  } catch {
+    return null;
+  }
 }

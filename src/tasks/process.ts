@@ -56,6 +56,7 @@ import { fileURLToPath } from "node:url";
 import {
   bootId,
   isSameLiveProcess,
+  readOwnUmask,
   readProcStat,
   scanMembers,
   signalSessions,
@@ -197,7 +198,13 @@ export const PROCESS_FILES = {
 } as const;
 const FILES = PROCESS_FILES;
 
-const SUPERVISOR_PATH = fileURLToPath(new URL("./pty-supervisor.ts", import.meta.url));
+// The checkout runs the sources (.ts); an installed package runs the built files (.js).
+const SUPERVISOR_PATH = fileURLToPath(
+  new URL(
+    import.meta.url.endsWith(".ts") ? "./pty-supervisor.ts" : "./pty-supervisor.js",
+    import.meta.url,
+  ),
+);
 
 type Internal = {
   rec: PersistedProcess;
@@ -223,14 +230,7 @@ let umaskCache: string | undefined;
  * modes the user expects. Read from /proc: `process.umask()` without an argument is deprecated.
  */
 function hostUmask(): string {
-  if (umaskCache === undefined) {
-    try {
-      umaskCache = /^Umask:\s*([0-7]+)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1];
-    } catch {
-      // no /proc
-    }
-    umaskCache ??= "022";
-  }
+  umaskCache ??= readOwnUmask() ?? "022";
   return umaskCache;
 }
 
