@@ -6,6 +6,7 @@ import { registerConfigCommands } from "./config.ts";
 import { registerTaskCommands } from "./task.ts";
 import { registerTimerCommands } from "./timer.ts";
 import { registerWorkCommands } from "./work.ts";
+import { registerOperatorCommands } from "./operator-commands.ts";
 
 const program = new Command();
 program
@@ -194,5 +195,6 @@ registerConfigCommands(program);
 registerTaskCommands(program);
 registerTimerCommands(program);
 registerWorkCommands(program);
+registerOperatorCommands(program);
 
 await program.parseAsync(process.argv);

@@ -11,7 +11,7 @@ import { HolonError } from "../domain/errors.ts";
 import { configuredToken } from "./connect.ts";
 import { CliError } from "./output.ts";
 
-type ServeFlags = {
+export type ServeFlags = {
   port: string;
   host: string;
   listen?: string;
@@ -63,7 +63,18 @@ function serveToken(home: string, flags: ServeFlags): string | undefined {
   return configuredToken(home);
 }
 
-export async function serve(flags: ServeFlags): Promise<void> {
+/** The effective options of a `serve`, validated before anything is opened (daemon start uses it too). */
+export type ServePlan = {
+  home: string;
+  hostname: string;
+  port: number;
+  access: AccessMode;
+  advertise: string | null;
+  token: string | undefined;
+};
+
+/** Validate serve's flags into its effective options; throws CliError with a hint. */
+export function planServe(flags: ServeFlags): ServePlan {
   const home = resolveHome(flags.home);
   let hostname = flags.host;
   let portText = flags.port;
@@ -94,6 +105,11 @@ export async function serve(flags: ServeFlags): Promise<void> {
     if (err instanceof HolonError) throw new CliError(err.message, err.hint);
     throw err;
   }
+  return { home, hostname, port, access, advertise: flags.advertise ?? null, token };
+}
+
+export async function serve(flags: ServeFlags): Promise<void> {
+  const { home, hostname, port, access, token } = planServe(flags);
 
   let host: RuntimeHost;
   try {

@@ -1,0 +1,71 @@
+// Command definitions of the operator surfaces: daemon lifecycle, usage, debugging and the
+// TUI. Definitions only (commander); each action imports its implementation lazily.
+import { Option, type Command } from "commander";
+import { action } from "./output.ts";
+
+const home = () =>
+  new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
+const json = () => new Option("--json", "print machine-readable JSON");
+
+/** The access options `serve` takes, for `daemon start|restart`. */
+function serveOptions(cmd: Command): Command {
+  return cmd
+    .option("--port <port>", "TCP port on the listen host (0 picks a free one)")
+    .option("--host <host>", "address to bind")
+    .option("--listen <addr>", "host:port to bind (overrides --host/--port)")
+    .addOption(
+      new Option("--access <mode>", "local, tunnel, lan or tailnet (as for serve)").choices([
+        "local",
+        "tunnel",
+        "lan",
+        "tailnet",
+      ]),
+    )
+    .option("--advertise <url>", "the URL clients use to reach this host (for lan/tailnet)")
+    .option("--token <token>", "control token (passed to the daemon through its environment)")
+    .option("--token-file <path>", "read the control token from a file");
+}
+
+export function registerOperatorCommands(program: Command): void {
+  const daemon = program
+    .command("daemon")
+    .description("Run the runtime host in the background and manage it");
+  serveOptions(
+    daemon
+      .command("start")
+      .description("Start `holon serve` in the background (no-op when already running alike)"),
+  )
+    .addOption(home())
+    .addOption(json())
+    .action(action(async (opts) => (await import("./daemon.ts")).start(opts)));
+  serveOptions(
+    daemon
+      .command("restart")
+      .description("Stop the running host (if any) and start it with these options"),
+  )
+    .option("--timeout <seconds>", "how long each stop phase waits", "10")
+    .addOption(home())
+    .addOption(json())
+    .action(action(async (opts) => (await import("./daemon.ts")).restart(opts)));
+  daemon
+    .command("stop")
+    .description("Shut the host down gracefully; SIGTERM, then SIGKILL after the timeout")
+    .option("--timeout <seconds>", "how long each stop phase waits", "10")
+    .addOption(home())
+    .addOption(json())
+    .action(action(async (opts) => (await import("./daemon.ts")).stop(opts)));
+  daemon
+    .command("status")
+    .description("Pid, uptime, endpoint, access mode, version, health and activity")
+    .addOption(home())
+    .addOption(json())
+    .action(action(async (opts) => (await import("./daemon.ts")).status(opts)));
+  daemon
+    .command("logs")
+    .description("Show the runtime log (rotated by size) and the last daemon failure")
+    .option("-n, --lines <n>", "how many lines", "50")
+    .option("-f, --follow", "keep printing new lines")
+    .addOption(home())
+    .addOption(json())
+    .action(action(async (opts) => (await import("./daemon.ts")).logs(opts)));
+}

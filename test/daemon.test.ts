@@ -1,0 +1,136 @@
+// `holon daemon` with real processes: one host per home however often it is started, a
+// restart that changes the access mode, a stale pid after SIGKILL, and the log surface.
+import { afterAll, describe, expect, it } from "vitest";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+
+const pidsToKill: number[] = [];
+afterAll(() => {
+  for (const pid of pidsToKill) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  cleanupHomes();
+});
+
+async function daemon(home: string, ...args: string[]) {
+  const r = await runCli(["daemon", ...args, "--home", home], { timeoutMs: 60_000 });
+  return { ...r, json: r.stdout.trim().startsWith("{") ? JSON.parse(r.stdout) : undefined };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("holon daemon", () => {
+  it("starts one host per home, refuses other options, restarts with them, recovers from SIGKILL and stops", async () => {
+    const home = tempHome();
+    const first = await daemon(home, "start", "--port", "0", "--json");
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.json.already_running).toBe(false);
+    const pid = first.json.pid as number;
+    pidsToKill.push(pid);
+    expect(alive(pid)).toBe(true);
+
+    // Starting again with the same options is a no-op on the same process.
+    const second = await daemon(home, "start", "--port", "0", "--json");
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.json).toMatchObject({ already_running: true, pid });
+
+    // Different options fail closed and point at restart.
+    const other = await daemon(home, "start", "--port", "0", "--access", "tunnel");
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain("daemon restart");
+
+    const st = await daemon(home, "status", "--json");
+    expect(st.json).toMatchObject({
+      running: true,
+      managed_by_daemon: true,
+      pid,
+      health: "ok",
+      access: "local",
+      home_dir: home,
+    });
+    expect(st.json.activity.state).toBe("idle");
+    expect(typeof st.json.uptime_s).toBe("number");
+
+    // Restart with a changed access mode replaces the process.
+    const re = await daemon(home, "restart", "--port", "0", "--access", "tunnel", "--json");
+    expect(re.code, re.stderr).toBe(0);
+    expect(re.json.stopped).toMatchObject({ was_running: true, pid, how: "graceful" });
+    const pid2 = re.json.started.pid as number;
+    pidsToKill.push(pid2);
+    expect(pid2).not.toBe(pid);
+    expect(alive(pid)).toBe(false);
+    const st2 = await daemon(home, "status", "--json");
+    expect(st2.json).toMatchObject({ pid: pid2, access: "tunnel", health: "ok" });
+
+    // The log shows both starts; -n bounds it.
+    const logs = await daemon(home, "logs", "-n", "200");
+    expect(logs.code).toBe(0);
+    expect(logs.stdout.match(/runtime started/g)?.length).toBe(2);
+    expect(logs.stderr).toContain(join(home, "logs", "holon.log"));
+    const logsJson = await daemon(home, "logs", "-n", "1", "--json");
+    expect(logsJson.json.lines).toHaveLength(1);
+
+    // SIGKILL leaves a stale pid; status says so, and start recovers without complaint.
+    process.kill(pid2, "SIGKILL");
+    await new Promise<void>((r) => {
+      const t = setInterval(() => {
+        if (!alive(pid2)) {
+          clearInterval(t);
+          r();
+        }
+      }, 20);
+    });
+    const st3 = await daemon(home, "status", "--json");
+    expect(st3.json).toMatchObject({ running: false, stale_pid: pid2 });
+    const again = await daemon(home, "start", "--port", "0", "--json");
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.json.already_running).toBe(false);
+    const pid3 = again.json.pid as number;
+    pidsToKill.push(pid3);
+
+    const stopped = await daemon(home, "stop", "--json");
+    expect(stopped.json).toMatchObject({ was_running: true, pid: pid3, how: "graceful" });
+    expect(alive(pid3)).toBe(false);
+    expect(existsSync(join(home, "run", "daemon.json"))).toBe(false);
+    expect(existsSync(join(home, "run", "runtime.json"))).toBe(false);
+
+    const idle = await daemon(home, "stop");
+    expect(idle.code).toBe(0);
+    expect(idle.stdout).toContain("no runtime is running");
+  }, 180_000);
+
+  it("refuses an unsafe bind before launching anything, and records no process", async () => {
+    const home = tempHome();
+    const r = await daemon(home, "start", "--host", "0.0.0.0", "--port", "0");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("without a control token");
+    expect(existsSync(join(home, "run", "daemon.json"))).toBe(false);
+  });
+
+  it("a runtime that fails at startup is reported with a pointer to the logs", async () => {
+    const home = tempHome();
+    // A database path that is a directory makes the host refuse to open.
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(join(home, "holon.db"), { recursive: true });
+    const r = await daemon(home, "start", "--port", "0", "--json");
+    if (r.json?.pid) pidsToKill.push(r.json.pid);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("holon daemon logs");
+    const failure = JSON.parse(readFileSync(join(home, "run", "daemon-failure.json"), "utf8"));
+    expect(failure.phase).toBe("startup");
+    const st = await daemon(home, "status", "--json");
+    expect(st.json.last_daemon_failure.phase).toBe("startup");
+  }, 60_000);
+});
