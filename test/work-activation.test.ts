@@ -1,0 +1,176 @@
+// Work-queue activation: an idle agent with queued runnable work is woken to pick it, one
+// item after the other; a blocked item never wakes it; and the runaway guard stops a model
+// that would continue forever without progress, with an action_required brief.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider } from "./helpers/provider.ts";
+import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+
+let fake: FakeProvider;
+beforeAll(async () => {
+  fake = await startFakeProvider();
+});
+afterAll(async () => {
+  await fake.close();
+  cleanupHomes();
+});
+
+const events = (rt: TestRuntime, agentId: string, type: string) =>
+  rt.host.store.events.after(agentId, 0, 10_000).filter((e) => e.type === type);
+
+async function idle(rt: TestRuntime, agentId: string, processed: number) {
+  await waitFor(
+    () =>
+      events(rt, agentId, "message_processed").length >= processed &&
+      rt.host.store.messages.pendingCount(agentId) === 0 &&
+      !rt.host.store.agents.get(agentId)!.current_run_id,
+    { what: `${processed} processed messages and an idle agent`, timeoutMs: 15_000 },
+  );
+}
+
+describe("work-queue activation", () => {
+  it("wakes an idle agent for queued work, one item after the other; a blocked item never wakes it", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const rt = await startRuntime({ home });
+    const agent = rt.host.defaultAgentId;
+    const work = rt.host.services.work;
+
+    // A blocked item alone: nothing is admitted, nothing runs.
+    const parked = work.create(agent, { objective: "parked until legal answers" }, "operator");
+    const blocked = await rt.req("POST", `/control/agents/${agent}/work-items/${parked.id}/block`, {
+      reason: "waiting for legal",
+    });
+    expect(blocked.status).toBe(200);
+    expect(blocked.json.work_item).toMatchObject({
+      view: "blocked",
+      blocked_by: "waiting for legal",
+    });
+    expect(rt.host.store.messages.pendingCount(agent)).toBe(0);
+    expect(events(rt, agent, "work_activation")).toHaveLength(0);
+
+    // Each woken turn picks the oldest runnable queued item and completes it with a report.
+    const oldestQueued = () => work.runnableQueued(agent)[0]!.id;
+    const currentId = () => rt.host.store.agents.get(agent)!.current_work_item_id!;
+    for (let i = 0; i < 2; i++) {
+      fake.enqueue(
+        () => reply.tools([{ name: "PickWorkItem", arguments: { work_item_id: oldestQueued() } }]),
+        () =>
+          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: currentId() } }], {
+            text: `Report for item ${i + 1}.`,
+          }),
+        reply.text(`done ${i + 1}`),
+      );
+    }
+    const a = await rt.req("POST", `/control/agents/${agent}/work-items`, {
+      objective: "first job",
+    });
+    const b = await rt.req("POST", `/control/agents/${agent}/work-items`, {
+      objective: "second job",
+    });
+    expect(a.status).toBe(201);
+    expect(b.status).toBe(201);
+    expect(a.json.work_item).toMatchObject({ state: "open", created_by: "operator" });
+    await idle(rt, agent, 2);
+
+    // No transcript message for the enqueue itself: only runtime ticks were processed.
+    const kinds = rt.host.store.messages.recent(agent, 20).map((m) => m.kind);
+    expect(kinds).toEqual(["system_tick", "system_tick"]);
+    const activations = events(rt, agent, "work_activation").map((e) => e.payload);
+    expect(activations).toEqual([
+      expect.objectContaining({
+        mode: "activate_queued",
+        work_item_id: a.json.work_item.id,
+        disposition: "admitted",
+      }),
+      expect.objectContaining({
+        mode: "activate_queued",
+        work_item_id: b.json.work_item.id,
+        disposition: "admitted",
+      }),
+    ]);
+    for (const id of [a.json.work_item.id, b.json.work_item.id]) {
+      const r = await rt.req("GET", `/agents/${agent}/work-items/${id}`);
+      expect(r.json.work_item.state).toBe("completed");
+      expect(r.json.work_item.completion_report.text).toMatch(/^Report for item \d\.$/);
+    }
+    // Only the blocked item is left: the agent rests, the closure says completed.
+    const left = await rt.req("GET", `/agents/${agent}/work-items?state=open`);
+    expect(left.json.work_items.map((w: { id: string }) => w.id)).toEqual([parked.id]);
+    expect(rt.host.store.agents.get(agent)!.closure).toMatchObject({ outcome: "completed" });
+    expect(work.item(agent, parked.id).state).toBe("open");
+
+    // The operator closes the parked item with a note; it becomes the result summary.
+    const closed = await rt.req(
+      "POST",
+      `/control/agents/${agent}/work-items/${parked.id}/complete`,
+      {
+        note: "superseded",
+      },
+    );
+    expect(closed.json.work_item).toMatchObject({
+      state: "completed",
+      result_summary: "superseded",
+      completion_report: { source: "operator_note", text: "superseded" },
+    });
+    await rt.close();
+  });
+
+  it("the runaway guard stops a model that continues forever without progress", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const rt = await startRuntime({
+      home,
+      env: { ...process.env, HOLON_WORK_MAX_CONTINUATIONS: "3" },
+    });
+    const agent = rt.host.defaultAgentId;
+    const work = rt.host.services.work;
+    const item = work.create(
+      agent,
+      { objective: "an endless task", plan_status: "ready" },
+      "agent",
+    );
+    work.pick(agent, item.id);
+    fake.setFallback(() => reply.text("Still thinking about it."));
+    try {
+      await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "keep going" });
+      await waitFor(
+        () => rt.host.store.briefs.recent(agent, 50).find((b) => b.kind === "action_required"),
+        { what: "the guard's action_required brief" },
+      );
+      await idle(rt, agent, 4);
+      const admitted = events(rt, agent, "work_activation").filter(
+        (e) => e.payload.disposition === "admitted",
+      );
+      expect(admitted).toHaveLength(3);
+      const halted = events(rt, agent, "work_activation").filter(
+        (e) => e.payload.disposition === "halted",
+      );
+      expect(halted).toHaveLength(1);
+      const brief = rt.host.store.briefs
+        .recent(agent, 50)
+        .find((b) => b.kind === "action_required")!;
+      expect(brief.work_item_id).toBe(item.id);
+      expect(brief.text).toContain("3 times in a row without progress");
+      const c = rt.host.store.agents.get(agent)!.closure!;
+      expect(c.outcome).toBe("completed");
+      expect(c.work_signal).toBeUndefined();
+      expect(rt.host.store.workItems.agentState(agent).halted_at).toBeDefined();
+      // An operator message is progress: the agent may continue again.
+      await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "try once more" });
+      await waitFor(
+        () =>
+          events(rt, agent, "work_activation").filter((e) => e.payload.disposition === "admitted")
+            .length > 3,
+        {
+          what: "a continuation after the operator spoke",
+        },
+      );
+      work.complete(agent, item.id, { by: "operator", note: "stop" });
+      await idle(rt, agent, 5);
+    } finally {
+      fake.setFallback(null);
+      await rt.close();
+    }
+  });
+});
