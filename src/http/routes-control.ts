@@ -146,14 +146,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
 
   app.post("/control/runtime/shutdown", (c) => {
     requireControl(c);
-    host.store.tx(() => {
-      for (const a of host.agents.list()) {
-        host.store.appendEvent(a.agent_id, {
-          type: "runtime_service_shutdown_requested",
-          payload: { source: "control" },
-        });
-      }
-    });
+    host.services.audit.shutdownRequested("control");
     setImmediate(() => opts.onShutdown?.());
     return c.json({ ok: true, shutting_down: true }, 202);
   });

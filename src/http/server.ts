@@ -128,17 +128,8 @@ export function resolveAccess(opts: {
 function auditSink(host: RuntimeHost) {
   return (refusal: Refusal, suppressed: number) => {
     if (host.isClosed) return;
-    const store = host.store;
-    const hinted = refusal.agent_hint ? store.agents.get(refusal.agent_hint) : undefined;
-    const agentId =
-      hinted && hinted.visibility === "public" ? hinted.agent_id : host.defaultAgentId;
-    const { agent_hint: _hint, ...payload } = refusal;
-    store.tx(() =>
-      store.appendEvent(agentId, {
-        type: "http_request_refused",
-        payload: { ...payload, suppressed_before: suppressed },
-      }),
-    );
+    const { agent_hint, ...payload } = refusal;
+    host.services.audit.requestRefused(agent_hint, { ...payload, suppressed_before: suppressed });
   };
 }
 
