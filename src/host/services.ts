@@ -2,6 +2,7 @@
 // order, each handed its collaborators by constructor. Nothing else builds services or
 // looks them up; a plane plugs in by adding its service here. Order matters only in one
 // place: signals come first, so the ingress can wake loops that are built later.
+import { RuntimeAudit } from "../agent/audit.ts";
 import { AgentDirectory } from "../agent/directory.ts";
 import { Ingress } from "../agent/ingress.ts";
 import { AgentLifecycle } from "../agent/lifecycle.ts";
@@ -110,7 +111,10 @@ export function buildServices(opts: ServiceOptions) {
         toolServices: { workspaces, skills, tasks, work },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(),
-        contributors: withSkills([...defaultContributors(), externalTriggerContributor(triggers)], skillsContributor(skills)),
+        contributors: [
+          ...withSkills(defaultContributors(), skillsContributor(skills)),
+          externalTriggerContributor(triggers),
+        ],
         executionSnapshot: (agent) => workspaces.snapshot(agent),
         afterTool: (call) => skills.noteToolCall(call),
         beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
@@ -131,8 +135,8 @@ export function buildServices(opts: ServiceOptions) {
         positiveInt(opts.env.HOLON_WORK_MAX_CONTINUATIONS) ?? DEFAULT_MAX_CONTINUATIONS,
     }),
   ];
-  observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   observers.push(skills.observer());
+  observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
   const agents = new AgentDirectory({
     store,
@@ -142,6 +146,7 @@ export function buildServices(opts: ServiceOptions) {
     agentHome: (agentId) => agentHomeDir(opts.home, agentId),
     checkModelRef: (ref) => config.checkModelRef(ref),
   });
+  const audit = new RuntimeAudit(store, opts.defaultAgentId);
   const lifecycle = new AgentLifecycle({
     store,
     agents,
@@ -153,7 +158,18 @@ export function buildServices(opts: ServiceOptions) {
   });
   // History retention (config `retention.*`): a background job, never on a turn's path.
   const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
-  return { ...core, workspaces, skills, executor, loops, agents, lifecycle, retention, work };
+  return {
+    ...core,
+    workspaces,
+    skills,
+    executor,
+    loops,
+    agents,
+    lifecycle,
+    audit,
+    retention,
+    work,
+  };
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */
