@@ -91,7 +91,7 @@ async function start(words: string[], flags: Flags & Record<string, unknown>): P
 async function list(flags: Flags & { all?: boolean }): Promise<void> {
   const c = await client(flags);
   const res = await c.req<{
-    tasks: { id: string; status: string; cmd: string; created_at: string }[];
+    tasks: { task_id: string; status: string; command: { cmd: string }; created_at: string }[];
   }>("GET", c.base);
   const tasks = flags.all
     ? res.tasks
@@ -104,8 +104,9 @@ async function list(flags: Flags & { all?: boolean }): Promise<void> {
     return;
   }
   for (const t of tasks) {
-    const cmd = t.cmd.length > 80 ? t.cmd.slice(0, 80) + "…" : t.cmd;
-    process.stdout.write(`${t.id.padEnd(28)} ${t.status.padEnd(10)} ${cmd}\n`);
+    const full = t.command.cmd;
+    const cmd = full.length > 80 ? full.slice(0, 80) + "…" : full;
+    process.stdout.write(`${t.task_id.padEnd(28)} ${t.status.padEnd(10)} ${cmd}\n`);
   }
 }
 
