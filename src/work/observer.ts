@@ -65,6 +65,9 @@ export class WorkRunObserver implements RunObserver {
 
   closureFacts(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts {
     const decision: Decision = { signal: undefined, halted: undefined };
+    // closureFacts and onClosure run in one synchronous transaction, so nothing older is
+    // still needed (a run that ended in a stop never reaches onClosure).
+    this.decided.clear();
     this.decided.set(run.run_id, decision);
     const agentId = run.agent_id;
     if (!this.store.workItems.hasAny(agentId)) return {};
