@@ -105,6 +105,29 @@ describe("local mode", () => {
     }
   });
 
+  it("without the socket the CLI falls back to TCP and sends the generated token", async () => {
+    const home = tempHome();
+    const s = await spawnServe(home);
+    try {
+      const { rmSync } = await import("node:fs");
+      rmSync(join(home, "run", "holon.sock")); // as if the socket were unusable
+      const env = { HOLON_HOME: home };
+      const prompt = await runCli(["prompt", "over tcp"], { env });
+      expect(prompt.code, prompt.stderr).toBe(0);
+      const tokenFile = join(home, "run", "control-token");
+      const saved = (await import("node:fs")).readFileSync(tokenFile, "utf8");
+      rmSync(tokenFile);
+      const refused = await runCli(["prompt", "no token"], { env });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain("unauthorized");
+      writeFileSync(tokenFile, saved, { mode: 0o600 });
+    } finally {
+      const exited = new Promise((r) => s.proc.once("exit", r));
+      s.proc.kill("SIGTERM");
+      await exited;
+    }
+  });
+
   it("the control_token config key works", async () => {
     const home = tempHome();
     const set = await runCli(["config", "set", "control_token", "from-config"], {
