@@ -12,7 +12,7 @@ import { dispatch, type ToolContext } from "../src/tools/registry.ts";
 import type { QueuedMessage } from "../src/domain/message.ts";
 import { workQueueContributor } from "../src/context/work-queue.ts";
 import { staleReminder } from "../src/work/reminder.ts";
-import { cleanupHomes, startRuntime, tempHome } from "./helpers/home.ts";
+import { cleanupHomes, runCli, startRuntime, tempHome } from "./helpers/home.ts";
 
 const registry = buildRegistry();
 const hosts: RuntimeHost[] = [];
@@ -395,6 +395,49 @@ describe("work-item routes", () => {
       expect(again.status).toBe(409);
       expect(again.json.error.kind).toBe("work_item_completed");
       expect(existsSync(theirs.json.work_item.plan_artifact.path)).toBe(true);
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+describe("holon work", () => {
+  it("adds, lists, shows, blocks, unblocks and completes work items through the CLI", async () => {
+    const rt = await startRuntime();
+    try {
+      const env = { HOLON_HOME: rt.home };
+      // Park the agent so the enqueued work is not picked up by a model turn meanwhile.
+      const paused = await rt.req("POST", `/control/agents/main/control`, { action: "pause" });
+      expect(paused.status).toBe(200);
+      const added = await runCli(["work", "add", "main", "migrate", "the", "CI", "--json"], {
+        env,
+      });
+      expect(added.code, added.stderr).toBe(0);
+      const id = JSON.parse(added.stdout).work_item.id as string;
+      const list = await runCli(["work", "list", "main"], { env });
+      expect(list.stdout).toMatch(new RegExp(`${id}\\s+queued\\s+draft.*migrate the CI`));
+      const blocked = await runCli(["work", "block", "main", id, "--reason", "waiting for legal"], {
+        env,
+      });
+      expect(blocked.stdout).toContain("blocked");
+      const show = await runCli(["work", "show", "main", id], { env });
+      expect(show.stdout).toContain("objective: migrate the CI");
+      expect(show.stdout).toContain("blocked:   waiting for legal");
+      expect(show.stdout).toMatch(/plan: +\/.*work-items\/wi_.*plan\.md/);
+      const unblocked = await runCli(["work", "unblock", "main", id], { env });
+      expect(unblocked.code, unblocked.stderr).toBe(0);
+      const done = await runCli(["work", "done", "main", id, "--note", "superseded"], { env });
+      expect(done.stdout).toContain(`completed ${id} with a note`);
+      const shown = await runCli(["work", "show", "main", id, "--json"], { env });
+      expect(JSON.parse(shown.stdout)).toMatchObject({
+        state: "completed",
+        result_summary: "superseded",
+      });
+      const again = await runCli(["work", "done", "main", id], { env });
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain("already completed");
+      const empty = await runCli(["work", "add", "main", " "], { env });
+      expect(empty.code).toBe(1);
     } finally {
       await rt.close();
     }
