@@ -203,7 +203,10 @@ export function registerTimerCommands(program: Command): void {
     .addOption(opts.home())
     .addOption(opts.token())
     .addOption(opts.json())
-    .action(action(list));
+    // `timer` has the same flags, and commander gives a flag after the agent to `timer`.
+    .action(
+      action((agent: string | undefined, _o, cmd: Command) => list(agent, cmd.optsWithGlobals())),
+    );
   timer
     .command("cancel")
     .description("Cancel an active timer")
@@ -212,7 +215,11 @@ export function registerTimerCommands(program: Command): void {
     .addOption(opts.home())
     .addOption(opts.token())
     .addOption(opts.json())
-    .action(action(cancel));
+    .action(
+      action((agent: string, id: string, _o, cmd: Command) =>
+        cancel(agent, id, cmd.optsWithGlobals()),
+      ),
+    );
 
   // `holon agent trigger` lives with the other waiting commands; `agent` is defined in main.ts.
   program.commands
