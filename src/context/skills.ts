@@ -448,13 +448,14 @@ function successfulCommands(call: ToolCallNote): { cmd: string; workdir: string 
     return typeof args.cmd === "string" ? [{ cmd: args.cmd, workdir: wd(args.workdir) }] : [];
   }
   if (call.tool_name === "ExecCommandBatch") {
+    // Result items are numbered from 1, in the order of the call's items.
     const items = Array.isArray(args.items) ? (args.items as Record<string, unknown>[]) : [];
     const done = Array.isArray(result.items)
-      ? (result.items as { index: number; status: string }[])
+      ? (result.items as { index: number; cmd: string; status: string }[])
       : [];
     return done
-      .filter((d) => d.status === "completed" && typeof items[d.index]?.cmd === "string")
-      .map((d) => ({ cmd: items[d.index]!.cmd as string, workdir: wd(items[d.index]!.workdir) }));
+      .filter((d) => d.status === "completed" && typeof d.cmd === "string")
+      .map((d) => ({ cmd: d.cmd, workdir: wd(items[d.index - 1]?.workdir) }));
   }
   return [];
 }
