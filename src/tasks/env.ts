@@ -56,10 +56,27 @@ export type CommandEnv = {
   key: string;
 };
 
-/** The scrubbed copy of this process's environment that commands start from. */
+let last: { policy: CommandEnvPolicy; value: CommandEnv } | null = null;
+
+/**
+ * The scrubbed copy of this process's environment that commands start from. Reading
+ * `process.env` whole is slow, so the result is kept until the policy object changes (a
+ * configuration edit); the host never changes its own environment.
+ */
 export function commandEnv(): CommandEnv {
-  const env = scrubWithPolicy(process.env);
-  return { env, key: envKey(env) };
+  const policy = currentPolicy();
+  if (last?.policy === policy) return last.value;
+  const env = scrubEnv(process.env, policy);
+  last = { policy, value: { env, key: envKey(env) } };
+  return last.value;
+}
+
+function currentPolicy(): CommandEnvPolicy {
+  try {
+    return policySource();
+  } catch {
+    return BUILTIN_POLICY; // a broken config must not widen what commands see
+  }
 }
 
 /** A short digest of an environment, order-independent. */
@@ -74,11 +91,5 @@ export function envKey(env: Readonly<Record<string, string>>): string {
 export function scrubWithPolicy(
   env: Readonly<Record<string, string | undefined>>,
 ): Record<string, string> {
-  let policy: CommandEnvPolicy;
-  try {
-    policy = policySource();
-  } catch {
-    policy = BUILTIN_POLICY;
-  }
-  return scrubEnv(env, policy);
+  return scrubEnv(env, currentPolicy());
 }

@@ -188,8 +188,9 @@ function readDroppedCached(dir: string): Dropped {
 function tick(): void {
   for (const w of watched.values()) {
     capNow(w.dir, w.files, w.cap);
-    // A process that ended (its status is recorded) needs no more watching.
-    if (existsSync(join(w.dir, "exit"))) unwatchOutput(w.dir);
+    // A process that ended (its status is recorded), or whose directory is gone, needs no
+    // more watching.
+    if (existsSync(join(w.dir, "exit")) || !existsSync(w.dir)) unwatchOutput(w.dir);
   }
 }
 
