@@ -43,7 +43,12 @@ function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`)
     signal: new AbortController().signal,
     budget: { default_tokens: 8_000, max_tokens: 64_000 },
     tasks: host.tasks,
-    services: { tasks: host.tasks, work: host.services.work },
+    services: {
+      tasks: host.tasks,
+      work: host.services.work,
+      workspaces: host.services.workspaces,
+      skills: host.services.skills,
+    },
   };
 }
 
