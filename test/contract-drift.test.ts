@@ -51,7 +51,12 @@ function ctxFor(host: RuntimeHost): ToolContext {
     signal: new AbortController().signal,
     budget: { default_tokens: 8_000, max_tokens: 64_000 },
     tasks: host.tasks,
-    services: { tasks: host.tasks },
+    services: {
+      tasks: host.tasks,
+      work: host.services.work,
+      workspaces: host.services.workspaces,
+      skills: host.services.skills,
+    },
   };
 }
 

@@ -117,7 +117,7 @@ describe("Ctrl-C on holon run", () => {
   });
 
   it("against a running host, leaving aborts the run on the host and stops its command", async () => {
-    const { home, ws, pidFile } = await setup();
+    const { home, pidFile } = await setup();
     const s = await spawnServe(home);
     try {
       scriptLongCommand(pidFile);
