@@ -23,8 +23,19 @@ export function removePlanDir(path: string): void {
   rmSync(dirname(path), { recursive: true, force: true });
 }
 
-/** Describe the plan file as it is now; a missing file is an empty plan. */
-export function describePlan(path: string, now: string): PlanArtifact {
+/**
+ * Describe the plan file as it is now; a missing file is an empty plan. With `known` (the
+ * stored descriptor), a file whose size and modification time did not change is not read.
+ */
+export function describePlan(path: string, now: string, known?: PlanArtifact): PlanArtifact {
+  if (known) {
+    try {
+      const st = statSync(path);
+      if (st.size === known.bytes && st.mtime.toISOString() === known.updated_at) return known;
+    } catch {
+      if (known.bytes === 0) return known;
+    }
+  }
   let bytes = 0;
   let updatedAt = now;
   let head = Buffer.alloc(0);

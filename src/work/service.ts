@@ -553,7 +553,7 @@ export class WorkService {
   view(item: WorkItemRecord, opts: { include_todo_list?: boolean } = {}): WorkItemView {
     const currentId = this.store.agents.get(item.agent_id)?.current_work_item_id;
     const { todo_list, ...rest } = item;
-    const plan = describePlan(item.plan_artifact.path, this.now());
+    const plan = describePlan(item.plan_artifact.path, this.now(), item.plan_artifact);
     const out: WorkItemView = {
       ...rest,
       plan_artifact: plan,
