@@ -384,12 +384,11 @@ export class AgentRuntime {
         provenance: provenanceOf(message),
         payload,
       });
-      const current = store.agents.get(this.agentId);
-      if (!current) return;
-      let next: AgentRecord = { ...current, total_message_count: current.total_message_count + 1 };
+      const before = store.agents.get(this.agentId);
+      if (!before) return;
       if (shutdown) {
         // A graceful shutdown never rewrites the agent's lifecycle or its closure.
-        store.agents.put(next);
+        store.agents.put({ ...before, total_message_count: before.total_message_count + 1 });
         return;
       }
       if (outcome.kind === "sleep_until") {
@@ -398,6 +397,9 @@ export class AgentRuntime {
       const run = { agent_id: this.agentId, run_id: runId, message, outcome };
       let decided: ClosureDecision | undefined;
       for (const o of this.observers) o.afterRun?.(run);
+      // Read the record again: a plane's afterRun may have changed it.
+      const current = store.agents.get(this.agentId)!;
+      let next: AgentRecord = { ...current, total_message_count: current.total_message_count + 1 };
       if (outcome.kind !== "liveness_only" || !current.closure) {
         const closure = deriveClosure(outcome, {
           prior: current.closure,
