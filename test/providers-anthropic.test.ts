@@ -18,6 +18,7 @@ import {
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 
 const ANTHROPIC_FIELDS = new Set<keyof MessageCreateParamsNonStreaming>([
+  "stream",
   "model",
   "max_tokens",
   "messages",
@@ -81,7 +82,8 @@ describe("anthropic_messages transport", () => {
     // This SDK generation sends API keys as a bearer token.
     expect(sent?.headers["authorization"]).toBe(`Bearer ${SECRET}`);
     expect(sent?.headers["anthropic-version"]).toBeDefined();
-    expect(sent?.body).toEqual(JSON.parse(JSON.stringify(planned)));
+    // Streamed by default: the planned body plus `stream: true`.
+    expect(sent?.body).toEqual({ ...JSON.parse(JSON.stringify(planned)), stream: true });
     for (const key of Object.keys(sent?.body))
       expect(ANTHROPIC_FIELDS.has(key as never), key).toBe(true);
     expect(sent?.body.max_tokens).toBe(8192);

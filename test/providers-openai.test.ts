@@ -32,6 +32,7 @@ import { fault, reply, startFakeProvider, type FakeProvider } from "./fake-provi
 
 // Top-level request fields each transport may send (all exist in the SDK param types).
 const RESPONSES_FIELDS = new Set<keyof ResponseCreateParamsNonStreaming>([
+  "stream",
   "model",
   "input",
   "instructions",
@@ -131,7 +132,8 @@ describe("openai_responses transport", () => {
     const sent = fake.requests[0];
     expect(sent?.path).toBe("/v1/responses");
     expect(sent?.headers["authorization"]).toBe(`Bearer ${SECRET}`);
-    expect(sent?.body).toEqual(JSON.parse(JSON.stringify(planned)));
+    // Streamed by default: the planned body plus `stream: true`.
+    expect(sent?.body).toEqual({ ...JSON.parse(JSON.stringify(planned)), stream: true });
     for (const key of Object.keys(sent?.body))
       expect(RESPONSES_FIELDS.has(key as never), key).toBe(true);
     expect(sent?.body.instructions).toBe("You are a test agent.\n\nStable guidance.");

@@ -43,6 +43,8 @@ describe("retry on one candidate", () => {
         request: baseRequest(),
         transports: createDefaultTransports(),
         clock,
+        // Full jitter pinned to its ceiling: the waits are the exponential caps.
+        policy: { ...DEFAULT_RETRY_POLICY, random: () => 1 },
       });
       expect(result.ok).toBe(true);
       if (!result.ok) return;
@@ -67,13 +69,14 @@ describe("retry on one candidate", () => {
     });
   }
 
-  it("honours retry-after within the backoff cap", async () => {
+  it("honours retry-after and retry-after-ms up to the cap, beyond the backoff ceiling", async () => {
     const clock = fakeClock();
     fake.enqueue(
       fault.status(429, { headers: { "retry-after": "1" } }),
       fault.status(503, { headers: { "retry-after": "60" } }),
       reply.text("ok"),
     );
+    fake.enqueue(fault.status(429, { headers: { "retry-after-ms": "1500" } }), reply.text("ok"));
     const result = await callProvider({
       candidates: [candidateFor(fake, "openai_responses")],
       request: baseRequest(),
@@ -81,7 +84,16 @@ describe("retry on one candidate", () => {
       clock,
     });
     expect(result.ok).toBe(true);
-    expect(clock.sleeps).toEqual([1000, DEFAULT_RETRY_POLICY.max_backoff_ms]);
+    expect(clock.sleeps).toEqual([1000, 60_000]);
+    expect(DEFAULT_RETRY_POLICY.retry_after_cap_ms).toBe(60_000);
+    const second = await callProvider({
+      candidates: [candidateFor(fake, "openai_chat_completions")],
+      request: baseRequest(),
+      transports: createDefaultTransports(),
+      clock,
+    });
+    expect(second.ok).toBe(true);
+    expect(clock.sleeps).toEqual([1000, 60_000, 1500]);
   });
 
   it("retries a connection reset and a 5xx, fails fast on invalid JSON", async () => {
@@ -111,7 +123,7 @@ describe("retry on one candidate", () => {
       request: baseRequest(),
       transports: createDefaultTransports(),
       clock: fakeClock(),
-      policy: { ...DEFAULT_RETRY_POLICY, request_timeout_ms: 100 },
+      policy: { ...DEFAULT_RETRY_POLICY, idle_timeout_ms: 100 },
     });
     expect(result.ok).toBe(true);
     if (!result.ok) return;
@@ -381,12 +393,22 @@ describe("secrets", () => {
 });
 
 describe("backoff arithmetic", () => {
-  it("is exponential, capped, and replaced by retry-after", () => {
-    expect([0, 1, 2, 3, 4, 5].map((i) => backoffMs(i, undefined))).toEqual([
+  it("is full jitter under an exponential, capped ceiling, and replaced by retry-after", () => {
+    const top = { ...DEFAULT_RETRY_POLICY, random: () => 0.999999 };
+    expect([0, 1, 2, 3, 4, 5].map((i) => backoffMs(i, undefined, top))).toEqual([
       250, 500, 1000, 2000, 4000, 4000,
     ]);
+    const bottom = { ...DEFAULT_RETRY_POLICY, random: () => 0 };
+    expect([0, 3, 5].map((i) => backoffMs(i, undefined, bottom))).toEqual([0, 0, 0]);
+    // With the real source the waits spread over the whole range.
+    const waits = Array.from({ length: 200 }, () => backoffMs(4, undefined));
+    expect(Math.min(...waits)).toBeLessThan(1000);
+    expect(Math.max(...waits)).toBeGreaterThan(3000);
+    expect(waits.every((w) => w >= 0 && w <= 4000)).toBe(true);
+    // A provider's own wait is taken as given (past max_backoff_ms), up to the cap.
     expect(backoffMs(0, 1500)).toBe(1500);
-    expect(backoffMs(0, 60_000)).toBe(4000);
+    expect(backoffMs(0, 30_000)).toBe(30_000);
+    expect(backoffMs(0, 600_000)).toBe(DEFAULT_RETRY_POLICY.retry_after_cap_ms);
   });
 
   it("parses retry-after forms", () => {

@@ -26,6 +26,8 @@ export const ProviderAttemptOutcome = z.enum([
   "retries_exhausted",
   "fail_fast_aborted",
   "succeeded",
+  /** The provider asked for a wait beyond the cap: the candidate is left for now. */
+  "rate_limited",
 ]);
 export type ProviderAttemptOutcome = z.infer<typeof ProviderAttemptOutcome>;
 
@@ -39,6 +41,8 @@ export type ProviderAttemptOutcome = z.infer<typeof ProviderAttemptOutcome>;
  * - `unsupported_transport`: candidate not attempted (no transport for its contract)
  * - `turn_terminal`: failure that ends the round without fallback (`context_length_exceeded`)
  * - `operator_abort`: the caller's AbortSignal fired
+ * - `retry_after_exceeds_cap`: a 429/503 whose `retry-after` is longer than the cap; the
+ *   candidate is left (next candidate, or the turn waits until then)
  */
 export const ProviderAttemptDisposition = z.enum([
   "success",
@@ -49,6 +53,7 @@ export const ProviderAttemptDisposition = z.enum([
   "unsupported_transport",
   "turn_terminal",
   "operator_abort",
+  "retry_after_exceeds_cap",
 ]);
 export type ProviderAttemptDisposition = z.infer<typeof ProviderAttemptDisposition>;
 

@@ -1,4 +1,7 @@
-// Anthropic Messages transport (non-streaming JSON).
+// Anthropic Messages transport. It streams (SSE, the SDK's message stream accumulating the
+// events into the final message) so the retry loop can time out silence rather than length;
+// a provider entry with `stream: false` sends the spec's one JSON request. Both parse the
+// same final message.
 //
 // Lowering: `system` is a list of text blocks — the system prompt, the system blocks, then
 // the context blocks — and blocks flagged `cache_breakpoint` get `cache_control` (at most
@@ -269,10 +272,14 @@ export function createAnthropicMessagesTransport(): TransportClient {
       const ctx: ClassifyContext = { candidate, url: joinUrl(candidate.base_url, "v1/messages") };
       try {
         const client = anthropicClient(candidate);
-        const raw: unknown = await client.messages.create(
-          buildAnthropicRequest(candidate, request),
-          { signal: opts.signal, maxRetries: 0 },
-        );
+        const body = buildAnthropicRequest(candidate, request);
+        const options = { signal: opts.signal, maxRetries: 0 };
+        if (candidate.stream === false) {
+          const raw: unknown = await client.messages.create(body, options);
+          return parseAnthropicMessage(raw, ctx);
+        }
+        const raw: unknown = await client.messages.stream(body, options).finalMessage();
+        if (opts.signal.aborted) throw opts.signal.reason;
         return parseAnthropicMessage(raw, ctx);
       } catch (err) {
         if (opts.signal.aborted) throw classifyError(opts.signal.reason ?? err, ctx);

@@ -83,6 +83,11 @@ export const ProviderEntryFileSchema = z.strictObject({
   auth: AuthBlock.optional(),
   /** Extra model names to list for this provider in the catalog. */
   models: z.array(z.string().min(1)).optional(),
+  /**
+   * Default true: replies stream (SSE) under an idle timeout. False restores the spec's
+   * non-streaming request under a total timeout.
+   */
+  stream: z.boolean().optional(),
 });
 export type ProviderEntryFile = z.infer<typeof ProviderEntryFileSchema>;
 /** A provider entry with any `auth` block folded into the flat fields. */

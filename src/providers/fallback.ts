@@ -47,7 +47,12 @@ export type CallProviderArgs = {
 };
 
 /** How a failed round ended. */
-export type ProviderFailureReason = "exhausted" | "context_length_exceeded" | "operator_abort";
+export type ProviderFailureReason =
+  | "exhausted"
+  | "context_length_exceeded"
+  | "operator_abort"
+  /** Every candidate tried asked for a wait beyond the cap: see `retry_at`. */
+  | "rate_limited";
 
 export type ProviderCallResult =
   | {
@@ -64,6 +69,8 @@ export type ProviderCallResult =
       /** The one aggregated artifact; carries `attempt_timeline`. */
       failure: FailureArtifact;
       timeline: ProviderAttemptTimeline;
+      /** With `rate_limited`: the earliest time any candidate said it would answer again. */
+      retry_at?: string;
     };
 
 function categoryOf(kind: ProviderFailureKind): FailureCategory {
@@ -106,6 +113,11 @@ export async function callProvider(args: CallProviderArgs): Promise<ProviderCall
   };
 
   let lastError: { error: ProviderError; candidate: ModelCandidate } | undefined;
+  // Candidates actually called, and the earliest retry time among those that answered
+  // "not before" with a wait beyond the cap (all of them must, for the round to wait).
+  let called = 0;
+  let rateLimited = 0;
+  let retryAt: Date | undefined;
   for (let index = 0; index < candidates.length; index++) {
     const candidate = candidates[index] as ModelCandidate;
     const hasNext = index < candidates.length - 1;
@@ -145,6 +157,7 @@ export async function callProvider(args: CallProviderArgs): Promise<ProviderCall
       continue;
     }
 
+    called++;
     const result = await runCandidate({
       candidate,
       candidateIndex: index,
@@ -167,6 +180,10 @@ export async function callProvider(args: CallProviderArgs): Promise<ProviderCall
       };
     }
     lastError = { candidate, error: result.error };
+    if (result.retry_at) {
+      rateLimited++;
+      if (!retryAt || result.retry_at < retryAt) retryAt = result.retry_at;
+    }
     if (result.aborted || result.terminal) {
       const reason: ProviderFailureReason = result.aborted
         ? "operator_abort"
@@ -189,6 +206,7 @@ export async function callProvider(args: CallProviderArgs): Promise<ProviderCall
     };
     return fail("operator_abort");
   }
+  if (retryAt && called > 0 && rateLimited === called) return fail("rate_limited");
   return fail("exhausted");
 
   function fail(reason: ProviderFailureReason): ProviderCallResult {
@@ -201,7 +219,9 @@ export async function callProvider(args: CallProviderArgs): Promise<ProviderCall
         ? "provider round aborted by operator"
         : reason === "context_length_exceeded"
           ? `prompt exceeds the context window of ${last.candidate.model_ref}`
-          : `provider round failed: ${attempts.length} attempt(s) on ${tried.size} candidate(s)`;
+          : reason === "rate_limited"
+            ? `every model is rate-limited; the provider asked to retry at ${retryAt?.toISOString()}`
+            : `provider round failed: ${attempts.length} attempt(s) on ${tried.size} candidate(s)`;
     const failure: FailureArtifact = {
       category: categoryOf(last.error.kind),
       kind: last.error.kind,
@@ -223,12 +243,17 @@ export async function callProvider(args: CallProviderArgs): Promise<ProviderCall
     if (last.error.status !== undefined) failure.status = last.error.status;
     const chain = last.error.diagnostics?.source_chain;
     if (chain && chain.length > 0) failure.source_chain = chain;
-    return {
+    const out: ProviderCallResult = {
       ok: false,
       reason,
       failure: scrubDeep(failure, allSecrets),
       timeline: scrubDeep(t, allSecrets),
     };
+    if (reason === "rate_limited" && retryAt) {
+      out.retry_at = retryAt.toISOString();
+      out.failure.metadata = { ...out.failure.metadata, retry_at: out.retry_at };
+    }
+    return out;
   }
 }
 

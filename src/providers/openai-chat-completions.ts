@@ -6,8 +6,9 @@
 // no place for them). Freeform tools are sent as plain functions with their JSON fallback.
 // `max_tokens` is used for the output budget because compatible servers know it best.
 //
-// Non-streaming by default; `{ stream: true }` reads the SSE chunk feed with
-// `stream_options.include_usage` and folds it into the same response.
+// Streams by default: reads the SSE chunk feed with `stream_options.include_usage` and folds
+// it into the same response a JSON reply gives. A provider entry with `stream: false` (or
+// `{ stream: false }` here) sends one JSON request instead.
 import type OpenAI from "openai";
 import type {
   ChatCompletion,
@@ -242,7 +243,6 @@ export async function collectChatStream(
 export function createOpenAIChatCompletionsTransport(
   options: { stream?: boolean } = {},
 ): TransportClient {
-  const streaming = options.stream ?? false;
   return {
     transport: "openai_chat_completions",
     async send(
@@ -256,7 +256,7 @@ export function createOpenAIChatCompletionsTransport(
       };
       try {
         const client: OpenAI = openAiClient(candidate);
-        if (!streaming) {
+        if ((options.stream ?? candidate.stream) === false) {
           const raw: unknown = await client.chat.completions.create(
             buildChatRequest(candidate, request),
             { signal: opts.signal, maxRetries: 0 },

@@ -10,19 +10,8 @@
 // The terminal `response.completed` / `response.incomplete` event gives the result; if its
 // `output` is empty the items are rebuilt from `response.output_item.done` events.
 // `response.failed` and `error` events are classified by their error code.
-import type {
-  Response as OpenAIResponse,
-  ResponseCreateParamsStreaming,
-  ResponseOutputItem,
-  ResponseStreamEvent,
-} from "openai/resources/responses/responses";
-import {
-  classifyError,
-  joinUrl,
-  streamErrorToProviderError,
-  unsupportedShape,
-  type ClassifyContext,
-} from "./errors.ts";
+import type { ResponseCreateParamsStreaming } from "openai/resources/responses/responses";
+import { classifyError, joinUrl, type ClassifyContext } from "./errors.ts";
 import {
   systemText,
   type ProviderRequest,
@@ -31,13 +20,15 @@ import {
   type TransportSendOptions,
 } from "./model.ts";
 import {
+  collectResponsesStream,
   frameInput,
   lowerResponsesInput,
   lowerResponsesTools,
   openAiClient,
   parseResponsesResponse,
-  streamFailure,
 } from "./openai-responses.ts";
+
+export { collectResponsesStream };
 import type { ModelCandidate } from "./types.ts";
 
 /** The streaming request body sent to `<base_url>/responses`. */
@@ -66,36 +57,6 @@ export function buildCodexRequest(
   };
   if (request.frame.cache) body.prompt_cache_key = request.frame.cache.prompt_cache_key;
   return body;
-}
-
-/** Folds a Responses event stream into the terminal response (output rebuilt when needed). */
-export async function collectResponsesStream(
-  events: AsyncIterable<ResponseStreamEvent>,
-  ctx: ClassifyContext,
-): Promise<Partial<OpenAIResponse>> {
-  const done = new Map<number, ResponseOutputItem>();
-  for await (const event of events) {
-    switch (event.type) {
-      case "response.output_item.done":
-        done.set(event.output_index, event.item);
-        break;
-      case "response.completed":
-      case "response.incomplete": {
-        const res: Partial<OpenAIResponse> = { ...event.response };
-        if (!Array.isArray(res.output) || res.output.length === 0) {
-          res.output = [...done.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
-        }
-        return res;
-      }
-      case "response.failed":
-        throw streamFailure(event.response, ctx);
-      case "error":
-        throw streamErrorToProviderError(event.code ?? undefined, event.message, ctx);
-      default:
-        break;
-    }
-  }
-  throw unsupportedShape("stream ended without a terminal response event", ctx);
 }
 
 export function createOpenAICodexTransport(): TransportClient {

@@ -1,5 +1,8 @@
-// OpenAI Responses transport (non-streaming JSON), plus the Responses lowering and
-// parsing shared with the Codex transport.
+// OpenAI Responses transport, plus the Responses lowering and parsing shared with the Codex
+// transport. It streams (SSE) and folds the events into the terminal response, so the retry
+// loop can time out silence rather than length; a provider entry with `stream: false` sends
+// the same body as one JSON request (the spec's shape). Either way the parsed response is the
+// same.
 //
 // Lowering: system prompt + system blocks → `instructions`; context blocks → a leading
 // `developer` message; conversation → input items; tools → `function` tools, or `custom`
@@ -13,6 +16,7 @@ import type {
   ResponseInputItem,
   ResponseOutputItem,
   ResponseReasoningItem,
+  ResponseStreamEvent,
   ResponseUsage,
   Tool as ResponsesTool,
 } from "openai/resources/responses/responses";
@@ -364,6 +368,36 @@ export function streamFailure(res: Partial<OpenAIResponse>, ctx: ClassifyContext
   );
 }
 
+/** Folds a Responses event stream into the terminal response (output rebuilt when needed). */
+export async function collectResponsesStream(
+  events: AsyncIterable<ResponseStreamEvent>,
+  ctx: ClassifyContext,
+): Promise<Partial<OpenAIResponse>> {
+  const done = new Map<number, ResponseOutputItem>();
+  for await (const event of events) {
+    switch (event.type) {
+      case "response.output_item.done":
+        done.set(event.output_index, event.item);
+        break;
+      case "response.completed":
+      case "response.incomplete": {
+        const res: Partial<OpenAIResponse> = { ...event.response };
+        if (!Array.isArray(res.output) || res.output.length === 0) {
+          res.output = [...done.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
+        }
+        return res;
+      }
+      case "response.failed":
+        throw streamFailure(event.response, ctx);
+      case "error":
+        throw streamErrorToProviderError(event.code ?? undefined, event.message, ctx);
+      default:
+        break;
+    }
+  }
+  throw unsupportedShape("stream ended without a terminal response event", ctx);
+}
+
 // ---------------------------------------------------------------------------
 // Incremental continuation (`previous_response_id`)
 
@@ -556,7 +590,20 @@ export function createOpenAIResponsesTransport(
     client: OpenAI,
     body: ResponseCreateParamsNonStreaming,
     signal: AbortSignal,
-  ): Promise<unknown> => client.responses.create(body, { signal, maxRetries: 0 });
+    ctx: ClassifyContext,
+  ): Promise<unknown> => {
+    if (ctx.candidate.stream === false) {
+      return client.responses.create(body, { signal, maxRetries: 0 });
+    }
+    const events = await client.responses.create(
+      { ...body, stream: true },
+      { signal, maxRetries: 0 },
+    );
+    const terminal = await collectResponsesStream(events, ctx);
+    // The SDK ends the iteration quietly on abort; do not mistake that for an answer.
+    if (signal.aborted) throw signal.reason;
+    return terminal;
+  };
 
   return {
     transport: "openai_responses",
@@ -574,14 +621,14 @@ export function createOpenAIResponsesTransport(
       let incremental = p.incremental;
       try {
         try {
-          raw = await post(client, p.body, opts.signal);
+          raw = await post(client, p.body, opts.signal, ctx);
         } catch (err) {
           // The provider no longer knows the previous response: fall back to the full request once.
           const status = (err as { status?: unknown }).status;
           if (!p.incremental || opts.signal.aborted || (status !== 400 && status !== 404))
             throw err;
           incremental = false;
-          raw = await post(client, p.full(), opts.signal);
+          raw = await post(client, p.full(), opts.signal, ctx);
         }
         const response = parseResponsesResponse(raw, request.tools, ctx);
         if (incremental) response.incremental = true;

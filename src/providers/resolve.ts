@@ -172,6 +172,7 @@ export function resolveCandidate(ref: string, inputs: ResolutionInputs): ModelCa
   if (meta.runtime_max_output_tokens !== undefined) {
     base.max_output_tokens = meta.runtime_max_output_tokens;
   }
+  if (inputs.config.providers[def.id]?.stream === false) base.stream = false;
   const cred = resolveCredential(def, inputs);
   if (cred.status === "configured" || cred.status === "not_required") {
     return { ...base, credential: cred.credential };

@@ -3,6 +3,7 @@
 import type { Clock } from "../domain/clock.ts";
 import type { ProviderAttemptRecord } from "../domain/provider.ts";
 import { ProviderError, classifyError, joinUrl, safeUrl, scrub, secretsOf } from "./errors.ts";
+import { withActivity } from "./http-fetch.ts";
 import type { ProviderRequest, ProviderResponse, TransportClient } from "./model.ts";
 import { RETRY_POLICY, type ModelCandidate, type ProviderTransport } from "./types.ts";
 
@@ -12,7 +13,14 @@ export type RetryPolicy = {
   initial_backoff_ms: number;
   max_backoff_ms: number;
   backoff_multiplier: number;
+  /** Total time of one non-streaming attempt. */
   request_timeout_ms: number;
+  /** Longest silence (no head, no chunk) a streaming attempt is allowed. */
+  idle_timeout_ms: number;
+  /** Longest provider-asked wait (`retry-after`) honoured in place. */
+  retry_after_cap_ms: number;
+  /** Uniform in [0, 1): the jitter source (tests pin it). */
+  random?: () => number;
 };
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
@@ -21,15 +29,19 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   max_backoff_ms: RETRY_POLICY.max_backoff_ms,
   backoff_multiplier: RETRY_POLICY.backoff_multiplier,
   request_timeout_ms: RETRY_POLICY.request_timeout_ms,
+  idle_timeout_ms: RETRY_POLICY.idle_timeout_ms,
+  retry_after_cap_ms: RETRY_POLICY.retry_after_cap_ms,
 };
 
 /** What the retry loop needs of time: `now()` for timestamps, `sleep()` for backoff. */
 export type RetryClock = Pick<Clock, "now" | "sleep">;
 
 /**
- * Wait before retry number `retryIndex` (0 for the first retry): exponential from
- * `initial_backoff_ms`, capped at `max_backoff_ms`. A provider `retry-after` replaces the
- * computed value, clamped to the same cap.
+ * Wait before retry number `retryIndex` (0 for the first retry). Without a provider hint:
+ * full jitter, uniform in [0, min(max_backoff_ms, initial_backoff_ms × multiplier^n)], so
+ * many agents that failed together do not retry together. A provider `retry-after` /
+ * `retry-after-ms` is honoured as given, up to `retry_after_cap_ms` (the caller checks
+ * the cap first: a longer hint is not waited out in place).
  */
 export function backoffMs(
   retryIndex: number,
@@ -37,10 +49,13 @@ export function backoffMs(
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,
 ): number {
   if (retryAfter !== undefined && Number.isFinite(retryAfter)) {
-    return Math.round(Math.min(Math.max(retryAfter, 0), policy.max_backoff_ms));
+    return Math.round(Math.min(Math.max(retryAfter, 0), policy.retry_after_cap_ms));
   }
-  const computed = policy.initial_backoff_ms * policy.backoff_multiplier ** retryIndex;
-  return Math.round(Math.min(computed, policy.max_backoff_ms));
+  const ceiling = Math.min(
+    policy.initial_backoff_ms * policy.backoff_multiplier ** retryIndex,
+    policy.max_backoff_ms,
+  );
+  return Math.round(ceiling * (policy.random ?? Math.random)());
 }
 
 /** Path each transport posts to, relative to the candidate's base URL. */
@@ -67,6 +82,8 @@ export type CandidateRunResult =
       /** `context_length_exceeded`: the round ends, no fallback. */
       terminal: boolean;
       aborted: boolean;
+      /** The provider asked for a wait longer than `retry_after_cap_ms`: retry no sooner than this. */
+      retry_at?: Date;
     };
 
 export type CandidateRunArgs = {
@@ -102,11 +119,20 @@ async function attemptOnce(
   { ok: true; response: ProviderResponse } | { ok: false; error: ProviderError; aborted: boolean }
 > {
   const { candidate, transport, request, policy, signal } = args;
+  // Streaming: a timer re-armed by every byte received (idle timeout). `stream: false`:
+  // one timer for the whole attempt, as the spec has it.
+  const streaming = candidate.stream !== false;
+  const limitMs = streaming ? policy.idle_timeout_ms : policy.request_timeout_ms;
   const timeout = new AbortController();
-  const timer = setTimeout(
-    () => timeout.abort(new DOMException("provider request timed out", "TimeoutError")),
-    policy.request_timeout_ms,
-  );
+  const expire = () =>
+    timeout.abort(new DOMException("provider request timed out", "TimeoutError"));
+  let timer = setTimeout(expire, limitMs);
+  const touch = streaming
+    ? () => {
+        clearTimeout(timer);
+        timer = setTimeout(expire, limitMs);
+      }
+    : () => undefined;
   const combined = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
@@ -117,7 +143,7 @@ async function attemptOnce(
   aborted.catch(() => undefined);
   try {
     const response = await Promise.race([
-      transport.send(candidate, request, { signal: combined }),
+      withActivity(touch, () => transport.send(candidate, request, { signal: combined })),
       aborted,
     ]);
     return { ok: true, response };
@@ -130,7 +156,9 @@ async function attemptOnce(
         aborted: false,
         error: new ProviderError({
           kind: "timeout",
-          summary: `provider request timed out after ${policy.request_timeout_ms} ms`,
+          summary: streaming
+            ? `provider stream received nothing for ${limitMs} ms (idle timeout)`
+            : `provider request timed out after ${limitMs} ms`,
           diagnostics: {
             stage: "request",
             provider: candidate.provider_id,
@@ -202,6 +230,16 @@ export async function runCandidate(args: CandidateRunArgs): Promise<CandidateRun
       rec.outcome = "retries_exhausted";
       args.record(rec);
       return { ok: false, error, terminal: false, aborted: false };
+    }
+    if (error.retryAfterMs !== undefined && error.retryAfterMs > policy.retry_after_cap_ms) {
+      // Waiting that long in place would hold the turn (and a connection's worth of state)
+      // hostage; say when to come back instead, and let the caller try the next candidate.
+      const rec = baseRecordFor(error, "retry_after_exceeds_cap");
+      rec.outcome = "rate_limited";
+      rec.backoff_ms = Math.round(error.retryAfterMs);
+      args.record(rec);
+      const retry_at = new Date(completed.getTime() + error.retryAfterMs);
+      return { ok: false, error, terminal: false, aborted: false, retry_at };
     }
     const wait = backoffMs(attempt - 1, error.retryAfterMs, policy);
     const rec = baseRecordFor(error, "retry");

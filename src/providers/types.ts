@@ -44,6 +44,12 @@ export type ModelCandidate = {
   unavailable_reason?: string;
   /** Max output tokens to request, when known. */
   max_output_tokens?: number;
+  /**
+   * False when the provider entry says `stream: false`: the transport sends the spec's
+   * non-streaming request under a total timeout. Otherwise every transport streams (SSE)
+   * under an idle timeout between chunks.
+   */
+  stream?: boolean;
 };
 
 /** Retry policy shared by the retry loop and `config providers doctor`. */
@@ -52,7 +58,12 @@ export const RETRY_POLICY = {
   initial_backoff_ms: 250,
   max_backoff_ms: 4_000,
   backoff_multiplier: 2,
+  /** Total time for one non-streaming attempt (`stream: false`). */
   request_timeout_ms: 120_000,
+  /** Longest a streaming attempt may go without receiving a byte (head or chunk). */
+  idle_timeout_ms: 60_000,
+  /** Longest `retry-after` / `retry-after-ms` wait honoured in place; longer ones end the turn as a wait. */
+  retry_after_cap_ms: 60_000,
   retryable: ["timeout", "connection_failure", "http_429", "http_5xx"],
   fail_fast: ["http_401", "http_403", "http_4xx", "invalid_json", "unsupported_shape"],
 } as const;
