@@ -483,6 +483,12 @@ export const KEY_DEFS: readonly KeyDef[] = [
   ),
   providerField("display_name", "string", "Name shown in listings", z.string().min(1)),
   providerField(
+    "stream",
+    "boolean",
+    "Stream replies (SSE, with an idle timeout between chunks); false sends one JSON request under a total timeout",
+    z.boolean(),
+  ),
+  providerField(
     "models",
     "string_list",
     "Extra model names to list for this provider",
