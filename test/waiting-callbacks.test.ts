@@ -4,7 +4,14 @@
 // a plain wake costs no model request; refused deliveries change nothing but the audit log;
 // a burst of hints to a busy agent becomes one SystemTick.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanupHomes, runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 
@@ -76,7 +83,11 @@ describe("external trigger capability", () => {
       "x-correlation-id": "ci-42",
     });
     expect(res.status).toBe(202);
-    expect(await res.json()).toMatchObject({ ok: true, delivery_mode: "wake_hint", disposition: "woken" });
+    expect(await res.json()).toMatchObject({
+      ok: true,
+      delivery_mode: "wake_hint",
+      disposition: "woken",
+    });
 
     const tick = await tickOf(rt);
     expect(tick).toMatchObject({
@@ -108,7 +119,10 @@ describe("external trigger capability", () => {
     const [continuation] = events(rt, "continuation_resolved").filter(
       (e) => e.provenance.message_id === tick.id,
     );
-    expect(continuation!.payload).toMatchObject({ trigger_kind: "system_tick", model_visible: true });
+    expect(continuation!.payload).toMatchObject({
+      trigger_kind: "system_tick",
+      model_visible: true,
+    });
 
     const state = (await rt.req("GET", "/agents/main/state")).json;
     expect(state.external_triggers).toEqual([
@@ -199,7 +213,9 @@ describe("external trigger capability", () => {
     await rt.req("POST", "/control/agents/main/control", { action: "stop" });
     const stopped = await deliver(rotated, "{}", { "content-type": "application/json" });
     expect(stopped.status).toBe(409);
-    expect((await stopped.json()).error).toMatchObject({ kind: "agent_stopped" });
+    expect(((await stopped.json()) as { error: unknown }).error).toMatchObject({
+      kind: "agent_stopped",
+    });
     const wake = await rt.req("POST", "/control/agents/main/wake", {});
     expect(wake.status).toBe(409);
     expect(wake.json.error.hint).toContain("holon agent start main");
@@ -234,9 +250,13 @@ describe("external trigger capability", () => {
     await settled(rt, tick.id);
     // the enqueue URL is the deprecated path: mapped onto the same wake-hint behaviour
     fake.enqueue(reply.text("binary noted"));
-    const enq = await deliver(url.replace("/callbacks/wake/", "/callbacks/enqueue/"), "\u0000\u00ff", {
-      "content-type": "application/octet-stream",
-    });
+    const enq = await deliver(
+      url.replace("/callbacks/wake/", "/callbacks/enqueue/"),
+      "\u0000\u00ff",
+      {
+        "content-type": "application/octet-stream",
+      },
+    );
     expect(enq.status).toBe(202);
     expect(await enq.json()).toMatchObject({ delivery_mode: "wake_hint" });
     const ticks = await waitFor(() => {
@@ -269,7 +289,7 @@ describe("external trigger capability", () => {
         "x-correlation-id": `c-${i}`,
       });
       expect(r.status).toBe(202);
-      expect((await r.json()).disposition).toBe("pending");
+      expect(((await r.json()) as { disposition: string }).disposition).toBe("pending");
     }
     const pending = (await rt.req("GET", "/agents/main/state")).json.pending_wake_hint;
     expect(pending).toMatchObject({ count: 100, source: "external_trigger" });
@@ -282,7 +302,11 @@ describe("external trigger capability", () => {
     const tick = await tickOf(rt);
     await settled(rt, tick.id);
     expect(messages(rt).filter((m) => m.kind === "system_tick")).toHaveLength(1);
-    const hint = tick.metadata!.wake_hint as { count: number; correlation_ids: string[]; body: { data: string } };
+    const hint = tick.metadata!.wake_hint as {
+      count: number;
+      correlation_ids: string[];
+      body: { data: string };
+    };
     expect(hint.count).toBe(100);
     expect(hint.correlation_ids).toHaveLength(20);
     expect(hint.correlation_ids.at(-1)).toBe("c-99");

@@ -7,6 +7,31 @@ import { RuntimeHost } from "../src/host/host.ts";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
 import { nextAfterFire } from "../src/waiting/timers.ts";
 import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { z } from "zod";
+import { AgentStateResponse, AgentSummary } from "../src/http/schemas.ts";
+
+/** The waiting plane's parts of /state and /status, against the schemas /openapi.json shows. */
+function expectDocumented(state: Record<string, unknown>, status: Record<string, unknown>) {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const parts = AgentStateResponse.pick({
+    timers: true,
+    waiting_intents: true,
+    external_triggers: true,
+    pending_wake_hint: true,
+    waiting: true,
+  });
+  for (const [schema, value] of [
+    [parts, state],
+    [AgentSummary.pick({ waiting: true }), { waiting: status.waiting }],
+  ] as const) {
+    const validate = ajv.compile(z.toJSONSchema(schema, { io: "output" }));
+    const picked = Object.fromEntries(
+      Object.keys(schema.shape).map((k) => [k, (value as Record<string, unknown>)[k]]),
+    );
+    expect(validate(picked), ajv.errorsText(validate.errors)).toBe(true);
+  }
+}
 
 afterAll(() => cleanupHomes());
 
@@ -214,7 +239,14 @@ describe("timers on an injected clock", () => {
 describe("next fire after a fire (table)", () => {
   const at = (s: string) => new Date(s);
   it.each([
-    ["one-shot: no next", { kind: "one_shot" }, "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", null, 0],
+    [
+      "one-shot: no next",
+      { kind: "one_shot" },
+      "2026-01-01T00:00:00Z",
+      "2026-01-01T00:00:01Z",
+      null,
+      0,
+    ],
     [
       "interval on time",
       { kind: "interval", interval_ms: HOUR },
@@ -302,6 +334,7 @@ describe("timers over HTTP", () => {
       expect.objectContaining({ kind: "timer", summary: "standup" }),
     );
     expect(state.agent.waiting.timers.active).toBe(1);
+    expectDocumented(state, state.agent);
     await rt.close();
   });
 });

@@ -81,7 +81,9 @@ export class AgentLifecycle {
             reason: opts.reason,
             admission: opts.admission ?? "control_authenticated",
           });
-          disposition = r.disposition;
+          // `pending`: the hint waits for the run to end; `paused`: for the agent's resume.
+          disposition =
+            r.disposition === "pending" && agent.status === "paused" ? "paused" : r.disposition;
           messageId = r.message_id;
           store.appendEvent(agentId, {
             type: "wake_requested",

@@ -107,19 +107,69 @@ export const ExternalTriggerRecord = z.object({
 export type ExternalTriggerRecord = z.infer<typeof ExternalTriggerRecord>;
 
 /** What the spec calls the ExternalTriggerCapability, as surfaces show it. */
-export type ExternalTriggerDescriptor = {
-  external_trigger_id: string;
+export const ExternalTriggerDescriptor = z.object({
+  external_trigger_id: z.string(),
   /** Null when the host has no HTTP listener (an in-process `holon run`). */
-  trigger_url: string | null;
-  target_agent_id: string;
-  delivery_mode: "wake_hint";
-  status: "active" | "revoked";
+  trigger_url: z.string().nullable(),
+  target_agent_id: z.string(),
+  delivery_mode: z.literal("wake_hint"),
+  status: TriggerStatus,
   /** True when `trigger_url` hides the token. */
-  redacted: boolean;
-  created_at: string;
-  delivery_count: number;
-  last_delivery_at: string | null;
-};
+  redacted: z.boolean(),
+  created_at: z.string(),
+  delivery_count: z.number().int(),
+  last_delivery_at: z.string().nullable(),
+});
+export type ExternalTriggerDescriptor = z.infer<typeof ExternalTriggerDescriptor>;
+
+/** A pending wake hint as surfaces show it: the body previewed, not its full bytes. */
+export const WakeHintView = WakeHint.omit({ body: true }).extend({
+  body: z
+    .object({
+      content_type: z.string(),
+      encoding: z.enum(["utf8", "base64"]),
+      bytes: z.number().int(),
+      preview: z.string(),
+    })
+    .nullable(),
+});
+export type WakeHintView = z.infer<typeof WakeHintView>;
+
+/** The waiting block of `/status` and `/state`. */
+export const WaitingSummary = z.object({
+  waiting_reason: z
+    .enum([
+      "awaiting_operator_input",
+      "awaiting_external_change",
+      "awaiting_task_result",
+      "awaiting_timer",
+    ])
+    .nullable(),
+  sleep_wake_at: z.string().nullable(),
+  timers: z.object({
+    active: z.number().int(),
+    next_fire_at: z.string().nullable(),
+    next_timer_id: z.string().nullable(),
+  }),
+  pending_wake_hint: WakeHintView.nullable(),
+  external_trigger: ExternalTriggerDescriptor.nullable(),
+});
+export type WaitingSummary = z.infer<typeof WaitingSummary>;
+
+/** One thing the agent waits on, derived from closure, sleep, timers and the pending hint. */
+export const WaitingIntentView = z.object({
+  kind: z.enum(["closure_wait", "sleep_wake", "timer", "pending_wake_hint"]),
+  waiting_reason: z.string().optional(),
+  evidence: z.array(z.string()).optional(),
+  since: z.string().optional(),
+  due_at: z.string().nullable().optional(),
+  timer_id: z.string().optional(),
+  summary: z.string().optional(),
+  hint_id: z.string().optional(),
+  source: z.string().optional(),
+  count: z.number().int().optional(),
+});
+export type WaitingIntentView = z.infer<typeof WaitingIntentView>;
 
 /** The wake hint a SystemTick was converted from, if it was. */
 export function wakeHintOf(message: MessageEnvelope): WakeHint | undefined {

@@ -26,6 +26,7 @@ import {
 } from "./routes-control.ts";
 import { EnqueueBody, PublicOrigin } from "./routes-public.ts";
 import { InputBody, StartBody } from "./routes-tasks.ts";
+import { WAITING_ROUTE_DOCS } from "./routes-waiting.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import { requireRead, type AppEnv } from "./support.ts";
@@ -405,6 +406,7 @@ export const ROUTES: RouteDoc[] = [
     access: "control",
     ok: { status: 200, schema: S.WorkItemResponse },
   },
+  ...WAITING_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

@@ -6,8 +6,10 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { TrustLevel } from "../domain/message.ts";
+import { ExternalTriggerDescriptor, TimerRecord } from "../domain/waiting.ts";
 import { hintBodyOf, type RequestedMode } from "../waiting/triggers.ts";
 import type { AppContext } from "./context.ts";
+import type { RouteDoc } from "./openapi.ts";
 import {
   MAX_BODY_BYTES,
   intParam,
@@ -116,7 +118,6 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return c.json({ ok: true, timer });
   };
   app.post("/control/agents/:id/timers/:timer_id/cancel", cancel);
-  app.delete("/control/agents/:id/timers/:timer_id", cancel);
 
   // The agent's default capability (provisioned on first use), with its secret URL.
   app.get("/control/agents/:id/external-trigger", (c) => {
@@ -168,3 +169,91 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/callbacks/wake/:token", callback("wake"));
   app.post("/callbacks/enqueue/:token", callback("enqueue"));
 }
+
+// ---------------------------------------------------------------------------------------
+// The routes as /openapi.json describes them (openapi.ts lists these with the others).
+
+const Ok = z.literal(true);
+const TimerResponse = z.object({ ok: Ok, timer: TimerRecord });
+const TriggerResponse = z.object({ ok: Ok, external_trigger: ExternalTriggerDescriptor });
+
+export const WAITING_ROUTE_DOCS: RouteDoc[] = [
+  {
+    method: "post",
+    path: "/control/agents/:id/timers",
+    summary: "Create a timer: once (duration_ms or at), every interval_ms, or on a cron in tz",
+    access: "control",
+    body: { schema: TimerBody },
+    ok: { status: 201, schema: TimerResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/timers",
+    summary: "Active timers (soonest first), then recently finished ones",
+    access: "read",
+    query: [
+      {
+        name: "limit",
+        schema: z.number().int().min(1).max(1_000),
+        description: "how many active timers (default 100)",
+      },
+    ],
+    ok: {
+      status: 200,
+      schema: z.object({
+        ok: Ok,
+        agent_id: z.string(),
+        active_count: z.number().int(),
+        timers: z.array(TimerRecord),
+      }),
+    },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/timers/:timer_id/cancel",
+    summary: "Cancel an active timer",
+    access: "control",
+    ok: { status: 200, schema: TimerResponse },
+  },
+  {
+    method: "get",
+    path: "/control/agents/:id/external-trigger",
+    summary: "The agent's external trigger capability with its secret URL (provisioned if missing)",
+    access: "control",
+    ok: { status: 200, schema: TriggerResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/external-trigger/rotate",
+    summary: "Revoke the trigger URL and make a new one",
+    access: "control",
+    ok: { status: 200, schema: TriggerResponse },
+  },
+  {
+    method: "post",
+    path: "/control/agents/:id/external-trigger/revoke",
+    summary: "CancelExternalTrigger: the URL stops working",
+    access: "control",
+    body: { schema: RevokeTriggerBody, optional: true },
+    ok: { status: 200, schema: TriggerResponse },
+  },
+  ...(["wake", "enqueue"] as const).map((mode): RouteDoc => ({
+    method: "post",
+    path: `/callbacks/${mode}/:token`,
+    summary:
+      mode === "wake"
+        ? "External trigger delivery: any body up to 256 KiB becomes a wake hint (the URL is the capability)"
+        : "Deprecated enqueue URL: handled exactly like the wake URL",
+    access: "none",
+    ok: {
+      status: 202,
+      schema: z.object({
+        ok: Ok,
+        external_trigger_id: z.string(),
+        delivery_mode: z.literal("wake_hint"),
+        disposition: z.enum(["woken", "pending"]),
+        note: z.string().optional(),
+      }),
+    },
+  })),
+];

@@ -18,6 +18,13 @@ import { MessageKind, Priority } from "../domain/message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/provider.ts";
 import { TaskKind, TaskSnapshot, TaskStatus } from "../domain/task.ts";
 import { TranscriptEntry } from "../domain/transcript.ts";
+import {
+  ExternalTriggerDescriptor,
+  TimerRecord,
+  WaitingIntentView,
+  WaitingSummary,
+  WakeHintView,
+} from "../domain/waiting.ts";
 import { CurrentWorkItemSummary, WorkItemView, WorkPlanView } from "../domain/work-item.ts";
 
 const Ok = z.literal(true);
@@ -143,6 +150,7 @@ export const AgentSummary = z.object({
   closure: AgentRecord.shape.closure.unwrap().nullable(),
   last_continuation: AgentRecord.shape.last_continuation.unwrap().nullable(),
   current_work_item: CurrentWorkItemSummary.nullable(),
+  waiting: WaitingSummary,
 });
 
 /** host/inspect.ts agentState: `GET /agents/:id/state`, the bootstrap snapshot. */
@@ -168,12 +176,13 @@ export const AgentStateResponse = z.object({
   last_continuation: AgentRecord.shape.last_continuation.unwrap().nullable(),
   sleep_wake_at: z.string().nullable(),
   deadlines: z.array(Deadline),
-  // Planes still to come (timers, work items, waiting intents, triggers): empty for now.
-  timers: z.array(z.unknown()),
+  timers: z.array(TimerRecord),
   work_items: z.array(WorkItemView),
   work_plan: WorkPlanView.nullable(),
-  waiting_intents: z.array(z.unknown()),
-  external_triggers: z.array(z.unknown()),
+  waiting_intents: z.array(WaitingIntentView),
+  external_triggers: z.array(ExternalTriggerDescriptor),
+  pending_wake_hint: WakeHintView.nullable(),
+  waiting: WaitingSummary,
   workspace: Workspace,
   newest_seq: z.number().int(),
 });
@@ -227,6 +236,8 @@ export const ControlResponse = z.object({
   action: ControlAction,
   status: AgentStatus,
   disposition: z.string(),
+  /** `wake`: the SystemTick it became, when the agent could take it at once. */
+  message_id: z.string().optional(),
 });
 
 export const WakeResponse = z.object({
@@ -234,6 +245,8 @@ export const WakeResponse = z.object({
   agent_id: z.string(),
   disposition: z.string(),
   status: AgentStatus,
+  /** The SystemTick the wake became, when the agent could take it at once. */
+  message_id: z.string().nullable(),
 });
 
 export const CreateAgentResponse = z.object({ ok: Ok, agent: AgentSummary });

@@ -2,7 +2,12 @@
 // the sleep deadline, the pending wake hint, the trigger descriptor (token redacted) and
 // the closure's waiting reason; and, on `/state`, the waits derived from all of them.
 import type { AgentRecord } from "../domain/agent.ts";
-import type { WakeHint } from "../domain/waiting.ts";
+import type {
+  WaitingIntentView,
+  WaitingSummary,
+  WakeHint,
+  WakeHintView,
+} from "../domain/waiting.ts";
 import type { SleepDeadlines } from "../agent/runtime.ts";
 import type { TimerService } from "./timers.ts";
 import type { TriggerService } from "./triggers.ts";
@@ -16,7 +21,7 @@ export type WaitingDeps = {
 const HINT_PREVIEW = 2_000;
 
 /** A pending hint as surfaces show it: the body previewed, never its full bytes. */
-export function hintView(h: WakeHint | undefined) {
+export function hintView(h: WakeHint | undefined): WakeHintView | null {
   if (!h) return null;
   const { body, ...rest } = h;
   return {
@@ -34,7 +39,7 @@ export function hintView(h: WakeHint | undefined) {
 }
 
 /** The short form for `/status` (reads only: nothing is provisioned here). */
-export function waitingSummary(deps: WaitingDeps, agent: AgentRecord) {
+export function waitingSummary(deps: WaitingDeps, agent: AgentRecord): WaitingSummary {
   const next = deps.timers.list(agent.agent_id, 1).active[0];
   const trigger = deps.triggers.current(agent.agent_id);
   return {
@@ -54,7 +59,7 @@ export function waitingSummary(deps: WaitingDeps, agent: AgentRecord) {
 export function waitingState(deps: WaitingDeps, agent: AgentRecord) {
   const { active, finished } = deps.timers.list(agent.agent_id, 50);
   const sleepAt = deps.sleep.pending(agent.agent_id);
-  const intents: Record<string, unknown>[] = [];
+  const intents: WaitingIntentView[] = [];
   const closure = agent.closure;
   if (closure?.outcome === "waiting") {
     intents.push({
