@@ -1,7 +1,20 @@
 // Agent-scoped inspection and prompting: status, prompt, tail, transcript.
 import { assertNever } from "../domain/errors.ts";
-import { parseEvent, type CatalogEvent, type EventEnvelope } from "../domain/events.ts";
-import { call, connect, type ClientFlags } from "./connect.ts";
+import type { EventEnvelope } from "../domain/events.ts";
+import type { StoredTranscriptEntry } from "../domain/transcript.ts";
+import { followEvents } from "../client/follow.ts";
+import {
+  painter,
+  parseDisplayLevel,
+  presentEvent,
+  presentTranscriptEntry,
+  renderItem,
+  renderTrace,
+  shows,
+  type DisplayLevel,
+  type Paint,
+} from "../client/presentation.ts";
+import { call, connect, tryConnect, type ClientFlags } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 import { waitingLines } from "./timer.ts";
 
@@ -93,117 +106,26 @@ export const NO_PROVIDER_NOTE =
 
 type EventLike = EventEnvelope;
 
-/** The one-line detail `tail` shows for a catalog event. */
-function eventDetail(e: CatalogEvent): string {
-  switch (e.type) {
-    case "agent_state_changed":
-      return `${e.payload.from} → ${e.payload.to}: ${e.payload.reason}`;
-    case "control_applied":
-      return `${e.payload.action}: ${e.payload.disposition}`;
-    case "wake_requested":
-      return e.payload.disposition;
-    case "message_admitted":
-      return e.payload.body_preview;
-    case "message_processed":
-      return e.payload.reason ? `${e.payload.outcome}: ${e.payload.reason}` : e.payload.outcome;
-    case "closure_decided":
-      return e.payload.waiting_reason
-        ? `${e.payload.outcome}: ${e.payload.waiting_reason}`
-        : e.payload.outcome;
-    case "continuation_resolved":
-      return e.payload.class;
-    case "assistant_round_recorded":
-      return e.payload.text_preview;
-    case "tool_executed":
-    case "tool_execution_failed":
-      return `${e.payload.tool_name}: ${e.payload.summary_text}`;
-    case "turn_terminal":
-      return e.payload.reason ? `${e.payload.kind}: ${e.payload.reason}` : e.payload.kind;
-    case "brief_created":
-      return e.payload.brief.text;
-    case "runtime_error":
-      return e.payload.summary;
-    case "task_created":
-    case "task_status_updated":
-      return `${e.payload.task.task_id} ${e.payload.task.status}`;
-    case "wake_scheduled":
-      return `until ${e.payload.wake_at}`;
-    case "message_interrupted":
-    case "wake_cancelled":
-    case "deadline_dropped":
-      return e.payload.reason;
-    case "agent_model_changed":
-      return e.payload.override_model ?? "runtime default";
-    case "workspace_attached":
-      return e.payload.workspace_root;
-    case "workspace_detached":
-      return e.payload.workspace_id;
-    case "workspace_activated":
-      return `${e.payload.workspace_id} (${e.payload.mode}) at ${e.payload.execution_root}`;
-    case "worktree_created":
-      return `${e.payload.branch} at ${e.payload.path}`;
-    case "worktree_removed":
-      return `${e.payload.path} (${e.payload.reason})`;
-    case "worktree_retained":
-      return `${e.payload.path}: ${e.payload.changed_files.length} changed file(s)`;
-    case "skill_activated":
-      return `${e.payload.skill_name} (${e.payload.load_reason})`;
-    case "http_request_refused":
-      return `${e.payload.method} ${e.payload.path}: ${e.payload.kind}`;
-    case "timer_created":
-      return `${e.payload.timer.timer_id} ${e.payload.timer.kind}, first ${e.payload.timer.next_fire_at}`;
-    case "timer_fired":
-      return `${e.payload.timer_id}${e.payload.delivered ? "" : " (not delivered)"}${e.payload.skipped ? `, ${e.payload.skipped} skipped` : ""}`;
-    case "timer_cancelled":
-      return `${e.payload.timer_id}: ${e.payload.reason}`;
-    case "wake_hint_received":
-      return `${e.payload.source} → ${e.payload.disposition} (×${e.payload.count})`;
-    case "wake_hint_converted":
-      return `system tick ${e.payload.message_id} (×${e.payload.count})`;
-    case "external_trigger_provisioned":
-    case "external_trigger_revoked":
-      return e.payload.external_trigger_id;
-    case "external_trigger_refused":
-      return `${e.payload.reason} from ${e.payload.peer ?? "?"}`;
-    case "work_item_created":
-      return `${e.payload.work_item_id}: ${e.payload.objective}`;
-    case "work_item_updated":
-      return `${e.payload.work_item_id} (${e.payload.changes.join(", ")})`;
-    case "work_item_focus_changed":
-      return e.payload.work_item_id ?? "no current work item";
-    case "work_item_completed":
-      return e.payload.report_id ? `${e.payload.work_item_id} with report` : e.payload.work_item_id;
-    case "work_item_bound":
-      return e.payload.work_item_id;
-    case "work_recheck_due":
-      return e.payload.work_item_ids.join(", ");
-    case "work_activation":
-      return `${e.payload.mode} ${e.payload.work_item_id}: ${e.payload.disposition}`;
-    case "agent_created":
-    case "current_run_abort_requested":
-    case "message_processing_started":
-    case "operator_interjection_admitted":
-    case "turn_context_built":
-    case "provider_round_completed":
-    case "task_reattached_after_restart":
-    case "runtime_service_shutdown_requested":
-    case "retention_applied":
-      return "";
-    default:
-      return assertNever(e, "event type");
-  }
+type DisplayFlags = { display?: string };
+
+/** `--display info|verbose|debug|trace` (or 3|4|5); tail defaults to verbose. */
+function displayLevel(flags: DisplayFlags, fallback: DisplayLevel): DisplayLevel {
+  if (flags.display === undefined) return fallback;
+  const level = parseDisplayLevel(flags.display);
+  if (!level) throw new CliError("--display must be info, verbose, debug or trace (or 3, 4, 5)");
+  return level;
 }
 
-function eventLine(e: EventLike): string {
-  // An event this version does not know (another version wrote it) is shown without detail.
-  const known = parseEvent(e);
-  const detail = known ? eventDetail(known) : "";
-  return `${String(e.event_seq).padStart(6)}  ${e.ts}  ${e.type}${detail ? `  ${detail.replace(/\s+/g, " ").slice(0, 120)}` : ""}`;
+/** The text of one event at `level`, or undefined when the level hides it. */
+function eventText(e: EventLike, level: DisplayLevel, paint: Paint): string | undefined {
+  if (level === "trace") return renderTrace(e, paint);
+  const it = presentEvent(e);
+  return shows(it, level) ? renderItem(it, level, paint) : undefined;
 }
 
 export async function tail(
   agent: string | undefined,
-  flags: Flags & { limit: string; follow?: boolean },
+  flags: Flags & DisplayFlags & { limit: string; follow?: boolean },
 ): Promise<void> {
   const client = connect(flags);
   const agentId =
@@ -211,6 +133,8 @@ export async function tail(
   const limit = Number(flags.limit);
   if (!Number.isInteger(limit) || limit < 1)
     throw new CliError("--limit must be a positive integer");
+  const level = displayLevel(flags, "verbose");
+  const paint = painter(process.stdout);
   const res = await call(() =>
     client.call<{ events: EventLike[]; newest_seq: number }>(
       "GET",
@@ -219,42 +143,65 @@ export async function tail(
   );
   const events = res.events.reverse();
   if (flags.json && !flags.follow) return printJson(events);
-  for (const e of events)
-    process.stdout.write((flags.json ? JSON.stringify(e) : eventLine(e)) + "\n");
+  const print = (e: EventLike) => {
+    const text = flags.json ? JSON.stringify(e) : eventText(e, level, paint);
+    if (text !== undefined) process.stdout.write(text + "\n");
+  };
+  for (const e of events) print(e);
   if (!flags.follow) return;
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort());
-  await client.stream(
-    `/agents/${encodeURIComponent(agentId)}/events/stream?after_seq=${res.newest_seq}`,
-    (_type, data) => {
-      const e = JSON.parse(data) as EventLike;
-      process.stdout.write((flags.json ? JSON.stringify(e) : eventLine(e)) + "\n");
+  process.once("SIGTERM", () => controller.abort());
+  const note = (text: string) =>
+    process.stderr.write(painter(process.stderr)("meta", `holon: ${text}`) + "\n");
+  await followEvents({
+    connect: () => tryConnect(flags),
+    agentId,
+    afterSeq: res.newest_seq,
+    signal: controller.signal,
+    onEvent: print,
+    onNotice: (n) => {
+      switch (n.kind) {
+        case "disconnected":
+          return note(`lost the runtime after event ${n.after_seq}; reconnecting…`);
+        case "reconnected":
+          return note(`reconnected; resuming after event ${n.after_seq}`);
+        case "overflow":
+          return note(`fell behind the stream; resuming after event ${n.after_seq}`);
+        case "replay_unavailable":
+          return note(
+            `events ${n.after_seq + 1}–${n.resumed_after_seq} were removed by retention; continuing from ${n.resumed_after_seq + 1}`,
+          );
+        default:
+          return assertNever(n, "follow notice");
+      }
     },
-    controller.signal,
-  );
+  });
 }
 
 export async function transcript(
   agent: string | undefined,
-  flags: Flags & { limit: string },
+  flags: Flags & DisplayFlags & { limit: string },
 ): Promise<void> {
   const client = connect(flags);
   const limit = Number(flags.limit);
   if (!Number.isInteger(limit) || limit < 1)
     throw new CliError("--limit must be a positive integer");
+  const level = displayLevel(flags, "verbose");
   const res = await call(() =>
-    client.call<{
-      entries: { seq: number; created_at: string; kind: string; data: Record<string, unknown> }[];
-    }>("GET", `${agentPath(agent)}/transcript?limit=${limit}`),
+    client.call<{ entries: StoredTranscriptEntry[] }>(
+      "GET",
+      `${agentPath(agent)}/transcript?limit=${limit}`,
+    ),
   );
   if (flags.json) return printJson(res.entries);
+  const paint = painter(process.stdout);
   for (const e of res.entries) {
-    const d = e.data;
-    const text =
-      (d.text as string | undefined) ??
-      (d.summary as string | undefined) ??
-      (d.summary_text as string | undefined) ??
-      JSON.stringify(d);
-    process.stdout.write(`#${e.seq} ${e.created_at} ${e.kind}: ${String(text).slice(0, 400)}\n`);
+    if (level === "trace") {
+      process.stdout.write(`#${e.seq} ${e.created_at} ${e.kind} ${JSON.stringify(e.data)}\n`);
+      continue;
+    }
+    const it = presentTranscriptEntry(e);
+    if (shows(it, level)) process.stdout.write(renderItem(it, level, paint) + "\n");
   }
 }

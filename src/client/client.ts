@@ -3,6 +3,7 @@
 // (or loopback TCP when no socket is available).
 import type { IncomingMessage } from "node:http";
 import { existsSync, readFileSync } from "node:fs";
+import { createParser } from "eventsource-parser";
 import { homePaths } from "../host/paths.ts";
 
 // Taken with getBuiltinModule: measured faster CLI start-up than a static ESM import.
@@ -130,44 +131,64 @@ export class HolonClient {
     return parsed as T;
   }
 
-  /** Follow an SSE stream, calling `onEvent` for each event until `signal` aborts. */
+  /**
+   * Follow an SSE stream, calling `onEvent` for each event until the stream ends or `signal`
+   * aborts. `headers` may carry `last-event-id`. A refusal throws ClientError with the
+   * server's error kind and body (e.g. 410 `replay_unavailable` with its details).
+   */
   async stream(
     path: string,
     onEvent: (type: string, data: string, id: string | undefined) => void,
     signal?: AbortSignal,
+    headers: Record<string, string> = {},
+    onOpen?: () => void,
   ): Promise<void> {
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpRequest(this.options("GET", path, { accept: "text/event-stream" }), resolve);
-      req.once("error", reject);
+      const req = httpRequest(
+        this.options("GET", path, { accept: "text/event-stream", ...headers }),
+        resolve,
+      );
+      req.once("error", (err) =>
+        reject(
+          new ClientError(
+            "connection_failed",
+            `could not reach the runtime: ${err.message}`,
+            0,
+            "is `holon serve` still running?",
+          ),
+        ),
+      );
       signal?.addEventListener("abort", () => req.destroy(), { once: true });
       req.end();
     });
     if ((res.statusCode ?? 500) >= 400) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+      let body: { error?: { kind?: string; message?: string; hint?: string } } = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as typeof body;
+      } catch {
+        // not JSON: keep the status only
+      }
       throw new ClientError(
-        "http_error",
-        `stream failed with HTTP ${res.statusCode}`,
+        body.error?.kind ?? "http_error",
+        body.error?.message ?? `stream failed with HTTP ${res.statusCode}`,
         res.statusCode ?? 0,
+        body.error?.hint,
+        body,
       );
     }
-    let buf = "";
+    onOpen?.();
+    // Ending the request alone does not always end the response's iterator.
+    const end = () => void res.destroy();
+    if (signal?.aborted) return end();
+    signal?.addEventListener("abort", end, { once: true });
+    const parser = createParser({
+      onEvent: (ev) => onEvent(ev.event ?? "message", ev.data, ev.id),
+    });
     try {
-      for await (const chunk of res) {
-        buf += (chunk as Buffer).toString("utf8");
-        let idx: number;
-        while ((idx = buf.indexOf("\n\n")) >= 0) {
-          const frame = buf.slice(0, idx);
-          buf = buf.slice(idx + 2);
-          let type = "message";
-          let id: string | undefined;
-          const data: string[] = [];
-          for (const line of frame.split("\n")) {
-            if (line.startsWith("event: ")) type = line.slice(7);
-            else if (line.startsWith("id: ")) id = line.slice(4);
-            else if (line.startsWith("data: ")) data.push(line.slice(6));
-          }
-          if (data.length > 0) onEvent(type, data.join("\n"), id);
-        }
-      }
+      res.setEncoding("utf8");
+      for await (const chunk of res) parser.feed(chunk as string);
     } catch (err) {
       if (!signal?.aborted) throw err;
     }
