@@ -39,6 +39,10 @@ export type FakeReply = {
   stop?: "end_turn" | "max_tokens";
   /** Codex/Responses SSE: leave `output` empty in the terminal event (client must rebuild it). Default: true for codex. */
   empty_terminal_output?: boolean;
+  /** SSE only: wait this long before each event (a slow stream). */
+  event_delay_ms?: number;
+  /** SSE only: send this many events, then nothing more, keeping the connection open (a stall). */
+  stall_after_events?: number;
 };
 
 export type FakeFault =
@@ -301,6 +305,8 @@ export async function startFakeProvider(
     res: ServerResponse,
     n: number,
   ): void {
+    if (request.stream && (r.event_delay_ms !== undefined || r.stall_after_events !== undefined))
+      res = paced(res, r.event_delay_ms ?? 0, r.stall_after_events);
     switch (wire) {
       case "responses":
       case "codex":
@@ -670,6 +676,40 @@ export async function startFakeProvider(
 }
 
 // ---------------------------------------------------------------- helpers
+
+/**
+ * A response whose writes (one SSE event each) are played out with a delay before each, and
+ * cut off (connection left open, nothing more sent) after `stallAfter` of them.
+ */
+function paced(res: ServerResponse, delayMs: number, stallAfter?: number): ServerResponse {
+  const queue: string[] = [];
+  const play = async () => {
+    for (let i = 0; i < queue.length; i++) {
+      if (stallAfter !== undefined && i >= stallAfter) return;
+      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      if (res.destroyed) return;
+      res.write(queue[i]!);
+    }
+    res.end();
+  };
+  const shim = {
+    writeHead: (...args: Parameters<ServerResponse["writeHead"]>) => {
+      res.writeHead(...args);
+      res.flushHeaders();
+      return shim;
+    },
+    write: (chunk: string) => {
+      queue.push(chunk);
+      return true;
+    },
+    end: (chunk?: string) => {
+      if (chunk) queue.push(chunk);
+      void play();
+      return shim;
+    },
+  };
+  return shim as unknown as ServerResponse;
+}
 
 function sse(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
