@@ -272,6 +272,9 @@ describe("workspaces end to end", () => {
     // The agent's own binding is not changed by a task's worktree.
     expect(rt.host.agents.get("main").active_workspace).toBeUndefined();
 
+    // While their tasks run, cleaning the agent's worktrees leaves them alone.
+    expect(ws.cleanWorktrees("main")).toEqual({ removed: [], retained: [] });
+    expect(existsSync(clean.path)).toBe(true);
     git(dirty.path, "rm", "-q", "f.txt");
     expect(ws.releaseTaskWorktree(clean.worktree_id)).toMatchObject({
       disposition: "removed",

@@ -251,7 +251,9 @@ export class WorkspaceService {
     const removed: LeaveReport[] = [];
     const kept: LeaveReport[] = [];
     for (const w of this.store.workspaces.worktrees(agentId)) {
-      if (w.worktree_id === activeId || w.status === "active") continue;
+      // The agent's own active root, and a running task's worktree, are not for cleaning.
+      if (w.worktree_id === activeId) continue;
+      if (w.ownership === "task_owned" && w.status === "active") continue;
       const r = this.release(w, "operator_clean");
       (r.disposition === "removed" ? removed : kept).push(r);
     }
@@ -334,12 +336,22 @@ export class WorkspaceService {
       }
       created = this.createWorktree(agent, target, req.isolation_label, "session_owned");
     }
+    const prevWorktreeId = agent.active_workspace?.worktree_id;
+    let result: UseResult;
     try {
-      return this.store.tx(() => this.activate(agentId, target, attachNeeded, by, created));
+      result = this.store.tx(() => this.activate(agentId, target, attachNeeded, by, created));
     } catch (err) {
       if (created) safeRemove(created);
       throw err;
     }
+    // Leaving a managed worktree: remove it when clean, keep and report it when not. Git runs
+    // after the switch committed, outside the transaction; a crash in between leaves a
+    // worktree that `worktrees --clean` still handles.
+    if (prevWorktreeId && prevWorktreeId !== result.execution_root_id) {
+      const prev = this.store.workspaces.worktree(prevWorktreeId);
+      if (prev) result.left = this.release(prev, "switched_away");
+    }
+    return result;
   }
 
   private activate(
@@ -427,13 +439,6 @@ export class WorkspaceService {
         mode: "direct",
         ownership: "external",
       };
-    }
-
-    // Leaving a session worktree: remove it when clean, keep and report it when not.
-    const prevWorktreeId = agent.active_workspace?.worktree_id;
-    if (prevWorktreeId && prevWorktreeId !== entry.worktree_id) {
-      const prev = store.workspaces.worktree(prevWorktreeId);
-      if (prev) result.left = this.release(prev, "switched_away");
     }
 
     const next: AgentRecord = {
@@ -587,7 +592,7 @@ export class WorkspaceService {
     );
     try {
       this.store.tx(() => {
-        this.store.workspaces.putWorktree({ ...w, status: "retained" });
+        this.store.workspaces.putWorktree(w);
         this.store.appendEvent(opts.agent_id, {
           type: "worktree_created",
           payload: {
