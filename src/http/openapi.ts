@@ -27,6 +27,7 @@ import {
 import { EnqueueBody, PublicOrigin } from "./routes-public.ts";
 import { InputBody, StartBody } from "./routes-tasks.ts";
 import { WAITING_ROUTE_DOCS } from "./routes-waiting.ts";
+import { WORKSPACE_ROUTE_DOCS } from "./routes-workspaces.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import { requireRead, type AppEnv } from "./support.ts";
@@ -407,6 +408,7 @@ export const ROUTES: RouteDoc[] = [
     ok: { status: 200, schema: S.WorkItemResponse },
   },
   ...WAITING_ROUTE_DOCS,
+  ...WORKSPACE_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

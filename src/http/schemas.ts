@@ -18,6 +18,7 @@ import { MessageKind, Priority } from "../domain/message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/provider.ts";
 import { TaskKind, TaskSnapshot, TaskStatus } from "../domain/task.ts";
 import { TranscriptEntry } from "../domain/transcript.ts";
+import { ProjectionKind, WorktreeSession } from "../domain/workspace.ts";
 import {
   ExternalTriggerDescriptor,
   TimerRecord,
@@ -110,6 +111,11 @@ const Workspace = z.object({
   workspace_root: z.string().nullable(),
   cwd: z.string().nullable(),
   execution_root: z.string(),
+  workspace_id: z.string(),
+  workspace_anchor: z.string(),
+  execution_root_id: z.string(),
+  projection_kind: ProjectionKind,
+  worktree_session: WorktreeSession.nullable(),
 });
 
 /** host/inspect.ts agentSummary: `GET /agents/:id/status`. */
