@@ -2,11 +2,20 @@
 // UseWorkspace): `..`, a symlink out of the root, a path naming a file, a deleted workspace;
 // the attach policy; detach rules; adopting a user's own git worktree.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import {
   cleanupHomes,
   runCli,
+  spawnServe,
   startRuntime,
   tempHome,
   waitFor,
@@ -239,4 +248,44 @@ describe("attach policy, detach and adoption", () => {
       cwd: join(dir, "nested"),
     });
   });
+});
+
+describe("crash safety", () => {
+  it("the active isolated workspace survives SIGKILL of holon serve", async () => {
+    const home = tempHome();
+    const repo = gitRepo({ "k.txt": "k\n" });
+    const first = await spawnServe(home);
+    const post = (url: string, auth: Record<string, string>, path: string, body: unknown) =>
+      fetch(url + path, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, json: (await r.json()) as any }));
+    const used = await post(first.url, first.auth, "/control/agents/main/workspaces/use", {
+      path: repo,
+      mode: "isolated",
+      isolation_label: "crash",
+    });
+    expect(used.status, JSON.stringify(used.json)).toBe(200);
+    first.proc.kill("SIGKILL");
+    await new Promise((r) => first.proc.once("exit", r));
+
+    const second = await spawnServe(home);
+    try {
+      const res = await fetch(`${second.url}/agents/main/workspaces`, { headers: second.auth });
+      const listing = (await res.json()) as any;
+      expect(listing.active).toMatchObject({
+        execution_root: used.json.execution_root,
+        mode: "isolated",
+        projection_kind: "git_worktree_root",
+        workspace_anchor: repo,
+      });
+      expect(listing.worktree_session.worktree_branch).toBe(used.json.worktree.branch);
+      expect(statSync(join(home, "execution-roots")).mode & 0o777).toBe(0o700);
+      expect(statSync(join(home, "execution-roots", "git_worktree")).mode & 0o777).toBe(0o700);
+    } finally {
+      second.proc.kill("SIGTERM");
+      await new Promise((r) => second.proc.once("exit", r));
+    }
+  }, 60_000);
 });
