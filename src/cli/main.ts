@@ -110,6 +110,15 @@ program
   .addOption(home())
   .addOption(token())
   .addOption(new Option("--json", "print the RunOnceResponse as JSON"))
+  .addOption(
+    new Option(
+      "--output-format <format>",
+      "text (the answer), json (the RunOnceResponse) or stream-json (one event per line, then the RunOnceResponse)",
+    ).choices(["text", "json", "stream-json"]),
+  )
+  .option("--keep", "keep the temporary agent after the run (continue it with --resume)")
+  .option("--resume <agent_id>", "continue the temporary agent of an earlier run")
+  .option("--display <level>", "show the run's events on stderr at info, verbose or debug")
   .action(action(async (words, opts) => (await import("./run.ts")).run(words, opts)));
 
 const agentCmd = program.command("agent").description("Manage agents");

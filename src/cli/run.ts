@@ -6,11 +6,24 @@ import { resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { RunOnceOptions, RunOnceResponse, RunProgress } from "../host/run-once.ts";
 import { resolveHome } from "../host/paths.ts";
+import type { CatalogEvent } from "../domain/events.ts";
+import {
+  painter,
+  parseDisplayLevel,
+  presentEvent,
+  renderItem,
+  shows,
+  type DisplayLevel,
+} from "../client/presentation.ts";
 import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 
 type RunFlags = {
   agent?: string;
+  outputFormat?: string;
+  keep?: boolean;
+  resume?: string;
+  display?: string;
   createAgent?: boolean;
   json?: boolean;
   maxTurns?: string;
@@ -54,8 +67,36 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     if (!t) throw new CliError(`--trust must be one of ${Object.keys(TRUST).join(", ")}`);
     opts.trust = t;
   }
-  const live = process.stderr.isTTY && !flags.json;
+  if (flags.keep) opts.keep = true;
+  if (flags.resume) {
+    if (flags.agent) throw new CliError("give --agent or --resume, not both");
+    opts.resume = flags.resume;
+  }
+  const format = flags.outputFormat ?? (flags.json ? "json" : "text");
+  if (format !== "text" && format !== "json" && format !== "stream-json") {
+    throw new CliError("--output-format must be text, json or stream-json");
+  }
+  let display: DisplayLevel | undefined;
+  if (flags.display !== undefined) {
+    display = parseDisplayLevel(flags.display);
+    if (!display || display === "trace") {
+      throw new CliError("--display must be info, verbose or debug (or 3, 4, 5)");
+    }
+  }
+  // Human output: either a progress line rewritten in place, or (--display) the run's events
+  // as the presentation layer shows them, on stderr so stdout stays the answer.
+  const live = process.stderr.isTTY && format === "text" && !display;
   const progress = live ? progressPrinter() : () => {};
+  const paint = painter(process.stderr);
+  const onEvent: ((e: CatalogEvent) => void) | undefined =
+    format === "stream-json"
+      ? (e) => process.stdout.write(JSON.stringify(e) + "\n")
+      : display
+        ? (e) => {
+            const it = presentEvent(e);
+            if (shows(it, display)) process.stderr.write(renderItem(it, display, paint) + "\n");
+          }
+        : undefined;
 
   // Ctrl-C: the first aborts the turn (its commands are stopped) and exits non-zero once it
   // has; a second one exits at once.
@@ -75,17 +116,28 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     if (client) {
       // paths must mean the same thing to the host as to this shell
       if (!opts.workspace_root && !opts.agent_id) opts.workspace_root = process.cwd();
-      result = await remoteRun(client.conn, opts, progress, interrupt.signal);
+      result = await remoteRun(client.conn, opts, progress, interrupt.signal, onEvent);
     } else {
-      result = await localRun(resolveHome(flags.home), opts, progress, interrupt.signal);
+      result = await localRun(resolveHome(flags.home), opts, progress, interrupt.signal, onEvent);
     }
   } finally {
     process.off("SIGINT", onSigint);
     if (live) process.stderr.write("\r\x1b[K");
   }
-  if (flags.json) printJson(result);
+  if (format === "json") printJson(result);
+  else if (format === "stream-json") process.stdout.write(JSON.stringify(result) + "\n");
   else {
     if (result.final_text) process.stdout.write(result.final_text + "\n");
+    if (result.temporary_agent) {
+      process.stderr.write(
+        `holon: run agent ${result.agent_id}${result.kept ? " (kept)" : ""}; continue it with: holon run --resume ${result.agent_id} "…"\n`,
+      );
+    }
+    for (const t of result.tasks_still_running) {
+      process.stderr.write(
+        `holon: task ${t.task_id} is still ${t.status}${t.summary ? ` (${t.summary})` : ""}; its agent is kept\n`,
+      );
+    }
     if (!result.ok) {
       const summary = (result.failure_artifact?.summary as string | undefined) ?? result.outcome;
       process.stderr.write(`holon: run ${result.outcome}: ${summary}\n`);
@@ -111,6 +163,7 @@ async function localRun(
   opts: RunOnceOptions,
   progress: (p: RunProgress) => void,
   signal: AbortSignal,
+  onEvent?: (e: CatalogEvent) => void,
 ): Promise<RunOnceResponse> {
   const { RuntimeHost } = await import("../host/host.ts");
   const { runOnce } = await import("../host/run-once.ts");
@@ -122,7 +175,7 @@ async function localRun(
     throw err;
   }
   try {
-    return await runOnce(host, opts, progress, signal);
+    return await runOnce(host, opts, progress, signal, onEvent);
   } catch (err) {
     if (err instanceof HolonError) throw new CliError(`${err.message} (${err.kind})`, err.hint);
     throw err;
@@ -136,9 +189,10 @@ function remoteRun(
   opts: RunOnceOptions,
   progress: (p: RunProgress) => void,
   signal: AbortSignal,
+  onEvent?: (e: CatalogEvent) => void,
 ): Promise<RunOnceResponse> {
   return new Promise((resolvePromise, reject) => {
-    const payload = Buffer.from(JSON.stringify(opts));
+    const payload = Buffer.from(JSON.stringify(onEvent ? { ...opts, stream_events: true } : opts));
     const headers: Record<string, string> = {
       "content-type": "application/json",
       "content-length": String(payload.length),
@@ -161,9 +215,11 @@ function remoteRun(
           const msg = JSON.parse(line) as {
             type: string;
             result?: RunOnceResponse;
+            event?: CatalogEvent;
             error?: { kind: string; message: string; hint?: string };
           } & RunProgress;
           if (msg.type === "progress") progress(msg);
+          else if (msg.type === "event") onEvent?.(msg.event!);
           else if (msg.type === "result") {
             done = true;
             resolvePromise(msg.result!);

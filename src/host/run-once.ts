@@ -26,7 +26,14 @@ export type RunOnceOptions = {
   cwd?: string | undefined;
   max_turns?: number | undefined;
   trust?: TrustLevel | undefined;
+  /** Keep the temporary agent's loop after the run (its background work is then processed). */
+  keep?: boolean | undefined;
+  /** Continue a temporary agent an earlier run created (its id, `run-…`). */
+  resume?: string | undefined;
 };
+
+/** A task the run started that was still running when the run reported. */
+export type RunTaskStillRunning = { task_id: string; status: string; summary: string | null };
 
 export type RunOnceResponse = {
   ok: boolean;
@@ -41,6 +48,12 @@ export type RunOnceResponse = {
   failure_artifact?: Record<string, unknown>;
   turn_count: number;
   duration_ms: number;
+  /** True when the run used its own temporary agent (created now, or resumed). */
+  temporary_agent: boolean;
+  /** Whether that agent's loop is kept after the run (`--keep`, or tasks still running). */
+  kept: boolean;
+  /** Tasks the run started that had not finished when it reported. */
+  tasks_still_running: RunTaskStillRunning[];
 };
 
 /** Progress as it happens: what the agent is doing now. */
@@ -87,6 +100,7 @@ export async function runOnce(
   opts: RunOnceOptions,
   onProgress: (p: RunProgress) => void = () => {},
   signal?: AbortSignal,
+  onEvent?: (e: CatalogEvent) => void,
 ): Promise<RunOnceResponse> {
   if (!opts.text.trim()) throw new HolonError("invalid_request", "the prompt is empty");
   const workspaceRoot = opts.workspace_root
@@ -94,7 +108,21 @@ export async function runOnce(
     : undefined;
   let agentId: string;
   let temporary = false;
-  if (opts.agent_id) {
+  if (opts.resume) {
+    if (opts.agent_id) {
+      throw new HolonError("invalid_request", "give --agent or --resume, not both");
+    }
+    const existing = host.store.agents.get(opts.resume);
+    if (!existing || existing.visibility !== "private" || !opts.resume.startsWith("run-")) {
+      throw new HolonError("unknown_agent", `no run agent named '${opts.resume}'`, {
+        status: 404,
+        hint: "pass the agent id an earlier `holon run` printed (run-…)",
+      });
+    }
+    agentId = opts.resume;
+    temporary = true;
+    if (workspaceRoot) host.agents.setWorkspace(agentId, workspaceRoot);
+  } else if (opts.agent_id) {
     agentId = opts.agent_id;
     const existing = host.store.agents.get(agentId);
     if (!existing) {
@@ -158,6 +186,7 @@ export async function runOnce(
     for (const e of batch) {
       if (e.agent_id !== agentId) continue;
       events.push(e);
+      onEvent?.(e);
       reportProgress(e, onProgress);
       if (e.type === "message_processed" && e.payload.message_id === messageId) settle();
     }
@@ -199,9 +228,20 @@ export async function runOnce(
   } finally {
     signal?.removeEventListener("abort", onSignal);
     unlisten();
-    if (temporary) await host.services.loops.retire(agentId);
   }
-  return summarize(host, agentId, messageId, events, Date.now() - started);
+  // Commands the run promoted to tasks: listed, and their agent kept so their results are
+  // processed (and `holon run --resume` can pick them up) instead of landing nowhere.
+  const stillRunning: RunTaskStillRunning[] = host.store.tasks
+    .activeForAgent(agentId)
+    .map((t) => ({ task_id: t.id, status: t.status, summary: t.summary ?? null }));
+  const kept = temporary && (Boolean(opts.keep) || stillRunning.length > 0);
+  if (temporary && !kept) await host.services.loops.retire(agentId);
+  return {
+    ...summarize(host, agentId, messageId, events, Date.now() - started),
+    temporary_agent: temporary,
+    kept,
+    tasks_still_running: stillRunning,
+  };
 }
 
 function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): void {
@@ -297,7 +337,7 @@ function summarize(
   messageId: string,
   events: CatalogEvent[],
   durationMs: number,
-): RunOnceResponse {
+): Omit<RunOnceResponse, "temporary_agent" | "kept" | "tasks_still_running"> {
   const processed = events.find((e) => isProcessed(e, messageId));
   const runId = processed?.payload.run_id ?? null;
   const entries = (runId ? host.store.transcript.forRun(agentId, runId) : []).flatMap(
@@ -340,7 +380,7 @@ function summarize(
         : outcomeRaw === "interrupted"
           ? "interrupted"
           : "completed";
-  const response: RunOnceResponse = {
+  const response: ReturnType<typeof summarize> = {
     ok: outcome === "completed",
     outcome,
     agent_id: agentId,

@@ -160,6 +160,10 @@ export const RunBody = z.strictObject({
   cwd: z.string().optional(),
   max_turns: z.number().int().positive().optional(),
   trust: TrustLevel.optional(),
+  keep: z.boolean().optional(),
+  resume: z.string().max(128).optional(),
+  /** Also stream every event of the run's agent as `{"type":"event",…}` lines. */
+  stream_events: z.boolean().optional(),
 });
 
 /**
@@ -183,7 +187,14 @@ export function runRoute(app: Hono<AppEnv>, { host }: AppContext): void {
           }
         };
         // A client that goes away (Ctrl-C on `holon run`) aborts the run and its commands.
-        runOnce(host, body, (p) => send({ type: "progress", ...p }), c.req.raw.signal)
+        const { stream_events, ...opts } = body;
+        runOnce(
+          host,
+          opts,
+          (p) => send({ type: "progress", ...p }),
+          c.req.raw.signal,
+          stream_events ? (event) => send({ type: "event", event }) : undefined,
+        )
           .then((result) => send({ type: "result", result }))
           .catch((err: unknown) =>
             send({

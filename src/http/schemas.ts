@@ -13,7 +13,7 @@ import {
 } from "../domain/agent.ts";
 import { BriefRecord } from "../domain/brief.ts";
 import { Deadline } from "../domain/deadline.ts";
-import { ProjectedCatalogEventSchema } from "../domain/events.ts";
+import { CatalogEventSchema, ProjectedCatalogEventSchema } from "../domain/events.ts";
 import { MessageKind, Priority } from "../domain/message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/provider.ts";
 import { TaskKind, TaskSnapshot, TaskStatus } from "../domain/task.ts";
@@ -299,11 +299,18 @@ const RunOnceResponse = z.object({
   failure_artifact: z.record(z.string(), z.unknown()).optional(),
   turn_count: z.number().int(),
   duration_ms: z.number(),
+  temporary_agent: z.boolean(),
+  kept: z.boolean(),
+  tasks_still_running: z.array(
+    z.object({ task_id: z.string(), status: z.string(), summary: z.string().nullable() }),
+  ),
 });
 
 /** One line of the `POST /control/run` NDJSON stream. */
 export const RunLine = z.discriminatedUnion("type", [
   z.object({ type: z.literal("progress"), phase: z.string(), detail: z.string().optional() }),
+  /** With `stream_events`: every event of the run's agent, as it is committed. */
+  z.object({ type: z.literal("event"), event: CatalogEventSchema }),
   z.object({ type: z.literal("result"), result: RunOnceResponse }),
   z.object({ type: z.literal("error"), error: ErrorBody.shape.error }),
 ]);
