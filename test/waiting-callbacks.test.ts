@@ -4,6 +4,7 @@
 // a plain wake costs no model request; refused deliveries change nothing but the audit log;
 // a burst of hints to a busy agent becomes one SystemTick.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { request } from "node:http";
 import {
   cleanupHomes,
   runCli,
@@ -315,6 +316,39 @@ describe("external trigger capability", () => {
     expect(rt.host.agents.get("main").pending_wake_hint).toBeUndefined();
     expect(fake.requests.length).toBe(before + 1); // the tick's turn only
     expect(fake.requests.at(-1)!.raw).toContain("100 deliveries were coalesced");
+    await rt.close();
+  });
+
+  it("a refused request to a callback URL leaves no token in the audit log", async () => {
+    const rt = await runtime();
+    const url = new URL(await triggerUrl(rt));
+    // A DNS-rebinding page: right address, foreign Host. The guard refuses before routing.
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { host: "rebind.example", "content-type": "text/plain" },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.end("ping");
+    });
+    expect(status).toBe(403);
+    const refused = events(rt, "http_request_refused");
+    expect(refused).toHaveLength(1);
+    expect(refused[0]!.payload.path).toBe("/callbacks/wake/<redacted>");
+    const token = url.pathname.split("/").at(-1)!;
+    const log = JSON.stringify(
+      rt.host.store.events.query("main", { limit: 100_000, order: "asc" }),
+    );
+    expect(log).not.toContain(token);
     await rt.close();
   });
 });

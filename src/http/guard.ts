@@ -64,6 +64,11 @@ function isCapabilityUrl(path: string): boolean {
   return path.startsWith("/callbacks/");
 }
 
+/** A callback path as the audit log may keep it: the token is a secret. */
+function withoutCapability(path: string): string {
+  return isCapabilityUrl(path) ? path.replace(/^(\/callbacks\/[^/]+\/).*$/, "$1<redacted>") : path;
+}
+
 /** Token-required access modes: every TCP surface needs the bearer token. */
 export function tokenRequiredMode(access: AccessMode): boolean {
   return access !== "local";
@@ -174,7 +179,7 @@ export function guardRequest(
       kind: err.kind,
       status: err.status,
       method: req.method,
-      path: cut(path)!,
+      path: cut(withoutCapability(path))!,
       transport,
       host: cut(hostHeader),
       origin: cut(origin),
