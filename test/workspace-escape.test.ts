@@ -250,6 +250,34 @@ describe("attach policy, detach and adoption", () => {
   });
 });
 
+describe("older records", () => {
+  it("a legacy workspace_root/cwd is folded into an attached, active workspace at start", async () => {
+    const home = tempHome();
+    const dir = tempHome("holon-legacy-");
+    mkdirSync(join(dir, "src"));
+    let rt = await start(home);
+    const agent = rt.host.agents.get("main");
+    // What an older version wrote: the binding as two loose fields.
+    rt.host.store.tx(() =>
+      rt.host.store.agents.put({ ...agent, workspace_root: dir, cwd: join(dir, "src") }),
+    );
+    await rt.close();
+    runtimes.splice(runtimes.indexOf(rt), 1);
+    rt = await start(home);
+    const folded = rt.host.agents.get("main");
+    expect(folded.workspace_root).toBeUndefined();
+    expect(folded.cwd).toBeUndefined();
+    expect(folded.active_workspace).toMatchObject({
+      workspace_anchor: dir,
+      execution_root: dir,
+      cwd: join(dir, "src"),
+      mode: "direct",
+    });
+    const list = rt.host.services.workspaces.list("main");
+    expect(list.attached.map((a) => a.workspace_anchor)).toEqual([agent.agent_home, dir]);
+  });
+});
+
 describe("crash safety", () => {
   it("the active isolated workspace survives SIGKILL of holon serve", async () => {
     const home = tempHome();

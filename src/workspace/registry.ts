@@ -115,6 +115,39 @@ export class WorkspaceService {
 
   constructor(deps: WorkspaceDeps) {
     this.deps = deps;
+    this.foldLegacy();
+  }
+
+  /**
+   * Records written before the active entry existed carry `workspace_root`/`cwd`: at start
+   * they become a registered, attached, active workspace, so there is one truth. One whose
+   * directory is gone stays as it is (the resolver still reads it, tools report it missing).
+   */
+  private foldLegacy(): void {
+    for (const agent of this.store.agents.list()) {
+      if (agent.active_workspace || !agent.workspace_root) continue;
+      const root = agent.workspace_root;
+      if (!isDirectory(root)) continue;
+      const cwd =
+        agent.cwd && isInside(root, agent.cwd) && isDirectory(agent.cwd) ? agent.cwd : root;
+      this.store.tx(() => {
+        const workspace = this.register(root, gitLocation(root) ? "git" : "plain");
+        this.bind(agent.agent_id, workspace, "operator");
+        this.store.agents.put({
+          ...withoutLegacy(agent),
+          active_workspace: {
+            workspace_id: workspace.workspace_id,
+            workspace_anchor: workspace.workspace_anchor,
+            execution_root: root,
+            execution_root_id: workspace.workspace_id,
+            cwd,
+            projection_kind: "canonical_root",
+            mode: "direct",
+            ownership: "external",
+          },
+        });
+      });
+    }
   }
 
   private get store(): Store {
