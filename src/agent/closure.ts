@@ -127,7 +127,11 @@ export function deriveClosure(outcome: TurnOutcome, facts: ClosureFacts): Closur
     );
     return waiting("awaiting_external_change");
   }
-  // 5. timers: this turn's sleep deadline, or one still armed from before
+  // 5. timers: this turn's sleep deadline, a provider's "not before", or one still armed
+  if (outcome.kind === "retry_at") {
+    evidence.push(`retry_at:${outcome.retry_at}`, `retry_reason:${outcome.reason}`);
+    return waiting("awaiting_timer");
+  }
   if (outcome.kind === "sleep_until") {
     evidence.push(`sleep_until:${outcome.wake_at}`);
     return waiting("awaiting_timer");

@@ -156,6 +156,10 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
       return item("verbose", "waiting", "Sleeping", `until ${e.payload.wake_at}`, { tone: "dim" });
     case "wake_cancelled":
       return item("debug", "waiting", "Sleep cancelled", e.payload.reason, { tone: "dim" });
+    case "provider_retry_scheduled":
+      return item("info", "waiting", "Rate-limited", `runs again at ${e.payload.retry_at}`, {
+        tone: "warn",
+      });
     case "deadline_dropped":
       return item(
         "debug",

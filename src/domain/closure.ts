@@ -81,6 +81,11 @@ export type TurnOutcome =
   | { kind: "rest" }
   /** An explicit Sleep with a deadline. */
   | { kind: "sleep_until"; wake_at: string; duration_ms: number }
+  /**
+   * The provider asked every model to wait longer than Holon waits in place (rate limits):
+   * the turn ends unfinished and its message is admitted again at `retry_at`, from the start.
+   */
+  | { kind: "retry_at"; retry_at: string; reason: string }
   /** Rest until these tasks report back. */
   | { kind: "await_tasks"; task_ids: string[] }
   /** Rest until something outside changes (a waiting intent or trigger). */

@@ -22,6 +22,7 @@ import {
 } from "./message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "./provider.ts";
 import { TaskSnapshot } from "./task.ts";
+import { TimerRecord } from "./waiting.ts";
 import {
   ExecutionSnapshot,
   ProjectionKind,
@@ -31,7 +32,6 @@ import {
   WorkspaceKind,
   WorkspaceMode,
 } from "./workspace.ts";
-import { TimerRecord } from "./waiting.ts";
 
 // ---------------------------------------------------------------------------
 // Envelope
@@ -122,6 +122,7 @@ const TurnOutcomeKind = z.enum([
   "settled",
   "rest",
   "sleep_until",
+  "retry_at",
   "await_tasks",
   "await_external",
   "await_operator",
@@ -317,7 +318,16 @@ export const EventBody = z.discriminatedUnion("type", [
     model_rounds: z.number().int(),
     token_usage: TokenUsage.nullable(),
     reason: z.string().optional(),
+    /** With reason `provider_rate_limited`: when the message runs again. */
+    retry_at: z.string().optional(),
     provider_attempt_timeline: ProviderAttemptTimeline.optional(),
+  }),
+  /** Every model was rate-limited beyond the in-place cap: the message is admitted again at `retry_at`. */
+  kind("provider_retry_scheduled", {
+    message_id: z.string(),
+    run_id: z.string(),
+    retry_at: z.string(),
+    deadline_id: z.string(),
   }),
   kind("brief_created", { brief: BriefRecord }),
   kind("runtime_error", {

@@ -277,6 +277,7 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "wake_requested":
     case "wake_scheduled":
     case "wake_cancelled":
+    case "provider_retry_scheduled":
     case "deadline_dropped":
     case "current_run_abort_requested":
     case "message_admitted":

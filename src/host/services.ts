@@ -11,12 +11,18 @@ import type { RunObserver, TurnExecutor } from "../agent/runtime.ts";
 import { AgentSignals } from "../agent/signals.ts";
 import type { Clock, IdSource } from "../domain/clock.ts";
 import { callProvider, createDefaultTransports } from "../providers/fallback.ts";
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../providers/retry.ts";
 import { Store } from "../store/db.ts";
 import { TaskService } from "../tasks/service.ts";
 import { buildRegistry } from "../tools/builtin.ts";
 import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
 import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
+import {
+  PROVIDER_RETRY,
+  ProviderRetryObserver,
+  providerRetryHandler,
+} from "../waiting/provider-retry.ts";
 import { TIMER_FIRE, TimerService, timerFireHandler } from "../waiting/timers.ts";
 import { TriggerService, baseUrlFromRuntimeFile } from "../waiting/triggers.ts";
 import { WakeHints } from "../waiting/wake-hints.ts";
@@ -76,6 +82,7 @@ export function buildServices(opts: ServiceOptions) {
     [WORK_RECHECK, workRecheckHandler(store)],
   ]);
   handlers.set(TIMER_FIRE, timerFireHandler(store));
+  handlers.set(PROVIDER_RETRY, providerRetryHandler(store)); // rate-limited turns run again
   const scheduler = new DeadlineScheduler({ store, ingress, handlers });
   const sleep = new SleepWakes(store, scheduler);
   // The waiting plane: timers on the scheduler, wake hints, external trigger capabilities.
@@ -110,7 +117,7 @@ export function buildServices(opts: ServiceOptions) {
         tasks,
         toolServices: { workspaces, skills, tasks, work },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
-        callModel: modelCall(),
+        callModel: modelCall(opts.env, opts.clock),
         contributors: [
           ...withSkills(defaultContributors(), skillsContributor(skills)),
           externalTriggerContributor(triggers),
@@ -136,6 +143,7 @@ export function buildServices(opts: ServiceOptions) {
     }),
   ];
   observers.push(skills.observer());
+  observers.push(new ProviderRetryObserver({ store, scheduler })); // arms rate-limit retries
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
   const agents = new AgentDirectory({
@@ -173,10 +181,18 @@ export function buildServices(opts: ServiceOptions) {
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */
-function modelCall(): ModelCall {
+function modelCall(env: NodeJS.ProcessEnv, clock: Clock): ModelCall {
   const transports = createDefaultTransports();
+  // Tunables of the retry loop (docs/providers.md); unset keeps the defaults.
+  const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
+  const cap = positiveInt(env.HOLON_PROVIDER_RETRY_AFTER_CAP_MS);
+  if (cap !== undefined) policy.retry_after_cap_ms = cap;
+  const idle = positiveInt(env.HOLON_PROVIDER_IDLE_TIMEOUT_MS);
+  if (idle !== undefined) policy.idle_timeout_ms = idle;
+  const total = positiveInt(env.HOLON_PROVIDER_REQUEST_TIMEOUT_MS);
+  if (total !== undefined) policy.request_timeout_ms = total;
   return async ({ candidates, request, signal }) => {
-    const result = await callProvider({ candidates, request, transports, signal });
+    const result = await callProvider({ candidates, request, transports, signal, policy, clock });
     if (result.ok) {
       return {
         ok: true,
@@ -190,6 +206,7 @@ function modelCall(): ModelCall {
       failure: result.failure,
       timeline: result.timeline,
       aborted: result.reason === "operator_abort",
+      retry_at: result.retry_at,
     };
   };
 }

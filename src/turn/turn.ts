@@ -45,7 +45,14 @@ export type ModelCallResult =
       timeline: ProviderAttemptTimeline;
       model_ref: string;
     }
-  | { ok: false; failure: FailureArtifact; timeline: ProviderAttemptTimeline; aborted: boolean };
+  | {
+      ok: false;
+      failure: FailureArtifact;
+      timeline: ProviderAttemptTimeline;
+      aborted: boolean;
+      /** Every model is rate-limited beyond the in-place cap: run the message again then. */
+      retry_at?: string | undefined;
+    };
 
 export type ModelCall = (req: {
   candidates: ModelCandidate[];
@@ -272,6 +279,7 @@ class Turn {
       if (!result.ok) {
         this.usage = addTokenUsage(this.usage, result.timeline.aggregated_token_usage);
         if (result.aborted || this.req.signal.aborted) return this.aborted(result.timeline);
+        if (result.retry_at) return this.retryAt(result.retry_at, result.timeline);
         return this.fail(`The model provider failed: ${result.failure.summary}`, {
           failure_artifact: result.failure,
           provider_attempt_timeline: result.timeline,
@@ -510,6 +518,18 @@ class Turn {
       }
     });
     return { kind: "aborted", reason };
+  }
+
+  /** Rate-limited everywhere: end the turn unfinished; the message runs again at `retryAt`. */
+  private retryAt(retryAt: string, timeline: ProviderAttemptTimeline): TurnOutcome {
+    this.store.tx(() => {
+      this.terminal("aborted", "", {
+        reason: "provider_rate_limited",
+        retry_at: retryAt,
+        provider_attempt_timeline: timeline,
+      });
+    });
+    return { kind: "retry_at", retry_at: retryAt, reason: "provider_rate_limited" };
   }
 
   private fail(summary: string, diagnostics: Record<string, unknown>): TurnOutcome {
