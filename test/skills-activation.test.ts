@@ -133,6 +133,18 @@ describe("skill activation", () => {
     await prompt(rt, "anything else?");
     expect(JSON.stringify(fake.requests[before2]!.body)).toContain("deploy (workspace, restored)");
 
+    // In an isolated worktree, workspace skills still come from the repository itself.
+    const iso = rt.host.services.workspaces.use(
+      "main",
+      { path: repo, mode: "isolated" },
+      "operator",
+    );
+    const inWorktree = await rt.req("GET", "/agents/main/skills");
+    expect(inWorktree.json.roots.find((r: any) => r.scope === "workspace").root).toBe(
+      join(repo, ".agents/skills"),
+    );
+    expect(iso.execution_root).not.toBe(repo);
+
     // A named agent does not see the user's own skill library.
     await rt.req("POST", "/control/agents/helper/create", {});
     const named = await rt.req("GET", "/agents/helper/skills");
