@@ -191,6 +191,11 @@ describe("attach policy, detach and adoption", () => {
     expect(rt.host.store.workspaces.get(keepId)?.workspace_anchor).toBe(keep);
     const list = await rt.req("GET", "/agents/main/workspaces");
     expect(list.json.attached.map((w: any) => w.workspace_id)).toEqual(["agent_home"]);
+    const relative = await rt.req("POST", "/control/agents/main/workspaces/attach", {
+      path: "some/relative",
+    });
+    expect(relative.status).toBe(400);
+    expect(relative.json.error.kind).toBe("invalid_workspace_path");
     // Control routes need the token.
     const anon = await rt.req(
       "POST",

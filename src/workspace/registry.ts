@@ -4,7 +4,7 @@
 // (`agent_home` when nothing else is active); detaching never deletes files; the runtime
 // never commits, and it removes a worktree only when git reports it clean.
 import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import type { AgentRecord } from "../domain/agent.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import {
@@ -170,7 +170,12 @@ export class WorkspaceService {
   /** Register (if new) and attach a directory to the agent. Does not make it active. */
   attach(agentId: string, path: string, by: "operator" | "agent" = "operator") {
     this.agent(agentId);
-    const dir = this.resolveDirectory(path, process.cwd(), []);
+    if (!isAbsolute(path)) {
+      throw new HolonError("invalid_workspace_path", `attach needs an absolute path, got ${path}`, {
+        hint: "holon workspace attach resolves a relative path against your current directory",
+      });
+    }
+    const dir = this.resolveDirectory(path, "/", []);
     const { anchor, kind } = this.anchorOf(dir);
     return this.store.tx(() => {
       const workspace = this.register(anchor, kind);
