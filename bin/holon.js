@@ -28,14 +28,24 @@ if (!(major > REQUIRED_MAJOR || (major === REQUIRED_MAJOR && minor >= REQUIRED_M
   process.exit(1);
 }
 
-var moduleApi = process.getBuiltinModule("node:module");
-if (moduleApi.enableCompileCache) moduleApi.enableCompileCache();
 var fs = process.getBuiltinModule("node:fs");
 var path = process.getBuiltinModule("node:path");
+var root = path.join(path.dirname(fs.realpathSync(process.argv[1])), "..");
+
+// `holon --version` answers from package.json without loading the CLI (start-up budget).
+var args = process.argv.slice(2);
+if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+  process.stdout.write(
+    JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).version + "\n",
+  );
+  process.exit(0);
+}
+
+var moduleApi = process.getBuiltinModule("node:module");
+if (moduleApi.enableCompileCache) moduleApi.enableCompileCache();
 var url = process.getBuiltinModule("node:url");
 // A checkout runs its sources; an installed package ships only the build (dist/), which
 // HOLON_DIST=1 also selects in a checkout (after `npm run build`).
-var root = path.join(path.dirname(fs.realpathSync(process.argv[1])), "..");
 var main = path.join(root, "src", "cli", "main.ts");
 var dist = path.join(root, "dist", "cli", "main.js");
 if (process.env.HOLON_DIST === "1" || !fs.existsSync(main)) {
