@@ -4,6 +4,8 @@ import { Command, Option } from "commander";
 import { action } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
 import { registerTaskCommands } from "./task.ts";
+import { registerWorkspaceCommands } from "./workspace.ts";
+import { registerSkillsCommands } from "./skills.ts";
 import { registerTimerCommands } from "./timer.ts";
 import { registerWorkCommands } from "./work.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
@@ -204,6 +206,8 @@ modelCmd
 
 registerConfigCommands(program);
 registerTaskCommands(program);
+registerWorkspaceCommands(program);
+registerSkillsCommands(program);
 registerTimerCommands(program);
 registerWorkCommands(program);
 registerOperatorCommands(program);
