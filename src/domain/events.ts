@@ -423,8 +423,8 @@ export const EventBody = z.discriminatedUnion("type", [
   kind("timer_created", { timer: TimerRecord }),
   kind("timer_fired", {
     timer_id: z.string(),
+    /** When it was due; the event's `ts` is when it fired. */
     scheduled_for: z.string(),
-    fired_at: z.string(),
     /** Periods missed before this fire (catch-up fires once). */
     skipped: z.number().int(),
     /** False when the agent was stopped: the fire was counted as skipped, not delivered. */

@@ -134,7 +134,6 @@ export function timerFireHandler(store: Store): DeadlineHandler {
     const fired = {
       timer_id: timer.timer_id,
       scheduled_for: d.due_at,
-      fired_at: now.toISOString(),
       skipped,
       delivered: deliver,
       next_fire_at: updated.next_fire_at,
