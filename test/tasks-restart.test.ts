@@ -30,8 +30,11 @@ async function serve(home: string) {
     const res = await fetch(s.url + path, {
       method,
       ...(body === undefined
-        ? {}
-        : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+        ? { headers: s.auth }
+        : {
+            body: JSON.stringify(body),
+            headers: { "content-type": "application/json", ...s.auth },
+          }),
     });
     return { status: res.status, json: (await res.json()) as any };
   };
@@ -92,10 +95,11 @@ describe("command tasks across host restarts", () => {
     const first = await serve(home);
     const created = await first.req("POST", "/control/agents/main/tasks", { cmd: "sleep 60" });
     const taskId = created.json.task.task_id as string;
-    const record = (await first.req("GET", "/agents/main/tasks")).json.tasks.find(
-      (t: any) => t.id === taskId,
-    );
-    const proc = readProcessRecord(record.process_dir)!;
+    // The process directory is not in any public view; read it from the store itself.
+    const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+    const row = db.prepare("SELECT data FROM tasks WHERE id = ?").get(taskId) as { data: string };
+    db.close();
+    const proc = readProcessRecord(JSON.parse(row.data).process_dir)!;
     groups.push(proc.pgid);
     await first.kill("SIGKILL");
     process.kill(-proc.pgid, "SIGKILL");
