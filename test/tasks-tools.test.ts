@@ -60,12 +60,8 @@ async function call(ctx: ToolContext, name: string, args: Record<string, unknown
 }
 
 function taskResults(host: RuntimeHost, taskId: string) {
-  return (
-    host.store.db
-      .prepare("SELECT envelope FROM messages WHERE agent_id = ? ORDER BY seq")
-      .all("main") as { envelope: string }[]
-  )
-    .map((r) => JSON.parse(r.envelope))
+  return host.store.messages
+    .recent("main", 10_000)
     .filter((m) => m.kind === "task_result" && m.task_id === taskId);
 }
 
