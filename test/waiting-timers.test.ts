@@ -5,7 +5,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { RuntimeHost } from "../src/host/host.ts";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
-import { nextAfterFire } from "../src/waiting/timers.ts";
+import { TIMER_FIRE, nextAfterFire, timerFireHandler } from "../src/waiting/timers.ts";
+import { DeadlineScheduler } from "../src/waiting/scheduler.ts";
 import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { z } from "zod";
@@ -232,6 +233,43 @@ describe("timers on an injected clock", () => {
       fire_count: 0,
       skipped_count: 1,
     });
+    await host.shutdown();
+  });
+});
+
+describe("the scheduler under a failing handler", () => {
+  it("a handler that throws drops only its own deadline, recorded; the rest of the batch fires", async () => {
+    const { clock, host } = pausedHost();
+    // A smaller graph built the same way as the composition root, with one broken handler.
+    const scheduler = new DeadlineScheduler({
+      store: host.store,
+      ingress: host.ingress,
+      handlers: new Map([
+        [TIMER_FIRE, timerFireHandler(host.store)],
+        [
+          "broken",
+          () => {
+            throw new Error("handler bug");
+          },
+        ],
+      ]),
+    });
+    host.services.timers.create("main", { summary: "still fires", duration_ms: MIN });
+    scheduler.add({
+      agent_id: "main",
+      kind: "broken",
+      due_at: new Date(clock.now().getTime() + MIN).toISOString(),
+    });
+    clock.advance(MIN);
+    expect(scheduler.fireDue()).toBe(2);
+    expect(ticks(host)).toHaveLength(1);
+    expect(host.store.deadlines.forAgent("main")).toHaveLength(0);
+    const dropped = host.store.events
+      .query("main", { limit: 1_000, order: "asc" })
+      .filter((e) => e.type === "deadline_dropped");
+    expect(dropped.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ kind: "broken", reason: "handler_failed" }),
+    ]);
     await host.shutdown();
   });
 });
