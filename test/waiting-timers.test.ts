@@ -375,4 +375,13 @@ describe("timers over HTTP", () => {
     expectDocumented(state, state.agent);
     await rt.close();
   });
+
+  it("the trigger URL's base is --advertise when the host has one", async () => {
+    const rt = await startRuntime({ serve: { advertise: "https://lab.example.ts.net:7878/" } });
+    const r = await rt.req("GET", "/control/agents/main/external-trigger");
+    expect(r.json.external_trigger.trigger_url).toMatch(
+      /^https:\/\/lab\.example\.ts\.net:7878\/callbacks\/wake\/[A-Za-z0-9_-]{43}$/,
+    );
+    await rt.close();
+  });
 });
