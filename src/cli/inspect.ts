@@ -16,6 +16,7 @@ import {
 } from "../client/presentation.ts";
 import { call, connect, tryConnect, type ClientFlags } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
+import { formatCost } from "./usage.ts";
 import { waitingLines } from "./timer.ts";
 
 type Flags = ClientFlags & { json?: boolean };
@@ -36,6 +37,14 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
     `queue:    ${s.pending} pending${s.current_run_id ? `, running ${s.current_run_id}` : ""}`,
     `tokens:   ${usage.total_input_tokens ?? 0} in / ${usage.total_output_tokens ?? 0} out over ${usage.total_model_rounds ?? 0} model rounds`,
   ];
+  const spent = await client
+    .call<{ total: { cost_usd: number | null } }>(
+      "GET",
+      `/agents/${encodeURIComponent(s.agent_id)}/usage`,
+    )
+    .catch(() => null);
+  if (spent)
+    lines.push(`cost:     ${formatCost(spent.total.cost_usd)} (all kept history; holon usage)`);
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
   if (s.sleeping_until) lines.push(`wakes at: ${s.sleeping_until}`);

@@ -6,6 +6,7 @@ import { action } from "./output.ts";
 const home = () =>
   new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
 const json = () => new Option("--json", "print machine-readable JSON");
+const token = () => new Option("--token <token>", "control token for a runtime in bearer mode");
 
 /** The access options `serve` takes, for `daemon start|restart`. */
 function serveOptions(cmd: Command): Command {
@@ -68,4 +69,15 @@ export function registerOperatorCommands(program: Command): void {
     .addOption(home())
     .addOption(json())
     .action(action(async (opts) => (await import("./daemon.ts")).logs(opts)));
+
+  program
+    .command("usage")
+    .description("Tokens and cost per agent, model and day")
+    .option("--agent <id>", "only this agent")
+    .option("--since <when>", "7d, 24h, 30m or an ISO time (default: all kept history)")
+    .option("--until <when>", "same forms (default: now)")
+    .addOption(home())
+    .addOption(token())
+    .addOption(json())
+    .action(action(async (opts) => (await import("./usage.ts")).usage(opts)));
 }

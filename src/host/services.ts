@@ -36,6 +36,7 @@ import { workRecheckHandler } from "../work/recheck.ts";
 import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
 import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
+import { UsageService } from "./usage.ts";
 import { RetentionJob } from "./retention.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
@@ -166,6 +167,8 @@ export function buildServices(opts: ServiceOptions) {
   });
   // History retention (config `retention.*`): a background job, never on a turn's path.
   const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
+  // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
+  const usage = new UsageService(store, config);
   return {
     ...core,
     workspaces,
@@ -177,6 +180,7 @@ export function buildServices(opts: ServiceOptions) {
     audit,
     retention,
     work,
+    usage,
   };
 }
 

@@ -11,8 +11,9 @@ import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
 import { eventRoutes } from "./routes-events.ts";
 import { taskRoutes } from "./routes-tasks.ts";
 import { waitingRoutes } from "./routes-waiting.ts";
-import { workspaceRoutes } from "./routes-workspaces.ts";
 import { workRoutes } from "./routes-work.ts";
+import { workspaceRoutes } from "./routes-workspaces.ts";
+import { usageRoutes } from "./routes-usage.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -54,8 +55,9 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   modelRoutes(app, ctx);
   taskRoutes(app, ctx);
   waitingRoutes(app, ctx);
-  workspaceRoutes(app, ctx);
   workRoutes(app, ctx);
+  workspaceRoutes(app, ctx);
+  usageRoutes(app, ctx);
   openApiRoute(app);
   return { app, hub };
 }

@@ -28,6 +28,7 @@ import { EnqueueBody, PublicOrigin } from "./routes-public.ts";
 import { InputBody, StartBody } from "./routes-tasks.ts";
 import { WAITING_ROUTE_DOCS } from "./routes-waiting.ts";
 import { WORKSPACE_ROUTE_DOCS } from "./routes-workspaces.ts";
+import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import { requireRead, type AppEnv } from "./support.ts";
@@ -409,6 +410,7 @@ export const ROUTES: RouteDoc[] = [
   },
   ...WAITING_ROUTE_DOCS,
   ...WORKSPACE_ROUTE_DOCS,
+  ...USAGE_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

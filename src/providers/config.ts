@@ -93,6 +93,17 @@ export type ProviderEntryFile = z.infer<typeof ProviderEntryFileSchema>;
 /** A provider entry with any `auth` block folded into the flat fields. */
 export type ProviderEntry = Omit<ProviderEntryFile, "auth">;
 
+/** What a model costs, in US dollars per million tokens (cached input and output priced apart). */
+export const ModelPricingSchema = z.strictObject({
+  input_per_mtok: z.number().nonnegative(),
+  /** Input served from the prompt cache (default: the input price). */
+  cached_input_per_mtok: z.number().nonnegative().optional(),
+  /** Input written to the prompt cache (default: the input price). */
+  cache_write_per_mtok: z.number().nonnegative().optional(),
+  output_per_mtok: z.number().nonnegative(),
+});
+export type ModelPricing = z.infer<typeof ModelPricingSchema>;
+
 export const CatalogEntrySchema = z.strictObject({
   display_name: z.string().min(1).optional(),
   description: z.string().optional(),
@@ -101,6 +112,7 @@ export const CatalogEntrySchema = z.strictObject({
   prompt_budget_estimated_tokens: PositiveInt.optional(),
   runtime_max_output_tokens: PositiveInt.optional(),
   capabilities: z.record(z.string(), z.boolean()).optional(),
+  pricing: ModelPricingSchema.optional(),
 });
 export type CatalogEntry = z.infer<typeof CatalogEntrySchema>;
 

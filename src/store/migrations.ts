@@ -283,4 +283,13 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX agent_skills_state ON agent_skills (state, agent_id);
     `,
   },
+  {
+    version: 8,
+    name: "usage: model rounds by agent and time",
+    // Usage and cost are derived from the recorded model rounds; this partial index holds
+    // only those events, so a report reads them by agent and time without a scan.
+    sql: `
+      CREATE INDEX events_model_rounds ON events (agent_id, ts) WHERE type = 'provider_round_completed';
+    `,
+  },
 ];

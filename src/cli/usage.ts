@@ -1,0 +1,70 @@
+// `holon usage`: tokens and dollars per agent, model and day, from GET /usage.
+import { call, connect, type ClientFlags } from "./connect.ts";
+import { printJson } from "./output.ts";
+
+type Totals = {
+  rounds: number;
+  input_tokens: number;
+  cached_input_tokens: number;
+  cache_write_tokens: number;
+  output_tokens: number;
+  cost_usd: number | null;
+};
+type Report = {
+  from: string;
+  to: string;
+  groups: (Totals & { agent_id: string; model_ref: string; day: string })[];
+  by_agent: Record<string, Totals>;
+  total: Totals;
+  unpriced_models: string[];
+};
+
+export function formatCost(c: number | null): string {
+  if (c === null) return "unpriced";
+  return c < 1 ? `$${c.toFixed(4)}` : `$${c.toFixed(2)}`;
+}
+
+export async function usage(
+  flags: ClientFlags & { agent?: string; since?: string; until?: string; json?: boolean },
+): Promise<void> {
+  const client = connect(flags);
+  const q = new URLSearchParams();
+  if (flags.agent) q.set("agent", flags.agent);
+  if (flags.since) q.set("since", flags.since);
+  if (flags.until) q.set("until", flags.until);
+  const r = await call(() => client.call<Report>("GET", `/usage?${q}`));
+  if (flags.json) return printJson(r);
+  const rows = [
+    ["day", "agent", "model", "rounds", "input", "cached", "output", "cost"],
+    ...r.groups.map((g) => [
+      g.day,
+      g.agent_id,
+      g.model_ref,
+      String(g.rounds),
+      String(g.input_tokens),
+      String(g.cached_input_tokens),
+      String(g.output_tokens),
+      formatCost(g.cost_usd),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const line = (row: string[]) =>
+    row.map((c, i) => (i >= 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ");
+  const out = r.groups.length ? rows.map(line) : ["no model rounds in this window"];
+  out.push("");
+  for (const [agent, t] of Object.entries(r.by_agent)) {
+    if (t.rounds === 0) continue;
+    out.push(
+      `${agent}: ${t.input_tokens} in (${t.cached_input_tokens} cached) / ${t.output_tokens} out over ${t.rounds} rounds, ${formatCost(t.cost_usd)}`,
+    );
+  }
+  out.push(
+    `total: ${r.total.input_tokens} in / ${r.total.output_tokens} out over ${r.total.rounds} rounds, ${formatCost(r.total.cost_usd)}`,
+  );
+  if (r.unpriced_models.length) {
+    out.push(
+      `no price for ${r.unpriced_models.join(", ")}: set models.catalog.<model>.pricing in config.json (docs/cli.md)`,
+    );
+  }
+  process.stdout.write(out.join("\n") + "\n");
+}

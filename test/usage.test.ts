@@ -1,0 +1,95 @@
+// Usage and cost from the recorded model rounds: totals equal what the (fake) provider
+// reported, and cost uses the prices configured for the model (cached input apart).
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { cleanupHomes, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider } from "./helpers/provider.ts";
+
+let fake: FakeProvider;
+beforeAll(async () => {
+  fake = await startFakeProvider();
+});
+afterAll(async () => {
+  await fake.close();
+  cleanupHomes();
+});
+
+describe("usage and cost", () => {
+  it("sums the provider's reported usage per agent, model and day, priced from the catalog", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    // Prices as a user sets them: a models.catalog entry in config.json.
+    const cfgPath = join(home, "config.json");
+    const cfg = JSON.parse(readFileSync(cfgPath, "utf8"));
+    cfg.models = {
+      catalog: {
+        "fake/test-model": {
+          pricing: { input_per_mtok: 2, cached_input_per_mtok: 0.5, output_per_mtok: 10 },
+        },
+      },
+    };
+    writeFileSync(cfgPath, JSON.stringify(cfg, null, 2));
+
+    const rt = await startRuntime({ home });
+    try {
+      fake.enqueue(
+        reply.text("one", { input_tokens: 1000, output_tokens: 200, cached_tokens: 400 }),
+        reply.text("two", { input_tokens: 3000, output_tokens: 500 }),
+      );
+      for (const text of ["first", "second"]) {
+        const r = await rt.req("POST", "/control/agents/main/prompt", { text });
+        expect(r.status).toBe(202);
+        const id = r.json.message_id;
+        await waitFor(() => rt.host.store.messages.get(id)?.status === "processed", {
+          what: `${text} processed`,
+        });
+      }
+      const u = await rt.req("GET", "/agents/main/usage?since=1d");
+      expect(u.status).toBe(200);
+      expect(u.json.total).toMatchObject({
+        rounds: 2,
+        input_tokens: 4000,
+        cached_input_tokens: 400,
+        output_tokens: 700,
+      });
+      // (600×2 + 400×0.5 + 200×10 + 3000×2 + 500×10) / 1e6
+      expect(u.json.total.cost_usd).toBeCloseTo(0.0144, 10);
+      expect(u.json.groups).toHaveLength(1);
+      expect(u.json.groups[0]).toMatchObject({ agent_id: "main", model_ref: "fake/test-model" });
+      expect(u.json.unpriced_models).toEqual([]);
+
+      const all = await rt.req("GET", "/usage");
+      expect(all.json.by_agent.main.cost_usd).toBeCloseTo(0.0144, 10);
+
+      const bad = await rt.req("GET", "/usage?since=yesterday-ish");
+      expect(bad.status).toBe(400);
+
+      const cli = await runCli(["usage"], { env: { HOLON_HOME: home } });
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(cli.stdout).toContain("fake/test-model");
+      expect(cli.stdout).toContain("$0.0144");
+      const status = await runCli(["status"], { env: { HOLON_HOME: home } });
+      expect(status.stdout).toMatch(/cost: +\$0\.0144/);
+    } finally {
+      await rt.close();
+    }
+  }, 90_000);
+
+  it("a model without a price counts tokens and leaves the cost unknown", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const rt = await startRuntime({ home });
+    try {
+      fake.enqueue(reply.text("x", { input_tokens: 10, output_tokens: 5 }));
+      const r = await rt.req("POST", "/control/agents/main/prompt", { text: "hi" });
+      await waitFor(() => rt.host.store.messages.get(r.json.message_id)?.status === "processed");
+      const u = await rt.req("GET", "/agents/main/usage");
+      expect(u.json.total).toMatchObject({ rounds: 1, input_tokens: 10, cost_usd: null });
+      expect(u.json.unpriced_models).toEqual(["fake/test-model"]);
+    } finally {
+      await rt.close();
+    }
+  }, 60_000);
+});
