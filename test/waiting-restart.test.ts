@@ -2,6 +2,7 @@
 // while the host is SIGKILLed fires once when a new host starts, and the agent's next turn
 // gets it as a timer_tick.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChildProcess } from "node:child_process";
 import {
   cleanupHomes,
   runCli,
@@ -17,7 +18,9 @@ let fake: FakeProvider;
 beforeAll(async () => {
   fake = await startFakeProvider();
 });
+const spawned: ChildProcess[] = [];
 afterAll(async () => {
+  for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
   await fake.close();
   cleanupHomes();
 });
@@ -28,6 +31,7 @@ describe("timers across a crash", () => {
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const env = { HOLON_HOME: home };
     const s = await spawnServe(home);
+    spawned.push(s.proc);
     const made = await runCli(["timer", "main", "--in", "1s", "--json", "check", "the", "deploy"], {
       env,
     });
@@ -43,6 +47,8 @@ describe("timers across a crash", () => {
 
     fake.enqueue(reply.text("the deploy finished"));
     const again = await spawnServe(home);
+    // A failing assertion must not leave the host running.
+    spawned.push(again.proc);
     await waitFor(
       async () => {
         const b = (await (await fetch(`${again.url}/agents/main/briefs`)).json()) as {
