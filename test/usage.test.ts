@@ -72,10 +72,37 @@ describe("usage and cost", () => {
       expect(cli.stdout).toContain("$0.0144");
       const status = await runCli(["status"], { env: { HOLON_HOME: home } });
       expect(status.stdout).toMatch(/cost: +\$0\.0144/);
+
+      // Troubleshooting on the same host: per-phase timings and the doctor.
+      const lat = await runCli(["debug", "latency", "--json"], { env: { HOLON_HOME: home } });
+      expect(lat.code, lat.stderr).toBe(0);
+      const runs = JSON.parse(lat.stdout).runs;
+      expect(runs).toHaveLength(2);
+      for (const r of runs) {
+        expect(r).toMatchObject({ provider_rounds: 1, outcome: "completed" });
+        expect(r.total_ms).toBeGreaterThanOrEqual(r.provider_ms);
+      }
+      const doc = await runCli(["config", "doctor", "--json"], { env: { HOLON_HOME: home } });
+      expect(doc.code, doc.stdout + doc.stderr).toBe(0);
+      const checks = JSON.parse(doc.stdout).checks;
+      expect(checks).toContainEqual(expect.objectContaining({ check: "runtime", status: "ok" }));
+      expect(checks).toContainEqual(
+        expect.objectContaining({ check: "model.default", status: "ok" }),
+      );
+      expect(checks).toContainEqual(expect.objectContaining({ check: "store" }));
+      expect(checks).toContainEqual(expect.objectContaining({ check: "disk" }));
     } finally {
       await rt.close();
     }
   }, 90_000);
+
+  it("config doctor fails without a model and says how to set one", async () => {
+    const home = tempHome();
+    const doc = await runCli(["config", "doctor"], { env: { HOLON_HOME: home } });
+    expect(doc.code).toBe(1);
+    expect(doc.stdout).toContain("holon config set model.default");
+    expect(doc.stdout).toContain("no runtime is running");
+  });
 
   it("a model without a price counts tokens and leaves the cost unknown", async () => {
     const home = tempHome();

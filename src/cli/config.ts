@@ -340,6 +340,9 @@ async function cmdDoctor(opts: HomeOpts) {
     checks.push({ check: `provider ${p.id}`, status: "fail", detail: p.reason ?? "unusable" });
   }
 
+  // The runtime, the store's files and the disk (cli/debug.ts).
+  checks.push(...(await (await import("./debug.ts")).runtimeChecks(home)));
+
   const failed = checks.some((c) => c.status === "fail");
   const report = {
     ok: !failed,

@@ -80,4 +80,17 @@ export function registerOperatorCommands(program: Command): void {
     .addOption(token())
     .addOption(json())
     .action(action(async (opts) => (await import("./usage.ts")).usage(opts)));
+
+  const debug =
+    program.commands.find((c) => c.name() === "debug") ??
+    program.command("debug").description("Troubleshooting tools");
+  debug
+    .command("latency")
+    .description("Where each recent run's time went: queue, context, model, tools, other")
+    .argument("[agent]", "agent id (default agent when omitted)")
+    .option("-n, --limit <n>", "how many recent events to read", "2000")
+    .addOption(home())
+    .addOption(token())
+    .addOption(json())
+    .action(action(async (agent, opts) => (await import("./debug.ts")).latency(agent, opts)));
 }
