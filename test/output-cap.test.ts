@@ -74,10 +74,11 @@ describe("a command writing without end", () => {
         const text = readFileSync(handle.output_path, "latin1");
         return text.includes("LAST-BEFORE-WAIT") && statSync(handle.output_path).size <= cap;
       },
-      { what: "the output to be cut back under the cap" },
+      { what: "the output to be cut back under the cap", timeoutMs: 30_000 },
     );
     expect(peekExit(handle)).toBeNull(); // still running, waiting for its input
-    expect(outputDroppedBytes(handle)).toBeGreaterThan(20_000_000 - cap);
+    // Nearly all of it (a write racing a cut can be lost without being counted).
+    expect(outputDroppedBytes(handle)).toBeGreaterThan(19_000_000);
     const { writeInput } = await import("../src/tasks/process.ts");
     await writeInput(handle, "now\n");
     await closeInput(handle);
