@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/bin/sh
+':' //; exec node ${HOLON_NODE_OPTIONS:---max-semi-space-size=2 --max-old-space-size=512} "$0" "$@"
 // Entry point for the `holon` binary. Its first job is to fail cleanly on a Node too old to
 // run Holon, so this file is written in the oldest JavaScript there is: no arrows, no
 // let/const, no optional chaining, no import statements, no top-level await. Any Node can
@@ -8,6 +9,11 @@
 // keeps the stripped and compiled modules between runs, which makes start-up (and every
 // later spawn from a smaller process) much cheaper. It is switched on before any source
 // module loads, and the CLI is then imported by absolute URL.
+//
+// The first two lines are read by sh and skipped by JavaScript (a string, then a comment): the
+// shell starts Node with a small young generation and an old-space ceiling, so a host that
+// runs for weeks keeps a small, flat footprint (about half the RSS under load; the live
+// heap is some 30-40 MB). HOLON_NODE_OPTIONS replaces those flags.
 var REQUIRED_MAJOR = 22; // keep in step with "engines" in package.json (>=22.13.0)
 var REQUIRED_MINOR = 13;
 

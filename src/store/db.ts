@@ -51,7 +51,7 @@ export class Store {
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");
     this.db.exec("PRAGMA busy_timeout = 5000");
-    this.db.exec("PRAGMA cache_size = -16000");
+    this.db.exec("PRAGMA cache_size = -8000"); // 8 MB: hot pages are few; the OS caches the rest
     this.db.exec("PRAGMA foreign_keys = ON");
     // A checkpointed WAL shrinks back to this instead of keeping its largest size.
     this.db.exec("PRAGMA journal_size_limit = 67108864");
