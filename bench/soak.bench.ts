@@ -16,6 +16,7 @@
 //   npm run bench -- soak --cpu-prof           also write a V8 CPU profile of the host and
 //                                              print its top functions
 //   --keep-home                                keep the home (path printed) to inspect it
+//   --host-node-args="<flags>"                 extra Node/V8 flags for the host process
 // Per-sample rows go to bench/results/soak-<time>.json.
 import { execFileSync } from "node:child_process";
 import {
@@ -61,6 +62,9 @@ type Sample = {
   cpuSeconds: number;
   rssMb: number;
   heapUsedMb: number;
+  heapTotalMb: number;
+  externalMb: number;
+  rssAnonMb: number;
   fds: number;
   children: number;
   dbMb: number;
@@ -75,11 +79,25 @@ function fileBytes(path: string): number {
   }
 }
 
-function readProbe(file: string): { heapUsed: number } | null {
+type Probe = { heapUsed: number; heapTotal: number; external: number; arrayBuffers: number };
+
+function readProbe(file: string): Probe | null {
   try {
-    return JSON.parse(readFileSync(file, "utf8")) as { heapUsed: number };
+    return JSON.parse(readFileSync(file, "utf8")) as Probe;
   } catch {
     return null;
+  }
+}
+
+/** RssAnon and RssFile of a process, in MB (how much of RSS is heap-like memory vs mapped files). */
+function rssParts(pid: number): { anon: number; file: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
+    return { anon: kb("RssAnon") / 1024, file: kb("RssFile") / 1024 };
+  } catch {
+    return { anon: Number.NaN, file: Number.NaN };
   }
 }
 
@@ -172,6 +190,9 @@ const bench: Benchmark = {
         mkdirSync(profDir, { recursive: true });
       }
       const nodeArgs = ["--import", workerPath("heap-probe.ts")];
+      // Extra V8/Node flags for the host, to try memory settings: --host-node-args="--max-semi-space-size=4"
+      if (ctx.options["host-node-args"])
+        nodeArgs.push(...ctx.options["host-node-args"].split(/\s+/));
       if (cpuProf) nodeArgs.push("--cpu-prof", `--cpu-prof-dir=${profDir}`);
       const host = await startHolon(ctx.root, {
         home,
@@ -221,6 +242,9 @@ const bench: Benchmark = {
             cpuSeconds: cpuNow - cpuBefore,
             rssMb: memoryKb(host.pid).rss / 1024,
             heapUsedMb: heap ? heap.heapUsed / 2 ** 20 : Number.NaN,
+            heapTotalMb: heap ? heap.heapTotal / 2 ** 20 : Number.NaN,
+            externalMb: heap ? heap.external / 2 ** 20 : Number.NaN,
+            rssAnonMb: rssParts(host.pid).anon,
             fds: fdCount(host.pid),
             children: descendants(host.pid).length,
             dbMb: (fileBytes(db) + fileBytes(`${db}-wal`) + fileBytes(`${db}-shm`)) / 2 ** 20,
@@ -234,7 +258,7 @@ const bench: Benchmark = {
             `${String(s.t).padStart(4)} s  ${String(s.turns).padStart(5)} turns  ` +
               `${((s.cpuSeconds * 1000) / Math.max(1, s.turns)).toFixed(1)} ms CPU/turn  ` +
               `prompt p50 ${p.p50.toFixed(0)} p99 ${p.p99.toFixed(0)} ms  ` +
-              `RSS ${s.rssMb.toFixed(0)} MB heap ${s.heapUsedMb.toFixed(0)} MB  ` +
+              `RSS ${s.rssMb.toFixed(0)} (anon ${s.rssAnonMb.toFixed(0)}) MB heap ${s.heapUsedMb.toFixed(0)}/${s.heapTotalMb.toFixed(0)} ext ${s.externalMb.toFixed(0)} MB  ` +
               `fds ${s.fds} children ${s.children}  db ${s.dbMb.toFixed(0)} MB` +
               (s.errors ? `  errors ${s.errors} (${w.firstError})` : ""),
           );

@@ -121,6 +121,7 @@ export async function startHolon(root: string, opts: HolonOptions = {}): Promise
   const home = opts.home ?? mkdtempSync(join(tmpdir(), "holon-bench-"));
   return await spawnServer(
     [
+      ...binNodeFlags(root),
       ...(opts.nodeArgs ?? []),
       join(root, "bin", "holon.js"),
       "serve",
@@ -145,6 +146,23 @@ export async function startHolon(root: string, opts: HolonOptions = {}): Promise
       if (fresh) rmSync(home, { recursive: true, force: true });
       throw err;
     });
+}
+
+/**
+ * The Node flags `bin/holon.js` starts itself with when run as a program (its sh line), so a
+ * host spawned here as `node bin/holon.js` runs the way an installed `holon` does.
+ */
+export function binNodeFlags(root: string): string[] {
+  let head = "";
+  try {
+    head = readFileSync(join(root, "bin", "holon.js"), "utf8").slice(0, 400);
+  } catch {
+    return [];
+  }
+  const m = /exec node \$\{HOLON_NODE_OPTIONS:-([^}]*)\}/.exec(head);
+  if (!m) return [];
+  const flags = process.env.HOLON_NODE_OPTIONS ?? m[1]!;
+  return flags.split(/\s+/).filter(Boolean);
 }
 
 /** Control tokens of the hosts started here, by base URL; `json()` sends them along. */

@@ -7,7 +7,7 @@ export class BriefsRepo {
   private readonly insertStmt: StatementSync;
   private readonly recentStmt: StatementSync;
   /** Briefs never change; the prompt reads an agent's recent ones on every turn. */
-  private readonly decoded = new DecodedRows<BriefRecord>(2048);
+  private readonly decoded = new DecodedRows<BriefRecord>(1024);
 
   constructor(db: DatabaseSync) {
     this.insertStmt = db.prepare("INSERT INTO briefs (id, agent_id, data) VALUES (?, ?, ?)");

@@ -26,7 +26,7 @@ export class MessagesRepo {
   private readonly byStatusStmt: StatementSync;
   private readonly recentStmt: StatementSync;
   /** Envelopes never change once admitted; the prompt reads the recent ones every turn. */
-  private readonly decoded = new DecodedRows<MessageEnvelope>(4096);
+  private readonly decoded = new DecodedRows<MessageEnvelope>(1024);
 
   constructor(db: DatabaseSync) {
     this.insertStmt = db.prepare(
