@@ -72,6 +72,8 @@ describe("config.json loading", () => {
       disable_provider_fallback: false,
       default_tool_output_tokens: 8000,
       max_tool_output_tokens: 64000,
+      command_env_allow: [],
+      max_command_output_bytes: 64 * 1024 * 1024,
     });
     expect(l.values.model.default).toBeNull();
   });
