@@ -81,6 +81,15 @@ export function registerOperatorCommands(program: Command): void {
     .addOption(json())
     .action(action(async (opts) => (await import("./usage.ts")).usage(opts)));
 
+  program
+    .command("tui")
+    .description("Live operator console on the running host (HTTP + SSE only)")
+    .argument("[agent]", "agent id (default agent when omitted)")
+    .option("--display <level>", "info (default), verbose or debug; /display 3|4|5 inside")
+    .addOption(home())
+    .addOption(token())
+    .action(action(async (agent, opts) => (await import("./tui.ts")).tui(agent, opts)));
+
   const debug =
     program.commands.find((c) => c.name() === "debug") ??
     program.command("debug").description("Troubleshooting tools");

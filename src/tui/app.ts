@@ -1,0 +1,330 @@
+// The operator console (`holon tui`): a client over HTTP + SSE only. It shows one agent's
+// conversation (operator prompts, results, failures; more at `/display 4|5`) rendered by the
+// presentation layer, an always-available composer (Enter submits; Alt+Enter or
+// `/interject …` interjects into the running turn), and overlays for the planes that have
+// landed (agents, transcript, tasks, work items, timers, workspaces, help) closed by Esc.
+// Closing it changes nothing in the runtime; it follows the event stream across host
+// restarts (client/follow.ts). Written with createElement: Node strips types, not JSX.
+import { createElement as h, useEffect, useRef, useState, type ReactElement } from "react";
+import { Box, Text, useApp, useInput } from "ink";
+import type { HolonClient } from "../client/client.ts";
+import { followEvents } from "../client/follow.ts";
+import {
+  noPaint,
+  parseDisplayLevel,
+  presentEvent,
+  presentTranscriptEntry,
+  renderItem,
+  shows,
+  type DisplayLevel,
+  type PresentationItem,
+} from "../client/presentation.ts";
+import type { EventEnvelope } from "../domain/events.ts";
+import type { StoredTranscriptEntry } from "../domain/transcript.ts";
+
+export type TuiProps = {
+  /** Find the host (again after a restart). */
+  connect: () => HolonClient | undefined;
+  agentId?: string | undefined;
+  display?: DisplayLevel | undefined;
+  /** Conversation rows kept on screen. */
+  rows?: number;
+};
+
+type Overlay = "agents" | "transcript" | "tasks" | "work" | "timers" | "workspaces" | "help";
+
+const HELP = [
+  "Enter             send the composer to the agent",
+  "Alt+Enter         interject into the running turn (or /interject <text>)",
+  "Esc               close an overlay",
+  "/display 3|4|5    info, verbose or debug (also the names)",
+  "/agent <id>       switch agent",
+  "/agents /transcript /tasks /work /timers /workspaces /help   overlays",
+  "/wake /pause /resume /stop   agent control",
+  "/quit or Ctrl+C   leave (the runtime keeps running)",
+];
+
+const MAX_ITEMS = 500;
+
+function lines(items: unknown[] | undefined, f: (x: any) => string): string[] {
+  return (items ?? []).map(f);
+}
+
+export function App(props: TuiProps): ReactElement {
+  const { exit } = useApp();
+  const [agentId, setAgentId] = useState<string | undefined>(props.agentId);
+  const [display, setDisplay] = useState<DisplayLevel>(props.display ?? "info");
+  const [items, setItems] = useState<PresentationItem[]>([]);
+  const [input, setInputState] = useState("");
+  // Keys can arrive faster than renders: the composer's text lives in a ref as well.
+  const inputRef = useRef("");
+  const setInput = (f: string | ((s: string) => string)) => {
+    inputRef.current = typeof f === "function" ? f(inputRef.current) : f;
+    setInputState(inputRef.current);
+  };
+  const [overlay, setOverlay] = useState<Overlay | null>(null);
+  const [overlayLines, setOverlayLines] = useState<string[]>([]);
+  const [status, setStatus] = useState("connecting…");
+  const [agentStatus, setAgentStatus] = useState("");
+  const [notice, setNotice] = useState("");
+  const clientRef = useRef<HolonClient | undefined>(undefined);
+
+  const client = (): HolonClient | undefined => {
+    clientRef.current = props.connect() ?? clientRef.current;
+    return clientRef.current;
+  };
+
+  // Which agent: the given one, else the host's default.
+  useEffect(() => {
+    if (agentId) return;
+    let stop = false;
+    const tryOnce = async () => {
+      while (!stop) {
+        const c = client();
+        const res = c
+          ? await c.call<{ default_agent: string }>("GET", "/").catch(() => undefined)
+          : undefined;
+        if (res) return setAgentId(res.default_agent);
+        setStatus("no runtime is running; waiting for one (holon daemon start)");
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    };
+    void tryOnce();
+    return () => {
+      stop = true;
+    };
+  }, [agentId]);
+
+  // History, then the live stream (resumed across host restarts).
+  useEffect(() => {
+    if (!agentId) return;
+    const ctl = new AbortController();
+    setItems([]);
+    const run = async () => {
+      const c = client();
+      let after = 0;
+      if (c) {
+        const path = `/agents/${encodeURIComponent(agentId)}`;
+        const res = await c
+          .call<{ events: EventEnvelope[]; newest_seq: number }>(
+            "GET",
+            `${path}/events?limit=200&order=desc`,
+          )
+          .catch(() => undefined);
+        if (res) {
+          after = res.newest_seq;
+          setItems(res.events.reverse().map(presentEvent));
+        }
+        const st = await c.call<{ status: string }>("GET", `${path}/status`).catch(() => undefined);
+        if (st) setAgentStatus(st.status);
+      }
+      setStatus("live");
+      await followEvents({
+        connect: client,
+        agentId,
+        afterSeq: after,
+        signal: ctl.signal,
+        minDelayMs: 100,
+        maxDelayMs: 1000,
+        onEvent: (e) => {
+          if (e.type === "agent_state_changed") setAgentStatus(String(e.payload.to));
+          setItems((prev) => [...prev, presentEvent(e)].slice(-MAX_ITEMS));
+        },
+        onNotice: (n) => {
+          if (n.kind === "disconnected") setStatus("runtime unreachable; reconnecting…");
+          else if (n.kind === "reconnected") setStatus("live (reconnected)");
+          else if (n.kind === "replay_unavailable")
+            setNotice(`events up to ${n.resumed_after_seq} were removed by retention`);
+        },
+      }).catch((err: unknown) => setStatus(`stream failed: ${(err as Error).message}`));
+    };
+    void run();
+    return () => ctl.abort();
+  }, [agentId]);
+
+  const openOverlay = async (which: Overlay) => {
+    setOverlay(which);
+    if (which === "help") return setOverlayLines(HELP);
+    setOverlayLines(["loading…"]);
+    const c = client();
+    if (!c || !agentId) return setOverlayLines(["no runtime"]);
+    const a = `/agents/${encodeURIComponent(agentId)}`;
+    try {
+      switch (which) {
+        case "agents": {
+          const r = await c.call<{ agents: any[] }>("GET", "/agents/list");
+          return setOverlayLines(
+            lines(
+              r.agents,
+              (x) => `${x.agent_id === agentId ? "›" : " "} ${x.agent_id}  ${x.status}`,
+            ),
+          );
+        }
+        case "transcript": {
+          const r = await c.call<{ entries: StoredTranscriptEntry[] }>(
+            "GET",
+            `${a}/transcript?limit=30`,
+          );
+          return setOverlayLines(
+            r.entries
+              .map(presentTranscriptEntry)
+              .filter((it) => shows(it, display))
+              .flatMap((it) => renderItem(it, display, noPaint).split("\n")),
+          );
+        }
+        case "tasks": {
+          const r = await c.call<{ tasks: any[] }>("GET", `${a}/tasks`);
+          return setOverlayLines(
+            lines(
+              r.tasks,
+              (t) => `${t.task_id ?? t.id}  ${t.status}  ${t.summary ?? t.command?.cmd ?? ""}`,
+            ),
+          );
+        }
+        case "work": {
+          const r = await c.call<{ work_items: any[] }>("GET", `${a}/work-items`);
+          return setOverlayLines(
+            lines(r.work_items, (w) => `${w.id}  ${w.readiness ?? w.state ?? ""}  ${w.objective}`),
+          );
+        }
+        case "timers": {
+          const r = await c.call<{ timers?: any[]; active?: any[] }>("GET", `${a}/timers`);
+          return setOverlayLines(
+            lines(
+              r.timers ?? r.active,
+              (t) => `${t.timer_id ?? t.id}  ${t.kind ?? ""}  next ${t.next_fire_at ?? "-"}`,
+            ),
+          );
+        }
+        case "workspaces": {
+          const r = await c.call<Record<string, any>>("GET", `${a}/workspaces`);
+          return setOverlayLines(JSON.stringify(r, null, 1).split("\n").slice(0, 40));
+        }
+      }
+    } catch (err) {
+      setOverlayLines([`failed: ${(err as Error).message}`]);
+    }
+  };
+
+  const send = async (text: string, interject: boolean) => {
+    const c = client();
+    if (!c || !agentId) return setNotice("no runtime to send to");
+    try {
+      const body: Record<string, unknown> = { text };
+      if (interject) body.priority = "interject";
+      await c.call("POST", `/control/agents/${encodeURIComponent(agentId)}/prompt`, body);
+      setNotice(interject ? "interjected" : "");
+    } catch (err) {
+      setNotice(`not sent: ${(err as Error).message}`);
+    }
+  };
+
+  const control = async (action: string) => {
+    const c = client();
+    if (!c || !agentId) return;
+    try {
+      await c.call("POST", `/control/agents/${encodeURIComponent(agentId)}/control`, { action });
+      setNotice(`${action}: requested`);
+    } catch (err) {
+      setNotice(`${action} failed: ${(err as Error).message}`);
+    }
+  };
+
+  const command = (text: string): void => {
+    const [cmd, ...rest] = text.slice(1).split(/\s+/);
+    const arg = rest.join(" ");
+    switch (cmd) {
+      case "display": {
+        const level = parseDisplayLevel(arg);
+        if (!level || level === "trace") return setNotice("/display 3|4|5 (info, verbose, debug)");
+        setDisplay(level);
+        return setNotice(`display: ${level}`);
+      }
+      case "agent":
+        if (!arg) return void openOverlay("agents");
+        return setAgentId(arg);
+      case "agents":
+      case "transcript":
+      case "tasks":
+      case "work":
+      case "timers":
+      case "workspaces":
+      case "help":
+        return void openOverlay(cmd as Overlay);
+      case "interject":
+        return void send(arg, true);
+      case "wake":
+      case "pause":
+      case "resume":
+      case "stop":
+        return void control(cmd);
+      case "quit":
+      case "exit":
+        return exit();
+      default:
+        return setNotice(`unknown command /${cmd}; /help lists them`);
+    }
+  };
+
+  useInput((ch, key) => {
+    if (key.ctrl && ch === "c") return exit();
+    if (key.escape) {
+      setOverlay(null);
+      return;
+    }
+    const submit = (interject: boolean) => {
+      const text = inputRef.current.trim();
+      setInput("");
+      if (!text) return;
+      if (text.startsWith("/")) return command(text);
+      return void send(text, interject);
+    };
+    if (key.return) return submit(key.meta);
+    // Pasted or piped text arrives as one chunk: a line break inside it submits.
+    if (ch.length > 1 && /[\r\n]/.test(ch)) {
+      const parts = ch.split(/\r\n|\r|\n/);
+      parts.forEach((part, i) => {
+        setInput((s) => s + part);
+        if (i < parts.length - 1) submit(false);
+      });
+      return;
+    }
+    if (key.backspace || key.delete) return setInput((s) => s.slice(0, -1));
+    if (ch && !key.ctrl && !key.meta) setInput((s) => s + ch);
+  });
+
+  const visible = items.filter((it) => shows(it, display));
+  const rows = props.rows ?? 20;
+  const shown = visible.slice(-rows);
+  return h(
+    Box,
+    { flexDirection: "column" },
+    h(
+      Text,
+      { bold: true },
+      `holon · ${agentId ?? "…"}${agentStatus ? ` (${agentStatus})` : ""} · ${display} · ${status}`,
+    ),
+    overlay
+      ? h(
+          Box,
+          { flexDirection: "column", borderStyle: "round", paddingX: 1 },
+          h(Text, { bold: true }, `${overlay} (Esc closes)`),
+          ...overlayLines.slice(0, 40).map((l, i) => h(Text, { key: `o${i}` }, l)),
+        )
+      : h(
+          Box,
+          { flexDirection: "column" },
+          ...(shown.length
+            ? shown.map((it) =>
+                h(
+                  Text,
+                  { key: `${it.source_event_kind}${it.seq}` },
+                  renderItem(it, display, noPaint),
+                ),
+              )
+            : [h(Text, { key: "empty", dimColor: true }, "(nothing yet at this display level)")]),
+        ),
+    notice ? h(Text, { dimColor: true }, notice) : null,
+    h(Text, null, `› ${input}`),
+  );
+}

@@ -1,0 +1,35 @@
+// Entry point of `holon tui` (started by the CLI as its own process): finds the host for
+// HOLON_HOME through the client's discovery and renders the console until the user quits.
+// Usage: main.ts --home <dir> [--agent <id>] [--display info|verbose|debug]
+import { createElement as h } from "react";
+import { render } from "ink";
+import { HolonClient, discover } from "../client/client.ts";
+import { parseDisplayLevel } from "../client/presentation.ts";
+import { App } from "./app.ts";
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const home = arg("--home");
+if (!home) {
+  process.stderr.write("holon tui: --home is required\n");
+  process.exit(2);
+}
+const display = parseDisplayLevel(arg("--display") ?? "info");
+if (!display || display === "trace") {
+  process.stderr.write("holon tui: --display must be info, verbose or debug (or 3, 4, 5)\n");
+  process.exit(2);
+}
+const token = process.env.HOLON_CONTROL_TOKEN;
+const connect = () => {
+  const conn = discover(home, token);
+  return conn ? new HolonClient(conn) : undefined;
+};
+const rows = Math.max(5, (process.stdout.rows ?? 30) - 6);
+const app = render(h(App, { connect, agentId: arg("--agent"), display, rows }), {
+  exitOnCtrlC: false,
+});
+await app.waitUntilExit();
+process.exit(0);
