@@ -111,7 +111,7 @@ export class UsageService {
     const unpriced = new Set<string>();
     for (const agentId of agentIds) {
       const agentTotals = (byAgent[agentId] = empty());
-      for (const r of this.repo.rounds(agentId, from.toISOString(), to.toISOString())) {
+      for (const r of this.repo.rounds(agentId, from, to)) {
         const pricing = priceOf(r.model_ref);
         if (!pricing) unpriced.add(r.model_ref);
         const cost = roundCost(r.token_usage, pricing);

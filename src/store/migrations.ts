@@ -285,11 +285,12 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
   },
   {
     version: 8,
-    name: "usage: model rounds by agent and time",
-    // Usage and cost are derived from the recorded model rounds; this partial index holds
-    // only those events, so a report reads them by agent and time without a scan.
-    sql: `
-      CREATE INDEX events_model_rounds ON events (agent_id, ts) WHERE type = 'provider_round_completed';
-    `,
+    name: "usage: model rounds by agent and time (withdrawn)",
+    // First a partial index over the model-round events by (agent_id, ts). Withdrawn: the
+    // events' layout is the events repository's to change (type ids, epoch times), and an
+    // index naming its columns here would break that. Usage reads through the agent's
+    // (agent_id, event_seq) index instead. A home that ran the first version keeps a
+    // harmless index; dropping it here would fail where the columns no longer exist.
+    sql: `SELECT 1;`,
   },
 ];
