@@ -83,21 +83,28 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     // overflow pages as WITHOUT ROWID rows, doubling their size on disk, and the rowid gives
     // the global insertion order that retention removes from. Provenance and payload (and a
     // transcript entry's fields) share one encoded body (store/codec.ts: JSON text, or a
-    // compressed blob when large). The copy keeps each agent's rows in sequence order while
-    // interleaving agents by time. The other tables gain the indexes their hot reads need, a
+    // compressed blob when large); times are epoch milliseconds and event types small ids
+    // (`event_types`), because a turn writes a dozen events and these columns were a third of
+    // each row. The copy keeps each agent's rows in sequence order while interleaving agents
+    // by time. The other tables gain the indexes their hot reads need, a
     // per-family size tally kept by triggers (for size-based retention without scans), and a
     // record of what retention removed (so sequences never restart and replay can say so).
     sql: `
+      CREATE TABLE event_types (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+      INSERT INTO event_types (name) SELECT DISTINCT type FROM events ORDER BY type;
       CREATE TABLE events_v3 (
         agent_id TEXT NOT NULL,
         event_seq INTEGER NOT NULL,
         id TEXT NOT NULL,
-        ts TEXT NOT NULL,
-        type TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        type_id INTEGER NOT NULL,
         body NOT NULL
       );
-      INSERT INTO events_v3 (agent_id, event_seq, id, ts, type, body)
-        SELECT agent_id, event_seq, id, ts, type, json_array(json(provenance), json(payload))
+      INSERT INTO events_v3 (agent_id, event_seq, id, ts, type_id, body)
+        SELECT agent_id, event_seq, id,
+          CAST(ROUND((julianday(ts) - 2440587.5) * 86400000) AS INTEGER),
+          (SELECT t.id FROM event_types t WHERE t.name = type),
+          json_array(json(provenance), json(payload))
         FROM (
           SELECT *, MAX(ts) OVER (PARTITION BY agent_id ORDER BY event_seq) AS order_ts
           FROM events
@@ -111,12 +118,13 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
         agent_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
         id TEXT NOT NULL,
-        created_at TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
         run_id TEXT,
         body NOT NULL
       );
       INSERT INTO transcript_v3 (agent_id, seq, id, created_at, run_id, body)
-        SELECT agent_id, seq, id, created_at, run_id,
+        SELECT agent_id, seq, id,
+          CAST(ROUND((julianday(created_at) - 2440587.5) * 86400000) AS INTEGER), run_id,
           json_object('kind', kind, 'message_id', message_id, 'data', json(data_obj))
         FROM (
           SELECT agent_id, seq, id,
@@ -155,7 +163,7 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
         bytes INTEGER NOT NULL
       ) WITHOUT ROWID;
       INSERT INTO store_stats (family, row_count, bytes)
-        SELECT 'events', COUNT(*), COALESCE(SUM(octet_length(body) + octet_length(id) + octet_length(ts) + octet_length(type) + octet_length(agent_id) + 24), 0) FROM events;
+        SELECT 'events', COUNT(*), COALESCE(SUM(octet_length(body) + octet_length(id) + octet_length(agent_id) + 32), 0) FROM events;
       INSERT INTO store_stats (family, row_count, bytes)
         SELECT 'transcript', COUNT(*), COALESCE(SUM(octet_length(body) + octet_length(id) + 2 * octet_length(agent_id) + 64), 0) FROM transcript;
       INSERT INTO store_stats (family, row_count, bytes)
@@ -164,10 +172,10 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
         SELECT 'briefs', COUNT(*), COALESCE(SUM(octet_length(data) + 2 * octet_length(id) + 2 * octet_length(agent_id) + 24), 0) FROM briefs;
 
       CREATE TRIGGER events_tally_insert AFTER INSERT ON events BEGIN
-        UPDATE store_stats SET row_count = row_count + 1, bytes = bytes + octet_length(NEW.body) + octet_length(NEW.id) + octet_length(NEW.ts) + octet_length(NEW.type) + octet_length(NEW.agent_id) + 24 WHERE family = 'events';
+        UPDATE store_stats SET row_count = row_count + 1, bytes = bytes + octet_length(NEW.body) + octet_length(NEW.id) + octet_length(NEW.agent_id) + 32 WHERE family = 'events';
       END;
       CREATE TRIGGER events_tally_delete AFTER DELETE ON events BEGIN
-        UPDATE store_stats SET row_count = row_count - 1, bytes = bytes - (octet_length(OLD.body) + octet_length(OLD.id) + octet_length(OLD.ts) + octet_length(OLD.type) + octet_length(OLD.agent_id) + 24) WHERE family = 'events';
+        UPDATE store_stats SET row_count = row_count - 1, bytes = bytes - (octet_length(OLD.body) + octet_length(OLD.id) + octet_length(OLD.agent_id) + 32) WHERE family = 'events';
       END;
       CREATE TRIGGER transcript_tally_insert AFTER INSERT ON transcript BEGIN
         UPDATE store_stats SET row_count = row_count + 1, bytes = bytes + octet_length(NEW.body) + octet_length(NEW.id) + 2 * octet_length(NEW.agent_id) + 64 WHERE family = 'transcript';
