@@ -21,6 +21,7 @@ const BOUNDED = new Set([
   "schema_migrations",
   "store_stats",
   "retention_floors",
+  "event_types",
   "sqlite_schema",
   "sqlite_master",
 ]);

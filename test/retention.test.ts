@@ -72,8 +72,8 @@ function rows(rt: TestRuntime) {
     eventSeqs: q("SELECT event_seq FROM events WHERE agent_id = 'main' ORDER BY event_seq").map(
       (r) => r.event_seq as number,
     ),
-    eventTimes: q("SELECT ts FROM events").map((r) => r.ts as string),
-    transcript: q("SELECT created_at FROM transcript").map((r) => r.created_at as string),
+    eventTimes: q("SELECT ts FROM events").map((r) => r.ts as number),
+    transcript: q("SELECT created_at FROM transcript").map((r) => r.created_at as number),
     messages: rt.host.store.messages.recent("main", 1000).map((m) => m.body),
     briefs: rt.host.store.briefs.recent("main", 1000).map((b) => b.text),
   };
@@ -113,7 +113,7 @@ describe("retention", () => {
       clock.set(T0 + 30 * DAY + 1);
       const summary = await new RetentionJob({ store, policy: all30 }).runOnce();
       const after = rows(rt);
-      const cutoff = new Date(T0 + 1).toISOString();
+      const cutoff = T0 + 1; // stored times are epoch milliseconds
       expect(after.eventSeqs).toEqual([...youngEvents, store.events.newestSeq("main")]);
       expect(after.eventTimes.every((t) => t >= cutoff)).toBe(true);
       expect(after.transcript).toHaveLength(3);

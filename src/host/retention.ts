@@ -141,8 +141,7 @@ export class RetentionJob {
     summary: RetentionSummary,
   ): Promise<void> {
     if (limit.max_age_ms === null && limit.max_bytes === null) return;
-    const cutoff =
-      limit.max_age_ms === null ? null : new Date(now.getTime() - limit.max_age_ms).toISOString();
+    const cutoff = limit.max_age_ms === null ? null : now.getTime() - limit.max_age_ms;
     const at = now.toISOString();
     // Messages and briefs are numbered by rowid: their newest row stays so no number repeats.
     const keepNewest = family === "messages" || family === "briefs";

@@ -20,8 +20,11 @@ const dictV1 = Buffer.from(DICTIONARY_V1, "utf8");
 const DEFLATE = { level: 6, windowBits: 13, memLevel: 4, chunkSize: 2048, dictionary: dictV1 };
 const INFLATE = { windowBits: 13, chunkSize: 4096, dictionary: dictV1 };
 
-/** Bodies shorter than this stay text: compressing them costs more time than it saves bytes. */
-export const COMPRESS_FROM_BYTES = 200;
+/**
+ * Bodies shorter than this stay text. Even rows of 60-200 bytes (a state change, a round
+ * preview) shrink to a third against the dictionary, and a turn writes several of them.
+ */
+export const COMPRESS_FROM_BYTES = 64;
 
 export type StoredBody = string | Uint8Array;
 

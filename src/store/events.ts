@@ -2,6 +2,8 @@
 // it is assigned inside the writing transaction from the current maximum. Retention may
 // remove an agent's oldest events (always a prefix of its log); `retention_floors` keeps how
 // far it went, so numbering never restarts and replay can tell a client what is gone.
+// Stored compactly: `ts` as epoch milliseconds, `type` as an id into `event_types`; rows
+// read back carry the ISO time and the type name as always.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { EventEnvelope } from "../domain/events.ts";
 import { decodeBody, encodeBody } from "./codec.ts";
@@ -10,8 +12,8 @@ type Row = {
   agent_id: string;
   event_seq: number;
   id: string;
-  ts: string;
-  type: string;
+  ts: number;
+  type_id: number;
   body: string | Uint8Array;
 };
 
@@ -22,7 +24,7 @@ export type EventQuery = {
   order: "asc" | "desc";
 };
 
-const COLUMNS = "agent_id, event_seq, id, ts, type, body";
+const COLUMNS = "agent_id, event_seq, id, ts, type_id, body";
 
 export class EventsRepo {
   private readonly db: DatabaseSync;
@@ -33,6 +35,8 @@ export class EventsRepo {
   private readonly queryStmts = new Map<string, StatementSync>();
   /** Newest event_seq per agent, kept in memory; cleared when a transaction rolls back. */
   private readonly newest = new Map<string, number>();
+  /** Event type names by id and ids by name; reloaded after a rollback (a new type may be gone). */
+  readonly types: EventTypes;
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -44,6 +48,7 @@ export class EventsRepo {
     this.afterStmt = db.prepare(
       `SELECT ${COLUMNS} FROM events WHERE agent_id = ? AND event_seq > ? ORDER BY event_seq ASC LIMIT ?`,
     );
+    this.types = new EventTypes(db);
   }
 
   newestSeq(agentId: string): number {
@@ -64,6 +69,7 @@ export class EventsRepo {
 
   invalidate(): void {
     this.newest.clear();
+    this.types.invalidate();
   }
 
   nextSeq(agentId: string): number {
@@ -76,15 +82,15 @@ export class EventsRepo {
       e.agent_id,
       e.event_seq,
       e.id,
-      e.ts,
-      e.type,
+      Date.parse(e.ts),
+      this.types.idOf(e.type),
       encodeBody([e.provenance, e.payload]),
     );
   }
 
   /** Events strictly after `afterSeq`, ascending: the replay path. */
   after(agentId: string, afterSeq: number, limit: number): EventEnvelope[] {
-    return (this.afterStmt.all(agentId, afterSeq, limit) as Row[]).map(toEnvelope);
+    return (this.afterStmt.all(agentId, afterSeq, limit) as Row[]).map((r) => this.toEnvelope(r));
   }
 
   query(agentId: string, q: EventQuery): EventEnvelope[] {
@@ -103,22 +109,69 @@ export class EventsRepo {
     args.push(q.limit);
     let stmt = this.queryStmts.get(sql);
     if (!stmt) this.queryStmts.set(sql, (stmt = this.db.prepare(sql)));
-    return (stmt.all(...args) as Row[]).map(toEnvelope);
+    return (stmt.all(...args) as Row[]).map((r) => this.toEnvelope(r));
+  }
+
+  private toEnvelope(row: Row): EventEnvelope {
+    const [provenance, payload] = decodeBody(row.body) as [
+      EventEnvelope["provenance"],
+      EventEnvelope["payload"],
+    ];
+    return {
+      id: row.id,
+      event_seq: row.event_seq,
+      ts: new Date(row.ts).toISOString(),
+      agent_id: row.agent_id,
+      type: this.types.nameOf(row.type_id),
+      provenance,
+      payload,
+    };
   }
 }
 
-function toEnvelope(row: Row): EventEnvelope {
-  const [provenance, payload] = decodeBody(row.body) as [
-    EventEnvelope["provenance"],
-    EventEnvelope["payload"],
-  ];
-  return {
-    id: row.id,
-    event_seq: row.event_seq,
-    ts: row.ts,
-    agent_id: row.agent_id,
-    type: row.type,
-    provenance,
-    payload,
-  };
+/** The `event_types` table: each event type name stored once, referenced by a small id. */
+export class EventTypes {
+  private readonly listStmt: StatementSync;
+  private readonly addStmt: StatementSync;
+  private byName = new Map<string, number>();
+  private byId = new Map<number, string>();
+  private loaded = false;
+
+  constructor(db: DatabaseSync) {
+    this.listStmt = db.prepare("SELECT id, name FROM event_types");
+    this.addStmt = db.prepare("INSERT INTO event_types (name) VALUES (?)");
+  }
+
+  private load(): void {
+    this.byName = new Map();
+    this.byId = new Map();
+    for (const r of this.listStmt.all() as { id: number; name: string }[]) {
+      this.byName.set(r.name, r.id);
+      this.byId.set(r.id, r.name);
+    }
+    this.loaded = true;
+  }
+
+  invalidate(): void {
+    this.loaded = false;
+  }
+
+  /** The id of a type, added on first use (inside the caller's transaction). */
+  idOf(name: string): number {
+    if (!this.loaded) this.load();
+    let id = this.byName.get(name);
+    if (id === undefined) {
+      id = Number(this.addStmt.run(name).lastInsertRowid);
+      this.byName.set(name, id);
+      this.byId.set(id, name);
+    }
+    return id;
+  }
+
+  nameOf(id: number): string {
+    if (!this.loaded || !this.byId.has(id)) this.load();
+    const name = this.byId.get(id);
+    if (name === undefined) throw new Error(`stored event has unknown type id ${id}`);
+    return name;
+  }
 }

@@ -9,6 +9,7 @@
 // Nothing here runs on the turn path; the job in host/retention.ts drives it.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { bodyText } from "./codec.ts";
+import { EventTypes } from "./events.ts";
 
 export type HistoryFamily = "events" | "transcript" | "messages" | "briefs";
 export const HISTORY_FAMILIES: readonly HistoryFamily[] = [
@@ -24,8 +25,8 @@ export type HistoryRow = {
   agent_id: string;
   /** The agent's sequence number (events, transcript) or the global one (messages, briefs). */
   seq: number;
-  /** ISO time the row was written. */
-  at: string;
+  /** When the row was written, epoch milliseconds. */
+  at: number;
   /** Bytes the row counts for in the size tally. */
   bytes: number;
   /** Event type (events only). */
@@ -53,15 +54,15 @@ export type TaskRow = {
 const TERMINAL_MESSAGE = "status NOT IN ('queued', 'processing')";
 
 const PAGE_SQL: Record<HistoryFamily, string> = {
-  events: `SELECT rowid AS rowid, agent_id, event_seq AS seq, ts AS at, type,
-      octet_length(body) + octet_length(id) + octet_length(ts) + octet_length(type) + octet_length(agent_id) + 24 AS bytes,
+  events: `SELECT rowid AS rowid, agent_id, event_seq AS seq, ts AS at, type_id,
+      octet_length(body) + octet_length(id) + octet_length(agent_id) + 32 AS bytes,
       1 AS removable
     FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?`,
   transcript: `SELECT rowid AS rowid, agent_id, seq, created_at AS at,
       octet_length(body) + octet_length(id) + 2 * octet_length(agent_id) + 64 AS bytes,
       1 AS removable
     FROM transcript WHERE rowid > ? ORDER BY rowid LIMIT ?`,
-  messages: `SELECT rowid AS rowid, agent_id, seq, created_at AS at,
+  messages: `SELECT rowid AS rowid, agent_id, seq, created_at AS at_iso,
       octet_length(envelope) + 3 * octet_length(id) + 2 * octet_length(agent_id) + 80 AS bytes,
       (${TERMINAL_MESSAGE}) AS removable
     FROM messages WHERE rowid > ? ORDER BY rowid LIMIT ?`,
@@ -78,6 +79,7 @@ export class RetentionRepo {
   private readonly deleteStmts: Record<HistoryFamily, StatementSync>;
   private readonly maxRowidStmts: Record<HistoryFamily, StatementSync>;
   private readonly tallyStmt: StatementSync;
+  private readonly types: EventTypes;
   private readonly floorStmt: StatementSync;
   private readonly floorsStmt: StatementSync;
   private readonly tasksPageStmt: StatementSync;
@@ -94,6 +96,7 @@ export class RetentionRepo {
     this.deleteStmts = each((fam) => `DELETE FROM ${fam} WHERE rowid = ?`);
     this.maxRowidStmts = each((fam) => `SELECT MAX(rowid) AS m FROM ${fam}`);
     this.tallyStmt = db.prepare("SELECT row_count, bytes FROM store_stats WHERE family = ?");
+    this.types = new EventTypes(db);
     this.floorStmt = db.prepare(
       `INSERT INTO retention_floors (agent_id, family, removed_through, removed_count, updated_at)
        VALUES (?, ?, ?, ?, ?)
@@ -124,19 +127,20 @@ export class RetentionRepo {
   page(family: HistoryFamily, afterRowid: number, limit: number): HistoryRow[] {
     const rows = this.pageStmts[family].all(afterRowid, limit) as Record<string, unknown>[];
     return rows.map((r) => {
-      let at = r.at as string | undefined;
+      let at = r.at as number;
+      if (family === "messages") at = Date.parse(r.at_iso as string);
       if (family === "briefs") {
-        at = (JSON.parse(bodyText(r.data)) as { created_at: string }).created_at;
+        at = Date.parse((JSON.parse(bodyText(r.data)) as { created_at: string }).created_at);
       }
       const row: HistoryRow = {
         rowid: r.rowid as number,
         agent_id: r.agent_id as string,
         seq: r.seq as number,
-        at: at!,
+        at,
         bytes: r.bytes as number,
         removable: r.removable === 1,
       };
-      if (typeof r.type === "string") row.type = r.type;
+      if (typeof r.type_id === "number") row.type = this.types.nameOf(r.type_id);
       return row;
     });
   }

@@ -1,5 +1,5 @@
-// Transcript entries: per agent, `seq` strictly increasing. The entry's identity and time are
-// columns; its kind, message id and data are one encoded body (store/codec.ts). Retention
+// Transcript entries: per agent, `seq` strictly increasing. The entry's identity and time (epoch
+// milliseconds) are columns; its kind, message id and data are one encoded body (store/codec.ts). Retention
 // removes an agent's oldest entries; `retention_floors` keeps numbering from restarting.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import {
@@ -13,7 +13,7 @@ type Row = {
   agent_id: string;
   seq: number;
   id: string;
-  created_at: string;
+  created_at: number;
   run_id: string | null;
   body: string | Uint8Array;
 };
@@ -70,7 +70,7 @@ export class TranscriptRepo {
       full.agent_id,
       seq,
       full.id,
-      full.created_at,
+      Date.parse(full.created_at),
       full.run_id ?? null,
       encodeBody(body),
     );
@@ -95,7 +95,7 @@ function toEntry(row: Row): StoredTranscriptEntry {
     id: row.id,
     agent_id: row.agent_id,
     seq: row.seq,
-    created_at: row.created_at,
+    created_at: new Date(row.created_at).toISOString(),
     kind: body.kind,
     data: body.data,
   };
