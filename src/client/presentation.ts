@@ -366,6 +366,28 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
           .join(", ") || "nothing removed",
         { tone: "dim" },
       );
+    case "operator_delivery_recorded":
+      return e.payload.status === "accepted_by_transport"
+        ? item(
+            "verbose",
+            "result",
+            "Delivered",
+            `${e.payload.brief_kind} to ${e.payload.binding_id}`,
+            {
+              tone: "dim",
+              detail: `${e.payload.attempts} attempt(s)`,
+            },
+          )
+        : item(
+            "info",
+            "failure",
+            "Delivery failed",
+            `${e.payload.brief_kind} to ${e.payload.binding_id}: ${e.payload.failure ?? "?"}`,
+            {
+              tone: "warn",
+              detail: `${e.payload.attempts} attempt(s)`,
+            },
+          );
     case "runtime_service_shutdown_requested":
       return item("info", "runtime", "Runtime shutting down", "requested over the control plane", {
         tone: "warn",

@@ -406,6 +406,17 @@ export const EventBody = z.discriminatedUnion("type", [
     oldest_available_seq: z.number().int().optional(),
   }),
   kind("runtime_service_shutdown_requested", { source: z.literal("control") }),
+  /** A brief submitted to an operator transport binding's callback (or given up on). */
+  kind("operator_delivery_recorded", {
+    delivery_intent_id: z.string(),
+    binding_id: z.string(),
+    brief_id: z.string(),
+    brief_kind: z.string(),
+    status: z.enum(["accepted_by_transport", "failed_to_submit"]),
+    attempts: z.number().int(),
+    transport_delivery_id: z.string().nullable(),
+    failure: z.string().nullable(),
+  }),
   kind("http_request_refused", {
     kind: z.string(),
     status: z.number().int(),

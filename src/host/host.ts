@@ -166,6 +166,7 @@ export class RuntimeHost {
     this.closed = true;
     const { ingress, scheduler, loops, tasks, store } = this.services;
     await this.services.retention.stop();
+    this.services.operatorTransport.close();
     scheduler.close();
     ingress.close();
     await loops.close();

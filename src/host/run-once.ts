@@ -295,6 +295,7 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "task_status_updated":
     case "task_reattached_after_restart":
     case "runtime_service_shutdown_requested":
+    case "operator_delivery_recorded":
     case "http_request_refused":
     case "retention_applied":
     case "timer_created":

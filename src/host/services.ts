@@ -37,6 +37,7 @@ import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
 import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
+import { OperatorTransportService } from "./operator-transport.ts";
 import { RetentionJob } from "./retention.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
@@ -169,6 +170,13 @@ export function buildServices(opts: ServiceOptions) {
   const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
   // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
   const usage = new UsageService(store, config);
+  // Operator transport bindings: relayed operator prompts in, briefs out to their callbacks.
+  const operatorTransport = new OperatorTransportService({
+    home: opts.home,
+    store,
+    ingress: core.ingress,
+    clock: opts.clock,
+  });
   return {
     ...core,
     workspaces,
@@ -181,6 +189,7 @@ export function buildServices(opts: ServiceOptions) {
     retention,
     work,
     usage,
+    operatorTransport,
   };
 }
 

@@ -14,6 +14,7 @@ import { waitingRoutes } from "./routes-waiting.ts";
 import { workRoutes } from "./routes-work.ts";
 import { workspaceRoutes } from "./routes-workspaces.ts";
 import { usageRoutes } from "./routes-usage.ts";
+import { operatorRoutes } from "./routes-operator.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -58,6 +59,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   workRoutes(app, ctx);
   workspaceRoutes(app, ctx);
   usageRoutes(app, ctx);
+  operatorRoutes(app, ctx);
   openApiRoute(app);
   return { app, hub };
 }
