@@ -1,5 +1,7 @@
 // Restart-proof tasks through the real product: `holon serve` child processes SIGKILLed while a
 // command task runs, then started again on the same home.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { DatabaseSync } from "node:sqlite";
@@ -7,6 +9,7 @@ import { homePaths } from "../src/host/paths.ts";
 import { readProcessRecord } from "../src/tasks/process.ts";
 import { scanMembers } from "../src/tasks/process-proc.ts";
 import { cleanupHomes, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import { decodeBody } from "../src/store/codec.ts";
 
 const procs: ChildProcess[] = [];
 const groups: number[] = [];
@@ -50,8 +53,8 @@ async function serve(home: string) {
 function taskResultCount(home: string, taskId: string): number {
   const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
   try {
-    return (db.prepare("SELECT envelope FROM messages").all() as { envelope: string }[])
-      .map((r) => JSON.parse(r.envelope))
+    return (db.prepare("SELECT envelope FROM messages").all() as { envelope: unknown }[])
+      .map((r) => decodeBody(r.envelope) as { kind: string; task_id?: string })
       .filter((m) => m.kind === "task_result" && m.task_id === taskId).length;
   } finally {
     db.close();
@@ -62,8 +65,10 @@ describe("command tasks across host restarts", () => {
   it("a task outlives a SIGKILLed host and completes under the next one, with one task_result", async () => {
     const home = tempHome();
     const first = await serve(home);
+    // The task waits for a gate, so it is still running whatever the second host's start-up takes.
+    const gate = join(home, "gate");
     const created = await first.req("POST", "/control/agents/main/tasks", {
-      cmd: "sleep 3; echo done",
+      cmd: `while [ ! -e ${gate} ]; do sleep 0.05; done; echo done`,
     });
     expect(created.status).toBe(201);
     const taskId = created.json.task.task_id as string;
@@ -71,6 +76,14 @@ describe("command tasks across host restarts", () => {
     await first.kill("SIGKILL");
 
     const second = await serve(home);
+    await waitFor(
+      async () => {
+        const events = await second.req("GET", "/agents/main/events?limit=200");
+        return events.json.events.some((e: any) => e.type === "task_reattached_after_restart");
+      },
+      { what: "the task to be reattached", timeoutMs: 20_000 },
+    );
+    writeFileSync(gate, "");
     const finished = await waitFor(
       async () => {
         const r = await second.req("GET", `/agents/main/tasks/${taskId}`);
@@ -84,8 +97,6 @@ describe("command tasks across host restarts", () => {
       retrieval_status: "success",
       task: { output_preview: "done\n", exit_status: { exit_code: 0, signal: null } },
     });
-    const events = await second.req("GET", "/agents/main/events?limit=200");
-    expect(events.json.events.map((e: any) => e.type)).toContain("task_reattached_after_restart");
     await second.kill("SIGTERM");
     expect(taskResultCount(home, taskId)).toBe(1);
   }, 40_000);
