@@ -4,6 +4,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { cleanupHomes, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import { DatabaseSync } from "node:sqlite";
+import { homePaths } from "../src/host/paths.ts";
 
 const procs: ChildProcess[] = [];
 afterAll(() => {
@@ -48,15 +50,22 @@ describe("concurrent tasks", () => {
         peak = Math.max(peak, rssKb(pid));
         const res = await fetch(`${s.url}/agents/main/tasks`);
         const tasks = ((await res.json()) as any).tasks as any[];
-        const mine = tasks.filter((t) => ids.includes(t.id));
+        const mine = tasks.filter((t) => ids.includes(t.task_id));
         return mine.length === 20 && mine.every((t) => t.status !== "running") ? mine : null;
       },
       { what: "all 20 tasks to finish", timeoutMs: 120_000 },
     );
+    // Public task views carry no process paths; the output file is read from the store.
+    const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+    const outputPath = (id: string) =>
+      JSON.parse(
+        (db.prepare("SELECT data FROM tasks WHERE id = ?").get(id) as { data: string }).data,
+      ).output_path as string;
     for (const t of records) {
       expect(t.status).toBe("completed");
-      const n = Number(/^t(\d+) /.exec(readFileSync(t.output_path, "utf8"))![1]);
-      const lines = readFileSync(t.output_path, "utf8").split("\n");
+      const path = outputPath(t.task_id);
+      const n = Number(/^t(\d+) /.exec(readFileSync(path, "utf8"))![1]);
+      const lines = readFileSync(path, "utf8").split("\n");
       expect(lines.at(-1)).toBe("");
       lines.pop();
       expect(lines.length).toBe(LINES);
@@ -64,6 +73,7 @@ describe("concurrent tasks", () => {
         if (l !== `t${n} line ${j} ${pad}`) throw new Error(`task ${n}: line ${j} is ${l}`);
       });
     }
+    db.close();
     // ~80 MB went through the tasks; the host may not have held on to it
     expect(peak - baseline).toBeLessThan(60 * 1024);
   }, 150_000);
