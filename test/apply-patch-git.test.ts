@@ -235,7 +235,9 @@ function tree(dir: string): Record<string, string> {
   return out;
 }
 
-describe("ApplyPatch engine agrees with git apply", () => {
+// Each case spawns git two or three times: on a loaded 2-core machine a few hundred cases
+// take longer than the suite's default test timeout.
+describe("ApplyPatch engine agrees with git apply", { timeout: 120_000 }, () => {
   it("has a corpus of real files", () => {
     expect(files.length).toBeGreaterThan(100);
   });
