@@ -11,6 +11,7 @@ import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
 import type { QueuedMessage } from "../src/domain/message.ts";
 import { cleanupHomes, tempHome, waitFor } from "./helpers/home.ts";
+import { bodyText } from "../src/domain/message.ts";
 
 const registry = buildRegistry();
 const hosts: RuntimeHost[] = [];
@@ -139,7 +140,7 @@ describe("task tools", () => {
       delivery_surface: "task_rejoin",
       causation_id: "msg_test",
     });
-    expect(results[0].body.text).toContain("first-err");
+    expect(bodyText(results[0]!.body)).toContain("first-err");
     expect((await call(ctx, "TaskList", {})).rendered).toContain("No active tasks");
     expect((await call(ctx, "TaskList", { include_terminal: true })).result.tasks).toHaveLength(1);
   });
