@@ -99,11 +99,7 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
     external_triggers: waiting.external_triggers,
     pending_wake_hint: waiting.pending_wake_hint,
     waiting: waiting.waiting,
-    workspace: {
-      workspace_root: agent.workspace_root ?? null,
-      execution_root: executionBinding(agent).execution_root,
-      cwd: agent.cwd ?? null,
-    },
+    workspace: workspaceView(agent),
     newest_seq: store.events.newestSeq(agent.agent_id),
   };
 }
