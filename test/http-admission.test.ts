@@ -23,7 +23,11 @@ function counts() {
     messages: (db.prepare("SELECT COUNT(*) AS n FROM messages").get() as { n: number }).n,
     // Refusals before routing leave an audit event and nothing else.
     events: (
-      db.prepare("SELECT COUNT(*) AS n FROM events WHERE type != 'http_request_refused'").get() as {
+      db
+        .prepare(
+          "SELECT COUNT(*) AS n FROM events WHERE type_id NOT IN (SELECT id FROM event_types WHERE name = 'http_request_refused')",
+        )
+        .get() as {
         n: number;
       }
     ).n,

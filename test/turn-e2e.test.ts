@@ -129,7 +129,10 @@ describe("run outcomes", () => {
     const r = await runCli(["run", "say something"], { env: { HOLON_HOME: home } });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe("plain answer\n");
-    expect(r.stderr).toBe("");
+    // stderr carries one line: the run agent's id and how to resume it.
+    expect(r.stderr).toMatch(
+      /^holon: run agent run-[0-9a-f]+; continue it with: holon run --resume run-[0-9a-f]+ "…"\n$/,
+    );
   });
 });
 
