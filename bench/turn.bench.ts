@@ -186,11 +186,14 @@ const bench: Benchmark = {
 
       // --- 2. holon run --json end to end --------------------------------------------
       const home = mkdtempSync(join(tmpdir(), "holon-bench-run-"));
+      // The run works in the current directory, which may not lie inside HOLON_HOME.
+      const work = mkdtempSync(join(tmpdir(), "holon-bench-work-"));
       try {
         configure(ctx.root, home, fake.baseUrl("openai"));
         const runs = ctx.quick ? 5 : 15;
         const times: number[] = [];
         let ok = 0;
+        let firstBad = "";
         fake.setFallback(() => reply.text("pong"));
         for (let i = 0; i < runs; i++) {
           const t0 = performance.now();
@@ -198,22 +201,27 @@ const bench: Benchmark = {
             process.execPath,
             [join(ctx.root, "bin", "holon.js"), "run", "--json", "--home", home, "ping"],
             {
-              stdio: ["ignore", "pipe", "ignore"],
-              cwd: home,
+              stdio: ["ignore", "pipe", "pipe"],
+              cwd: work,
             },
           );
           let out = "";
+          let err = "";
           child.stdout.on("data", (d) => (out += d));
+          child.stderr.on("data", (d) => (err += d));
           const code = await new Promise<number | null>((res) => child.on("close", res));
           times.push(performance.now() - t0);
           if (code === 0 && JSON.parse(out).final_text === "pong") ok++;
+          else firstBad ||= `exit ${code}: ${(out + err).slice(0, 300)}`;
         }
+        if (firstBad) r.note(`first run --json that did not answer pong: ${firstBad}`);
         r.check("every run --json answered pong", ok === runs, `${ok}/${runs}`);
         const s = summarize(times);
         r.metric("run_json_p50_ms", round(s.p50), "ms", "holon run --json one round, median");
         r.metric("run_json_p90_ms", round(s.p90 ?? s.p99), "ms", "holon run --json one round, p90");
       } finally {
         rmSync(home, { recursive: true, force: true });
+        rmSync(work, { recursive: true, force: true });
       }
     } finally {
       await fake.close();
