@@ -6,7 +6,7 @@
 // process on 127.0.0.1 and notes when the request arrives), with the whole run's peak RSS
 // summed over its process tree (sampled from /proc every 5 ms).
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { round, summarize } from "./lib/stats.ts";
@@ -14,6 +14,17 @@ import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
 
 type Run = { ms: number; code: number | null; stderr: string; peakKb: number };
+
+/** dist/ is missing or some source file changed after it was built (a stale build lies). */
+function distIsStale(root: string): boolean {
+  const built = join(root, "dist", "cli", "main.js");
+  if (!existsSync(built)) return true;
+  const builtAt = statSync(built).mtimeMs;
+  const src = join(root, "src");
+  return readdirSync(src, { recursive: true, encoding: "utf8" }).some(
+    (f) => statSync(join(src, f)).mtimeMs > builtAt,
+  );
+}
 
 /** Total RSS (KiB) of `pid` and its descendants, from /proc (0 when unreadable). */
 function treeRssKb(root: number): number {
@@ -73,8 +84,8 @@ const bench: Benchmark = {
     const r = new ResultBuilder();
     const runs = ctx.quick ? 5 : 15;
     const bin = join(ctx.root, "bin", "holon.js");
-    if (!existsSync(join(ctx.root, "dist", "cli", "main.js"))) {
-      ctx.log("building dist/ (npm run build)");
+    if (distIsStale(ctx.root)) {
+      ctx.log("building dist/ (npm run build): missing or older than src/");
       execFileSync(process.execPath, [join(ctx.root, "scripts", "build.mjs")], { stdio: "ignore" });
     }
     const base = { ...process.env };
