@@ -185,6 +185,21 @@ describe("a work item from plan to report, across a restart", () => {
       .filter((e) => e.type === "work_recheck_due");
     expect(rechecks).toHaveLength(1);
     expect(rechecks[0]!.payload).toMatchObject({ work_item_ids: [item.id], delivered: true });
+    // Each turn that started with the item current was bound to it, and its end committed
+    // what the turn left: blocked by its own UpdateWorkItem, then completed by CompleteWorkItem.
+    const commits = rt.host.store.events
+      .after(agent, 0, 10_000)
+      .filter((e) => e.type === "work_item_turn_end_committed")
+      .map((e) => e.payload);
+    expect(commits).toEqual([
+      expect.objectContaining({ work_item_id: item.id, transition: "blocked" }),
+      expect.objectContaining({ work_item_id: item.id, transition: "completed" }),
+    ]);
+    expect(commits.every((c) => c.runtime_blocker === undefined)).toBe(true);
+    const bound = rt.host.store.events
+      .after(agent, 0, 10_000)
+      .filter((e) => e.type === "work_item_bound");
+    expect(bound.map((e) => e.payload.run_id)).toEqual(commits.map((c) => c.run_id));
     const recheckTick = rt.host.store.messages
       .recent(agent, 10)
       .find((m) => m.origin.kind === "system" && m.origin.subsystem === "work_recheck");
