@@ -365,7 +365,7 @@ describe("turn binding and the turn-end commit", () => {
       const last = host.store.events
         .after("main", 0, 10_000)
         .filter((e) => e.payload?.run_id === info.run_id)
-        .map((e) => [e.type, e.payload]);
+        .map((e) => [e.type, e.payload] as [string, Record<string, unknown>]);
       return last;
     };
 
