@@ -176,8 +176,16 @@ describe("a work item from plan to report, across a restart", () => {
       }),
       reply.text("All done."),
     );
+    const sentBefore = fake.requests.length;
     rt = await startRuntime({ home, clock });
     await settledAfter(rt, agent, 3);
+    // The recheck turn's prompt projects the item with what the bound turn before did for it.
+    const recheckPrompt = fake.requests[sentBefore]!.raw;
+    expect(recheckPrompt).toContain(`id: ${item.id}`);
+    expect(recheckPrompt).toContain("Recent progress on it (oldest first):");
+    expect(recheckPrompt).toContain("- said: Blocked until the secret exists.");
+    expect(recheckPrompt).toMatch(/- UpdateWorkItem \(success\)/);
+    expect(recheckPrompt).toContain("waiting for the operator to add the DEPLOY_KEY secret");
 
     // The recheck fired once after start, as a low-priority runtime tick naming the item.
     const rechecks = rt.host.store.events
