@@ -171,6 +171,35 @@ describe("external trigger capability", () => {
     await rt.close();
   });
 
+  it("a body-less hint to an idle agent with runnable work makes one model turn", async () => {
+    const rt = await runtime();
+    const url = await triggerUrl(rt);
+    // Work that is runnable but was never activated (no turn has run since it was picked).
+    const work = rt.host.services.work;
+    const item = work.create("main", { objective: "tidy the changelog" }, "agent");
+    work.pick("main", item.id);
+    expect(rt.host.store.messages.pendingCount("main")).toBe(0);
+    const before = fake.requests.length;
+    fake.enqueue(
+      reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: item.id } }], {
+        text: "The changelog is tidy.",
+      }),
+      reply.text("done"),
+    );
+    expect((await deliver(url)).status).toBe(202);
+    const tick = await tickOf(rt);
+    await settled(rt, tick.id);
+    const [continuation] = events(rt, "continuation_resolved").filter(
+      (e) => e.provenance.message_id === tick.id,
+    );
+    expect(continuation!.payload).toMatchObject({ model_visible: true });
+    expect(continuation!.payload.evidence).toContain("runnable_work");
+    expect(fake.requests.length).toBe(before + 2);
+    expect(fake.requests[before]!.raw).toContain("tidy the changelog");
+    expect(work.item("main", item.id).state).toBe("completed");
+    await rt.close();
+  });
+
   it("unknown, revoked and oversized deliveries are refused and change nothing", async () => {
     const rt = await runtime();
     const url = await triggerUrl(rt);
