@@ -4,7 +4,14 @@
 // completes with a same-round report; `holon run` answers with the completion report.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync, statSync } from "node:fs";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
@@ -245,5 +252,31 @@ describe("a work item from plan to report, across a restart", () => {
     await settledAfter(rt, agent, 4);
     expect(closures.length).toBeGreaterThanOrEqual(2);
     await rt.close();
+  });
+
+  it("holon run prints the completion report as final_text and keeps the last text as raw_final_text", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    // The model learns the new item's id from CreateWorkItem's output in the next request.
+    const itemIdFrom = (raw: string) => /wi_[A-Za-z0-9]+/.exec(raw)?.[0] ?? "missing";
+    fake.enqueue(
+      reply.tools([{ name: "CreateWorkItem", arguments: { objective: "Count the files" } }]),
+      (req) =>
+        reply.tools([{ name: "PickWorkItem", arguments: { work_item_id: itemIdFrom(req.raw) } }]),
+      (req) =>
+        reply.tools(
+          [{ name: "CompleteWorkItem", arguments: { work_item_id: itemIdFrom(req.raw) } }],
+          {
+            text: "There are 3 files; the report lists them.",
+          },
+        ),
+      reply.text("Finished."),
+    );
+    const r = await runCli(["run", "--json", "count the files"], { env: { HOLON_HOME: home } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      final_text: "There are 3 files; the report lists them.",
+      raw_final_text: "Finished.",
+    });
   });
 });
