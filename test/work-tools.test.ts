@@ -483,6 +483,20 @@ describe("work-item routes", () => {
       expect(anon.status).toBe(401);
       expect(rt.host.store.workItems.hasAny(agent)).toBe(false);
 
+      // Enqueuing work leaves the current item current and writes no transcript message.
+      await rt.req("POST", `/control/agents/${agent}/control`, { action: "pause" });
+      const work = rt.host.services.work;
+      const current = work.create(agent, { objective: "what I am on" }, "agent");
+      work.pick(agent, current.id);
+      const messagesBefore = rt.host.store.messages.recent(agent, 100).length;
+      const queued = await rt.req("POST", `/control/agents/${agent}/work-items`, {
+        objective: "for later",
+      });
+      expect(queued.status).toBe(201);
+      expect(queued.json.work_item).toMatchObject({ view: "queued", created_by: "operator" });
+      expect(rt.host.store.agents.get(agent)!.current_work_item_id).toBe(current.id);
+      expect(rt.host.store.messages.recent(agent, 100)).toHaveLength(messagesBefore);
+
       rt.host.agents.create("other");
       const theirs = await rt.req("POST", `/control/agents/other/work-items`, {
         objective: "theirs",
