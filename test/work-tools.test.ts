@@ -417,6 +417,56 @@ describe("turn binding and the turn-end commit", () => {
   });
 });
 
+describe("what counts as progress for the runaway guard", () => {
+  it("a todo state change, a plan change, a pick, a block and a completion reset it; a reworded todo does not", async () => {
+    const host = openHost();
+    const work = host.services.work;
+    const repo = host.store.workItems;
+    const item = work.create(
+      "main",
+      { objective: "guarded", todo_list: [{ text: "a", state: "pending" }] },
+      "agent",
+    );
+    const other = work.create("main", { objective: "other" }, "agent");
+    const stalled = () =>
+      repo.putAgentState("main", { ...repo.agentState("main"), continuations_without_progress: 7 });
+    const count = () => repo.agentState("main").continuations_without_progress;
+    const steps: [string, () => void, number][] = [
+      [
+        "reworded todo",
+        () =>
+          work.update("main", item.id, { todo_list: [{ text: "a, reworded", state: "pending" }] }),
+        7,
+      ],
+      [
+        "todo state",
+        () =>
+          work.update("main", item.id, {
+            todo_list: [{ text: "a, reworded", state: "completed" }],
+          }),
+        0,
+      ],
+      [
+        "plan file",
+        () => {
+          writeFileSync(work.item("main", item.id).plan_artifact.path, "new plan\n");
+          work.update("main", item.id, {});
+        },
+        0,
+      ],
+      ["objective only", () => work.update("main", item.id, { objective: "guarded, renamed" }), 7],
+      ["pick", () => work.pick("main", item.id), 0],
+      ["block", () => work.update("main", item.id, { blocked_by: "review" }), 0],
+      ["complete", () => work.complete("main", other.id, { by: "operator", note: "x" }), 0],
+    ];
+    for (const [what, step, expected] of steps) {
+      stalled();
+      step();
+      expect(count(), what).toBe(expected);
+    }
+  });
+});
+
 describe("closure inputs from work state", () => {
   it("blocked, needs-input and completed items never give a work signal", async () => {
     const host = openHost();
