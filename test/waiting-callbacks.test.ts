@@ -219,6 +219,10 @@ describe("external trigger capability", () => {
 
     const big = await deliver(url, "x".repeat(300 * 1024), { "content-type": "text/plain" });
     expect(big.status).toBe(413);
+    const justOver = await deliver(url, "x".repeat(256 * 1024 + 1), {
+      "content-type": "text/plain",
+    });
+    expect(justOver.status).toBe(413);
     expect(deliveries()).toBe(0);
 
     const revoked = await rt.req("POST", "/control/agents/main/external-trigger/revoke", {});
@@ -261,6 +265,21 @@ describe("external trigger capability", () => {
     expect(limited).toBeGreaterThan(0);
     expect((await deliver(rotated, "{}")).status).toBe(429);
     expect(countOf()).toBe(start);
+    await rt.close();
+  });
+
+  it("a delivery of exactly 256 KB is taken whole, with its content type", async () => {
+    const rt = await runtime();
+    const url = await triggerUrl(rt);
+    fake.enqueue(reply.text("read the big delivery"));
+    const full = await deliver(url, "y".repeat(256 * 1024), { "content-type": "text/csv" });
+    expect(full.status).toBe(202);
+    const tick = await tickOf(rt);
+    expect(tick.metadata).toMatchObject({
+      wake_hint: { body: { content_type: "text/csv", bytes: 256 * 1024 } },
+    });
+    await settled(rt, tick.id);
+    expect(rt.host.services.triggers.current("main")!.delivery_count).toBe(1);
     await rt.close();
   });
 
