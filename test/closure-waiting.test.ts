@@ -149,6 +149,34 @@ describe("closure derivation (table)", () => {
     expect(c.evidence.length).toBeGreaterThan(0);
   });
 
+  it.each([
+    ["an explicit rest", { kind: "rest" }, "completed"],
+    ["a timed sleep", { kind: "sleep_until", wake_at: NOW, duration_ms: 5 }, "waiting"],
+    ["a wait on tasks", { kind: "await_tasks", task_ids: ["t1"] }, "waiting"],
+    ["a wait on the operator", { kind: "await_operator", detail: "q" }, "waiting"],
+    ["an outside wait", { kind: "await_external", detail: "ci" }, "waiting"],
+    ["a provider retry", { kind: "retry_at", retry_at: NOW, reason: "rate" }, "waiting"],
+    ["a failure", { kind: "failed", summary: "boom" }, "failed"],
+    ["an abort", { kind: "aborted", reason: "operator_aborted" }, "failed"],
+    ["a liveness tick", { kind: "liveness_only" }, "completed"],
+  ] as const)("runnable work never re-activates %s", (_name, outcome, expected) => {
+    for (const mode of ["continue_active", "activate_queued"] as const) {
+      const c = deriveClosure(
+        outcome as never,
+        {
+          ...facts,
+          work_signal: {
+            work_item_id: "w1",
+            status: mode === "continue_active" ? "active" : "queued",
+            reactivation_mode: mode,
+          },
+        } as never,
+      );
+      expect(c.outcome).toBe(expected);
+      expect(c.work_signal).toBeUndefined();
+    }
+  });
+
   it("posture is awake while messages are queued or work is runnable", () => {
     expect(
       deriveClosure({ kind: "settled" }, { ...facts, pending_messages: 2 }).runtime_posture,

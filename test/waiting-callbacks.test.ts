@@ -171,6 +171,35 @@ describe("external trigger capability", () => {
     await rt.close();
   });
 
+  it("a body-less hint to an idle agent with runnable work makes one model turn", async () => {
+    const rt = await runtime();
+    const url = await triggerUrl(rt);
+    // Work that is runnable but was never activated (no turn has run since it was picked).
+    const work = rt.host.services.work;
+    const item = work.create("main", { objective: "tidy the changelog" }, "agent");
+    work.pick("main", item.id);
+    expect(rt.host.store.messages.pendingCount("main")).toBe(0);
+    const before = fake.requests.length;
+    fake.enqueue(
+      reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: item.id } }], {
+        text: "The changelog is tidy.",
+      }),
+      reply.text("done"),
+    );
+    expect((await deliver(url)).status).toBe(202);
+    const tick = await tickOf(rt);
+    await settled(rt, tick.id);
+    const [continuation] = events(rt, "continuation_resolved").filter(
+      (e) => e.provenance.message_id === tick.id,
+    );
+    expect(continuation!.payload).toMatchObject({ model_visible: true });
+    expect(continuation!.payload.evidence).toContain("runnable_work");
+    expect(fake.requests.length).toBe(before + 2);
+    expect(fake.requests[before]!.raw).toContain("tidy the changelog");
+    expect(work.item("main", item.id).state).toBe("completed");
+    await rt.close();
+  });
+
   it("unknown, revoked and oversized deliveries are refused and change nothing", async () => {
     const rt = await runtime();
     const url = await triggerUrl(rt);
@@ -190,6 +219,10 @@ describe("external trigger capability", () => {
 
     const big = await deliver(url, "x".repeat(300 * 1024), { "content-type": "text/plain" });
     expect(big.status).toBe(413);
+    const justOver = await deliver(url, "x".repeat(256 * 1024 + 1), {
+      "content-type": "text/plain",
+    });
+    expect(justOver.status).toBe(413);
     expect(deliveries()).toBe(0);
 
     const revoked = await rt.req("POST", "/control/agents/main/external-trigger/revoke", {});
@@ -232,6 +265,21 @@ describe("external trigger capability", () => {
     expect(limited).toBeGreaterThan(0);
     expect((await deliver(rotated, "{}")).status).toBe(429);
     expect(countOf()).toBe(start);
+    await rt.close();
+  });
+
+  it("a delivery of exactly 256 KB is taken whole, with its content type", async () => {
+    const rt = await runtime();
+    const url = await triggerUrl(rt);
+    fake.enqueue(reply.text("read the big delivery"));
+    const full = await deliver(url, "y".repeat(256 * 1024), { "content-type": "text/csv" });
+    expect(full.status).toBe(202);
+    const tick = await tickOf(rt);
+    expect(tick.metadata).toMatchObject({
+      wake_hint: { body: { content_type: "text/csv", bytes: 256 * 1024 } },
+    });
+    await settled(rt, tick.id);
+    expect(rt.host.services.triggers.current("main")!.delivery_count).toBe(1);
     await rt.close();
   });
 

@@ -4,7 +4,14 @@
 // completes with a same-round report; `holon run` answers with the completion report.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync, statSync } from "node:fs";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
@@ -176,8 +183,16 @@ describe("a work item from plan to report, across a restart", () => {
       }),
       reply.text("All done."),
     );
+    const sentBefore = fake.requests.length;
     rt = await startRuntime({ home, clock });
     await settledAfter(rt, agent, 3);
+    // The recheck turn's prompt projects the item with what the bound turn before did for it.
+    const recheckPrompt = fake.requests[sentBefore]!.raw;
+    expect(recheckPrompt).toContain(`id: ${item.id}`);
+    expect(recheckPrompt).toContain("Recent progress on it (oldest first):");
+    expect(recheckPrompt).toContain("- said: Blocked until the secret exists.");
+    expect(recheckPrompt).toMatch(/- UpdateWorkItem \(success\)/);
+    expect(recheckPrompt).toContain("waiting for the operator to add the DEPLOY_KEY secret");
 
     // The recheck fired once after start, as a low-priority runtime tick naming the item.
     const rechecks = rt.host.store.events
@@ -185,6 +200,21 @@ describe("a work item from plan to report, across a restart", () => {
       .filter((e) => e.type === "work_recheck_due");
     expect(rechecks).toHaveLength(1);
     expect(rechecks[0]!.payload).toMatchObject({ work_item_ids: [item.id], delivered: true });
+    // Each turn that started with the item current was bound to it, and its end committed
+    // what the turn left: blocked by its own UpdateWorkItem, then completed by CompleteWorkItem.
+    const commits = rt.host.store.events
+      .after(agent, 0, 10_000)
+      .filter((e) => e.type === "work_item_turn_end_committed")
+      .map((e) => e.payload);
+    expect(commits).toEqual([
+      expect.objectContaining({ work_item_id: item.id, transition: "blocked" }),
+      expect.objectContaining({ work_item_id: item.id, transition: "completed" }),
+    ]);
+    expect(commits.every((c) => c.runtime_blocker === undefined)).toBe(true);
+    const bound = rt.host.store.events
+      .after(agent, 0, 10_000)
+      .filter((e) => e.type === "work_item_bound");
+    expect(bound.map((e) => e.payload.run_id)).toEqual(commits.map((c) => c.run_id));
     const recheckTick = rt.host.store.messages
       .recent(agent, 10)
       .find((m) => m.origin.kind === "system" && m.origin.subsystem === "work_recheck");
@@ -222,5 +252,31 @@ describe("a work item from plan to report, across a restart", () => {
     await settledAfter(rt, agent, 4);
     expect(closures.length).toBeGreaterThanOrEqual(2);
     await rt.close();
+  });
+
+  it("holon run prints the completion report as final_text and keeps the last text as raw_final_text", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    // The model learns the new item's id from CreateWorkItem's output in the next request.
+    const itemIdFrom = (raw: string) => /wi_[A-Za-z0-9]+/.exec(raw)?.[0] ?? "missing";
+    fake.enqueue(
+      reply.tools([{ name: "CreateWorkItem", arguments: { objective: "Count the files" } }]),
+      (req) =>
+        reply.tools([{ name: "PickWorkItem", arguments: { work_item_id: itemIdFrom(req.raw) } }]),
+      (req) =>
+        reply.tools(
+          [{ name: "CompleteWorkItem", arguments: { work_item_id: itemIdFrom(req.raw) } }],
+          {
+            text: "There are 3 files; the report lists them.",
+          },
+        ),
+      reply.text("Finished."),
+    );
+    const r = await runCli(["run", "--json", "count the files"], { env: { HOLON_HOME: home } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      final_text: "There are 3 files; the report lists them.",
+      raw_final_text: "Finished.",
+    });
   });
 });

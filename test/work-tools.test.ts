@@ -12,6 +12,8 @@ import { dispatch, type ToolContext } from "../src/tools/registry.ts";
 import type { QueuedMessage } from "../src/domain/message.ts";
 import { workQueueContributor } from "../src/context/work-queue.ts";
 import { staleReminder } from "../src/work/reminder.ts";
+import { WorkRunObserver } from "../src/work/observer.ts";
+import type { TurnOutcome } from "../src/domain/closure.ts";
 import { cleanupHomes, runCli, startRuntime, tempHome } from "./helpers/home.ts";
 
 const registry = buildRegistry();
@@ -337,6 +339,173 @@ describe("prompt projection and the stale-progress reminder", () => {
   });
 });
 
+describe("turn binding and the turn-end commit", () => {
+  it("binds a run to the current item and commits only the blocker, from real turn ends", async () => {
+    const host = openHost();
+    const work = host.services.work;
+    const observer = new WorkRunObserver({
+      store: host.store,
+      work,
+      maxContinuations: () => 20,
+    });
+    const item = work.create("main", { objective: "Bound item" }, "agent");
+    work.pick("main", item.id);
+    const run = (outcome: TurnOutcome, kind = "operator_prompt") => {
+      const info = {
+        agent_id: "main",
+        run_id: `run_b${++runSeq}`,
+        message: { id: `msg_b${runSeq}`, kind } as QueuedMessage,
+      };
+      host.store.tx(() => observer.beforeRun(info));
+      // Focus moves during the run: the commit still goes to the item bound at the start.
+      const other = work.create("main", { objective: "Picked mid-turn" }, "agent");
+      work.pick("main", other.id);
+      host.store.tx(() => observer.afterRun({ ...info, outcome }));
+      work.pick("main", item.id);
+      const last = host.store.events
+        .after("main", 0, 10_000)
+        .filter((e) => e.payload?.run_id === info.run_id)
+        .map((e) => [e.type, e.payload] as [string, Record<string, unknown>]);
+      return last;
+    };
+
+    // A settled turn without completion or blocker leaves the item open.
+    expect(run({ kind: "settled" })).toEqual([
+      ["work_item_bound", { run_id: expect.any(String), work_item_id: item.id }],
+      [
+        "work_item_turn_end_committed",
+        expect.objectContaining({ work_item_id: item.id, transition: "open" }),
+      ],
+    ]);
+    expect(work.item("main", item.id)).toMatchObject({ state: "open" });
+    expect(work.item("main", item.id).blocked_by).toBeUndefined();
+
+    // A liveness tick and a failed turn are no real turn ends: nothing is committed.
+    for (const [outcome, reason] of [
+      [{ kind: "liveness_only" }, "not_a_model_turn"],
+      [{ kind: "failed", summary: "boom" }, "turn_did_not_finish"],
+      [{ kind: "aborted", reason: "operator_aborted" }, "turn_did_not_finish"],
+    ] as const) {
+      const events = run(outcome, "system_tick");
+      expect(events.at(-1)).toEqual([
+        "work_item_turn_end_commit_skipped",
+        expect.objectContaining({ work_item_id: item.id, reason }),
+      ]);
+    }
+
+    // A turn that ended waiting on the operator blocks the bound item, never completes it.
+    const waited = run({ kind: "await_operator", detail: "which region?" });
+    expect(waited.at(-1)).toEqual([
+      "work_item_turn_end_committed",
+      expect.objectContaining({
+        transition: "blocked",
+        runtime_blocker: "waiting for the operator: which region?",
+      }),
+    ]);
+    expect(work.item("main", item.id)).toMatchObject({
+      state: "open",
+      blocked_by: "waiting for the operator: which region?",
+    });
+    // A blocker already set is kept as the turn's tools left it.
+    const again = run({ kind: "await_external", detail: "CI" });
+    expect(again.at(-1)![1]).toMatchObject({ transition: "blocked" });
+    expect(again.at(-1)![1].runtime_blocker).toBeUndefined();
+    expect(work.item("main", item.id).blocked_by).toBe("waiting for the operator: which region?");
+    // The mid-turn item was never touched by a commit.
+    const others = work.list("main").filter((w) => w.id !== item.id);
+    expect(others.every((w) => w.blocked_by === undefined && w.state === "open")).toBe(true);
+  });
+});
+
+describe("what counts as progress for the runaway guard", () => {
+  it("a todo state change, a plan change, a pick, a block and a completion reset it; a reworded todo does not", async () => {
+    const host = openHost();
+    const work = host.services.work;
+    const repo = host.store.workItems;
+    const item = work.create(
+      "main",
+      { objective: "guarded", todo_list: [{ text: "a", state: "pending" }] },
+      "agent",
+    );
+    const other = work.create("main", { objective: "other" }, "agent");
+    const stalled = () =>
+      repo.putAgentState("main", { ...repo.agentState("main"), continuations_without_progress: 7 });
+    const count = () => repo.agentState("main").continuations_without_progress;
+    const steps: [string, () => void, number][] = [
+      [
+        "reworded todo",
+        () =>
+          work.update("main", item.id, { todo_list: [{ text: "a, reworded", state: "pending" }] }),
+        7,
+      ],
+      [
+        "todo state",
+        () =>
+          work.update("main", item.id, {
+            todo_list: [{ text: "a, reworded", state: "completed" }],
+          }),
+        0,
+      ],
+      [
+        "plan file",
+        () => {
+          writeFileSync(work.item("main", item.id).plan_artifact.path, "new plan\n");
+          work.update("main", item.id, {});
+        },
+        0,
+      ],
+      ["objective only", () => work.update("main", item.id, { objective: "guarded, renamed" }), 7],
+      ["pick", () => work.pick("main", item.id), 0],
+      ["block", () => work.update("main", item.id, { blocked_by: "review" }), 0],
+      ["complete", () => work.complete("main", other.id, { by: "operator", note: "x" }), 0],
+    ];
+    for (const [what, step, expected] of steps) {
+      stalled();
+      step();
+      expect(count(), what).toBe(expected);
+    }
+  });
+});
+
+describe("closure inputs from work state", () => {
+  it("blocked, needs-input and completed items never give a work signal", async () => {
+    const host = openHost();
+    const work = host.services.work;
+    const observer = new WorkRunObserver({ store: host.store, work, maxContinuations: () => 20 });
+    const facts = () =>
+      observer.closureFacts({
+        agent_id: "main",
+        run_id: `run_c${++runSeq}`,
+        message: { id: "m", kind: "operator_prompt" } as QueuedMessage,
+        outcome: { kind: "settled" },
+      });
+    expect(facts()).toEqual({});
+    const blocked = work.create("main", { objective: "blocked" }, "agent");
+    work.update("main", blocked.id, { blocked_by: "legal" });
+    const unclear = work.create(
+      "main",
+      { objective: "unclear", plan_status: "needs_input" },
+      "agent",
+    );
+    const done = work.create("main", { objective: "done" }, "agent");
+    work.complete("main", done.id, { by: "operator", note: "n/a" });
+    expect(facts().work_signal).toBeUndefined();
+    // A needs-input current item is an operator wait, not work to continue.
+    work.pick("main", unclear.id);
+    expect(facts()).toEqual({ operator_wait: `work_item:${unclear.id}:needs_input` });
+    // A blocked current item with a runnable queued one: the agent is woken to pick.
+    work.pick("main", blocked.id);
+    const queued = work.create("main", { objective: "runnable" }, "agent");
+    expect(facts().work_signal).toEqual({
+      work_item_id: queued.id,
+      status: "queued",
+      reactivation_mode: "activate_queued",
+    });
+    work.pick("main", queued.id);
+    expect(facts().work_signal).toMatchObject({ reactivation_mode: "continue_active" });
+  });
+});
+
 describe("work-item routes", () => {
   it("refuse bad input and callers without the right, and keep other agents' items apart", async () => {
     const rt = await startRuntime();
@@ -363,6 +532,20 @@ describe("work-item routes", () => {
       );
       expect(anon.status).toBe(401);
       expect(rt.host.store.workItems.hasAny(agent)).toBe(false);
+
+      // Enqueuing work leaves the current item current and writes no transcript message.
+      await rt.req("POST", `/control/agents/${agent}/control`, { action: "pause" });
+      const work = rt.host.services.work;
+      const current = work.create(agent, { objective: "what I am on" }, "agent");
+      work.pick(agent, current.id);
+      const messagesBefore = rt.host.store.messages.recent(agent, 100).length;
+      const queued = await rt.req("POST", `/control/agents/${agent}/work-items`, {
+        objective: "for later",
+      });
+      expect(queued.status).toBe(201);
+      expect(queued.json.work_item).toMatchObject({ view: "queued", created_by: "operator" });
+      expect(rt.host.store.agents.get(agent)!.current_work_item_id).toBe(current.id);
+      expect(rt.host.store.messages.recent(agent, 100)).toHaveLength(messagesBefore);
 
       rt.host.agents.create("other");
       const theirs = await rt.req("POST", `/control/agents/other/work-items`, {

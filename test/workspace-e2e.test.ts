@@ -5,7 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { git, gitRepo } from "./helpers/git-repo.ts";
 import {
@@ -241,11 +248,22 @@ describe("workspaces end to end", () => {
     expect(cleaned.json.removed).toEqual([]);
     expect(cleaned.json.retained[0].path).toBe(path);
     expect(existsSync(path)).toBe(true);
+    // The same through the CLI: listed with its changed file, kept by --clean.
+    const env = { HOLON_HOME: home };
+    const shown = await runCli(["workspace", "worktrees", "main"], { env });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(path);
+    expect(shown.stdout).toContain("    a.txt");
+    const kept = await runCli(["workspace", "worktrees", "main", "--clean"], { env });
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stdout).toBe(`kept     ${path} (${used.worktree!.branch}): a.txt\n`);
+    expect(existsSync(path)).toBe(true);
 
     // Once the change is gone the same clean removes it and its branch.
     git(path, "checkout", "--", "a.txt");
-    const cleaned2 = await rt.req("POST", "/control/agents/main/worktrees/clean", {});
-    expect(cleaned2.json.removed[0]).toMatchObject({ path, branch_deleted: true });
+    const cleaned2 = await runCli(["workspace", "worktrees", "main", "--clean", "--json"], { env });
+    expect(cleaned2.code, cleaned2.stderr).toBe(0);
+    expect(JSON.parse(cleaned2.stdout).removed[0]).toMatchObject({ path, branch_deleted: true });
     expect(existsSync(path)).toBe(false);
     expect(git(repo, "branch", "--list", used.worktree!.branch)).toBe("");
   }, 60_000);

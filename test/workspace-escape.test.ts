@@ -146,6 +146,21 @@ describe("attach policy, detach and adoption", () => {
     expect(() => ws.use("main", { path: "../.." }, "agent")).toThrow(
       /not inside a workspace attached/,
     );
+    // A task records where it runs: the active workspace, its cwd, and the configured policy.
+    const started = await rt.req("POST", "/control/agents/main/tasks", { cmd: "pwd" });
+    expect(started.status, JSON.stringify(started.json)).toBe(201);
+    const task = rt.host.store.tasks.get(started.json.task.task_id)!;
+    expect(task.workdir).toBe(join(repo, "sub"));
+    expect(task.execution_snapshot).toMatchObject({
+      workspace_anchor: repo,
+      execution_root: repo,
+      cwd: join(repo, "sub"),
+      policy: {
+        attach_policy: "operator_attached",
+        enforcement: { shell_filesystem: "not_enforced", runtime_resolved_paths: "enforced" },
+      },
+    });
+    await rt.host.tasks.waitTerminal(task.id, 10_000);
   });
 
   it("detach refuses agent_home and the active workspace, succeeds on a vanished path, deletes nothing", async () => {

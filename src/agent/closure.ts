@@ -211,6 +211,8 @@ export function resolveContinuation(
   } else {
     cls = "local_continuation";
   }
+  // Why a trigger without content of its own reaches the model (a plain wake, runnable work).
+  if (visibility.model_visible && visibility.why !== "contentful") evidence.push(visibility.why);
   const out: ContinuationResolution = {
     trigger_kind: trigger,
     class: cls,

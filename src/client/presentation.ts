@@ -341,6 +341,18 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
       });
     case "work_item_bound":
       return item("debug", "work", "Working on", e.payload.work_item_id, { tone: "dim" });
+    case "work_item_turn_end_committed":
+      return item("debug", "work", "Turn left item", e.payload.work_item_id, {
+        tone: "dim",
+        detail:
+          e.payload.transition +
+          (e.payload.runtime_blocker ? ` (runtime: ${e.payload.runtime_blocker})` : ""),
+      });
+    case "work_item_turn_end_commit_skipped":
+      return item("debug", "work", "No turn-end commit", e.payload.work_item_id, {
+        tone: "dim",
+        detail: `${e.payload.reason} (${e.payload.turn_outcome})`,
+      });
     case "work_recheck_due":
       return item("verbose", "work", "Recheck due", e.payload.work_item_ids.join(", "), {
         detail: e.payload.reason,

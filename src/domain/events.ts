@@ -382,6 +382,23 @@ export const EventBody = z.discriminatedUnion("type", [
     warning: z.string().optional(),
   }),
   kind("work_item_bound", { run_id: z.string(), work_item_id: z.string() }),
+  /** A model turn bound to an item ended: what it left the item as (never completed by the runtime). */
+  kind("work_item_turn_end_committed", {
+    run_id: z.string(),
+    work_item_id: z.string(),
+    turn_outcome: z.string(),
+    /** completed (by CompleteWorkItem in the turn), blocked (by the turn's tools or the runtime), open. */
+    transition: z.enum(["completed", "blocked", "open"]),
+    /** Set when the runtime itself blocked the item from the turn's outcome. */
+    runtime_blocker: z.string().optional(),
+  }),
+  /** The run bound to an item was no model turn (or never reached an end): nothing was committed. */
+  kind("work_item_turn_end_commit_skipped", {
+    run_id: z.string(),
+    work_item_id: z.string(),
+    turn_outcome: z.string(),
+    reason: z.enum(["not_a_model_turn", "turn_did_not_finish", "item_gone"]),
+  }),
   kind("work_recheck_due", {
     work_item_ids: z.array(z.string()),
     delivered: z.boolean(),

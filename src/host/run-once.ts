@@ -311,6 +311,8 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "work_item_focus_changed":
     case "work_item_completed":
     case "work_item_bound":
+    case "work_item_turn_end_committed":
+    case "work_item_turn_end_commit_skipped":
     case "work_recheck_due":
     case "work_activation":
       break;

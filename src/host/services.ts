@@ -67,13 +67,14 @@ export function buildServices(opts: ServiceOptions) {
   installCommandPolicy(config); // commands: scrubbed environment, bounded output
   const signals = new AgentSignals();
   const ingress = new Ingress(store, signals);
-  const tasks = new TaskService(store, ingress);
   const workspaces = new WorkspaceService({
     store,
     holonHome: opts.home,
     worktreeArea: join(opts.home, "execution-roots"),
     attachPolicy: () => config.current().values.workspaces.attach_policy,
   });
+  // A task records where it runs with the same snapshot (and policy) a turn records.
+  const tasks = new TaskService(store, ingress, (agent) => workspaces.snapshot(agent));
   const skills = new SkillService({
     store,
     userHome: opts.env.HOME ?? homedir(),

@@ -31,6 +31,8 @@ import {
 const SNAPSHOT_CHARS = 8_000;
 
 import { executionSnapshot } from "../workspace/roots.ts";
+import type { AgentRecord } from "../domain/agent.ts";
+import type { ExecutionSnapshot } from "../domain/workspace.ts";
 
 export type CommandIdentity = {
   cmd: string;
@@ -64,9 +66,17 @@ export class TaskService implements AgentOwnedWork {
   private readonly settleWaiters = new Map<string, Set<() => void>>();
   private closed = false;
 
-  constructor(store: Store, ingress: Ingress) {
+  /** The execution snapshot a new task records (the workspace plane's, with its policy). */
+  private readonly snapshot: (agent: AgentRecord) => ExecutionSnapshot;
+
+  constructor(
+    store: Store,
+    ingress: Ingress,
+    snapshot: (agent: AgentRecord) => ExecutionSnapshot = (agent) => executionSnapshot(agent),
+  ) {
     this.store = store;
     this.ingress = ingress;
+    this.snapshot = snapshot;
   }
 
   /** Directory for a new process of this agent. */
@@ -124,7 +134,7 @@ export class TaskService implements AgentOwnedWork {
     if (spec.summary) task.summary = spec.summary;
     if (spec.parent_message_id) task.parent_message_id = spec.parent_message_id;
     const owner = store.agents.get(spec.agent_id);
-    if (owner) task.execution_snapshot = executionSnapshot(owner);
+    if (owner) task.execution_snapshot = this.snapshot(owner);
     store.tx(() => {
       store.tasks.put(task);
       store.appendEvent(spec.agent_id, {

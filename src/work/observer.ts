@@ -53,14 +53,45 @@ export class WorkRunObserver implements RunObserver {
     const id = this.bound.get(run.run_id);
     this.bound.delete(run.run_id);
     if (!id) return;
+    const outcome = run.outcome.kind;
+    const skip = (reason: "not_a_model_turn" | "turn_did_not_finish" | "item_gone"): void => {
+      this.store.appendEvent(run.agent_id, {
+        type: "work_item_turn_end_commit_skipped",
+        provenance: { work_item_id: id, message_id: run.message.id },
+        payload: { run_id: run.run_id, work_item_id: id, turn_outcome: outcome, reason },
+      });
+    };
     const item = this.store.workItems.get(id);
-    if (!item || item.state !== "open") return;
-    this.work.refreshPlan(item);
-    const fresh = this.store.workItems.get(id)!;
-    const blocker = runtimeBlocker(run.outcome);
-    if (blocker && fresh.blocked_by === undefined) {
-      this.work.update(run.agent_id, id, { blocked_by: blocker }, "runtime");
+    if (!item) return skip("item_gone");
+    // Only a real model turn that reached its end commits anything: a liveness tick or a
+    // turn that failed, was aborted or is to be retried leaves the item as it was.
+    const turnEnd = modelTurnEnd(run.outcome);
+    if (turnEnd === "not_a_model_turn" || turnEnd === "turn_did_not_finish") return skip(turnEnd);
+    const payload: {
+      run_id: string;
+      work_item_id: string;
+      turn_outcome: string;
+      transition: "completed" | "blocked" | "open";
+      runtime_blocker?: string;
+    } = { run_id: run.run_id, work_item_id: id, turn_outcome: outcome, transition: "open" };
+    if (item.state !== "open") {
+      // Completed in the turn: only CompleteWorkItem (or the operator) does that.
+      payload.transition = "completed";
+    } else {
+      this.work.refreshPlan(item);
+      const fresh = this.store.workItems.get(id)!;
+      const blocker = runtimeBlocker(run.outcome);
+      if (blocker && fresh.blocked_by === undefined) {
+        this.work.update(run.agent_id, id, { blocked_by: blocker }, "runtime");
+        payload.runtime_blocker = blocker;
+      }
+      if (blocker || fresh.blocked_by !== undefined) payload.transition = "blocked";
     }
+    this.store.appendEvent(run.agent_id, {
+      type: "work_item_turn_end_committed",
+      provenance: { work_item_id: id, message_id: run.message.id },
+      payload,
+    });
   }
 
   closureFacts(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts {
@@ -145,6 +176,25 @@ export class WorkRunObserver implements RunObserver {
       related_message_id: run.message.id,
       work_item_id: signal.work_item_id,
     });
+  }
+}
+
+/** Whether a run's outcome is the end of a real model turn (the only kind that commits). */
+function modelTurnEnd(outcome: TurnOutcome): "ok" | "not_a_model_turn" | "turn_did_not_finish" {
+  switch (outcome.kind) {
+    case "settled":
+    case "rest":
+    case "sleep_until":
+    case "await_tasks":
+    case "await_external":
+    case "await_operator":
+      return "ok";
+    case "liveness_only":
+      return "not_a_model_turn";
+    case "failed":
+    case "aborted":
+    case "retry_at":
+      return "turn_did_not_finish";
   }
 }
 
