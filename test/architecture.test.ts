@@ -26,6 +26,9 @@ const EDGE_FORBIDDEN: Record<string, string[]> = {
   http: ["agent", "turn", "tools"],
   cli: ["agent", "turn", "tools"],
   tui: ["agent", "turn", "tools", "store", "host"],
+  // A tool's context is per call (agent, execution root, signal, the services it needs),
+  // never the whole store: tools reach state only through their plane's service.
+  tools: ["store"],
 };
 
 function layerOf(dir: string): number {
@@ -115,7 +118,7 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
-  it("the edges do not reach into agent, turn or tool internals", () => {
+  it("the edges do not reach into agent, turn or tool internals; tools do not reach the store", () => {
     const bad: string[] = [];
     for (const { from, spec } of all) {
       if (!spec.startsWith(".")) continue;
