@@ -7,7 +7,14 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanupHomes, runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  spawnServe,
+  startRuntime,
+  tempHome,
+  waitFor,
+} from "./helpers/home.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { isSecretName, scrubEnv } from "../src/tasks/env.ts";
@@ -175,6 +182,24 @@ describe("command environment", () => {
       const exited = new Promise((r) => s.proc.once("exit", r));
       s.proc.kill("SIGTERM");
       await exited;
+    }
+    // The database stores bodies compressed, so its raw bytes prove little: read every
+    // record back through the store, decoded, and look there too.
+    const rt = await startRuntime({ home });
+    try {
+      const store = rt.host.store;
+      const decoded = JSON.stringify([
+        store.messages.recent("main", 1000),
+        store.events.query("main", { limit: 100_000, order: "asc" }),
+        store.transcript.recent("main", 100_000),
+        store.tasks.forAgent("main", 1000),
+      ]);
+      expect(decoded).toContain("PLAIN_VAR"); // the env output is in there, readable
+      for (const [name, value] of Object.entries(SECRETS)) {
+        expect(decoded.includes(value), `${name} leaked into the database`).toBe(false);
+      }
+    } finally {
+      await rt.close();
     }
   });
 });
