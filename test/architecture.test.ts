@@ -154,6 +154,14 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
+  it("routes, tools and the CLI write no rows or events themselves", () => {
+    const bad = sourceFiles(SRC)
+      .filter((f) => ["http", "cli", "tools", "tui", "client"].includes(topDir(f)))
+      .filter((f) => /\bappendEvent\(|\.tx\(|\bmessages\.insert\(/.test(readFileSync(f, "utf8")))
+      .map((f) => relative(SRC, f));
+    expect(bad).toEqual([]);
+  });
+
   it("the check sees real imports (it cannot pass on an empty scan)", () => {
     expect(all.length).toBeGreaterThan(200);
     expect(all.some((i) => i.spec === "node:sqlite")).toBe(true);
