@@ -29,7 +29,6 @@ const bench: Benchmark = {
     const registry = buildRegistry();
     const agent = host.agents.get("main");
     const toolCtx = {
-      store: host.store,
       agent,
       run_id: "run_bench",
       message: { id: "msg_bench" },
