@@ -154,12 +154,20 @@ function startHelper(ce: CommandEnv): void {
  * then). The caller must write the process record naming `stat.pid` and the wrapper's
  * `params.sh` before calling `launch(dir)`, and must treat `child` as the wrapper's exit.
  */
+/**
+ * `HOLON_SPAWN_HELPER=0` turns spare wrappers off: every command spawns cold. For measuring
+ * what the helper saves (bench/task.bench.ts) and for hosts that would rather not run it.
+ */
+export function spawnHelperEnabled(): boolean {
+  return process.env["HOLON_SPAWN_HELPER"] !== "0";
+}
+
 export function takeSpare(envKey: string): {
   stat: SpareInfo;
   child: ExitSource;
   launch(dir: string): void;
 } | null {
-  const h = helper;
+  const h = spawnHelperEnabled() ? helper : null;
   const stat = h !== null && h.alive && h.envKey === envKey ? h.spares.shift() : undefined;
   if (h === null || stat === undefined) return null;
   const child = new RemoteWrapper(h, stat.pid, stat.start_ticks);
@@ -199,7 +207,7 @@ export function discardViaSpawner(dir: string): boolean {
  * started run on.
  */
 export function ensureSpawner(): void {
-  if (startQueued) return;
+  if (startQueued || !spawnHelperEnabled()) return;
   startQueued = true;
   setImmediate(() => {
     startQueued = false;
