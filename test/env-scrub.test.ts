@@ -14,6 +14,7 @@ import {
   startRuntime,
   tempHome,
   waitFor,
+  type TestRuntime,
 } from "./helpers/home.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
@@ -200,6 +201,44 @@ describe("command environment", () => {
       }
     } finally {
       await rt.close();
+    }
+  });
+});
+
+describe("the command policy belongs to a host", () => {
+  it("two hosts in one process each scrub by their own configuration", async () => {
+    const saved = process.env["SHOW_ME_TOKEN"];
+    process.env["SHOW_ME_TOKEN"] = VISIBLE.SHOW_ME_TOKEN;
+    const allowing = tempHome();
+    const set = await runCli(["config", "set", "runtime.command_env_allow", '["SHOW_ME_TOKEN"]'], {
+      env: { HOLON_HOME: allowing },
+    });
+    expect(set.code, set.stderr).toBe(0);
+    const a = await startRuntime({ home: allowing });
+    const b = await startRuntime({ home: tempHome() }); // built second, with no allowlist
+    try {
+      const envOf = async (rt: TestRuntime) => {
+        const task = rt.host.tasks.start({
+          agent_id: "main",
+          cmd: "env",
+          workdir: rt.host.agents.get("main").agent_home,
+          shell: "/bin/sh",
+          login: false,
+          tty: false,
+          accepts_input: false,
+          terminal_reentry: false,
+        });
+        await rt.host.tasks.waitTerminal(task.id, 10_000);
+        return readFileSync(rt.host.store.tasks.get(task.id)!.output_path, "utf8");
+      };
+      expect(await envOf(a)).toContain(`SHOW_ME_TOKEN=${VISIBLE.SHOW_ME_TOKEN}`);
+      expect(await envOf(b)).not.toContain("SHOW_ME_TOKEN");
+      expect(await envOf(a)).toContain(`SHOW_ME_TOKEN=${VISIBLE.SHOW_ME_TOKEN}`);
+    } finally {
+      await a.close();
+      await b.close();
+      if (saved === undefined) delete process.env["SHOW_ME_TOKEN"];
+      else process.env["SHOW_ME_TOKEN"] = saved;
     }
   });
 });

@@ -34,21 +34,8 @@ const MARKER_RESERVE = 256;
 const CHECK_MS = 100;
 const DROPPED_FILE = "output-dropped.json";
 
-let capSource: () => number = () => DEFAULT_OUTPUT_CAP;
-
-/** Install where the cap comes from (the composition root: `runtime.max_command_output_bytes`). */
-export function setOutputCapSource(source: () => number): void {
-  capSource = source;
-}
-
-/** The cap for a process starting now. */
-export function currentOutputCap(): number {
-  let cap: number;
-  try {
-    cap = capSource();
-  } catch {
-    cap = DEFAULT_OUTPUT_CAP;
-  }
+/** A configured cap made safe to use: a whole number, at least MIN_OUTPUT_CAP. */
+export function saneOutputCap(cap: number): number {
   return Math.max(MIN_OUTPUT_CAP, Number.isFinite(cap) ? Math.floor(cap) : DEFAULT_OUTPUT_CAP);
 }
 

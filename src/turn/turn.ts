@@ -28,7 +28,6 @@ import type {
 import type { ModelCandidate } from "../providers/types.ts";
 import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
-import { ensureSpawner } from "../tasks/spawner.ts";
 import type { OutputBudget } from "../tools/budget.ts";
 import { dispatch, type ToolRegistry, type ToolServices } from "../tools/registry.ts";
 import type { PromptContributor } from "../context/section.ts";
@@ -147,7 +146,7 @@ export class ProviderTurnExecutor implements TurnExecutor {
       return { kind: "failed", summary: NO_PROVIDER_SUMMARY };
     }
     // A working agent is about to run commands: have spare command wrappers ready by then.
-    ensureSpawner();
+    this.deps.tasks.warmSpawner();
     const specs = (this.specs ??= toolSpecs(this.deps.registry));
     return new Turn(this.deps, specs, req, candidates).run();
   }
