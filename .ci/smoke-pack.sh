@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pack-and-install smoke test: `npm pack` the package (prepack builds dist/), install the
 # tarball into an empty directory as a user would, and run the installed binary there:
-# --version, config schema, and a one-round `run --json` against the scripted fake provider.
+# --version, config schema, and a one-round `run --json` against the scripted fake provider,
+# on the checkout's Node and on the oldest Node that "engines" admits.
 # Uses the checkout's Node (the `node` devDependency) for everything, including the install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,9 +56,30 @@ node -e '
 ' "$out"
 echo "smoke-pack: run --json answered through the fake provider"
 
+# The oldest Node that "engines" admits runs the installed package too (the node package
+# from the registry brings that exact version, as the checkout's devDependency brings 24).
+min="$(node -p 'require(process.argv[1]).engines.node.replace(/^>=\s*/, "")' "$repo/package.json")"
+mkdir -p "$work/node-min"
+(cd "$work/node-min" && npm init -y >/dev/null &&
+  npm install --no-audit --no-fund --loglevel=error "node@$min" >/dev/null)
+old_path="$PATH"
+export PATH="$work/node-min/node_modules/.bin:$PATH"
+if [ "$(node --version)" != "v$min" ]; then
+  echo "smoke-pack: FAIL: wanted Node $min, got $(node --version)" >&2
+  exit 1
+fi
+"$work/app/node_modules/.bin/holon" --version >/dev/null
+out="$("$work/app/node_modules/.bin/holon" run --json "say ok")"
+node -e '
+  const r = JSON.parse(process.argv[1]);
+  if (!JSON.stringify(r).includes("smoke ok")) { console.error("unexpected run result"); process.exit(1); }
+' "$out"
+export PATH="$old_path"
+echo "smoke-pack: run --json works on Node $min, the engines minimum"
+
 # A global install into a prefix of its own, run by absolute path.
 npm install --global --prefix "$work/global" --no-audit --no-fund --loglevel=error \
   "$work/$tgz" >/dev/null
 "$work/global/bin/holon" --version >/dev/null
 echo "smoke-pack: global install runs"
-echo "smoke-pack: 4 passed, 0 failed"
+echo "smoke-pack: 5 passed, 0 failed"

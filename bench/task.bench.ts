@@ -2,16 +2,57 @@
 //
 // 1. Task start overhead: ExecCommand of `sleep 1` with yield_time_ms 0 through the tool
 //    registry's dispatch(), i.e. spawn + process record + promotion to a persisted running task.
-//    The cost of spawnSync("true") measured in the same run is reported next to it.
+//    The cost of spawnSync("true") measured in the same run is reported next to it, and so
+//    are the same promotions with the spawn helper off (what it saves) and the helper's RSS
+//    (what it costs).
 // 2. TaskOutput latency on a finished task whose output file is 100 MB, against the same call
 //    on a 1 MB output: both previews read only a head and a tail, so the two should be alike.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, openSync, rmSync, writeSync, closeSync, statSync } from "node:fs";
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 import { round, summarize } from "./lib/stats.ts";
+
+/** RSS of this process's spawn helper and the helper's children (its spares), in KiB. */
+function helperRssKb(): number | null {
+  const children = (pid: number): number[] => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+        .split(" ")
+        .map(Number)
+        .filter((n) => n > 0);
+    } catch {
+      return [];
+    }
+  };
+  const rssKb = (pid: number): number => {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+      return m ? Number(m[1]) : 0;
+    } catch {
+      return 0;
+    }
+  };
+  const helper = children(process.pid).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("spawner-helper");
+    } catch {
+      return false;
+    }
+  });
+  if (helper === undefined) return null;
+  return [helper, ...children(helper)].reduce((sum, pid) => sum + rssKb(pid), 0);
+}
 
 const bench: Benchmark = {
   name: "task",
@@ -29,7 +70,6 @@ const bench: Benchmark = {
     const registry = buildRegistry();
     const agent = host.agents.get("main");
     const toolCtx = {
-      store: host.store,
       agent,
       run_id: "run_bench",
       message: { id: "msg_bench" },
@@ -60,6 +100,22 @@ const bench: Benchmark = {
         promote.push(ms);
         if ((out.canonical.result as any)?.disposition === "promoted_to_task") promotedOk++;
       }
+      // The same promotions with the spawn helper off (HOLON_SPAWN_HELPER=0): what it saves.
+      process.env["HOLON_SPAWN_HELPER"] = "0";
+      const cold: number[] = [];
+      try {
+        for (let i = 0; i < n + 2; i++) {
+          const t0 = performance.now();
+          await call("ExecCommand", {
+            cmd: "sleep 1",
+            yield_time_ms: 0,
+            duplicate_policy: "start_new",
+          });
+          if (i >= 2) cold.push(performance.now() - t0);
+        }
+      } finally {
+        delete process.env["HOLON_SPAWN_HELPER"];
+      }
       const spawnTrue: number[] = [];
       for (let i = 0; i < n; i++) {
         const t0 = performance.now();
@@ -70,6 +126,28 @@ const bench: Benchmark = {
       r.metric("promote_p50_ms", round(p.p50), "ms", "ExecCommand(sleep 1) → running task, p50");
       r.metric("promote_p99_ms", round(p.p99), "ms", "ExecCommand(sleep 1) → running task, p99");
       r.metric("spawn_true_p50_ms", round(summarize(spawnTrue).p50), "ms", "spawnSync(true), p50");
+      const c = summarize(cold);
+      r.metric(
+        "promote_cold_p50_ms",
+        round(c.p50),
+        "ms",
+        "the same with HOLON_SPAWN_HELPER=0 (every command spawned cold), p50",
+      );
+      r.metric(
+        "helper_saves_p50_ms",
+        round(c.p50 - p.p50),
+        "ms",
+        "cold promotion p50 − promotion on a spare p50",
+      );
+      const helperKb = helperRssKb();
+      if (helperKb !== null) {
+        r.metric(
+          "helper_rss_mb",
+          round(helperKb / 1024, 1),
+          "MB",
+          "RSS of the spawn helper and its spare wrappers (what it costs)",
+        );
+      }
       r.target("promotion p50 < 50 ms", "promote_p50_ms", "<", 50);
       r.check("every call was promoted to a task", promotedOk === n, `${promotedOk}/${n}`);
       ctx.log(`promotion p50 ${round(p.p50)} ms`);

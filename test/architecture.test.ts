@@ -26,6 +26,9 @@ const EDGE_FORBIDDEN: Record<string, string[]> = {
   http: ["agent", "turn", "tools"],
   cli: ["agent", "turn", "tools"],
   tui: ["agent", "turn", "tools", "store", "host"],
+  // A tool's context is per call (agent, execution root, signal, the services it needs),
+  // never the whole store: tools reach state only through their plane's service.
+  tools: ["store"],
 };
 
 function layerOf(dir: string): number {
@@ -55,6 +58,40 @@ function imports(): Import[] {
 }
 const topDir = (abs: string) => relative(SRC, abs).split("/")[0]!;
 
+/** Every import circle between files of src/, each once, as a readable path. */
+function circles(list: Import[]): string[] {
+  const edges = new Map<string, Set<string>>();
+  for (const { from, spec } of list) {
+    if (!spec.startsWith(".")) continue;
+    const target = resolve(dirname(from), spec);
+    if (!target.startsWith(SRC + "/")) continue;
+    const set = edges.get(from) ?? new Set<string>();
+    set.add(target);
+    edges.set(from, set);
+  }
+  const found = new Set<string>();
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (node: string) => {
+    state.set(node, "open");
+    stack.push(node);
+    for (const next of edges.get(node) ?? []) {
+      const s = state.get(next);
+      if (s === "open") {
+        const loop = stack.slice(stack.indexOf(next));
+        // Start each circle at its smallest name so it is reported once.
+        const k = loop.indexOf([...loop].sort()[0]!);
+        const turned = [...loop.slice(k), ...loop.slice(0, k)];
+        found.add([...turned, turned[0]!].map((f) => relative(SRC, f)).join(" -> "));
+      } else if (s === undefined) visit(next);
+    }
+    stack.pop();
+    state.set(node, "done");
+  };
+  for (const node of [...edges.keys()].sort()) if (!state.has(node)) visit(node);
+  return [...found].sort();
+}
+
 describe("architecture", () => {
   const all = imports();
 
@@ -81,7 +118,7 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
-  it("the edges do not reach into agent, turn or tool internals", () => {
+  it("the edges do not reach into agent, turn or tool internals; tools do not reach the store", () => {
     const bad: string[] = [];
     for (const { from, spec } of all) {
       if (!spec.startsWith(".")) continue;
@@ -89,6 +126,39 @@ describe("architecture", () => {
       const target = resolve(dirname(from), spec);
       if (forbidden?.includes(topDir(target))) bad.push(`${relative(SRC, from)} -> ${spec}`);
     }
+    expect(bad).toEqual([]);
+  });
+
+  it("no module imports itself back through others (no import circles, type imports included)", () => {
+    expect(circles(all)).toEqual([]);
+  });
+
+  it("the circle check finds a circle when there is one", () => {
+    const a = join(SRC, "x/a.ts");
+    const b = join(SRC, "x/b.ts");
+    const c = join(SRC, "x/c.ts");
+    const fake: Import[] = [
+      { from: a, spec: "./b.ts" },
+      { from: b, spec: "./c.ts" },
+      { from: c, spec: "./a.ts" },
+    ];
+    expect(circles(fake)).toEqual(["x/a.ts -> x/b.ts -> x/c.ts -> x/a.ts"]);
+    expect(circles(fake.slice(0, 2))).toEqual([]);
+  });
+
+  it("only the ingress inserts messages into a queue", () => {
+    const bad = sourceFiles(SRC)
+      .filter((f) => /messages\.insert\(/.test(readFileSync(f, "utf8")))
+      .map((f) => relative(SRC, f))
+      .filter((f) => f !== "agent/ingress.ts" && !f.startsWith("store/"));
+    expect(bad).toEqual([]);
+  });
+
+  it("routes, tools and the CLI write no rows or events themselves", () => {
+    const bad = sourceFiles(SRC)
+      .filter((f) => ["http", "cli", "tools", "tui", "client"].includes(topDir(f)))
+      .filter((f) => /\bappendEvent\(|\.tx\(|\bmessages\.insert\(/.test(readFileSync(f, "utf8")))
+      .map((f) => relative(SRC, f));
     expect(bad).toEqual([]);
   });
 

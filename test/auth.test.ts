@@ -221,6 +221,35 @@ describe.runIf(lanAddress)("lan and tailnet modes", () => {
     }
   });
 
+  it("serve --access lan --listen <addr>:0 --token-file starts from the command line and wants that token", async () => {
+    const home = tempHome();
+    const file = join(home, "lan.token");
+    writeFileSync(file, "file-secret\n", { mode: 0o600 });
+    const s = await spawnServe(home, [
+      "--access",
+      "lan",
+      "--listen",
+      `${lanAddress}:0`,
+      "--token-file",
+      file,
+    ]);
+    try {
+      expect(new URL(s.url).hostname).toBe(lanAddress);
+      expect((await fetch(`${s.url}/status`)).status).toBe(401);
+      const ok = await fetch(`${s.url}/status`, {
+        headers: { authorization: "Bearer file-secret" },
+      });
+      expect(ok.status).toBe(200);
+      const hs = (await (await fetch(`${s.url}/handshake`)).json()) as any;
+      expect(hs.auth).toMatchObject({ mode: "bearer", required: true, access: "lan" });
+      expect(s.stderr()).not.toContain("file-secret");
+    } finally {
+      const exited = new Promise((r) => s.proc.once("exit", r));
+      s.proc.kill("SIGTERM");
+      await exited;
+    }
+  });
+
   it("a wildcard bind accepts the advertised name and this machine's addresses, nothing else", async () => {
     const rt = await startRuntime({
       serve: {

@@ -1,7 +1,9 @@
 // The CLI as a user runs it: real `holon` processes against a real `holon serve`.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChildProcess } from "node:child_process";
-import { cleanupHomes, runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import { execFileSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { cleanupHomes, REPO_ROOT, runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
 
 let home: string;
 let serve: { proc: ChildProcess; url: string };
@@ -24,6 +26,22 @@ describe("holon CLI", () => {
     for (const cmd of ["serve", "status", "prompt", "tail", "transcript", "agent", "config"]) {
       expect(r.stdout).toContain(cmd);
     }
+  });
+
+  it("--version and -V print the package's version", async () => {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    for (const args of [["--version"], ["-V"]]) {
+      const r = await runCli(args);
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(r.stdout.trim()).toBe(version);
+    }
+    // The CLI itself (bin/holon.js answers a lone --version before loading it).
+    const direct = execFileSync(
+      process.execPath,
+      [join(REPO_ROOT, "src/cli/main.ts"), "--version"],
+      { encoding: "utf8" },
+    );
+    expect(direct.trim()).toBe(version);
   });
 
   it("status shows the default agent, with --json", async () => {

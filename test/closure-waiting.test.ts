@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { writeFileSync } from "node:fs";
 import {
   cleanupHomes,
+  runCli,
   spawnServe,
   startRuntime,
   tempHome,
@@ -317,6 +318,12 @@ describe("closure and continuation end to end", () => {
     expect(state.deadlines).toHaveLength(1);
     await waitFor(() => rt.host.agents.get("main").status === "asleep");
     expect(rt.host.agents.get("main").sleeping_until).toBe(state.sleep_wake_at);
+    // `holon status` shows the same closure and the continuation that preceded it.
+    const status = await runCli(["status"], { env: { HOLON_HOME: home } });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain(`wakes at: ${state.sleep_wake_at}`);
+    expect(status.stdout).toMatch(/closure: +waiting \(awaiting_timer\), sleeping/);
+    expect(status.stdout).toContain("last trigger: operator_input → local_continuation");
 
     // operator input overrides the wait: the deadline is dropped
     fake.enqueue(reply.text("back to it"));
@@ -422,6 +429,7 @@ describe("sleep deadlines across a crash", () => {
 
   async function wokenOnce(home: string, wakeAt: string, restartedAt: number) {
     const s = await spawnServe(home);
+    const readyAt = Date.now();
     await waitFor(
       async () => {
         const briefs = (await (await fetch(`${s.url}/agents/main/briefs`)).json()) as {
@@ -443,6 +451,11 @@ describe("sleep deadlines across a crash", () => {
     // admitted at or after the original deadline, and not before this host started
     expect(Date.parse(tick.created_at)).toBeGreaterThanOrEqual(Date.parse(wakeAt));
     expect(Date.parse(tick.created_at)).toBeGreaterThanOrEqual(restartedAt - 5);
+    // …and at it: not later than the deadline (or, when it passed during the downtime, the
+    // restart) by more than a timer's slack.
+    expect(Date.parse(tick.created_at)).toBeLessThanOrEqual(
+      Math.max(Date.parse(wakeAt), readyAt) + 1_500,
+    );
     expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
     await rt.close();
   }

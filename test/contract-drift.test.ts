@@ -41,7 +41,6 @@ function openHost(): RuntimeHost {
 function ctxFor(host: RuntimeHost): ToolContext {
   const agent = host.agents.get("main");
   return {
-    store: host.store,
     agent,
     run_id: "run_test",
     message: { id: "msg_test" } as QueuedMessage,

@@ -7,7 +7,15 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanupHomes, runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  spawnServe,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { isSecretName, scrubEnv } from "../src/tasks/env.ts";
@@ -175,6 +183,62 @@ describe("command environment", () => {
       const exited = new Promise((r) => s.proc.once("exit", r));
       s.proc.kill("SIGTERM");
       await exited;
+    }
+    // The database stores bodies compressed, so its raw bytes prove little: read every
+    // record back through the store, decoded, and look there too.
+    const rt = await startRuntime({ home });
+    try {
+      const store = rt.host.store;
+      const decoded = JSON.stringify([
+        store.messages.recent("main", 1000),
+        store.events.query("main", { limit: 100_000, order: "asc" }),
+        store.transcript.recent("main", 100_000),
+        store.tasks.forAgent("main", 1000),
+      ]);
+      expect(decoded).toContain("PLAIN_VAR"); // the env output is in there, readable
+      for (const [name, value] of Object.entries(SECRETS)) {
+        expect(decoded.includes(value), `${name} leaked into the database`).toBe(false);
+      }
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+describe("the command policy belongs to a host", () => {
+  it("two hosts in one process each scrub by their own configuration", async () => {
+    const saved = process.env["SHOW_ME_TOKEN"];
+    process.env["SHOW_ME_TOKEN"] = VISIBLE.SHOW_ME_TOKEN;
+    const allowing = tempHome();
+    const set = await runCli(["config", "set", "runtime.command_env_allow", '["SHOW_ME_TOKEN"]'], {
+      env: { HOLON_HOME: allowing },
+    });
+    expect(set.code, set.stderr).toBe(0);
+    const a = await startRuntime({ home: allowing });
+    const b = await startRuntime({ home: tempHome() }); // built second, with no allowlist
+    try {
+      const envOf = async (rt: TestRuntime) => {
+        const task = rt.host.tasks.start({
+          agent_id: "main",
+          cmd: "env",
+          workdir: rt.host.agents.get("main").agent_home,
+          shell: "/bin/sh",
+          login: false,
+          tty: false,
+          accepts_input: false,
+          terminal_reentry: false,
+        });
+        await rt.host.tasks.waitTerminal(task.id, 10_000);
+        return readFileSync(rt.host.store.tasks.get(task.id)!.output_path, "utf8");
+      };
+      expect(await envOf(a)).toContain(`SHOW_ME_TOKEN=${VISIBLE.SHOW_ME_TOKEN}`);
+      expect(await envOf(b)).not.toContain("SHOW_ME_TOKEN");
+      expect(await envOf(a)).toContain(`SHOW_ME_TOKEN=${VISIBLE.SHOW_ME_TOKEN}`);
+    } finally {
+      await a.close();
+      await b.close();
+      if (saved === undefined) delete process.env["SHOW_ME_TOKEN"];
+      else process.env["SHOW_ME_TOKEN"] = saved;
     }
   });
 });

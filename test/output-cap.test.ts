@@ -3,17 +3,12 @@
 // the task result and TaskStatus say how many bytes were dropped.
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanupHomes, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import {
-  DEFAULT_OUTPUT_CAP,
-  capFile,
-  droppedBytes,
-  markerLine,
-  setOutputCapSource,
-} from "../src/tasks/output-cap.ts";
+import { capFile, droppedBytes, markerLine } from "../src/tasks/output-cap.ts";
+import { BUILTIN_COMMAND_POLICY } from "../src/tasks/command-policy.ts";
 import {
   closeInput,
   outputDroppedBytes,
@@ -26,7 +21,6 @@ let fake: FakeProvider;
 beforeAll(async () => {
   fake = await startFakeProvider();
 });
-afterEach(() => setOutputCapSource(() => DEFAULT_OUTPUT_CAP));
 afterAll(async () => {
   await fake.close();
   cleanupHomes();
@@ -60,9 +54,9 @@ describe("cutting a file", () => {
 describe("a command writing without end", () => {
   it("is cut back under the cap while it keeps running, and reports what was dropped", async () => {
     const cap = 64 * 1024;
-    setOutputCapSource(() => cap);
     const dir = tempHome();
     const handle = startProcess({
+      policy: { ...BUILTIN_COMMAND_POLICY, outputCap: () => cap },
       cmd: "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo LAST-BEFORE-WAIT; read go; echo after-$go",
       cwd: dir,
       dir: join(dir, "proc"),

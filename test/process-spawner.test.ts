@@ -38,6 +38,22 @@ async function startOnSpare(
 }
 
 describe("spare wrappers", () => {
+  it("HOLON_SPAWN_HELPER=0 starts every command cold, as this process's own child", async () => {
+    const root = tempDir();
+    await startOnSpare(root, "true", root, "warm"); // a helper with spares exists now
+    process.env["HOLON_SPAWN_HELPER"] = "0";
+    try {
+      for (let i = 0; i < 3; i++) {
+        const handle = startProcess({ cmd: "echo cold", cwd: root, dir: join(root, `cold${i}`) });
+        expect(readProcStat(handle.pid)?.ppid).toBe(process.pid);
+        expect(await waitForExit(handle, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
+        expect(readFileSync(handle.stdout_path, "utf8")).toBe("cold\n");
+      }
+    } finally {
+      delete process.env["HOLON_SPAWN_HELPER"];
+    }
+  });
+
   it("run commands with the same cwd, environment, output and status as a cold start", async () => {
     const root = tempDir();
     const cwd = join(root, "it's a dir");

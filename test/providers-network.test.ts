@@ -12,6 +12,8 @@ import { DEFAULT_RETRY_POLICY } from "../src/providers/retry.ts";
 import type { ProviderTransport } from "../src/providers/types.ts";
 import { baseRequest, candidateFor, fakeClock } from "./fake-provider/fixtures.ts";
 import { fault, reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { cleanupHomes, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider } from "./helpers/provider.ts";
 
 let fake: FakeProvider;
 beforeAll(async () => {
@@ -177,6 +179,31 @@ async function startConnectProxy(): Promise<Proxy> {
     },
   };
 }
+
+describe("stream: false from the user's configuration", () => {
+  it("`holon config set providers.<id>.stream false` makes the host send non-streaming requests", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "anthropic_messages", fake.baseUrl("anthropic"));
+    const set = await runCli(["config", "set", "providers.fake.stream", "false"], {
+      env: { HOLON_HOME: home },
+    });
+    expect(set.code, set.stderr).toBe(0);
+    const rt = await startRuntime({ home });
+    try {
+      fake.enqueue(reply.text("one JSON answer"));
+      const res = await rt.req("POST", "/control/agents/main/prompt", { text: "hi" });
+      expect(res.status).toBe(202);
+      const brief = await waitFor(() =>
+        rt.host.store.briefs.recent("main", 5).find((b) => b.text === "one JSON answer"),
+      );
+      expect(brief).toBeDefined();
+      expect(fake.requests.map((r) => r.stream)).toEqual([false]);
+    } finally {
+      await rt.close();
+      cleanupHomes();
+    }
+  });
+});
 
 describe("proxies from the environment", () => {
   let proxy: Proxy;

@@ -127,3 +127,40 @@ describe("rate-limited beyond the cap", () => {
     }
   });
 });
+
+describe("the retry-after cap", () => {
+  it("comes from HOLON_PROVIDER_RETRY_AFTER_CAP_MS: under it the wait is in place, past it the turn waits on a deadline", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const clock = testClock();
+    const env = { ...process.env, HOLON_PROVIDER_RETRY_AFTER_CAP_MS: "5000" };
+    const rt = await startRuntime({ home, clock, env });
+    try {
+      // 50 ms is under the cap: waited out in place, the same turn answers.
+      fake.enqueue(fault.status(429, { headers: { "retry-after-ms": "50" } }), reply.text("fine"));
+      const m1 = await prompt(rt, "first");
+      expect(await settled(rt, m1)).toBe("processed");
+      expect(events(rt, "closure_decided").at(-1)!.payload).toMatchObject({
+        outcome: "completed",
+      });
+      expect(events(rt, "provider_retry_scheduled")).toHaveLength(0);
+
+      // 10 s is within the default 60 s cap but past this one: the turn ends as a wait.
+      fake.enqueue(fault.status(429, { headers: { "retry-after": "10" } }));
+      const m2 = await prompt(rt, "second");
+      await settled(rt, m2);
+      const expectedAt = new Date(clock.now().getTime() + 10_000).toISOString();
+      expect(events(rt, "closure_decided").at(-1)!.payload).toMatchObject({
+        outcome: "waiting",
+        waiting_reason: "awaiting_timer",
+        turn_outcome: "retry_at",
+      });
+      expect(events(rt, "provider_retry_scheduled").at(-1)?.payload).toMatchObject({
+        message_id: m2,
+        retry_at: expectedAt,
+      });
+    } finally {
+      await rt.close();
+    }
+  });
+});

@@ -36,7 +36,6 @@ function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
   const agent = host.agents.get(agentId);
   const root = agent.agent_home;
   return {
-    store: host.store,
     agent,
     run_id: "run_test",
     message: { id: "msg_test" } as QueuedMessage,

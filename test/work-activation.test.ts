@@ -174,3 +174,66 @@ describe("work-queue activation", () => {
     }
   });
 });
+
+describe("the pre-provider-call hook", () => {
+  it("puts the stale-progress reminder into the provider request, not into the transcript", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const env = {
+      ...process.env,
+      HOLON_WORK_ITEM_STALE_REMINDER_ROUNDS: "2",
+      HOLON_WORK_ITEM_STALE_REMINDER_COOLDOWN_ROUNDS: "100",
+    };
+    const rt = await startRuntime({ home, env });
+    try {
+      const agent = rt.host.defaultAgentId;
+      const before = fake.requests.length;
+      const current = () => rt.host.store.agents.get(agent)!.current_work_item_id!;
+      const exec = (id: string) =>
+        reply.tools([{ name: "ExecCommand", arguments: { cmd: "true" }, call_id: id }]);
+      fake.enqueue(
+        reply.tools([
+          { name: "CreateWorkItem", arguments: { objective: "Polish the README" }, call_id: "c" },
+        ]),
+        (req) =>
+          reply.tools([
+            {
+              name: "PickWorkItem",
+              arguments: { work_item_id: /wi_[0-9a-f]+/.exec(req.raw)![0] },
+              call_id: "p",
+            },
+          ]),
+        exec("e1"),
+        exec("e2"),
+        exec("e3"),
+        () =>
+          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: current() } }], {
+            text: "README polished.",
+          }),
+        reply.text("Done."),
+      );
+      const res = await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "polish it" });
+      expect(res.status).toBe(202);
+      await idle(rt, agent, 1);
+      const sent = fake.requests.slice(before).map((r) => r.raw);
+      expect(sent).toHaveLength(7);
+      const marker =
+        "[Runtime reminder, not from the user: 2 model rounds without a work-item update.]";
+      // After the pick (a work-item update), two more rounds pass before the reminder is due.
+      expect(sent.map((raw) => raw.includes(marker))).toEqual([
+        false,
+        false,
+        false,
+        false,
+        true,
+        false,
+        false,
+      ]);
+      expect(sent[4]).toContain("Polish the README");
+      const transcript = JSON.stringify(rt.host.store.transcript.recent(agent, 1000));
+      expect(transcript).not.toContain("Runtime reminder");
+    } finally {
+      await rt.close();
+    }
+  });
+});

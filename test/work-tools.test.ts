@@ -35,7 +35,6 @@ let runSeq = 0;
 function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`): ToolContext {
   const agent = host.agents.get(agentId);
   return {
-    store: host.store,
     agent,
     run_id: runId,
     message: { id: `msg_${runId}` } as QueuedMessage,

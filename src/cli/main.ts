@@ -1,5 +1,6 @@
 // The `holon` command. Definitions here are cheap (commander only); each action imports
 // its implementation lazily so `holon --help` and `holon status` start fast.
+import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { action } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
@@ -10,11 +11,16 @@ import { registerTimerCommands } from "./timer.ts";
 import { registerWorkCommands } from "./work.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
 
+// package.json sits two levels up from src/cli/ and from dist/cli/ alike.
+const { version } = JSON.parse(
+  readFileSync(new URL("../../package.json", import.meta.url), "utf8"),
+) as { version: string };
+
 const program = new Command();
 program
   .name("holon")
   .description("Headless, event-driven runtime for long-lived AI agents")
-  .version("0.1.0")
+  .version(version)
   .showHelpAfterError();
 
 const home = () =>

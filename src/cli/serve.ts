@@ -6,7 +6,6 @@ import { RuntimeHost } from "../host/host.ts";
 import { resolveHome } from "../host/paths.ts";
 import { parseAdvertise, resolveAccess, startServer } from "../http/server.ts";
 import { ACCESS_MODES, type AccessMode } from "../http/guard.ts";
-import { ensureSpawner } from "../tasks/spawner.ts";
 import { HolonError } from "../domain/errors.ts";
 import { configuredToken } from "./connect.ts";
 import { CliError } from "./output.ts";
@@ -165,7 +164,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
   // A daemon's agents run commands: have spare command wrappers ready before the first one.
-  ensureSpawner();
+  host.tasks.warmSpawner();
   process.stderr.write(
     `holon: runtime for ${home} listening on http://${server.httpAddr}` +
       (server.socketPath ? ` and ${server.socketPath}` : "") +

@@ -1,9 +1,10 @@
 // What the process layer takes from the configuration: which environment variables commands
 // must not inherit (every provider's credential variables, plus the config allowlist), and
 // the cap on their output files. Read live, so a config edit applies to the next command.
+// services.ts hands the result to the task service; nothing is installed process-wide.
 import { providerRegistry } from "../providers/builtin.ts";
-import { setCommandEnvPolicy, type CommandEnvPolicy } from "../tasks/env.ts";
-import { setOutputCapSource } from "../tasks/output-cap.ts";
+import type { CommandPolicy } from "../tasks/command-policy.ts";
+import type { CommandEnvPolicy } from "../tasks/env.ts";
 import type { ConfigSource } from "./config.ts";
 
 /** One policy object per configuration read, so the process layer can reuse its result. */
@@ -21,8 +22,10 @@ export function commandEnvPolicy(config: ConfigSource): CommandEnvPolicy {
   return policy;
 }
 
-/** Point the process layer at this configuration (process-wide, like the spawn helper). */
-export function installCommandPolicy(config: ConfigSource): void {
-  setCommandEnvPolicy(() => commandEnvPolicy(config));
-  setOutputCapSource(() => config.current().values.runtime.max_command_output_bytes);
+/** The command policy of this configuration, for the task service. */
+export function commandPolicy(config: ConfigSource): CommandPolicy {
+  return {
+    env: () => commandEnvPolicy(config),
+    outputCap: () => config.current().values.runtime.max_command_output_bytes,
+  };
 }

@@ -1,6 +1,7 @@
 // The shape of <holon_home>/config.json: zod schemas, the list of settable keys (what
 // `holon config schema` prints), defaults and environment overrides. No file I/O here.
 import { z } from "zod";
+import type { KeyDef, KeyType } from "./config-keys.ts";
 import {
   RETENTION_KEY_DEFS,
   RetentionFileSchema,
@@ -284,30 +285,7 @@ export function effectiveConfig(
 // ---------------------------------------------------------------------------------------
 // The key schema: every key `holon config get/set/unset` accepts.
 
-export type KeyType =
-  | "model_ref"
-  | "model_ref_list"
-  | "boolean"
-  | "integer"
-  | "string"
-  | "enum"
-  | "url"
-  | "json_object"
-  | "string_list";
-
-export type KeyDef = {
-  /** Dotted key; `<id>` matches one provider id, `<model_ref>` the rest of the key. */
-  key: string;
-  type: KeyType;
-  default?: unknown;
-  description: string;
-  env?: string;
-  values?: readonly string[];
-  /** Never printed in full. */
-  secret?: boolean;
-  /** Validates the value alone (the whole file is validated again before writing). */
-  schema: z.ZodType;
-};
+export type { KeyDef, KeyType };
 
 const providerField = (
   field: string,

@@ -10,20 +10,17 @@ import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   closeSync,
-  existsSync,
   lstatSync,
   mkdirSync,
   openSync,
   readFileSync,
   readdirSync,
-  renameSync,
   statSync,
-  unlinkSync,
-  writeSync,
   type Stats,
 } from "node:fs";
 import { join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
+import { atomicWriteFile } from "../store/files.ts";
 import { homePaths } from "./paths.ts";
 
 export const PRIVATE_DIR = 0o700;
@@ -155,18 +152,6 @@ export function ensureGeneratedToken(home: string): string {
   }
   ensurePrivateDir(homePaths(home).runDir);
   const token = randomBytes(32).toString("base64url");
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w", PRIVATE_FILE);
-  try {
-    writeSync(fd, token + "\n");
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    if (existsSync(tmp)) unlinkSync(tmp);
-    throw err;
-  }
+  atomicWriteFile(path, token + "\n", { mode: PRIVATE_FILE });
   return token;
 }

@@ -7,7 +7,7 @@
 // to 480 MB of stored records (the database file is some 20% larger for its indexes),
 // 256 MB of finished task output and 50 MB of logs; the ages keep a month of history.
 import { z } from "zod";
-import type { KeyDef } from "./config-schema.ts";
+import type { KeyDef } from "./config-keys.ts";
 
 const Days = z.number().int().min(0, "must be 0 (keep forever) or more days");
 const Megabytes = z.number().int().min(0, "must be 0 (no size limit) or more megabytes");

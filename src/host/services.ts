@@ -34,7 +34,7 @@ import { WORK_RECHECK, WorkService } from "../work/service.ts";
 import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts";
 import { workRecheckHandler } from "../work/recheck.ts";
 import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
-import { installCommandPolicy } from "./command-policy.ts";
+import { commandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
 import { OperatorTransportService } from "./operator-transport.ts";
@@ -64,9 +64,10 @@ export function buildServices(opts: ServiceOptions) {
   const paths = homePaths(opts.home);
   const store = new Store(paths.database, opts.clock, opts.ids);
   const config = new ConfigSource({ home: opts.home, env: opts.env });
-  installCommandPolicy(config); // commands: scrubbed environment, bounded output
   const signals = new AgentSignals();
   const ingress = new Ingress(store, signals);
+  // Commands: a scrubbed environment and bounded output, from the live configuration.
+  const policy = commandPolicy(config);
   const workspaces = new WorkspaceService({
     store,
     holonHome: opts.home,
@@ -74,7 +75,7 @@ export function buildServices(opts: ServiceOptions) {
     attachPolicy: () => config.current().values.workspaces.attach_policy,
   });
   // A task records where it runs with the same snapshot (and policy) a turn records.
-  const tasks = new TaskService(store, ingress, (agent) => workspaces.snapshot(agent));
+  const tasks = new TaskService(store, ingress, policy, (agent) => workspaces.snapshot(agent));
   const skills = new SkillService({
     store,
     userHome: opts.env.HOME ?? homedir(),

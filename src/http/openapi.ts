@@ -32,24 +32,8 @@ import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
+import type { Param, RouteDoc } from "./route-doc.ts";
 import { requireRead, type AppEnv } from "./support.ts";
-
-/** Who may call a route (support.ts): anyone, the read rule, or the control rule. */
-type Access = "none" | "read" | "control";
-
-type Param = { name: string; schema: z.ZodType; description: string };
-
-export type RouteDoc = {
-  method: "get" | "post";
-  /** The Hono path, `:param` style. */
-  path: string;
-  summary: string;
-  access: Access;
-  body?: { schema: z.ZodType; optional?: boolean };
-  query?: Param[];
-  headers?: Param[];
-  ok: { status: number; schema: z.ZodType; contentType?: string; description?: string };
-};
 
 const Limit = (max: number, dflt: number): Param => ({
   name: "limit",

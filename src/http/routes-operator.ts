@@ -3,7 +3,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import type { AppContext } from "./context.ts";
-import type { RouteDoc } from "./openapi.ts";
+import type { RouteDoc } from "./route-doc.ts";
 import { readJson, requireControl, validate, type AppEnv } from "./support.ts";
 
 const Id = z.string().min(1).max(200);

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { parseSince } from "../host/usage.ts";
 import type { AppContext } from "./context.ts";
-import type { RouteDoc } from "./openapi.ts";
+import type { RouteDoc } from "./route-doc.ts";
 import { requireRead, type AppEnv } from "./support.ts";
 
 function window(c: Context<AppEnv>, now: Date): { from: Date; to: Date } {

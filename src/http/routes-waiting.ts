@@ -9,7 +9,7 @@ import { TrustLevel } from "../domain/message.ts";
 import { ExternalTriggerDescriptor, TimerRecord } from "../domain/waiting.ts";
 import { hintBodyOf, type RequestedMode } from "../waiting/triggers.ts";
 import type { AppContext } from "./context.ts";
-import type { RouteDoc } from "./openapi.ts";
+import type { RouteDoc } from "./route-doc.ts";
 import {
   MAX_BODY_BYTES,
   intParam,

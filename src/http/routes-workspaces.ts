@@ -15,7 +15,7 @@ import {
   WorktreeSession,
 } from "../domain/workspace.ts";
 import type { AppContext } from "./context.ts";
-import type { RouteDoc } from "./openapi.ts";
+import type { RouteDoc } from "./route-doc.ts";
 import { readJson, requireControl, requireRead, validate, type AppEnv } from "./support.ts";
 
 const PathField = z.string().min(1).max(4096);

@@ -8,9 +8,9 @@
 //   - any name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD (any case),
 // except the names a config allowlist (`runtime.command_env_allow`) passes through.
 //
-// The policy is process-wide because the spawn helper is: it is started once, with one
-// environment, and its spares carry that environment. The composition root installs a
-// policy that reads the live configuration; until then the built-in rules apply.
+// The policy reaches the process layer as data (a CommandPolicy, tasks/command-policy.ts)
+// that the composition root builds from the live configuration and hands to the task
+// service; a start without one gets the built-in rules.
 import { createHash } from "node:crypto";
 
 export type CommandEnvPolicy = {
@@ -42,13 +42,8 @@ export function scrubEnv(
   return out;
 }
 
-const BUILTIN_POLICY: CommandEnvPolicy = { secretNames: [], allow: [] };
-let policySource: () => CommandEnvPolicy = () => BUILTIN_POLICY;
-
-/** Install where the policy comes from (the composition root: the live configuration). */
-export function setCommandEnvPolicy(source: () => CommandEnvPolicy): void {
-  policySource = source;
-}
+/** The rules alone: what applies when no configuration names anything more. */
+export const BUILTIN_ENV_POLICY: CommandEnvPolicy = { secretNames: [], allow: [] };
 
 export type CommandEnv = {
   env: Record<string, string>;
@@ -59,24 +54,15 @@ export type CommandEnv = {
 let last: { policy: CommandEnvPolicy; value: CommandEnv } | null = null;
 
 /**
- * The scrubbed copy of this process's environment that commands start from. Reading
- * `process.env` whole is slow, so the result is kept until the policy object changes (a
- * configuration edit); the host never changes its own environment.
+ * The scrubbed copy of this process's environment that commands start from under `policy`.
+ * Reading `process.env` whole is slow, so the result is kept until the policy object changes
+ * (a configuration edit); the host never changes its own environment.
  */
-export function commandEnv(): CommandEnv {
-  const policy = currentPolicy();
+export function commandEnv(policy: CommandEnvPolicy): CommandEnv {
   if (last?.policy === policy) return last.value;
   const env = scrubEnv(process.env, policy);
   last = { policy, value: { env, key: envKey(env) } };
   return last.value;
-}
-
-function currentPolicy(): CommandEnvPolicy {
-  try {
-    return policySource();
-  } catch {
-    return BUILTIN_POLICY; // a broken config must not widen what commands see
-  }
 }
 
 /** A short digest of an environment, order-independent. */
@@ -85,11 +71,4 @@ export function envKey(env: Readonly<Record<string, string>>): string {
   for (const name of Object.keys(env).sort())
     h.update(name).update("\0").update(env[name]!).update("\0");
   return h.digest("hex").slice(0, 16);
-}
-
-/** Scrub an environment with the installed policy. */
-export function scrubWithPolicy(
-  env: Readonly<Record<string, string | undefined>>,
-): Record<string, string> {
-  return scrubEnv(env, currentPolicy());
 }

@@ -20,11 +20,11 @@ import {
   openSync,
   readFileSync,
   readSync,
-  renameSync,
   statSync,
   writeSync,
 } from "node:fs";
 import { basename, join } from "node:path";
+import { atomicWriteFile } from "../store/files.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024;
 /** Below this the head and tail would be too small to be useful. */
@@ -34,21 +34,8 @@ const MARKER_RESERVE = 256;
 const CHECK_MS = 100;
 const DROPPED_FILE = "output-dropped.json";
 
-let capSource: () => number = () => DEFAULT_OUTPUT_CAP;
-
-/** Install where the cap comes from (the composition root: `runtime.max_command_output_bytes`). */
-export function setOutputCapSource(source: () => number): void {
-  capSource = source;
-}
-
-/** The cap for a process starting now. */
-export function currentOutputCap(): number {
-  let cap: number;
-  try {
-    cap = capSource();
-  } catch {
-    cap = DEFAULT_OUTPUT_CAP;
-  }
+/** A configured cap made safe to use: a whole number, at least MIN_OUTPUT_CAP. */
+export function saneOutputCap(cap: number): number {
   return Math.max(MIN_OUTPUT_CAP, Number.isFinite(cap) ? Math.floor(cap) : DEFAULT_OUTPUT_CAP);
 }
 
@@ -64,15 +51,8 @@ function readDropped(dir: string): Dropped {
 }
 
 function writeDropped(dir: string, dropped: Dropped): void {
-  const path = join(dir, DROPPED_FILE);
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, JSON.stringify(dropped) + "\n");
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, path);
+  // Not fsynced: the count is advisory and rewritten at every cut.
+  atomicWriteFile(join(dir, DROPPED_FILE), JSON.stringify(dropped) + "\n", { fsync: false });
 }
 
 /** Bytes dropped from the output files of a process directory, per file name and in total. */

@@ -70,8 +70,15 @@ import {
   type ExitStatus,
   type RecordedExit,
 } from "./process-wrapper.ts";
-import { commandEnv, scrubWithPolicy, type CommandEnv } from "./env.ts";
-import { currentOutputCap, droppedBytes, unwatchOutput, watchOutput } from "./output-cap.ts";
+import {
+  BUILTIN_COMMAND_POLICY,
+  commandEnvOf,
+  envPolicyOf,
+  outputCapOf,
+  type CommandPolicy,
+} from "./command-policy.ts";
+import { scrubEnv, type CommandEnv } from "./env.ts";
+import { DEFAULT_OUTPUT_CAP, droppedBytes, unwatchOutput, watchOutput } from "./output-cap.ts";
 import { discardViaSpawner, ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
 import { atomicWriteFile } from "../store/files.ts";
 
@@ -104,6 +111,8 @@ export type ProcessSpec = {
   /** PTY size; default 120x40. */
   cols?: number;
   rows?: number;
+  /** Environment rules and output cap (the task service passes the configured ones). */
+  policy?: CommandPolicy;
 };
 
 export type ProcessHandle = {
@@ -384,8 +393,12 @@ function startRecorded(
   let child: ExitSource;
   let pid: number | undefined;
   let spare: ReturnType<typeof takeSpare> = null;
+  const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
   const env: CommandEnv =
-    spec.env === undefined ? commandEnv() : { env: scrubWithPolicy(spec.env), key: "" };
+    spec.env === undefined
+      ? commandEnvOf(policy)
+      : { env: scrubEnv(spec.env, envPolicyOf(policy)), key: "" };
+  draft.output_cap_bytes = outputCapOf(policy);
   const outFlags =
     fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;
   // The output files exist before the command does, so readers never race their creation.
@@ -409,7 +422,7 @@ function startRecorded(
     spare = spec.env === undefined ? takeSpare(env.key) : null;
     if (spare === null) {
       child = spawnWrapper(env.env, spec.cwd, dir);
-      if (spec.env === undefined) ensureSpawner();
+      if (spec.env === undefined) ensureSpawner(env);
     } else {
       child = spare.child;
       pid = spare.stat.pid;
@@ -484,7 +497,6 @@ function track(
     start_ticks: stat?.start_ticks ?? -1,
     boot_id: bootId(),
     started_at: nowIso(),
-    output_cap_bytes: currentOutputCap(),
   };
   try {
     writeSync(specFd, JSON.stringify(rec) + "\n");
@@ -691,7 +703,7 @@ export function reattach(dir: string): ReattachResult {
   const internal: Internal = { rec, child: null, exited: null, status: null, waiters: 0 };
   internals.set(handle, internal);
   // Output written while no host watched is cut now; a process that ended gets its last cut.
-  watchOutput(abs, outputFiles(handle), rec.output_cap_bytes ?? currentOutputCap());
+  watchOutput(abs, outputFiles(handle), rec.output_cap_bytes ?? DEFAULT_OUTPUT_CAP);
   const status = peekExit(handle);
   if (status === null) return { state: "running", handle };
   if (status.lost_reason !== undefined && status.exit_code === null && status.signal === null) {

@@ -13,6 +13,8 @@ import type { AgentOwnedWork } from "../agent/lifecycle.ts";
 import { unknownAgent } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
 import { filePreview } from "./output-preview.ts";
+import { BUILTIN_COMMAND_POLICY, commandEnvOf, type CommandPolicy } from "./command-policy.ts";
+import { ensureSpawner } from "./spawner.ts";
 import { droppedBytes } from "./output-cap.ts";
 import {
   closeInput,
@@ -60,6 +62,8 @@ export type StartTaskSpec = CommandIdentity & {
 export class TaskService implements AgentOwnedWork {
   private readonly store: Store;
   private readonly ingress: Ingress;
+  /** Environment rules and output cap for every command this service starts. */
+  readonly policy: CommandPolicy;
   private readonly handles = new Map<string, ProcessHandle>();
   private readonly stopping = new Set<string>();
   /** In-process waiters for a task to settle (TaskOutput's blocking wait). */
@@ -72,11 +76,18 @@ export class TaskService implements AgentOwnedWork {
   constructor(
     store: Store,
     ingress: Ingress,
+    policy: CommandPolicy = BUILTIN_COMMAND_POLICY,
     snapshot: (agent: AgentRecord) => ExecutionSnapshot = (agent) => executionSnapshot(agent),
   ) {
     this.store = store;
     this.ingress = ingress;
+    this.policy = policy;
     this.snapshot = snapshot;
+  }
+
+  /** Have spare command wrappers ready, with the environment commands get now. */
+  warmSpawner(): void {
+    ensureSpawner(commandEnvOf(this.policy));
   }
 
   /** Directory for a new process of this agent. */
@@ -104,6 +115,7 @@ export class TaskService implements AgentOwnedWork {
       tty: spec.tty,
       acceptsInput: spec.accepts_input,
       output: "merged",
+      policy: this.policy,
     });
     return this.adopt(spec, handle);
   }

@@ -19,7 +19,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { fileURLToPath } from "node:url";
-import { commandEnv, type CommandEnv } from "./env.ts";
+import type { CommandEnv } from "./env.ts";
 import { isSameLiveProcess } from "./process-proc.ts";
 import { WRAPPER_SCRIPT } from "./process-wrapper.ts";
 
@@ -53,6 +53,8 @@ type Helper = {
 
 let helper: Helper | null = null;
 let startQueued = false;
+/** The command environment the latest ensureSpawner call asked for. */
+let wantedEnv: CommandEnv | null = null;
 
 /** A wrapper that is the helper's child: its exit arrives as a message. */
 class RemoteWrapper extends EventEmitter implements ExitSource {
@@ -154,12 +156,20 @@ function startHelper(ce: CommandEnv): void {
  * then). The caller must write the process record naming `stat.pid` and the wrapper's
  * `params.sh` before calling `launch(dir)`, and must treat `child` as the wrapper's exit.
  */
+/**
+ * `HOLON_SPAWN_HELPER=0` turns spare wrappers off: every command spawns cold. For measuring
+ * what the helper saves (bench/task.bench.ts) and for hosts that would rather not run it.
+ */
+export function spawnHelperEnabled(): boolean {
+  return process.env["HOLON_SPAWN_HELPER"] !== "0";
+}
+
 export function takeSpare(envKey: string): {
   stat: SpareInfo;
   child: ExitSource;
   launch(dir: string): void;
 } | null {
-  const h = helper;
+  const h = spawnHelperEnabled() ? helper : null;
   const stat = h !== null && h.alive && h.envKey === envKey ? h.spares.shift() : undefined;
   if (h === null || stat === undefined) return null;
   const child = new RemoteWrapper(h, stat.pid, stat.start_ticks);
@@ -193,17 +203,18 @@ export function discardViaSpawner(dir: string): boolean {
 }
 
 /**
- * Make sure the helper runs with the current command environment (started on the next turn
+ * Make sure the helper runs with this command environment (started on the next turn
  * of the event loop, off the caller's path). A helper whose spares carry an older
  * environment is let go: its spares exit unused when it does, and commands it already
  * started run on.
  */
-export function ensureSpawner(): void {
-  if (startQueued) return;
+export function ensureSpawner(ce: CommandEnv): void {
+  wantedEnv = ce;
+  if (startQueued || !spawnHelperEnabled()) return;
   startQueued = true;
   setImmediate(() => {
     startQueued = false;
-    const ce = commandEnv();
+    const ce = wantedEnv!;
     if (helper !== null && helper.envKey !== ce.key) retire(helper);
     if (helper === null) startHelper(ce);
   });

@@ -5,7 +5,6 @@ import { readFileSync } from "node:fs";
 import type { z } from "zod";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { QueuedMessage } from "../domain/message.ts";
-import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
 import type { SkillService } from "../context/skills.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
@@ -20,8 +19,8 @@ import {
   type ToolError,
 } from "./envelope.ts";
 
+/** What one call sees: never the whole store; a tool reaches state through its services. */
 export type ToolContext = {
-  store: Store;
   agent: AgentRecord;
   run_id: string;
   message: QueuedMessage;

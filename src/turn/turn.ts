@@ -389,7 +389,6 @@ class Turn {
     const current = store.agents.get(this.agent.agent_id) ?? this.agent;
     const { execution_root: executionRoot, cwd } = executionBinding(current);
     const outcome = await dispatch(this.deps.registry, name, args, {
-      store,
       agent: current,
       run_id: this.req.run_id,
       message: this.req.message,

@@ -91,6 +91,7 @@ export async function runCommand(
       login: input.login,
       tty: input.tty,
       acceptsInput: input.accepts_input,
+      policy: ctx.tasks.policy,
     });
   } catch (err) {
     if (err instanceof ProcessStartError) {
