@@ -10,6 +10,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseEvent, type EventEnvelope } from "../src/domain/events.ts";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 import { authHeaders, startHolon } from "./lib/proc.ts";
 import { round, summarize } from "./lib/stats.ts";
@@ -188,6 +189,43 @@ const bench: Benchmark = {
           "round − bash: the per-round share as the target defines it (SDK handling included)",
         );
         r.target("per-round share (gap − bash) ≤ 3 ms", "gap_minus_bash_p50_ms", "<=", 3);
+
+        // Where a round's time goes, as the host itself measured it (the same events
+        // `holon debug latency` reads): the provider call in place, the ExecCommand call in
+        // place, and the rest (transactions, prompt upkeep, previews) per round.
+        const evRes = await fetch(`${host.url}/agents/main/events?limit=2000&order=desc`, {
+          headers: authHeaders(host.url),
+        });
+        const events = ((await evRes.json()) as { events: EventEnvelope[] }).events.reverse();
+        const providerMs: number[] = [];
+        const toolMs: number[] = [];
+        for (const raw of events) {
+          const e = parseEvent(raw);
+          if (e?.type === "provider_round_completed") providerMs.push(e.payload.provider_round_ms);
+          if (e?.type === "tool_executed") toolMs.push(e.payload.duration_ms);
+        }
+        if (providerMs.length > 0 && toolMs.length > 0) {
+          const inProvider = summarize(providerMs).p50;
+          const inTool = summarize(toolMs).p50;
+          r.metric(
+            "in_host_provider_p50_ms",
+            round(inProvider),
+            "ms",
+            "in the host: provider call, p50",
+          );
+          r.metric(
+            "in_host_tool_p50_ms",
+            round(inTool),
+            "ms",
+            "in the host: ExecCommand call, p50",
+          );
+          r.metric(
+            "in_host_rest_p50_ms",
+            round(perRound.p50 - inProvider - inTool),
+            "ms",
+            "round − both: commits, prompt upkeep, previews, scheduling",
+          );
+        }
       } finally {
         await host.stop();
       }
