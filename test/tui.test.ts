@@ -1,8 +1,10 @@
-// The console against a real host and the scripted model: render, type and submit, an
-// overlay opened and closed, the display level switched, and the stream resumed after the
-// host restarts.
+// The console against a real host and the scripted model: render, type and submit, the
+// state line, every overlay of a plane that has landed (with what that plane holds), a local
+// action, the display level switched, and the stream resumed after the host restarts.
 import { createElement as h } from "react";
 import { render } from "ink-testing-library";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HolonClient, discover } from "../src/client/client.ts";
 import { App } from "../src/tui/app.ts";
@@ -32,6 +34,62 @@ describe("holon tui", () => {
     const frame = () => ui.lastFrame() ?? "";
     try {
       await waitFor(() => frame().includes("· live"), { what: "live" });
+      // The state line: the active workspace and its projection, the queue, the access mode.
+      await waitFor(
+        () => /workspace \S+ \(canonical_root\) · queue 0 · access local over unix/.test(frame()),
+        {
+          what: "state line",
+        },
+      );
+
+      // The planes that have landed, each in its overlay. The agent is paused so the work
+      // item added under it does not start a turn.
+      const type = async (text: string) => {
+        ui.stdin.write(text);
+        await waitFor(() => frame().includes(`› ${text}`), { what: `typed ${text}` });
+        ui.stdin.write("\r");
+      };
+      const overlay = async (name: string, ...expected: (string | RegExp)[]) => {
+        await type(`/${name}`);
+        await waitFor(
+          () =>
+            frame().includes(`${name} (Esc closes)`) &&
+            expected.every((e) => (typeof e === "string" ? frame().includes(e) : e.test(frame()))),
+          { what: `${name} overlay showing ${expected.join(", ")}` },
+        );
+        const shown = frame();
+        ui.stdin.write("\u001b");
+        await waitFor(() => !frame().includes(`${name} (Esc closes)`), { what: `${name} closed` });
+        return shown;
+      };
+      await type("/pause");
+      await waitFor(() => frame().includes("main (paused)"), { what: "paused" });
+      const work = await rt.req("POST", "/control/agents/main/work-items", {
+        objective: "tidy the release notes",
+      });
+      expect(work.status, JSON.stringify(work.json)).toBe(201);
+      const timer = await rt.req("POST", "/control/agents/main/timers", {
+        summary: "check the nightly build",
+        duration_ms: 3_600_000,
+      });
+      expect(timer.status, JSON.stringify(timer.json)).toBe(201);
+      const project = join(tempHome("holon-tui-ws-"), "project");
+      mkdirSync(project);
+      await type(`/attach ${project}`);
+      await waitFor(() => frame().includes(`attached ${project}`), { what: "attached" });
+
+      await overlay("work", "tidy the release notes");
+      await overlay("timers", "check the", /trigger \S+ +active/);
+      await overlay("workspaces", "active: agent_home", project);
+      await overlay("agents", "› main");
+      await overlay("events", "work_item_created", /#\d+ \d\d:\d\d:\d\d agent_state_changed/);
+      await overlay("actions", "/attach <path>", "holon workspace exit");
+      await overlay("help", "/display 3|4|5");
+      await rt.req("POST", `/control/agents/main/work-items/${work.json.work_item.id}/complete`, {
+        note: "done by hand",
+      });
+      await type("/resume");
+      await waitFor(() => !frame().includes("main (paused)"), { what: "resumed" });
 
       fake.enqueue(reply.text("hello operator"));
       ui.stdin.write("hi there");
@@ -64,6 +122,23 @@ describe("holon tui", () => {
       ui.stdin.write("after restart");
       ui.stdin.write("\r");
       await waitFor(() => frame().includes("still here"), { what: "reply after restart" });
+
+      // Alt+Enter interjects: the prompt goes in at interject priority.
+      fake.enqueue(reply.text("noted the interjection"));
+      ui.stdin.write("one more thing");
+      await waitFor(() => frame().includes("› one more thing"), { what: "typed interjection" });
+      ui.stdin.write("\u001b\r");
+      await waitFor(() => frame().includes("noted the interjection"), {
+        what: "interjected reply",
+      });
+      const prompts = rt.host.store.messages
+        .recent("main", 20)
+        .filter((m) => m.kind === "operator_prompt");
+      expect(prompts.find((m) => JSON.stringify(m.body).includes("one more thing"))?.priority).toBe(
+        "interject",
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; the screen:\n${frame()}`);
     } finally {
       ui.unmount();
       await rt.close();
