@@ -76,6 +76,8 @@ export function registerOperatorCommands(program: Command): void {
     .option("--agent <id>", "only this agent")
     .option("--since <when>", "7d, 24h, 30m or an ISO time (default: all kept history)")
     .option("--until <when>", "same forms (default: now)")
+    .option("--rounds", "list the agent's recent model rounds, each with its cost")
+    .option("-n, --limit <n>", "with --rounds: how many (default 50)")
     .addOption(home())
     .addOption(token())
     .addOption(json())
