@@ -49,8 +49,9 @@ describe("holon tui", () => {
         await waitFor(() => frame().includes(`› ${text}`), { what: `typed ${text}` });
         ui.stdin.write("\r");
       };
-      const overlay = async (name: string, ...expected: (string | RegExp)[]) => {
-        await type(`/${name}`);
+      const overlay = async (command: string, ...expected: (string | RegExp)[]) => {
+        const name = command.split(" ")[0]!;
+        await type(`/${command}`);
         await waitFor(
           () =>
             frame().includes(`${name} (Esc closes)`) &&
@@ -85,6 +86,7 @@ describe("holon tui", () => {
       await overlay("events", "work_item_created", /#\d+ \d\d:\d\d:\d\d agent_state_changed/);
       await overlay("actions", "/attach <path>", "holon workspace exit");
       await overlay("help", "/display 3|4|5");
+      await overlay("prompt ship it", "(system_prompt", "── incoming: ship it", /tools \(\d+\)/);
       await rt.req("POST", `/control/agents/main/work-items/${work.json.work_item.id}/complete`, {
         note: "done by hand",
       });

@@ -101,6 +101,35 @@ describe("usage and cost", () => {
         expect(r).toMatchObject({ provider_rounds: 1, outcome: "completed" });
         expect(r.total_ms).toBeGreaterThanOrEqual(r.provider_ms);
       }
+      // The prompt the next turn would send, built by the turn's contributors; nothing is
+      // recorded by looking.
+      const seqBefore = rt.host.store.events.newestSeq("main");
+      const queuedBefore = rt.host.store.messages.pendingCount("main");
+      const dbg = await runCli(["debug", "prompt", "--text", "what changed since yesterday?"], {
+        env: { HOLON_HOME: home },
+      });
+      expect(dbg.code, dbg.stderr).toBe(0);
+      expect(dbg.stdout).toMatch(/── \S+ \(system_prompt, stable\) ──/);
+      expect(dbg.stdout).toContain("── incoming message ──");
+      expect(dbg.stdout).toContain("what changed since yesterday?");
+      expect(dbg.stdout).toMatch(/tools \(\d+\): .*ExecCommand/);
+      // The conversation so far is in it (recent history), as the next turn would see it.
+      const preview = await rt.req("GET", "/control/agents/main/debug/prompt");
+      expect(preview.status).toBe(200);
+      expect(JSON.stringify(preview.json.sections)).toContain("second");
+      expect(rt.host.store.events.newestSeq("main")).toBe(seqBefore);
+      expect(rt.host.store.messages.pendingCount("main")).toBe(queuedBefore);
+      const long = await rt.req(
+        "GET",
+        `/control/agents/main/debug/prompt?text=${"x".repeat(5000)}`,
+      );
+      expect(long.status).toBe(400);
+      const anon = await rt.req("GET", "/control/agents/main/debug/prompt", undefined, {
+        authorization: "",
+      });
+      expect(anon.status).toBe(401);
+      expect((await rt.req("GET", "/control/agents/nobody/debug/prompt")).status).toBe(404);
+
       const doc = await runCli(["config", "doctor", "--json"], { env: { HOLON_HOME: home } });
       expect(doc.code, doc.stdout + doc.stderr).toBe(0);
       const checks = JSON.parse(doc.stdout).checks;

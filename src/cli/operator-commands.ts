@@ -104,4 +104,13 @@ export function registerOperatorCommands(program: Command): void {
     .addOption(token())
     .addOption(json())
     .action(action(async (agent, opts) => (await import("./debug.ts")).latency(agent, opts)));
+  debug
+    .command("prompt")
+    .description("The prompt the agent's next turn would send, section by section")
+    .argument("[agent]", "agent id (default agent when omitted)")
+    .option("--text <text>", "the operator prompt to preview the turn for")
+    .addOption(home())
+    .addOption(token())
+    .addOption(json())
+    .action(action(async (agent, opts) => (await import("./debug.ts")).prompt(agent, opts)));
 }

@@ -43,6 +43,7 @@ type Overlay =
   | "timers"
   | "workspaces"
   | "actions"
+  | "prompt"
   | "help";
 
 const OVERLAYS: readonly Overlay[] = [
@@ -64,6 +65,7 @@ const HELP = [
   "/display 3|4|5    info, verbose or debug (also the names)",
   "/agent <id>       switch agent",
   "/agents /transcript /events /tasks /work /timers /workspaces /actions /help   overlays",
+  "/prompt [text]    the prompt the next turn would send",
   "/wake /pause /resume /stop   agent control",
   "/refresh          re-read the agent's state;  /clear-status  clear the notice line",
   "/quit or Ctrl+C   leave (the runtime keeps running)",
@@ -77,9 +79,10 @@ const ACTIONS = [
   "/refresh          re-read the agent's state (workspace, queue, work item)",
   "/clear-status     clear the notice line",
   "/events           the raw event log",
+  "/prompt [text]    debug: the prompt the next turn would send, section by section",
   "/display 5        debug items: provider rounds, state changes, ids and durations",
   "not here: entering or leaving a workspace (the agent's UseWorkspace, or",
-  "  holon workspace exit <agent>), and the prompt preview (not in this version)",
+  "  holon workspace exit <agent>)",
 ];
 
 /** The parts of `GET /agents/:id/state` the console shows. */
@@ -253,7 +256,7 @@ export function App(props: TuiProps): ReactElement {
     return () => ctl.abort();
   }, [agentId]);
 
-  const openOverlay = async (which: Overlay) => {
+  const openOverlay = async (which: Overlay, arg = "") => {
     setOverlay(which);
     if (which === "help") return setOverlayLines(HELP);
     if (which === "actions") return setOverlayLines(ACTIONS);
@@ -283,6 +286,24 @@ export function App(props: TuiProps): ReactElement {
               .filter((it) => shows(it, display))
               .flatMap((it) => renderItem(it, display, noPaint).split("\n")),
           );
+        }
+        case "prompt": {
+          const q = arg ? `?text=${encodeURIComponent(arg)}` : "";
+          const r = await c.call<{
+            sections: { contributor: string; placement: string; text: string }[];
+            incoming: string;
+            tools: string[];
+          }>("GET", `/control${a}/debug/prompt${q}`);
+          const out: string[] = [];
+          for (const sec of r.sections) {
+            const body = sec.text.split("\n");
+            out.push(`── ${sec.contributor} (${sec.placement}, ${body.length} lines)`);
+            out.push(...body.slice(0, 2).map((l) => `   ${l.slice(0, 90)}`));
+          }
+          out.push(`── incoming: ${r.incoming.split("\n").at(-1)?.slice(0, 80) ?? ""}`);
+          out.push(`tools (${r.tools.length}): ${r.tools.join(", ")}`);
+          out.push("(the whole text: holon debug prompt)");
+          return setOverlayLines(out);
         }
         case "events": {
           const r = await c.call<{ events: EventEnvelope[] }>(
@@ -427,6 +448,8 @@ export function App(props: TuiProps): ReactElement {
       case "quit":
       case "exit":
         return exit();
+      case "prompt":
+        return void openOverlay("prompt", arg);
       default:
         if ((OVERLAYS as readonly string[]).includes(cmd ?? "")) {
           return void openOverlay(cmd as Overlay);
