@@ -331,7 +331,7 @@ async function stopDaemon(
   let how = "graceful";
   const client = tryConnect({ home });
   const asked = client
-    ? await client.call("POST", "/control/runtime/shutdown").then(
+    ? await client.call("POST", "/control/runtime/shutdown", undefined, { timeoutMs }).then(
         () => true,
         () => false, // unreachable or refused: fall back to signals
       )
@@ -409,7 +409,9 @@ export async function status(flags: { home?: string; json?: boolean }): Promise<
     const client = tryConnect({ home });
     try {
       runtime = client
-        ? await client.call<RuntimeStatusBody>("GET", "/control/runtime/status")
+        ? await client.call<RuntimeStatusBody>("GET", "/control/runtime/status", undefined, {
+            timeoutMs: 5_000,
+          })
         : undefined;
       if (runtime) health = "ok";
     } catch (err) {
