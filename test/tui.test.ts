@@ -9,7 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HolonClient, discover } from "../src/client/client.ts";
 import { App } from "../src/tui/app.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  HOLON_BIN,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+} from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 
 let fake: FakeProvider;
@@ -146,4 +153,28 @@ describe("holon tui", () => {
       await rt.close();
     }
   }, 90_000);
+
+  it("holon tui on a terminal draws the console, and /quit leaves the runtime as it was", async () => {
+    const home = tempHome();
+    const rt = await startRuntime({ home });
+    try {
+      const before = rt.host.store.events.newestSeq("main");
+      // `script` gives the console a pseudo-terminal; the keys arrive after it is drawn.
+      const tui = `${JSON.stringify(process.execPath)} ${JSON.stringify(HOLON_BIN)} tui --home ${JSON.stringify(home)}`;
+      const r = await runCli([], {
+        exec: ["sh", "-c", `(sleep 2; printf '/quit\\r') | script -qec '${tui}' /dev/null`],
+        timeoutMs: 30_000,
+      });
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toContain("holon · ");
+      expect(r.stdout).toContain("›");
+      expect(rt.host.store.agents.get("main")?.status).not.toBe("stopped");
+      // Reading /state provisions the agent's external trigger if it had none (as its first
+      // turn would); nothing else is recorded.
+      const since = rt.host.store.events.after("main", before, 100).map((e) => e.type);
+      expect(since.filter((t) => t !== "external_trigger_provisioned")).toEqual([]);
+    } finally {
+      await rt.close();
+    }
+  }, 60_000);
 });

@@ -7,7 +7,13 @@ import { resolveHome } from "../host/paths.ts";
 import { controlToken, tryConnect } from "./connect.ts";
 import { CliError } from "./output.ts";
 
-const TUI_MAIN = join(import.meta.dirname, "..", "tui", "main.ts");
+// From the sources the entry is main.ts; in the built package (dist/) it is main.js.
+const TUI_MAIN = join(
+  import.meta.dirname,
+  "..",
+  "tui",
+  import.meta.url.endsWith(".ts") ? "main.ts" : "main.js",
+);
 
 export async function tui(
   agent: string | undefined,
