@@ -93,6 +93,16 @@ describe("holon tui", () => {
       await overlay("events", "work_item_created", /#\d+ \d\d:\d\d:\d\d agent_state_changed/);
       await overlay("actions", "/attach <path>", "holon workspace exit");
       await overlay("help", "/display 3|4|5");
+      // Agent selection: another agent, then back.
+      const created = await rt.req("POST", "/control/agents/helper/create", {});
+      expect(created.status, JSON.stringify(created.json)).toBeLessThan(300);
+      await overlay("agents", "› main", "  helper");
+      await type("/agent helper");
+      await waitFor(() => frame().includes("holon · helper (asleep)"), {
+        what: "switched to helper",
+      });
+      await type("/agent main");
+      await waitFor(() => frame().includes("holon · main (paused)"), { what: "back on main" });
       await overlay("prompt ship it", "(system_prompt", "── incoming: ship it", /tools \(\d+\)/);
       await rt.req("POST", `/control/agents/main/work-items/${work.json.work_item.id}/complete`, {
         note: "done by hand",

@@ -211,6 +211,9 @@ export function App(props: TuiProps): ReactElement {
     if (!agentId) return;
     const ctl = new AbortController();
     setItems([]);
+    // Nothing of the previous agent stays on screen.
+    setAgentStatus("");
+    setAgentState(undefined);
     const run = async () => {
       const c = client();
       let after = 0;
