@@ -3,7 +3,7 @@
 // action, the display level switched, and the stream resumed after the host restarts.
 import { createElement as h } from "react";
 import { render } from "ink-testing-library";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HolonClient, discover } from "../src/client/client.ts";
@@ -169,15 +169,10 @@ describe("holon tui", () => {
     const rt = await startRuntime({ home });
     try {
       const before = rt.host.store.events.newestSeq("main");
-      // `script` gives the console a pseudo-terminal; the keys arrive after it is drawn.
-      const tui = `${JSON.stringify(process.execPath)} ${JSON.stringify(HOLON_BIN)} tui --home ${JSON.stringify(home)}`;
-      const r = await runCli([], {
-        exec: ["sh", "-c", `(sleep 2; printf '/quit\\r') | script -qec '${tui}' /dev/null`],
-        timeoutMs: 30_000,
-      });
+      const r = await onTerminal(["tui", "--home", home], "· live");
       expect(r.code, r.stdout + r.stderr).toBe(0);
-      expect(r.stdout).toContain("holon · ");
-      expect(r.stdout).toContain("›");
+      expect(r.stdout).toContain("holon · main");
+      expect(r.stdout).toContain("access local over unix");
       expect(rt.host.store.agents.get("main")?.status).not.toBe("stopped");
       // Reading /state provisions the agent's external trigger if it had none (as its first
       // turn would); nothing else is recorded.
@@ -187,4 +182,62 @@ describe("holon tui", () => {
       await rt.close();
     }
   }, 60_000);
+
+  it("holon tui --connect dials that host only, with its token, checked before the console starts", async () => {
+    const rt = await startRuntime({ serve: { access: "tunnel" } });
+    const elsewhere = tempHome(); // no runtime here: a remote console must not look locally
+    try {
+      const url = rt.url;
+      const tokenFile = join(tempHome("holon-tok-"), "remote.token");
+      writeFileSync(tokenFile, `${rt.token}\n`, { mode: 0o600 });
+      const wrongFile = join(tempHome("holon-tok-"), "wrong.token");
+      writeFileSync(wrongFile, "not-the-token-at-all\n", { mode: 0o600 });
+      const cli = (...args: string[]) =>
+        runCli(["tui", "--home", elsewhere, ...args], { env: { HOLON_CONTROL_TOKEN: "" } });
+
+      const noToken = await cli("--connect", url);
+      expect(noToken.code).toBe(1);
+      expect(noToken.stderr).toContain("needs the host's control token");
+      const wrong = await cli("--connect", url, "--token-file", wrongFile);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain("refused the token");
+      const tls = await cli("--connect", "https://127.0.0.1:1", "--token-file", tokenFile);
+      expect(tls.code).toBe(1);
+      expect(tls.stderr).toContain("http://");
+      const withPath = await cli("--connect", `${url}/agents`, "--token-file", tokenFile);
+      expect(withPath.code).toBe(1);
+      const nobody = await cli("--connect", "http://127.0.0.1:1", "--token-file", tokenFile);
+      expect(nobody.code).toBe(1);
+      expect(nobody.stderr).toContain("cannot use http://127.0.0.1:1");
+
+      const r = await onTerminal(
+        ["tui", "--home", elsewhere, "--connect", url, "--token-file", tokenFile],
+        "tunnel over tcp",
+      );
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toContain("holon · main");
+      expect(r.stdout).toContain("access tunnel over tcp");
+    } finally {
+      await rt.close();
+    }
+  }, 90_000);
 });
+
+/**
+ * Run `holon <args>` on a pseudo-terminal (`script`), type /quit once the screen shows
+ * `ready` (the keys wait on the console, not on a clock), and return what it drew.
+ */
+async function onTerminal(args: string[], ready: string) {
+  const dir = tempHome("holon-pty-");
+  const screen = join(dir, "screen");
+  const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  // A wide terminal, so no line of the console wraps.
+  const cmd = `stty cols 200 rows 50; ${[process.execPath, HOLON_BIN, ...args].map(quote).join(" ")}`;
+  const keys = `until grep -q ${quote(ready)} ${quote(screen)} 2>/dev/null; do sleep 0.05; done; printf '/quit\\r'`;
+  const r = await runCli([], {
+    exec: ["sh", "-c", `(${keys}) | script -qfec ${quote(cmd)} ${quote(screen)}`],
+    env: { HOLON_CONTROL_TOKEN: "" },
+    timeoutMs: 30_000,
+  });
+  return { ...r, stdout: readFileSync(screen, "utf8") };
+}

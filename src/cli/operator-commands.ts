@@ -88,6 +88,8 @@ export function registerOperatorCommands(program: Command): void {
     .description("Live operator console on the running host (HTTP + SSE only)")
     .argument("[agent]", "agent id (default agent when omitted)")
     .option("--display <level>", "info (default), verbose or debug; /display 3|4|5 inside")
+    .option("--connect <url>", "a remote host's URL (http://host:port); needs its token")
+    .option("--token-file <path>", "with --connect: read the control token from a file")
     .addOption(home())
     .addOption(token())
     .action(action(async (agent, opts) => (await import("./tui.ts")).tui(agent, opts)));
