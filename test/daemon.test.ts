@@ -3,7 +3,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+import { spawn } from "node:child_process";
+import { cleanupHomes, HOLON_BIN, runCli, tempHome, waitFor } from "./helpers/home.ts";
 
 const pidsToKill: number[] = [];
 afterAll(() => {
@@ -110,6 +111,44 @@ describe("holon daemon", () => {
     expect(idle.code).toBe(0);
     expect(idle.stdout).toContain("no runtime is running");
   }, 180_000);
+
+  it("logs -f follows the log as the host writes it; stop forces a host that does not answer", async () => {
+    const home = tempHome();
+    const started = await daemon(home, "start", "--port", "0", "--json");
+    expect(started.code, started.stderr).toBe(0);
+    const pid = started.json.pid as number;
+    pidsToKill.push(pid);
+
+    const follower = spawn(process.execPath, [HOLON_BIN, "daemon", "logs", "-f", "-n", "5"], {
+      env: { ...process.env, HOLON_HOME: home },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let followed = "";
+    follower.stdout.on("data", (d) => (followed += d));
+    try {
+      await waitFor(() => followed.includes("runtime started"), { what: "the log so far" });
+      const before = followed.length;
+      const paused = await runCli(["agent", "pause", "main"], { env: { HOLON_HOME: home } });
+      expect(paused.code, paused.stderr).toBe(0);
+      await waitFor(() => /pause/.test(followed.slice(before)), {
+        what: "the new log line, followed",
+        timeoutMs: 15_000,
+      });
+    } finally {
+      follower.kill("SIGTERM");
+    }
+
+    // A host that cannot answer (stopped with SIGSTOP): the shutdown request times out,
+    // SIGTERM stays pending, and SIGKILL ends it after the second timeout.
+    process.kill(pid, "SIGSTOP");
+    const t0 = Date.now();
+    const stopped = await daemon(home, "stop", "--timeout", "1", "--json");
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.json).toMatchObject({ was_running: true, pid, how: "killed" });
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    await waitFor(() => !alive(pid), { what: "the host gone" });
+    expect(existsSync(join(home, "run", "daemon.json"))).toBe(false);
+  }, 90_000);
 
   it("refuses an unsafe bind before launching anything, and records no process", async () => {
     const home = tempHome();

@@ -6,7 +6,8 @@ import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { openLog } from "../src/host/log.ts";
 import { logLimits } from "../src/host/log-rotation.ts";
-import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+import { spawn } from "node:child_process";
+import { cleanupHomes, HOLON_BIN, runCli, tempHome, waitFor } from "./helpers/home.ts";
 
 afterAll(cleanupHomes);
 
@@ -33,6 +34,53 @@ describe("runtime log rotation", () => {
     expect(numbers.at(-1)).toBe(399);
     expect(numbers).toEqual(numbers.map((_, i) => numbers[0]! + i));
   });
+
+  it("holon daemon logs -f follows the log across rotations without losing a line", async () => {
+    const home = tempHome();
+    const log = openLog(home, { maxBytes: 4_000, maxFiles: 100 });
+    const flush = () => drained((log as any)[pino.symbols.streamSym]);
+    log.info({ n: -1 }, "ready");
+    await flush();
+    const follower = spawn(
+      process.execPath,
+      [HOLON_BIN, "daemon", "logs", "-f", "-n", "0", "--json"],
+      {
+        env: { ...process.env, HOLON_HOME: home },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let out = "";
+    follower.stdout.on("data", (d) => (out += d));
+    const numbers = () =>
+      out
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { n: number }).n);
+    try {
+      // A line written after start proves the follower is reading.
+      await waitFor(
+        async () => {
+          log.info({ n: 0 }, "line");
+          await flush();
+          return numbers().includes(0);
+        },
+        { what: "the follower reading", timeoutMs: 15_000 },
+      );
+      const first = numbers().at(-1)!; // it may have seen n=0 more than once
+      expect(first).toBe(0);
+      // Bursts that rotate the file several times between two reads of the follower.
+      for (let i = 1; i <= 400; i++) {
+        log.info({ n: i, pad: "x".repeat(60) }, "line");
+        if (i % 100 === 0) await flush();
+      }
+      await waitFor(() => numbers().at(-1) === 400, { what: "the last line", timeoutMs: 15_000 });
+      const seen = numbers().filter((n) => n > 0);
+      expect(existsSync(join(home, "logs", "holon.log.2"))).toBe(true); // rotated more than once
+      expect(seen).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+    } finally {
+      follower.kill("SIGTERM");
+    }
+  }, 60_000);
 
   it("takes its limits from retention.logs in config.json", async () => {
     const home = tempHome();

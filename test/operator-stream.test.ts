@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { HolonClient } from "../src/client/client.ts";
 import { followEvents, type FollowNotice } from "../src/client/follow.ts";
+import { MAX_SUBSCRIBER_BACKLOG } from "../src/http/sse.ts";
 import {
   noPaint,
   painter,
@@ -149,6 +150,50 @@ describe("followEvents", () => {
       await rt.close();
     }
   });
+
+  it("a burst past the server's backlog ends in stream_overflow; the client resumes with no gap", async () => {
+    const rt = await startRuntime();
+    try {
+      const store = rt.host.store;
+      const [host, port] = rt.server.httpAddr.split(":");
+      const client = new HolonClient({ host: host!, port: Number(port), token: rt.token });
+      const notices: FollowNotice[] = [];
+      const seen: number[] = [];
+      const ctl = new AbortController();
+      const start = store.events.newestSeq("main");
+      const done = followEvents({
+        connect: () => client,
+        agentId: "main",
+        afterSeq: start,
+        signal: ctl.signal,
+        minDelayMs: 10,
+        onEvent: (e) => seen.push(e.event_seq),
+        onNotice: (n) => notices.push(n),
+      });
+      // One event proves the subscription is live; then more at once than a subscriber may
+      // have pending.
+      const attach = (root: string) =>
+        store.appendEvent("main", {
+          type: "workspace_attached",
+          payload: { workspace_root: root },
+        });
+      store.tx(() => attach("/w/first"));
+      await waitFor(() => seen.length === 1, { what: "subscribed" });
+      const burst = MAX_SUBSCRIBER_BACKLOG + 2_000;
+      store.tx(() => {
+        for (let i = 0; i < burst; i++) attach(`/w/${i}`);
+      });
+      const newest = store.events.newestSeq("main");
+      await waitFor(() => seen.at(-1) === newest, { what: "every event", timeoutMs: 60_000 });
+      ctl.abort();
+      await done;
+      expect(notices.map((n) => n.kind)).toContain("overflow");
+      // Every event exactly once, in order.
+      expect(seen).toEqual(Array.from({ length: newest - start }, (_, i) => start + 1 + i));
+    } finally {
+      await rt.close();
+    }
+  }, 90_000);
 
   it("holon tail -f keeps printing across a host SIGKILL and restart, without gaps or repeats", async () => {
     const home = tempHome();

@@ -2,7 +2,7 @@
 // nothing newer, says what it removed per agent and kind, hands the space back, and the
 // event stream tells a client resuming from a removed seq that those events are gone.
 // Real SQLite in a temp home, real HTTP on 127.0.0.1; nothing sleeps.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TurnExecutor } from "../src/agent/runtime.ts";
@@ -349,6 +349,50 @@ describe("retention", () => {
       expect(summary.by_agent.main?.events_removed_through).toBe(oldThrough);
       // Only events had a 7-day limit; the rest keep their 30- and 90-day defaults.
       expect(summary.removed).toEqual({ events: oldThrough });
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("rotated log files past their age go; the live log, younger ones and other files stay", async () => {
+    const clock = fakeClock();
+    const rt = await startRuntime({ executor: () => parked, clock });
+    try {
+      const dir = join(tempHome("holon-logs-"), "logs");
+      mkdirSync(dir);
+      const file = (name: string, ageDays: number) => {
+        writeFileSync(join(dir, name), `${name}\n`);
+        const t = (T0 - ageDays * DAY) / 1000;
+        utimesSync(join(dir, name), t, t);
+      };
+      file("holon.log", 90); // the live log, however old, is never removed
+      file("holon.log.1", 29);
+      file("holon.log.2", 31);
+      file("holon.log.3", 60);
+      file("holon.logx", 90);
+      file("other.log.1", 90);
+      const job = new RetentionJob({
+        store: rt.host.store,
+        policy: policy({ logs: { max_age_days: 30 } }),
+        logFile: join(dir, "holon.log"),
+      });
+      const summary = await job.runOnce();
+      expect(summary.removed).toEqual({ logs: 2 });
+      expect(readdirSync(dir).sort()).toEqual([
+        "holon.log",
+        "holon.log.1",
+        "holon.logx",
+        "other.log.1",
+      ]);
+      // 0 turns the age limit off.
+      file("holon.log.2", 400);
+      const off = new RetentionJob({
+        store: rt.host.store,
+        policy: policy({ logs: { max_age_days: 0 } }),
+        logFile: join(dir, "holon.log"),
+      });
+      expect((await off.runOnce()).removed).toEqual({});
+      expect(existsSync(join(dir, "holon.log.2"))).toBe(true);
     } finally {
       await rt.close();
     }

@@ -63,6 +63,25 @@ describe("usage and cost", () => {
       const all = await rt.req("GET", "/usage");
       expect(all.json.by_agent.main.cost_usd).toBeCloseTo(0.0144, 10);
 
+      // Each round with its own cost: 600×2 + 400×0.5 + 200×10, then 3000×2 + 500×10.
+      const rounds = await rt.req("GET", "/agents/main/usage/rounds");
+      expect(rounds.status).toBe(200);
+      expect(rounds.json.rounds.map((r: any) => r.model_ref)).toEqual([
+        "fake/test-model",
+        "fake/test-model",
+      ]);
+      expect(rounds.json.rounds[0].cost_usd).toBeCloseTo(0.0034, 10);
+      expect(rounds.json.rounds[1].cost_usd).toBeCloseTo(0.011, 10);
+      const newest = await rt.req("GET", "/agents/main/usage/rounds?limit=1");
+      expect(newest.json.rounds).toHaveLength(1);
+      expect(newest.json.rounds[0].cost_usd).toBeCloseTo(0.011, 10);
+      expect((await rt.req("GET", "/agents/main/usage/rounds?limit=0")).status).toBe(400);
+      expect((await rt.req("GET", "/agents/nobody/usage/rounds")).status).toBe(404);
+      const perRound = await runCli(["usage", "--rounds"], { env: { HOLON_HOME: home } });
+      expect(perRound.code, perRound.stderr).toBe(0);
+      expect(perRound.stdout).toContain("1000 in (400 cached) / 200 out  $0.0034");
+      expect(perRound.stdout).toContain("3000 in (0 cached) / 500 out  $0.0110");
+
       const bad = await rt.req("GET", "/usage?since=yesterday-ish");
       expect(bad.status).toBe(400);
 
@@ -82,6 +101,35 @@ describe("usage and cost", () => {
         expect(r).toMatchObject({ provider_rounds: 1, outcome: "completed" });
         expect(r.total_ms).toBeGreaterThanOrEqual(r.provider_ms);
       }
+      // The prompt the next turn would send, built by the turn's contributors; nothing is
+      // recorded by looking.
+      const seqBefore = rt.host.store.events.newestSeq("main");
+      const queuedBefore = rt.host.store.messages.pendingCount("main");
+      const dbg = await runCli(["debug", "prompt", "--text", "what changed since yesterday?"], {
+        env: { HOLON_HOME: home },
+      });
+      expect(dbg.code, dbg.stderr).toBe(0);
+      expect(dbg.stdout).toMatch(/── \S+ \(system_prompt, stable\) ──/);
+      expect(dbg.stdout).toContain("── incoming message ──");
+      expect(dbg.stdout).toContain("what changed since yesterday?");
+      expect(dbg.stdout).toMatch(/tools \(\d+\): .*ExecCommand/);
+      // The conversation so far is in it (recent history), as the next turn would see it.
+      const preview = await rt.req("GET", "/control/agents/main/debug/prompt");
+      expect(preview.status).toBe(200);
+      expect(JSON.stringify(preview.json.sections)).toContain("second");
+      expect(rt.host.store.events.newestSeq("main")).toBe(seqBefore);
+      expect(rt.host.store.messages.pendingCount("main")).toBe(queuedBefore);
+      const long = await rt.req(
+        "GET",
+        `/control/agents/main/debug/prompt?text=${"x".repeat(5000)}`,
+      );
+      expect(long.status).toBe(400);
+      const anon = await rt.req("GET", "/control/agents/main/debug/prompt", undefined, {
+        authorization: "",
+      });
+      expect(anon.status).toBe(401);
+      expect((await rt.req("GET", "/control/agents/nobody/debug/prompt")).status).toBe(404);
+
       const doc = await runCli(["config", "doctor", "--json"], { env: { HOLON_HOME: home } });
       expect(doc.code, doc.stdout + doc.stderr).toBe(0);
       const checks = JSON.parse(doc.stdout).checks;

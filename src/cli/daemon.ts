@@ -9,7 +9,6 @@ import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   closeSync,
-  existsSync,
   openSync,
   readFileSync,
   readSync,
@@ -331,7 +330,7 @@ async function stopDaemon(
   let how = "graceful";
   const client = tryConnect({ home });
   const asked = client
-    ? await client.call("POST", "/control/runtime/shutdown").then(
+    ? await client.call("POST", "/control/runtime/shutdown", undefined, { timeoutMs }).then(
         () => true,
         () => false, // unreachable or refused: fall back to signals
       )
@@ -409,7 +408,9 @@ export async function status(flags: { home?: string; json?: boolean }): Promise<
     const client = tryConnect({ home });
     try {
       runtime = client
-        ? await client.call<RuntimeStatusBody>("GET", "/control/runtime/status")
+        ? await client.call<RuntimeStatusBody>("GET", "/control/runtime/status", undefined, {
+            timeoutMs: 5_000,
+          })
         : undefined;
       if (runtime) health = "ok";
     } catch (err) {
@@ -544,30 +545,55 @@ export async function logs(flags: {
   );
 }
 
-/** Print lines appended to `file` until SIGINT, following it across size rotation. */
+/**
+ * Print lines appended to `file` until SIGINT, following it across size rotation. The file
+ * is told apart by its inode: when `file` is a new one, what the old one got after the last
+ * read is read from where rotation moved it (`file.1`, or further when it rotated several
+ * times in between), then the newer rotated files, then the new `file` from its start.
+ */
 function followFile(file: string, onLine: (line: string) => void): Promise<void> {
-  let offset = existsSync(file) ? statSync(file).size : 0;
+  const MAX_ROTATED = 100;
+  const stat0 = statOrNull(file);
+  let ino = stat0?.ino;
+  let offset = stat0?.size ?? 0;
   let partial = "";
-  const drain = () => {
-    let size: number;
+  const emit = (path: string, from: number, to: number) => {
+    if (to <= from) return;
+    const fd = openSync(path, "r");
     try {
-      size = statSync(file).size;
-    } catch {
-      return;
-    }
-    if (size < offset) offset = 0; // rotated: a fresh file
-    if (size === offset) return;
-    const fd = openSync(file, "r");
-    try {
-      const buf = Buffer.alloc(size - offset);
-      readSync(fd, buf, 0, buf.length, offset);
-      offset = size;
-      const text = partial + buf.toString("utf8");
-      const parts = text.split("\n");
+      const buf = Buffer.alloc(to - from);
+      readSync(fd, buf, 0, buf.length, from);
+      const parts = (partial + buf.toString("utf8")).split("\n");
       partial = parts.pop() ?? "";
       for (const p of parts) if (p) onLine(p);
     } finally {
       closeSync(fd);
+    }
+  };
+  const drain = () => {
+    const st = statOrNull(file);
+    if (!st) return;
+    try {
+      if (ino !== undefined && st.ino !== ino) {
+        // Rotated: finish the file we were reading, wherever it is now, and the newer ones.
+        let k = 0;
+        for (let i = 1; i <= MAX_ROTATED && k === 0; i++) {
+          if (statOrNull(`${file}.${i}`)?.ino === ino) k = i;
+        }
+        if (k > 0) {
+          emit(`${file}.${k}`, offset, statOrNull(`${file}.${k}`)?.size ?? offset);
+          for (let j = k - 1; j >= 1; j--)
+            emit(`${file}.${j}`, 0, statOrNull(`${file}.${j}`)?.size ?? 0);
+        }
+        offset = 0;
+      } else if (st.size < offset) {
+        offset = 0; // truncated in place
+      }
+      ino = st.ino;
+      emit(file, offset, st.size);
+      offset = st.size;
+    } catch {
+      // a file moved or vanished between stat and read: the next tick sees the new state
     }
   };
   return new Promise((resolvePromise) => {
@@ -584,4 +610,13 @@ function followFile(file: string, onLine: (line: string) => void): Promise<void>
       resolvePromise();
     });
   });
+}
+
+function statOrNull(path: string): { ino: number; size: number } | null {
+  try {
+    const s = statSync(path);
+    return { ino: s.ino, size: s.size };
+  } catch {
+    return null;
+  }
 }

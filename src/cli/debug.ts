@@ -10,6 +10,43 @@ import { call, connect, tryConnect, type ClientFlags } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 
 // ---------------------------------------------------------------------------
+// holon debug prompt
+
+type PromptPreview = {
+  system_prompt: string;
+  sections: { contributor: string; placement: string; stability: string; text: string }[];
+  incoming: string;
+  tools: string[];
+  prompt_cache_key: string | null;
+};
+
+export async function prompt(
+  agent: string | undefined,
+  flags: ClientFlags & { text?: string; json?: boolean },
+): Promise<void> {
+  const client = connect(flags);
+  const agentId =
+    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const q = new URLSearchParams();
+  if (flags.text) q.set("text", flags.text);
+  const p = await call(() =>
+    client.call<PromptPreview>(
+      "GET",
+      `/control/agents/${encodeURIComponent(agentId)}/debug/prompt?${q}`,
+    ),
+  );
+  if (flags.json) return printJson(p);
+  const out: string[] = [];
+  for (const s of p.sections) {
+    out.push(`── ${s.contributor} (${s.placement}, ${s.stability}) ──`, s.text, "");
+  }
+  out.push("── incoming message ──", p.incoming, "");
+  out.push(`tools (${p.tools.length}): ${p.tools.join(", ")}`);
+  out.push(`prompt cache key: ${p.prompt_cache_key ?? "none"}`);
+  process.stdout.write(out.join("\n") + "\n");
+}
+
+// ---------------------------------------------------------------------------
 // holon debug latency
 
 export type RunLatency = {

@@ -76,6 +76,8 @@ export function registerOperatorCommands(program: Command): void {
     .option("--agent <id>", "only this agent")
     .option("--since <when>", "7d, 24h, 30m or an ISO time (default: all kept history)")
     .option("--until <when>", "same forms (default: now)")
+    .option("--rounds", "list the agent's recent model rounds, each with its cost")
+    .option("-n, --limit <n>", "with --rounds: how many (default 50)")
     .addOption(home())
     .addOption(token())
     .addOption(json())
@@ -86,6 +88,8 @@ export function registerOperatorCommands(program: Command): void {
     .description("Live operator console on the running host (HTTP + SSE only)")
     .argument("[agent]", "agent id (default agent when omitted)")
     .option("--display <level>", "info (default), verbose or debug; /display 3|4|5 inside")
+    .option("--connect <url>", "a remote host's URL (http://host:port); needs its token")
+    .option("--token-file <path>", "with --connect: read the control token from a file")
     .addOption(home())
     .addOption(token())
     .action(action(async (agent, opts) => (await import("./tui.ts")).tui(agent, opts)));
@@ -102,4 +106,13 @@ export function registerOperatorCommands(program: Command): void {
     .addOption(token())
     .addOption(json())
     .action(action(async (agent, opts) => (await import("./debug.ts")).latency(agent, opts)));
+  debug
+    .command("prompt")
+    .description("The prompt the agent's next turn would send, section by section")
+    .argument("[agent]", "agent id (default agent when omitted)")
+    .option("--text <text>", "the operator prompt to preview the turn for")
+    .addOption(home())
+    .addOption(token())
+    .addOption(json())
+    .action(action(async (agent, opts) => (await import("./debug.ts")).prompt(agent, opts)));
 }

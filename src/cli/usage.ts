@@ -24,14 +24,56 @@ export function formatCost(c: number | null): string {
   return c < 1 ? `$${c.toFixed(4)}` : `$${c.toFixed(2)}`;
 }
 
-export async function usage(
-  flags: ClientFlags & { agent?: string; since?: string; until?: string; json?: boolean },
-): Promise<void> {
+type Round = {
+  ts: string;
+  run_id: string;
+  round: number;
+  model_ref: string;
+  token_usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_read_input_tokens?: number;
+  } | null;
+  cost_usd: number | null;
+};
+
+type UsageFlags = ClientFlags & {
+  agent?: string;
+  since?: string;
+  until?: string;
+  json?: boolean;
+  rounds?: boolean;
+  limit?: string;
+};
+
+export async function usage(flags: UsageFlags): Promise<void> {
   const client = connect(flags);
   const q = new URLSearchParams();
-  if (flags.agent) q.set("agent", flags.agent);
   if (flags.since) q.set("since", flags.since);
   if (flags.until) q.set("until", flags.until);
+  if (flags.rounds) {
+    if (flags.limit) q.set("limit", flags.limit);
+    const agent =
+      flags.agent ??
+      (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+    const r = await call(() =>
+      client.call<{ rounds: Round[] }>(
+        "GET",
+        `/agents/${encodeURIComponent(agent)}/usage/rounds?${q}`,
+      ),
+    );
+    if (flags.json) return printJson(r);
+    const out = r.rounds.map((x) => {
+      const u = x.token_usage;
+      const tokens = u
+        ? `${u.input_tokens} in (${u.cache_read_input_tokens ?? 0} cached) / ${u.output_tokens} out`
+        : "tokens unknown";
+      return `${x.ts}  ${x.run_id} #${x.round}  ${x.model_ref}  ${tokens}  ${formatCost(x.cost_usd)}`;
+    });
+    process.stdout.write((out.length ? out : ["no model rounds in this window"]).join("\n") + "\n");
+    return;
+  }
+  if (flags.agent) q.set("agent", flags.agent);
   const r = await call(() => client.call<Report>("GET", `/usage?${q}`));
   if (flags.json) return printJson(r);
   const rows = [

@@ -78,11 +78,38 @@ export class HolonClient {
       : { host: this.conn.host, port: this.conn.port, path, method, headers: h };
   }
 
-  /** JSON request; throws ClientError with the server's error kind on non-2xx. */
+  /**
+   * JSON request; throws ClientError with the server's error kind on non-2xx. With
+   * `timeoutMs`, a host that does not answer in time (hung, or stopped with SIGSTOP) gives a
+   * `timeout` ClientError instead of a wait without end.
+   */
   async call<T = Record<string, unknown>>(
     method: string,
     path: string,
     body?: unknown,
+    opts: { timeoutMs?: number } = {},
+  ): Promise<T> {
+    if (opts.timeoutMs === undefined) return this.request<T>(method, path, body);
+    const ms = opts.timeoutMs;
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), ms);
+    try {
+      return await this.request<T>(method, path, body, ctl.signal);
+    } catch (err) {
+      if (ctl.signal.aborted) {
+        throw new ClientError("timeout", `the runtime did not answer within ${ms} ms`, 0);
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async request<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    signal?: AbortSignal,
   ): Promise<T> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = { accept: "application/json" };
@@ -91,7 +118,7 @@ export class HolonClient {
       headers["content-length"] = String(payload.length);
     }
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpRequest(this.options(method, path, headers), resolve);
+      const req = httpRequest({ ...this.options(method, path, headers), signal }, resolve);
       req.once("error", (err) =>
         reject(
           new ClientError(

@@ -1,6 +1,9 @@
 // Inspection projections: the concise AgentSummary (`/status`) and the bootstrap
 // snapshot (`/state`). Both are derived from durable records, never stored.
+import { buildEnvelope } from "../agent/admission.ts";
+import type { PromptPreview } from "../agent/runtime.ts";
 import { lifecycleHint, type AgentRecord } from "../domain/agent.ts";
+import { HolonError } from "../domain/errors.ts";
 import { TERMINAL_TASK_STATUSES } from "../domain/task.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { taskSnapshot } from "../tasks/service.ts";
@@ -163,4 +166,30 @@ function workPlan(host: RuntimeHost, agent: AgentRecord) {
     plan_artifact: v.plan_artifact,
     todo_list: v.todo_list ?? [],
   };
+}
+
+/**
+ * The prompt a turn for an operator prompt `text` would send now (`holon debug prompt`):
+ * the message is built as an operator prompt but never admitted or stored.
+ */
+export function promptPreview(host: RuntimeHost, agent: AgentRecord, text: string): PromptPreview {
+  const executor = host.services.executor;
+  if (!executor.preview) {
+    throw new HolonError("not_supported", "this runtime's turn executor builds no prompt", {
+      status: 501,
+    });
+  }
+  const envelope = buildEnvelope(
+    {
+      agent_id: agent.agent_id,
+      kind: "operator_prompt",
+      origin: { kind: "operator" },
+      body: { type: "text", text },
+      surface: "http_control_prompt",
+      admission: "control_authenticated",
+    },
+    "msg_preview",
+    host.store.clock.now().toISOString(),
+  );
+  return executor.preview(agent, { ...envelope, seq: 0, status: "queued" });
 }

@@ -25,6 +25,7 @@ export const RetentionFileSchema = z.strictObject({
   logs: z
     .strictObject({
       max_file_mb: z.number().int().min(1, "must be at least 1 MB").optional(),
+      max_age_days: Days.optional(),
       max_files: z.number().int().min(1, "keep at least 1 rotated file").optional(),
     })
     .optional(),
@@ -44,7 +45,8 @@ export type RetentionPolicy = {
   tasks: { max_age_ms: number | null };
   /** Output files of finished tasks. */
   task_output: FamilyLimit;
-  logs: { max_file_bytes: number; max_files: number };
+  /** Rotated log files (holon.log.1, …) older than `max_age_ms` are removed by the job. */
+  logs: { max_file_bytes: number; max_files: number; max_age_ms: number | null };
   interval_ms: number;
 };
 
@@ -55,7 +57,7 @@ export const RETENTION_DEFAULTS = {
   briefs: { max_age_days: 90, max_mb: 32 },
   tasks: { max_age_days: 30 },
   task_output: { max_age_days: 14, max_mb: 256 },
-  logs: { max_file_mb: 10, max_files: 5 },
+  logs: { max_file_mb: 10, max_files: 5, max_age_days: 30 },
   interval_minutes: 10,
 } as const;
 
@@ -87,6 +89,7 @@ export function effectiveRetention(file: RetentionFile | undefined): RetentionPo
     logs: {
       max_file_bytes: (file?.logs?.max_file_mb ?? d.logs.max_file_mb) * MB,
       max_files: file?.logs?.max_files ?? d.logs.max_files,
+      max_age_ms: ms(file?.logs?.max_age_days ?? d.logs.max_age_days),
     },
     interval_ms: (file?.interval_minutes ?? d.interval_minutes) * 60_000,
   };
@@ -146,6 +149,14 @@ export const RETENTION_KEY_DEFS: readonly KeyDef[] = [
     default: RETENTION_DEFAULTS.logs.max_files,
     description: "Rotated log files kept beside holon.log (holon.log.1 is the newest)",
     schema: z.number().int().min(1),
+  },
+  {
+    key: "retention.logs.max_age_days",
+    type: "integer",
+    default: RETENTION_DEFAULTS.logs.max_age_days,
+    description:
+      "Days to keep rotated log files (holon.log.1, …); 0 keeps them until the count drops them",
+    schema: Days,
   },
   {
     key: "retention.interval_minutes",

@@ -3,13 +3,13 @@
 // family's size cap, finished task records and task output past theirs, then hands freed
 // database pages back to the file system. It works in small batches, each one short
 // transaction followed by a yield to the event loop, so a turn never waits on more than one
-// batch. What a pass removed is told per agent as a `retention_applied` event (counts per
+// batch. Rotated runtime log files past their age go too. What a pass removed is told per agent as a `retention_applied` event (counts per
 // family and per event type, and how far the agent's event log now starts), which the
 // runtime log records too.
 //
 // Time comes from the store's clock, so tests drive passes with `runOnce()` on a fake clock.
 import { readdir, rm, stat } from "node:fs/promises";
-import { join, sep } from "node:path";
+import { basename, dirname, join, sep } from "node:path";
 import type { EventPayload } from "../domain/events.ts";
 import type { Store } from "../store/db.ts";
 import {
@@ -22,7 +22,7 @@ import {
 } from "../store/retention.ts";
 import type { RetentionPolicy } from "./retention-config.ts";
 
-export type RemovedFamily = HistoryFamily | "tasks" | "task_output";
+export type RemovedFamily = HistoryFamily | "tasks" | "task_output" | "logs";
 
 export type AgentRemoval = {
   counts: Partial<Record<RemovedFamily, number>>;
@@ -50,6 +50,8 @@ export type RetentionDeps = {
   /** Delay from start() to the first pass (default one minute: start-up comes first). */
   firstPassDelayMs?: number;
   onError?: (err: unknown) => void;
+  /** The runtime log (`<home>/logs/holon.log`): its rotated files follow `retention.logs`. */
+  logFile?: string;
 };
 
 const TERMINAL_TASK = new Set(["completed", "failed", "cancelled"]);
@@ -64,6 +66,7 @@ export class RetentionJob {
   private readonly batchSize: number;
   private readonly firstPassDelayMs: number;
   private readonly onError: (err: unknown) => void;
+  private readonly logFile: string | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<RetentionSummary> | undefined;
   private stopped = false;
@@ -74,6 +77,7 @@ export class RetentionJob {
     this.policy = deps.policy;
     this.batchSize = deps.batchSize ?? 500;
     this.firstPassDelayMs = deps.firstPassDelayMs ?? 60_000;
+    this.logFile = deps.logFile;
     this.onError =
       deps.onError ??
       ((err) =>
@@ -127,6 +131,7 @@ export class RetentionJob {
       await this.history(family, policy[family], started, summary);
     }
     await this.tasks(policy, started, summary);
+    await this.logs(policy.logs.max_age_ms, started, summary);
     await this.vacuum(summary);
     this.announce(summary);
     summary.duration_ms = Math.round(performance.now() - t0);
@@ -230,6 +235,32 @@ export class RetentionJob {
     summary.bytes_removed.task_output = (summary.bytes_removed.task_output ?? 0) + size;
     const agent = agentOf(summary, agentId);
     agent.counts.task_output = (agent.counts.task_output ?? 0) + 1;
+  }
+
+  /** Rotated log files (`holon.log.<n>`) last written before the age limit; never the live one. */
+  private async logs(maxAgeMs: number | null, now: Date, summary: RetentionSummary) {
+    if (maxAgeMs === null || !this.logFile || this.stopped) return;
+    const cutoff = now.getTime() - maxAgeMs;
+    const dir = dirname(this.logFile);
+    const rotated = new RegExp(`^${basename(this.logFile).replaceAll(".", "\\.")}\\.\\d+$`);
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return;
+    }
+    for (const name of names.filter((n) => rotated.test(n))) {
+      const file = join(dir, name);
+      try {
+        const s = await stat(file);
+        if (!s.isFile() || s.mtimeMs >= cutoff) continue;
+        await rm(file, { force: true });
+        summary.removed.logs = (summary.removed.logs ?? 0) + 1;
+        summary.bytes_removed.logs = (summary.bytes_removed.logs ?? 0) + s.size;
+      } catch {
+        // removed meanwhile
+      }
+    }
   }
 
   /** Give freed pages back to the file system, a couple of megabytes per step. */

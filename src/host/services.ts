@@ -169,7 +169,11 @@ export function buildServices(opts: ServiceOptions) {
     wake: wakeHints,
   });
   // History retention (config `retention.*`): a background job, never on a turn's path.
-  const retention = new RetentionJob({ store, policy: () => config.current().values.retention });
+  const retention = new RetentionJob({
+    store,
+    policy: () => config.current().values.retention,
+    logFile: join(paths.logsDir, "holon.log"),
+  });
   // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
   const usage = new UsageService(store, config);
   // Operator transport bindings: relayed operator prompts in, briefs out to their callbacks.

@@ -22,6 +22,9 @@ export type UsageTotals = {
 
 export type UsageGroup = UsageTotals & { agent_id: string; model_ref: string; day: string };
 
+/** One model round with its cost, as `GET /agents/:id/usage/rounds` lists it. */
+export type PricedRound = ModelRoundUsage & { cost_usd: number | null };
+
 export type UsageReport = {
   from: string;
   to: string;
@@ -98,13 +101,27 @@ export class UsageService {
     this.config = config;
   }
 
-  report(agentIds: string[], from: Date, to: Date): UsageReport {
+  /** Each price looked up once per report, with the configuration in effect now. */
+  private priceList(): (ref: string) => ModelPricing | undefined {
     const cfg = this.config.current().values;
     const prices = new Map<string, ModelPricing | undefined>();
-    const priceOf = (ref: string) => {
+    return (ref) => {
       if (!prices.has(ref)) prices.set(ref, modelMetadata(ref, cfg).entry.pricing);
       return prices.get(ref);
     };
+  }
+
+  /** The agent's newest `limit` model rounds in [from, to), oldest first, each priced. */
+  rounds(agentId: string, from: Date, to: Date, limit: number): PricedRound[] {
+    const priceOf = this.priceList();
+    return this.repo
+      .rounds(agentId, from, to)
+      .slice(-limit)
+      .map((r) => ({ ...r, cost_usd: roundCost(r.token_usage, priceOf(r.model_ref)) }));
+  }
+
+  report(agentIds: string[], from: Date, to: Date): UsageReport {
+    const priceOf = this.priceList();
     const groups = new Map<string, UsageGroup>();
     const byAgent: Record<string, UsageTotals> = {};
     const total = empty();

@@ -30,6 +30,7 @@ import { WAITING_ROUTE_DOCS } from "./routes-waiting.ts";
 import { WORKSPACE_ROUTE_DOCS } from "./routes-workspaces.ts";
 import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
+import { DEBUG_ROUTE_DOCS } from "./routes-debug.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -397,6 +398,7 @@ export const ROUTES: RouteDoc[] = [
   ...WORKSPACE_ROUTE_DOCS,
   ...USAGE_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,
+  ...DEBUG_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

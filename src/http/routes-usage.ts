@@ -6,7 +6,7 @@ import { HolonError } from "../domain/errors.ts";
 import { parseSince } from "../host/usage.ts";
 import type { AppContext } from "./context.ts";
 import type { RouteDoc } from "./route-doc.ts";
-import { requireRead, type AppEnv } from "./support.ts";
+import { intParam, requireRead, type AppEnv } from "./support.ts";
 
 function window(c: Context<AppEnv>, now: Date): { from: Date; to: Date } {
   const since = c.req.query("since");
@@ -25,6 +25,18 @@ export function usageRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const agent = host.agents.getPublic(c.req.param("id"));
     const { from, to } = window(c, host.store.clock.now());
     return c.json({ ok: true, ...host.services.usage.report([agent.agent_id], from, to) });
+  });
+  app.get("/agents/:id/usage/rounds", (c) => {
+    requireRead(c);
+    const agent = host.agents.getPublic(c.req.param("id"));
+    const { from, to } = window(c, host.store.clock.now());
+    const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 50;
+    return c.json({
+      ok: true,
+      agent_id: agent.agent_id,
+      currency: "USD",
+      rounds: host.services.usage.rounds(agent.agent_id, from, to, limit),
+    });
   });
   app.get("/usage", (c) => {
     requireRead(c);
@@ -57,6 +69,28 @@ export const UsageResponse = z.object({
   unpriced_models: z.array(z.string()),
 });
 
+const TokenUsageShape = z.looseObject({
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+});
+
+export const UsageRoundsResponse = z.object({
+  ok: z.literal(true),
+  agent_id: z.string(),
+  currency: z.literal("USD"),
+  rounds: z.array(
+    z.object({
+      agent_id: z.string(),
+      ts: z.string(),
+      run_id: z.string(),
+      round: z.number().int(),
+      model_ref: z.string(),
+      token_usage: TokenUsageShape.nullable(),
+      cost_usd: z.number().nullable(),
+    }),
+  ),
+});
+
 const Window = [
   { name: "since", schema: z.string(), description: "7d, 24h, 30m or an ISO time (default: all)" },
   { name: "until", schema: z.string(), description: "same forms (default: now)" },
@@ -70,6 +104,21 @@ export const USAGE_ROUTE_DOCS: RouteDoc[] = [
     access: "read",
     query: Window,
     ok: { status: 200, schema: UsageResponse },
+  },
+  {
+    method: "get",
+    path: "/agents/:id/usage/rounds",
+    summary: "One agent's recent model rounds, each with its tokens and cost",
+    access: "read",
+    query: [
+      ...Window,
+      {
+        name: "limit",
+        schema: z.number().int().min(1).max(1_000),
+        description: "the newest N rounds (default 50)",
+      },
+    ],
+    ok: { status: 200, schema: UsageRoundsResponse },
   },
   {
     method: "get",

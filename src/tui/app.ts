@@ -1,10 +1,13 @@
 // The operator console (`holon tui`): a client over HTTP + SSE only. It shows one agent's
 // conversation (operator prompts, results, failures; more at `/display 4|5`) rendered by the
 // presentation layer, an always-available composer (Enter submits; Alt+Enter or
-// `/interject …` interjects into the running turn), and overlays for the planes that have
-// landed (agents, transcript, tasks, work items, timers, workspaces, help) closed by Esc.
+// `/interject …` interjects into the running turn), a state line (workspace and projection,
+// queue, current work item, access), and overlays for the planes that have landed (agents,
+// transcript, raw events, tasks, work items, timers and triggers, workspaces, actions, help)
+// closed by Esc.
 // Closing it changes nothing in the runtime; it follows the event stream across host
 // restarts (client/follow.ts). Written with createElement: Node strips types, not JSX.
+import { resolve } from "node:path";
 import { createElement as h, useEffect, useRef, useState, type ReactElement } from "react";
 import { Box, Text, useApp, useInput } from "ink";
 import type { HolonClient } from "../client/client.ts";
@@ -31,7 +34,29 @@ export type TuiProps = {
   rows?: number;
 };
 
-type Overlay = "agents" | "transcript" | "tasks" | "work" | "timers" | "workspaces" | "help";
+type Overlay =
+  | "agents"
+  | "transcript"
+  | "events"
+  | "tasks"
+  | "work"
+  | "timers"
+  | "workspaces"
+  | "actions"
+  | "prompt"
+  | "help";
+
+const OVERLAYS: readonly Overlay[] = [
+  "agents",
+  "transcript",
+  "events",
+  "tasks",
+  "work",
+  "timers",
+  "workspaces",
+  "actions",
+  "help",
+];
 
 const HELP = [
   "Enter             send the composer to the agent",
@@ -39,10 +64,58 @@ const HELP = [
   "Esc               close an overlay",
   "/display 3|4|5    info, verbose or debug (also the names)",
   "/agent <id>       switch agent",
-  "/agents /transcript /tasks /work /timers /workspaces /help   overlays",
+  "/agents /transcript /events /tasks /work /timers /workspaces /actions /help   overlays",
+  "/prompt [text]    the prompt the next turn would send",
   "/wake /pause /resume /stop   agent control",
+  "/refresh          re-read the agent's state;  /clear-status  clear the notice line",
   "/quit or Ctrl+C   leave (the runtime keeps running)",
 ];
+
+// Local actions: what the console itself can do for the operator. Entering or leaving a
+// workspace rewrites the agent's execution root under it, so the console does not do that
+// behind the agent's back (the agent uses UseWorkspace; the operator `holon workspace exit`).
+const ACTIONS = [
+  "/attach <path>    attach a workspace to the agent (it is not switched to)",
+  "/refresh          re-read the agent's state (workspace, queue, work item)",
+  "/clear-status     clear the notice line",
+  "/events           the raw event log",
+  "/prompt [text]    debug: the prompt the next turn would send, section by section",
+  "/display 5        debug items: provider rounds, state changes, ids and durations",
+  "not here: entering or leaving a workspace (the agent's UseWorkspace, or",
+  "  holon workspace exit <agent>)",
+];
+
+/** The parts of `GET /agents/:id/state` the console shows. */
+type AgentStateView = {
+  agent?: { status?: string; pending?: number };
+  workspace?: {
+    execution_root?: string;
+    cwd?: string;
+    projection_kind?: string;
+    worktree_session?: { branch?: string } | null;
+  };
+  work_items?: { id: string; objective: string; is_current?: boolean }[];
+  timers?: any[];
+  external_triggers?: any[];
+  newest_seq?: number;
+};
+
+function stateLine(state: AgentStateView | undefined, access: string): string {
+  if (!state) return access ? `access ${access}` : "";
+  const ws = state.workspace;
+  const parts: string[] = [];
+  if (ws?.execution_root) {
+    const branch = ws.worktree_session?.branch;
+    parts.push(
+      `workspace ${ws.execution_root} (${ws.projection_kind ?? "?"}${branch ? `, worktree ${branch}` : ""})`,
+    );
+  }
+  parts.push(`queue ${state.agent?.pending ?? 0}`);
+  const current = state.work_items?.find((w) => w.is_current);
+  if (current) parts.push(`work: ${current.objective.slice(0, 60)}`);
+  if (access) parts.push(`access ${access}`);
+  return parts.join(" · ");
+}
 
 const MAX_ITEMS = 500;
 
@@ -67,6 +140,9 @@ export function App(props: TuiProps): ReactElement {
   const [status, setStatus] = useState("connecting…");
   const [agentStatus, setAgentStatus] = useState("");
   const [notice, setNotice] = useState("");
+  const [agentState, setAgentState] = useState<AgentStateView | undefined>(undefined);
+  const [access, setAccess] = useState("");
+  const [stateTick, setStateTick] = useState(0);
   const clientRef = useRef<HolonClient | undefined>(undefined);
 
   const client = (): HolonClient | undefined => {
@@ -95,11 +171,49 @@ export function App(props: TuiProps): ReactElement {
     };
   }, [agentId]);
 
+  // The state line: the agent's /state (workspace, queue, work item) and the access mode from
+  // /handshake, re-read when asked (/refresh), after a reconnect and, debounced, as events
+  // arrive.
+  useEffect(() => {
+    if (!agentId) return;
+    let stop = false;
+    const c = client();
+    if (!c) return;
+    void (async () => {
+      const [st, hs] = await Promise.all([
+        c
+          .call<AgentStateView>("GET", `/agents/${encodeURIComponent(agentId)}/state`)
+          .catch(() => undefined),
+        c
+          .call<{ auth?: { access?: string; transport?: string } }>("GET", "/handshake")
+          .catch(() => undefined),
+      ]);
+      if (stop) return;
+      if (st) setAgentState(st);
+      if (hs?.auth) setAccess(`${hs.auth.access ?? "?"} over ${hs.auth.transport ?? "?"}`);
+    })();
+    return () => {
+      stop = true;
+    };
+  }, [agentId, stateTick]);
+  const refreshTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const refreshSoon = () => {
+    if (refreshTimer.current) return;
+    refreshTimer.current = setTimeout(() => {
+      refreshTimer.current = undefined;
+      setStateTick((n) => n + 1);
+    }, 250);
+  };
+  useEffect(() => () => clearTimeout(refreshTimer.current), []);
+
   // History, then the live stream (resumed across host restarts).
   useEffect(() => {
     if (!agentId) return;
     const ctl = new AbortController();
     setItems([]);
+    // Nothing of the previous agent stays on screen.
+    setAgentStatus("");
+    setAgentState(undefined);
     const run = async () => {
       const c = client();
       let after = 0;
@@ -129,11 +243,14 @@ export function App(props: TuiProps): ReactElement {
         onEvent: (e) => {
           if (e.type === "agent_state_changed") setAgentStatus(String(e.payload.to));
           setItems((prev) => [...prev, presentEvent(e)].slice(-MAX_ITEMS));
+          refreshSoon();
         },
         onNotice: (n) => {
           if (n.kind === "disconnected") setStatus("runtime unreachable; reconnecting…");
-          else if (n.kind === "reconnected") setStatus("live (reconnected)");
-          else if (n.kind === "replay_unavailable")
+          else if (n.kind === "reconnected") {
+            setStatus("live (reconnected)");
+            refreshSoon();
+          } else if (n.kind === "replay_unavailable")
             setNotice(`events up to ${n.resumed_after_seq} were removed by retention`);
         },
       }).catch((err: unknown) => setStatus(`stream failed: ${(err as Error).message}`));
@@ -142,9 +259,10 @@ export function App(props: TuiProps): ReactElement {
     return () => ctl.abort();
   }, [agentId]);
 
-  const openOverlay = async (which: Overlay) => {
+  const openOverlay = async (which: Overlay, arg = "") => {
     setOverlay(which);
     if (which === "help") return setOverlayLines(HELP);
+    if (which === "actions") return setOverlayLines(ACTIONS);
     setOverlayLines(["loading…"]);
     const c = client();
     if (!c || !agentId) return setOverlayLines(["no runtime"]);
@@ -172,6 +290,36 @@ export function App(props: TuiProps): ReactElement {
               .flatMap((it) => renderItem(it, display, noPaint).split("\n")),
           );
         }
+        case "prompt": {
+          const q = arg ? `?text=${encodeURIComponent(arg)}` : "";
+          const r = await c.call<{
+            sections: { contributor: string; placement: string; text: string }[];
+            incoming: string;
+            tools: string[];
+          }>("GET", `/control${a}/debug/prompt${q}`);
+          const out: string[] = [];
+          for (const sec of r.sections) {
+            const body = sec.text.split("\n");
+            out.push(`── ${sec.contributor} (${sec.placement}, ${body.length} lines)`);
+            out.push(...body.slice(0, 2).map((l) => `   ${l.slice(0, 90)}`));
+          }
+          out.push(`── incoming: ${r.incoming.split("\n").at(-1)?.slice(0, 80) ?? ""}`);
+          out.push(`tools (${r.tools.length}): ${r.tools.join(", ")}`);
+          out.push("(the whole text: holon debug prompt)");
+          return setOverlayLines(out);
+        }
+        case "events": {
+          const r = await c.call<{ events: EventEnvelope[] }>(
+            "GET",
+            `${a}/events?limit=30&order=desc`,
+          );
+          return setOverlayLines(
+            r.events
+              .reverse()
+              .map((e) => `#${e.event_seq} ${e.ts.slice(11, 19)} ${e.type}`)
+              .concat(r.events.length ? [] : ["(no events)"]),
+          );
+        }
         case "tasks": {
           const r = await c.call<{ tasks: any[] }>("GET", `${a}/tasks`);
           return setOverlayLines(
@@ -183,22 +331,50 @@ export function App(props: TuiProps): ReactElement {
         }
         case "work": {
           const r = await c.call<{ work_items: any[] }>("GET", `${a}/work-items`);
-          return setOverlayLines(
-            lines(r.work_items, (w) => `${w.id}  ${w.readiness ?? w.state ?? ""}  ${w.objective}`),
+          const out = lines(
+            r.work_items,
+            (w) =>
+              `${w.is_current ? "›" : " "} ${w.id}  ${w.view ?? w.readiness ?? ""}  ${w.objective}` +
+              (w.todo_progress?.total
+                ? `  [${w.todo_progress.done}/${w.todo_progress.total}]`
+                : "") +
+              (w.blocked_by ? `  blocked: ${w.blocked_by}` : ""),
           );
+          return setOverlayLines(out.length ? out : ["(no work items)"]);
         }
         case "timers": {
-          const r = await c.call<{ timers?: any[]; active?: any[] }>("GET", `${a}/timers`);
-          return setOverlayLines(
-            lines(
-              r.timers ?? r.active,
-              (t) => `${t.timer_id ?? t.id}  ${t.kind ?? ""}  next ${t.next_fire_at ?? "-"}`,
-            ),
+          // Timers and the external trigger both come from the agent's /state (reading the
+          // trigger through /control would reveal its secret URL).
+          const r = await c.call<AgentStateView>("GET", `${a}/state`);
+          const out = lines(
+            r.timers,
+            (t) =>
+              `timer ${t.timer_id}  ${t.kind} ${t.status}  next ${t.next_fire_at ?? "-"}  ${t.summary ?? ""}`,
           );
+          if (!out.length) out.push("(no timers)");
+          for (const t of r.external_triggers ?? []) {
+            out.push(
+              `trigger ${t.external_trigger_id}  ${t.status}  ${t.delivery_count} deliveries` +
+                (t.last_delivery_at ? `, last ${t.last_delivery_at}` : ""),
+            );
+          }
+          return setOverlayLines(out);
         }
         case "workspaces": {
-          const r = await c.call<Record<string, any>>("GET", `${a}/workspaces`);
-          return setOverlayLines(JSON.stringify(r, null, 1).split("\n").slice(0, 40));
+          const r = await c.call<{ active?: any; attached?: any[] }>("GET", `${a}/workspaces`);
+          const act = r.active ?? {};
+          const out = [
+            `active: ${act.workspace_id ?? "?"}  ${act.execution_root ?? ""}  (${act.projection_kind ?? "?"}, ${act.mode ?? "?"})`,
+            `cwd: ${act.cwd ?? "?"}`,
+            "attached:",
+            ...lines(
+              r.attached,
+              (w) =>
+                `${w.active ? "*" : " "} ${w.workspace_id}  ${w.workspace_anchor ?? "?"}` +
+                (w.available === false ? "  (missing)" : ""),
+            ),
+          ];
+          return setOverlayLines(out);
         }
       }
     } catch (err) {
@@ -230,6 +406,21 @@ export function App(props: TuiProps): ReactElement {
     }
   };
 
+  const attach = async (path: string) => {
+    const c = client();
+    if (!c || !agentId) return setNotice("no runtime");
+    if (!path) return setNotice("/attach <path>");
+    try {
+      await c.call("POST", `/control/agents/${encodeURIComponent(agentId)}/workspaces/attach`, {
+        path: resolve(path),
+      });
+      setNotice(`attached ${resolve(path)}`);
+      setStateTick((n) => n + 1);
+    } catch (err) {
+      setNotice(`attach failed: ${(err as Error).message}`);
+    }
+  };
+
   const command = (text: string): void => {
     const [cmd, ...rest] = text.slice(1).split(/\s+/);
     const arg = rest.join(" ");
@@ -243,14 +434,13 @@ export function App(props: TuiProps): ReactElement {
       case "agent":
         if (!arg) return void openOverlay("agents");
         return setAgentId(arg);
-      case "agents":
-      case "transcript":
-      case "tasks":
-      case "work":
-      case "timers":
-      case "workspaces":
-      case "help":
-        return void openOverlay(cmd as Overlay);
+      case "refresh":
+        setStateTick((n) => n + 1);
+        return setNotice("state refreshed");
+      case "clear-status":
+        return setNotice("");
+      case "attach":
+        return void attach(arg);
       case "interject":
         return void send(arg, true);
       case "wake":
@@ -261,7 +451,12 @@ export function App(props: TuiProps): ReactElement {
       case "quit":
       case "exit":
         return exit();
+      case "prompt":
+        return void openOverlay("prompt", arg);
       default:
+        if ((OVERLAYS as readonly string[]).includes(cmd ?? "")) {
+          return void openOverlay(cmd as Overlay);
+        }
         return setNotice(`unknown command /${cmd}; /help lists them`);
     }
   };
@@ -304,6 +499,7 @@ export function App(props: TuiProps): ReactElement {
       { bold: true },
       `holon · ${agentId ?? "…"}${agentStatus ? ` (${agentStatus})` : ""} · ${display} · ${status}`,
     ),
+    h(Text, { dimColor: true }, stateLine(agentState, access)),
     overlay
       ? h(
           Box,

@@ -1,6 +1,7 @@
 // Entry point of `holon tui` (started by the CLI as its own process): finds the host for
 // HOLON_HOME through the client's discovery and renders the console until the user quits.
-// Usage: main.ts --home <dir> [--agent <id>] [--display info|verbose|debug]
+// Usage: main.ts --home <dir> [--connect http://host:port] [--agent <id>]
+//        [--display info|verbose|debug]
 import { createElement as h } from "react";
 import { render } from "ink";
 import { HolonClient, discover } from "../client/client.ts";
@@ -23,10 +24,20 @@ if (!display || display === "trace") {
   process.exit(2);
 }
 const token = process.env.HOLON_CONTROL_TOKEN;
-const connect = () => {
-  const conn = discover(home, token);
-  return conn ? new HolonClient(conn) : undefined;
-};
+// --connect http://host:port (checked by the CLI): that host only, never a local fallback.
+const remote = arg("--connect");
+const remoteUrl = remote ? new URL(remote) : undefined;
+const connect = remoteUrl
+  ? () =>
+      new HolonClient({
+        host: remoteUrl.hostname.replace(/^\[|\]$/g, ""),
+        port: remoteUrl.port ? Number(remoteUrl.port) : 80,
+        ...(token ? { token } : {}),
+      })
+  : () => {
+      const conn = discover(home, token);
+      return conn ? new HolonClient(conn) : undefined;
+    };
 const rows = Math.max(5, (process.stdout.rows ?? 30) - 6);
 const app = render(h(App, { connect, agentId: arg("--agent"), display, rows }), {
   exitOnCtrlC: false,

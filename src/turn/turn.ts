@@ -18,7 +18,12 @@ import type {
   TranscriptEntryKind,
 } from "../domain/transcript.ts";
 import { createBrief, recordRuntimeFailure } from "../agent/briefs.ts";
-import { AbortRunError, type TurnExecutor, type TurnRequest } from "../agent/runtime.ts";
+import {
+  AbortRunError,
+  type PromptPreview,
+  type TurnExecutor,
+  type TurnRequest,
+} from "../agent/runtime.ts";
 import type {
   ConversationItem,
   ProviderRequest,
@@ -147,6 +152,31 @@ export class ProviderTurnExecutor implements TurnExecutor {
     }
     const specs = (this.specs ??= toolSpecs(this.deps.registry));
     return new Turn(this.deps, specs, req, candidates).run();
+  }
+
+  preview(agent: AgentRecord, message: QueuedMessage): PromptPreview {
+    const specs = (this.specs ??= toolSpecs(this.deps.registry));
+    const { execution_root: executionRoot, cwd } = executionBinding(agent);
+    const { frame, sections } = buildFrame(this.deps.contributors, {
+      store: this.deps.store,
+      agent,
+      message,
+      executionRoot,
+      cwd,
+      tools: specs,
+    });
+    return {
+      system_prompt: frame.system_prompt,
+      sections: sections.map(({ contributor, section }) => ({
+        contributor,
+        placement: section.placement,
+        stability: section.stability,
+        text: section.text,
+      })),
+      incoming: renderIncoming(message),
+      tools: specs.map((t) => t.name),
+      prompt_cache_key: frame.cache?.prompt_cache_key ?? null,
+    };
   }
 }
 

@@ -1,0 +1,63 @@
+// What a turn costs on disk (issue 19: at most 4 KB for a one-round turn). A real host, the
+// scripted model answering with a short text, operator prompts over HTTP; the database's used
+// pages (WAL checkpointed, free pages not counted) before and after a batch of turns.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider } from "./helpers/provider.ts";
+
+let fake: FakeProvider;
+beforeAll(async () => {
+  fake = await startFakeProvider();
+});
+afterAll(async () => {
+  await fake.close();
+  cleanupHomes();
+});
+
+function usedBytes(rt: TestRuntime): number {
+  const db = rt.host.store.db;
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  const one = (sql: string) => Object.values(db.prepare(sql).get() as object)[0] as number;
+  return (one("PRAGMA page_count") - one("PRAGMA freelist_count")) * one("PRAGMA page_size");
+}
+
+async function turns(rt: TestRuntime, n: number, from: number): Promise<void> {
+  for (let i = from; i < from + n; i++) {
+    fake.enqueue(
+      reply.text(`Answer ${i}: the build passed and nothing else needs attention today.`, {
+        input_tokens: 1200,
+        output_tokens: 20,
+      }),
+    );
+    const r = await rt.req("POST", "/control/agents/main/prompt", {
+      text: `Question ${i}: did the nightly build pass?`,
+    });
+    expect(r.status).toBe(202);
+    const id = r.json.message_id as string;
+    await waitFor(() => rt.host.store.messages.get(id)?.status === "processed", {
+      what: `turn ${i}`,
+    });
+  }
+  // The turn's last records (closure, the state change to asleep) land after its message.
+  await waitFor(() => rt.host.store.agents.get("main")?.status === "asleep", { what: "asleep" });
+}
+
+describe("store footprint", () => {
+  it("a one-round turn takes at most 4 KB of database", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const rt = await startRuntime({ home });
+    try {
+      await turns(rt, 10, 0); // warm up: first-use rows, the trigger, the agent's counters
+      const before = usedBytes(rt);
+      const N = 60;
+      await turns(rt, N, 10);
+      const perTurn = (usedBytes(rt) - before) / N;
+      expect(perTurn).toBeGreaterThan(500); // the turn was stored at all
+      expect(perTurn).toBeLessThanOrEqual(4096);
+    } finally {
+      await rt.close();
+    }
+  }, 120_000);
+});
