@@ -221,7 +221,7 @@ describe("SpawnAgent and child supervision", () => {
     rt.host.services.config.current(); // loaded
     const plane = rt.host.services.agentPlane;
     fake.setFallback(() => fault.hang()); // children just sit in their first turn
-    const spawned = [];
+    const spawned: { agent_id: string }[] = [];
     for (let i = 0; i < 8; i++) {
       spawned.push(
         plane.spawn({
@@ -244,7 +244,7 @@ describe("SpawnAgent and child supervision", () => {
     ).toThrow(expect.objectContaining({ kind: "too_many_children" }));
     expect(() =>
       plane.spawn({
-        parent_agent_id: spawned[0]!.child_agent_id,
+        parent_agent_id: spawned[0]!.agent_id,
         preset: "private_child",
         initial_message: "grandchild",
         workspace_mode: "inherit",
@@ -263,7 +263,7 @@ describe("SpawnAgent and child supervision", () => {
     ).toThrow(expect.objectContaining({ kind: "invalid_request" }));
     expect(rt.host.store.agents.list().length).toBe(before);
     // Every child has the home layout.
-    const home0 = rt.host.store.agents.get(spawned[0]!.child_agent_id)!.agent_home;
+    const home0 = rt.host.store.agents.get(spawned[0]!.agent_id)!.agent_home;
     for (const p of [
       "AGENTS.md",
       "memory/self.md",

@@ -1,8 +1,7 @@
 // `holon agent …`: list, create and lifecycle control.
 import { resolve } from "node:path";
 import { call, connect, type ClientFlags } from "./connect.ts";
-import { printJson } from "./output.ts";
-import { HolonError } from "../domain/errors.ts";
+import { CliError, printJson } from "./output.ts";
 
 type Flags = ClientFlags & { json?: boolean };
 
@@ -94,12 +93,9 @@ export async function remove(
   flags: Flags & { yes?: boolean; force?: boolean },
 ): Promise<void> {
   if (!flags.yes) {
-    throw new HolonError(
-      "confirmation_required",
-      `deleting ${agent} removes its home and records`,
-      {
-        hint: `run again with --yes: holon agent delete ${agent} --yes`,
-      },
+    throw new CliError(
+      `deleting ${agent} removes its home and records; confirm with --yes`,
+      `holon agent delete ${agent} --yes`,
     );
   }
   const client = connect(flags);

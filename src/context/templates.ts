@@ -216,7 +216,11 @@ export class TemplateService implements HomeInitializer {
       };
     } catch (err) {
       cleanup();
-      if (err instanceof HolonError && !err.kind.startsWith("template_")) {
+      if (
+        err instanceof HolonError &&
+        !err.kind.startsWith("template_") &&
+        err.kind !== "invalid_template"
+      ) {
         throw new HolonError("template_invalid", `template ${template}: ${err.message}`, {
           status: err.status === 404 ? 422 : (err.status ?? 422),
           ...(err.hint ? { hint: err.hint } : {}),
@@ -333,7 +337,7 @@ function ensureDir(p: string): string {
 }
 
 /** A stable hash of a directory tree's regular files (path and content). */
-function treeHash(root: string): string {
+export function treeHash(root: string): string {
   const h = createHash("sha256");
   const walk = (d: string) => {
     for (const name of readdirSync(d).sort()) {
