@@ -403,8 +403,7 @@ export class AgentPlane {
           label: childId,
         });
         worktree = { worktree_id: w.worktree_id, path: w.path, branch: w.branch };
-        this.deps.workspaces.attach(childId, w.path, "operator");
-        this.deps.workspaces.use(childId, { path: w.path, mode: "direct" }, "operator");
+        this.deps.workspaces.holdTaskWorktree(childId, w.worktree_id);
       } else if (binding.workspace_id !== AGENT_HOME_WORKSPACE_ID) {
         this.deps.workspaces.use(
           childId,
