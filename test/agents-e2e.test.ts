@@ -351,4 +351,61 @@ describe("restart safety", () => {
     expect(results).toHaveLength(1);
     expect(results[0]!.text).toContain("RESULT-C");
   }, 60_000);
+
+  it("SIGKILL while the parent is mid-turn: the child's result waits and re-enters once after restart", async () => {
+    const home = tempHome();
+    const userHome = tempHome("holon-user-");
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    let parentHung = 0;
+    let parentResults = 0;
+    fake.setFallback((req): FakeAnswer => {
+      const last = lastItem(req);
+      if (agentOf(req) === "main") {
+        if (last.text.includes("PARENT-E"))
+          return reply.tools([
+            { name: "SpawnAgent", arguments: { initial_message: "JOB-E: quick" }, call_id: "s1" },
+          ]);
+        if (last.type === "function_call_output") {
+          parentHung++;
+          return fault.hang();
+        }
+        if (last.text.includes("RESULT-E")) parentResults++;
+        return reply.text("Got E.");
+      }
+      if (jobOf(req) === "JOB-E") return reply.text("RESULT-E: quick result");
+      return reply.text("unexpected");
+    });
+    const env = { HOME: userHome };
+    const first = await spawnServe(home, [], env);
+    procs.push(first.proc);
+    const res = await fetch(first.url + "/control/agents/main/prompt", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...first.auth },
+      body: JSON.stringify({ text: "PARENT-E" }),
+    });
+    expect(res.status).toBe(202);
+    const get = async (url: string, auth: Record<string, string>, path: string) =>
+      (await fetch(url + path, { headers: auth })).json() as Promise<any>;
+    const task = await waitFor(
+      async () => {
+        const t = (await get(first.url, first.auth, "/agents/main/tasks")).tasks[0];
+        return t?.status === "completed" && parentHung === 1 ? t : null;
+      },
+      { what: "the child to finish while the parent is mid-turn", timeoutMs: 20_000 },
+    );
+    const exited = new Promise((r) => first.proc.once("exit", r));
+    first.proc.kill("SIGKILL");
+    await exited;
+    const second = await spawnServe(home, [], env);
+    procs.push(second.proc);
+    await waitFor(() => parentResults === 1, {
+      what: "the result to re-enter the parent",
+      timeoutMs: 20_000,
+    });
+    const exited2 = new Promise((r) => second.proc.once("exit", r));
+    second.proc.kill("SIGTERM");
+    await exited2;
+    expect(parentResults).toBe(1);
+    expect(taskResults(home, task.task_id)).toHaveLength(1);
+  }, 60_000);
 });
