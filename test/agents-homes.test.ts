@@ -197,6 +197,39 @@ describe("templates", () => {
   });
 });
 
+describe("agent plane routes refuse the ugly cases", () => {
+  it("control token, ids, sizes, and a default agent that stays", async () => {
+    const r = await runtime(tempHome("holon-user-"));
+    const none = { authorization: "" };
+    for (const [m, path] of [
+      ["GET", "/agents/list?all=true"],
+      ["GET", "/control/agents/main/home"],
+      ["GET", "/control/agents/main/agent"],
+      ["POST", "/control/agents/main/archive"],
+      ["POST", "/control/agents/main/delete"],
+    ] as const) {
+      const res = await r.req(m, path, m === "POST" ? {} : undefined, none);
+      expect(res.status, path).toBe(401);
+    }
+    expect((await r.req("GET", "/agents/list")).status).toBe(200); // the public list stays open
+    const badId = await r.req("GET", "/control/agents/Not%20An%20Id/home");
+    expect(badId.status).toBe(400);
+    expect(badId.json.error.kind).toBe("invalid_agent_id");
+    const long = await r.req("POST", "/control/agents/x/create", { template: "a".repeat(3000) });
+    expect(long.status).toBe(400);
+    const extra = await r.req("POST", "/control/agents/main/delete", { force: true, rm: "-rf" });
+    expect(extra.status).toBe(400);
+    for (const path of ["/control/agents/main/delete", "/control/agents/main/archive"]) {
+      const res = await r.req("POST", path, {});
+      expect(res.status).toBe(409);
+      expect(res.json.error.kind).toBe("default_agent_protected");
+    }
+    expect(r.host.agents.get("main").status).not.toBe("stopped");
+    const unknown = await r.req("POST", "/control/agents/ghost/delete", {});
+    expect(unknown.status).toBe(404);
+  });
+});
+
 describe("holon agent (CLI)", () => {
   let home: string;
   let userHome: string;

@@ -281,4 +281,40 @@ describe("child supervision", () => {
       }),
     ).toThrow(expect.objectContaining({ kind: "isolation_unavailable" }));
   }, 30_000);
+
+  it("a child that tries to spawn gets the error envelope and still reports back", async () => {
+    const r = await runtime();
+    const childOutputs: string[] = [];
+    fake.setFallback((req): FakeAnswer => {
+      const l = last(req);
+      if (agentOf(req) === "main") return sleep();
+      childOutputs.push(...outputs(req));
+      if (l.text.includes("JOB-G"))
+        return reply.tools([
+          { name: "SpawnAgent", arguments: { initial_message: "grandchild job" }, call_id: "x1" },
+        ]);
+      return reply.text("RESULT-G: did it myself");
+    });
+    const spawned = r.host.services.agentPlane.spawn({
+      parent_agent_id: "main",
+      preset: "private_child",
+      initial_message: "JOB-G: try delegating",
+      workspace_mode: "inherit",
+      context_mode: "fresh",
+    });
+    if (!("supervision_task_id" in spawned)) throw new Error("expected a private child");
+    await waitFor(
+      () => r.host.store.tasks.get(spawned.supervision_task_id)!.status === "completed" || null,
+      { what: "the child to finish", timeoutMs: 20_000 },
+    );
+    const refusal = JSON.parse(childOutputs.find((o) => o.includes("spawn_not_allowed"))!);
+    expect(refusal).toMatchObject({
+      ok: false,
+      tool_name: "SpawnAgent",
+      kind: "spawn_not_allowed",
+    });
+    expect(refusal.hint).toContain("agents.max_spawn_depth");
+    const list = await r.req("GET", "/agents/list?all=true");
+    expect(list.json.agents.filter((a: any) => a.kind === "child")).toHaveLength(1);
+  }, 30_000);
 });

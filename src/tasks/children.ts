@@ -197,7 +197,9 @@ export class ChildClosureObserver implements RunObserver {
     const task = supervisionTask(store, child);
     if (!task?.child) return;
     const closure = run.closure;
-    if (closure.outcome === "completed" || closure.outcome === "failed") {
+    // A follow-up that arrived during the turn is still to be handled: not finished yet.
+    const pending = store.messages.pendingCount(child.agent_id) > 0;
+    if ((closure.outcome === "completed" || closure.outcome === "failed") && !pending) {
       const failed = closure.outcome === "failed";
       settleChildTask(
         this.deps,
