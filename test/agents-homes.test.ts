@@ -14,6 +14,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import {
   cleanupHomes,
   runCli,
@@ -286,7 +287,23 @@ describe("holon agent (CLI)", () => {
     const gone = await cli("agent", "status", "reviewer");
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain("unknown_agent");
-    // Its audit events stay readable in the store; the tombstone is written.
+    // Its audit events stay in the store, beside a tombstone; its live row is gone.
+    const db = new DatabaseSync(join(home, "holon.db"), { readOnly: true });
+    try {
+      const tomb = db
+        .prepare("SELECT data FROM agent_tombstones WHERE agent_id = 'reviewer'")
+        .all() as { data: string }[];
+      expect(tomb).toHaveLength(1);
+      expect(JSON.parse(tomb[0]!.data)).toMatchObject({ agent_id: "reviewer", kind: "named" });
+      const events = db
+        .prepare("SELECT COUNT(*) AS n FROM events WHERE agent_id = 'reviewer'")
+        .get() as { n: number };
+      expect(events.n).toBeGreaterThan(3);
+      const row = db.prepare("SELECT 1 FROM agents WHERE agent_id = 'reviewer'").get();
+      expect(row).toBeUndefined();
+    } finally {
+      db.close();
+    }
     const main = await cli("agent", "delete", "main", "--yes");
     expect(main.code).toBe(1);
     expect(main.stderr).toContain("default_agent_protected");

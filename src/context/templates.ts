@@ -105,25 +105,13 @@ export class TemplateService implements HomeInitializer {
       managed = {};
     }
     for (const id of BUILTIN_TEMPLATES) {
-      const source = join(BUILTIN_ROOT, id);
-      const target = join(dir, id);
-      const shipped = treeHash(source);
-      if (!existsSync(target)) {
-        cpSync(source, target, { recursive: true });
-        managed[id] = shipped;
-        out.seeded.push(id);
-        continue;
-      }
-      const onDisk = treeHash(target);
-      if (managed[id] !== undefined && onDisk === managed[id]) {
-        if (onDisk !== shipped) {
-          rmSync(target, { recursive: true, force: true });
-          cpSync(source, target, { recursive: true });
-          managed[id] = shipped;
-          out.refreshed.push(id);
-        }
-      } else if (onDisk !== shipped) {
-        out.diverged.push(id);
+      try {
+        this.seedOne(id, dir, managed, out);
+      } catch (err) {
+        // another process seeding at the same moment, or a read-only home: never fatal
+        process.emitWarning(
+          `could not seed the builtin template ${id}: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     }
     try {
@@ -134,10 +122,48 @@ export class TemplateService implements HomeInitializer {
     return out;
   }
 
+  private seedOne(
+    id: string,
+    dir: string,
+    managed: Record<string, string>,
+    out: { seeded: string[]; refreshed: string[]; diverged: string[] },
+  ): void {
+    const source = join(BUILTIN_ROOT, id);
+    const target = join(dir, id);
+    const shipped = treeHash(source);
+    if (!existsSync(target)) {
+      cpSync(source, target, { recursive: true });
+      managed[id] = shipped;
+      out.seeded.push(id);
+      return;
+    }
+    const onDisk = treeHash(target);
+    if (managed[id] !== undefined && onDisk === managed[id]) {
+      if (onDisk !== shipped) {
+        rmSync(target, { recursive: true, force: true });
+        cpSync(source, target, { recursive: true });
+        managed[id] = shipped;
+        out.refreshed.push(id);
+      }
+    } else if (onDisk === shipped) {
+      managed[id] = shipped; // identical to what ships: Holon's to refresh from now on
+    } else {
+      out.diverged.push(id);
+    }
+  }
+
   defaultSeed(): HomeSeed {
-    const dir = this.resolveLocal("holon-default");
+    let dir = this.resolveLocal("holon-default");
+    let text: string;
+    try {
+      text = readAgentsMd(dir ?? join(BUILTIN_ROOT, "holon-default"));
+    } catch {
+      // a user copy without a usable AGENTS.md: the shipped text, never a failed start
+      dir = undefined;
+      text = readAgentsMd(join(BUILTIN_ROOT, "holon-default"));
+    }
     return {
-      agents_md: render(readAgentsMd(dir ?? join(BUILTIN_ROOT, "holon-default"))),
+      agents_md: render(text),
       provenance: {
         template: "holon-default",
         source_kind: "builtin_default",
