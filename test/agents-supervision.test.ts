@@ -5,7 +5,14 @@
 // gives a child its own git worktree, released when its task ends.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { gitRepo } from "./helpers/git-repo.ts";
 import {
@@ -234,6 +241,18 @@ describe("child supervision", () => {
     );
     const list = (await r.req("GET", "/agents/list")).json.agents.map((a: any) => a.agent_id);
     expect(list).toEqual(["helper", "main"]);
+    // The operator sees the private child under its parent, and in `list --all`.
+    const env = { HOLON_HOME: r.home };
+    const status = await runCli(["agent", "status", "main"], { env });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/children: 1 live of 2/); // helper (public) and the child
+    expect(status.stdout).toContain(`${child}  [private_child, stopped, archived]`);
+    const all = await runCli(["agent", "list", "--all"], { env });
+    expect(all.stdout).toContain(`${child}`);
+    expect(all.stdout).toContain("child of main");
+    expect((await runCli(["agent", "list"], { env })).stdout).not.toContain(child);
+    const home = await runCli(["agent", "home", child], { env });
+    expect(home.stdout.trim()).toBe(r.host.store.agents.get(child)!.agent_home);
   }, 40_000);
 
   it("worktree mode: the child works in its own worktree, released when its task ends", async () => {
