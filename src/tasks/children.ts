@@ -688,9 +688,8 @@ export class AgentPlane {
         continue;
       }
       if (child.archived_at) continue;
-      const interrupted = store.messages
-        .recent(child.agent_id, 5)
-        .some((m) => m.status === "interrupted");
+      // Only the newest message counts: an old interruption the child got past is history.
+      const interrupted = store.messages.recent(child.agent_id, 1)[0]?.status === "interrupted";
       const queued = store.messages.pendingCount(child.agent_id) > 0;
       if (interrupted && !queued && child.status !== "stopped") {
         this.deps.ingress.admit({
