@@ -304,9 +304,11 @@ describe("child supervision", () => {
   it("a child that tries to spawn gets the error envelope and still reports back", async () => {
     const r = await runtime();
     const childOutputs: string[] = [];
+    const childTools: string[] = [];
     fake.setFallback((req): FakeAnswer => {
       const l = last(req);
       if (agentOf(req) === "main") return sleep();
+      childTools.push(...(req.body.tools as any[]).map((t) => String(t.name)));
       childOutputs.push(...outputs(req));
       if (l.text.includes("JOB-G"))
         return reply.tools([
@@ -333,6 +335,9 @@ describe("child supervision", () => {
       kind: "spawn_not_allowed",
     });
     expect(refusal.hint).toContain("agents.max_spawn_depth");
+    // Its catalog never offered SpawnAgent (profile narrowing); AgentGet stays.
+    expect(childTools).toContain("AgentGet");
+    expect(childTools).not.toContain("SpawnAgent");
     const list = await r.req("GET", "/agents/list?all=true");
     expect(list.json.agents.filter((a: any) => a.kind === "child")).toHaveLength(1);
   }, 30_000);

@@ -45,6 +45,9 @@ import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
 import { homedir } from "node:os";
 
+const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
+const NONE_HIDDEN: ReadonlySet<string> = new Set();
+
 export type ServiceOptions = {
   home: string;
   clock: Clock;
@@ -137,6 +140,11 @@ export function buildServices(opts: ServiceOptions) {
         ],
         executionSnapshot: (agent) => workspaces.snapshot(agent),
         afterTool: (call) => skills.noteToolCall(call),
+        // Profile narrowing: an agent at the spawn depth limit does not see SpawnAgent.
+        hiddenTools: (agent) =>
+          (agent.spawn_depth ?? 0) >= config.current().values.agents.max_spawn_depth
+            ? NO_SPAWN
+            : NONE_HIDDEN,
         beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
         budget: () => {
           const rt = config.current().values.runtime;
