@@ -260,17 +260,18 @@ export class AgentPlane {
     const parent = this.deps.agents.get(req.parent_agent_id);
     const limits = this.deps.limits();
     const depth = (parent.spawn_depth ?? 0) + 1;
-    if (parent.profile_preset === "private_child" && limits.max_spawn_depth <= 1) {
-      throw new HolonError(
-        "spawn_not_allowed",
-        "a private child agent cannot spawn agents of its own",
-        {
-          hint: "do the work yourself, or report back to your parent and let it delegate (agents.max_spawn_depth)",
-          details: { max_spawn_depth: limits.max_spawn_depth },
-        },
-      );
-    }
     if (depth > limits.max_spawn_depth) {
+      // A supervised child at the limit (the default: children never spawn) is told plainly.
+      if (parent.ownership === "parent_supervised") {
+        throw new HolonError(
+          "spawn_not_allowed",
+          "a private child agent cannot spawn agents of its own",
+          {
+            hint: "do the work yourself, or report back to your parent and let it delegate (agents.max_spawn_depth)",
+            details: { max_spawn_depth: limits.max_spawn_depth, depth },
+          },
+        );
+      }
       throw new HolonError(
         "spawn_depth_exceeded",
         `spawning here would nest agents ${depth} deep (agents.max_spawn_depth is ${limits.max_spawn_depth})`,
