@@ -321,7 +321,7 @@ export class AgentPlane {
         // a workspace that went away is simply not inherited
       }
     }
-    store(this.store, () =>
+    this.store.tx(() =>
       this.store.appendEvent(parent.agent_id, {
         type: "agent_spawned",
         payload: {
@@ -912,10 +912,6 @@ export class AgentPlane {
     const commands = await this.deps.tasks.cancelForAgent(agent.agent_id, "agent_removed");
     return [...children, ...commands];
   }
-}
-
-function store<T>(s: Store, fn: () => T): T {
-  return s.tx(fn);
 }
 
 function clip(text: string, n = RESULT_CHARS): string {
