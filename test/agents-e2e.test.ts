@@ -116,6 +116,9 @@ describe("SpawnAgent and child supervision", () => {
         if (last.text.includes("RESULT-A")) {
           return reply.tools([
             { name: "TaskStatus", arguments: { task_id: taskB }, call_id: "t1" },
+            { name: "TaskOutput", arguments: { task_id: taskB }, call_id: "t3" },
+            { name: "TaskInput", arguments: { task_id: taskB, input: "hurry up" }, call_id: "t4" },
+            { name: "TaskList", arguments: {}, call_id: "t5" },
             { name: "TaskStop", arguments: { task_id: taskB }, call_id: "t2" },
           ]);
         }
@@ -191,6 +194,11 @@ describe("SpawnAgent and child supervision", () => {
       toolOutputs(r).some((o) => o.includes(`Task ${taskB} (child_agent_task): running`)),
     );
     expect(statusReq).toBeDefined();
+    const supervised = toolOutputs(statusReq!);
+    expect(supervised.some((o) => o.includes(`is running. Its reports so far:`))).toBe(true);
+    expect(supervised.some((o) => o.includes("Input delivered."))).toBe(true);
+    expect(supervised.some((o) => o.includes(`child agent ${childB}`))).toBe(true);
+    expect(supervised.some((o) => o.startsWith("Stopped: the child agent was aborted"))).toBe(true);
     // B's cancellation came back too (once), and the parent acknowledged it.
     await waitFor(() => parentSaw.some((t) => t.includes(`was stopped (task ${taskB})`)), {
       what: "B's stop to re-enter the parent",
