@@ -341,4 +341,40 @@ describe("child supervision", () => {
     const list = await r.req("GET", "/agents/list?all=true");
     expect(list.json.agents.filter((a: any) => a.kind === "child")).toHaveLength(1);
   }, 30_000);
+
+  it("agents.max_spawn_depth 2 lets a child delegate once more, and no deeper", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const set = await runCli(["config", "set", "agents.max_spawn_depth", "2"], {
+      env: { HOLON_HOME: home },
+    });
+    expect(set.code, set.stderr).toBe(0);
+    rt = await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
+    fake.setFallback(async () => {
+      await new Promise(() => {}); // every agent stays mid-turn; only the spawn tree matters
+      return reply.text("never");
+    });
+    const plane = rt.host.services.agentPlane;
+    const spec = (parent: string) => ({
+      parent_agent_id: parent,
+      preset: "private_child" as const,
+      initial_message: `job for a child of ${parent}`,
+      workspace_mode: "inherit" as const,
+      context_mode: "fresh" as const,
+    });
+    const child = plane.spawn(spec("main"));
+    const grandchild = plane.spawn(spec(child.agent_id));
+    expect(rt.host.store.agents.get(grandchild.agent_id)).toMatchObject({
+      spawn_depth: 2,
+      lineage_parent_agent_id: child.agent_id,
+      supervisor_agent_id: child.agent_id,
+    });
+    expect(() => plane.spawn(spec(grandchild.agent_id))).toThrow(
+      expect.objectContaining({ kind: "spawn_not_allowed" }),
+    );
+    // Deleting the top child takes its private descendants with it.
+    const removed = await plane.remove(child.agent_id, { force: true });
+    expect(removed.deleted_children).toEqual([grandchild.agent_id]);
+    expect(rt.host.store.agents.get(grandchild.agent_id)).toBeUndefined();
+  }, 30_000);
 });
