@@ -277,6 +277,11 @@ describe("holon agent (CLI)", () => {
       status: "stopped",
     });
     expect(existsSync(dir)).toBe(true); // archive keeps the data
+    // Starting an archived agent brings it back to the list; archive it again to go on.
+    expect((await cli("agent", "start", "reviewer")).code).toBe(0);
+    const back = JSON.parse((await cli("agent", "list", "--json")).stdout);
+    expect(back.map((a: any) => a.agent_id)).toEqual(["main", "reviewer"]);
+    expect((await cli("agent", "archive", "reviewer")).code).toBe(0);
 
     const unconfirmed = await cli("agent", "delete", "reviewer");
     expect(unconfirmed.code).toBe(1);
