@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // A private HOME per test file: hosts seed ~/.agents/templates (docs/agents.md).
+    setupFiles: ["test/helpers/isolated-home.ts"],
   },
 });

@@ -55,6 +55,7 @@ function ctxFor(host: RuntimeHost): ToolContext {
       work: host.services.work,
       workspaces: host.services.workspaces,
       skills: host.services.skills,
+      agents: host.services.agentPlane,
     },
   };
 }

@@ -113,6 +113,8 @@ describe("file modes", () => {
     const agentHome = join(home, "agents", "main");
     const skill = join(agentHome, "skills", "deploy", "run.sh");
     mkdirSync(join(agentHome, "skills", "deploy"), { recursive: true });
+    // The home layout creates skills/ private (0700); an operator may open it up.
+    chmodSync(join(agentHome, "skills"), 0o755);
     writeFileSync(skill, "#!/bin/sh\necho deploy\n", { mode: 0o755 });
     chmodSync(skill, 0o755);
     const proc = join(agentHome, ".holon", "processes", "old");

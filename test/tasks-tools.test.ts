@@ -50,6 +50,7 @@ function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
       work: host.services.work,
       workspaces: host.services.workspaces,
       skills: host.services.skills,
+      agents: host.services.agentPlane,
     },
   };
 }

@@ -49,6 +49,7 @@ function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`)
       work: host.services.work,
       workspaces: host.services.workspaces,
       skills: host.services.skills,
+      agents: host.services.agentPlane,
     },
   };
 }

@@ -190,7 +190,10 @@ export function resolveContinuation(
   if (priorReason) evidence.push(`prior_wait:${priorReason}`);
 
   const satisfies: Record<WaitingReason, boolean> = {
-    awaiting_operator_input: trigger === "operator_input",
+    // A supervised child's operator is its parent: supervisor input answers its question.
+    awaiting_operator_input:
+      trigger === "operator_input" ||
+      (message.kind === "internal_followup" && message.metadata?.supervisor_input === true),
     awaiting_task_result: trigger === "task_result" && visibility.model_visible,
     awaiting_timer: trigger === "timer_fire" || (trigger === "system_tick" && isSleepWake(message)),
     awaiting_external_change:

@@ -1,18 +1,27 @@
 // The agent directory: creating agents and reading or changing their identity-level
 // settings (workspace binding, model override, cwd). Visibility is enforced here: private
 // agents are reachable only through their owner, never by id from a public surface.
-import { mkdirSync } from "node:fs";
+import { existsSync, readdirSync, renameSync } from "node:fs";
+import { join } from "node:path";
 import { AgentId, type AgentListEntry, type AgentRecord } from "../domain/agent.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import type { Store } from "../store/db.ts";
 import type { AgentLoops } from "./loops.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
+import { ensureHomeLayout, type HomeInitializer } from "./home.ts";
 import { transition } from "./status.ts";
 
 export type CreateAgentOptions = {
   visibility?: "public" | "private";
   workspace_root?: string;
   lineage_parent_agent_id?: string;
+  /** Private children: who supervises them (their parent). Implies parent_supervised. */
+  supervisor_agent_id?: string;
+  spawn_depth?: number;
+  /** Template selector: id, absolute path or tree URL (context/templates.ts). */
+  template?: string;
+  /** Start the loop now (default: when loops are open). */
+  start?: boolean;
 };
 
 export type DirectoryDeps = {
@@ -25,6 +34,8 @@ export type DirectoryDeps = {
   agentHome(agentId: string): string;
   /** Throws a HolonError when a model ref names an unknown provider. */
   checkModelRef(modelRef: string): void;
+  /** Renders a new home from a template (context/templates.ts). */
+  homes: HomeInitializer;
 };
 
 export class AgentDirectory {
@@ -55,18 +66,56 @@ export class AgentDirectory {
     return agent;
   }
 
-  list(): AgentListEntry[] {
+  /**
+   * Public, unarchived agents; `all` adds private children and archived agents (operator
+   * views: `holon agent list --all`).
+   */
+  list(opts: { all?: boolean } = {}): AgentListEntry[] {
     return this.store.agents
       .list()
-      .filter((a) => a.visibility === "public")
-      .map((a) => ({
-        agent_id: a.agent_id,
-        kind: a.kind,
-        visibility: a.visibility,
-        status: a.status,
-        pending: this.store.messages.pendingCount(a.agent_id),
-        is_default: a.agent_id === this.deps.defaultAgentId,
-      }));
+      .filter((a) => opts.all || (a.visibility === "public" && !a.archived_at))
+      .map((a) => this.entry(a));
+  }
+
+  entry(a: AgentRecord): AgentListEntry {
+    return {
+      agent_id: a.agent_id,
+      kind: a.kind,
+      visibility: a.visibility,
+      ownership: a.ownership,
+      status: a.status,
+      pending: this.store.messages.pendingCount(a.agent_id),
+      is_default: a.agent_id === this.deps.defaultAgentId,
+      lineage_parent_agent_id: a.lineage_parent_agent_id ?? null,
+      archived: a.archived_at !== undefined,
+    };
+  }
+
+  /** Agents whose lineage parent is `agentId` (children, public or private). */
+  children(agentId: string): AgentRecord[] {
+    return this.store.agents.list().filter((a) => a.lineage_parent_agent_id === agentId);
+  }
+
+  /**
+   * Make sure every agent home has its layout; the default agent gets the holon-default
+   * AGENTS.md when it has none (an existing one is never overwritten).
+   */
+  ensureHomes(): void {
+    for (const a of this.store.agents.list()) {
+      if (a.archived_at) continue;
+      const isDefault = a.agent_id === this.deps.defaultAgentId;
+      const seed =
+        isDefault && !existsSync(join(a.agent_home, "AGENTS.md"))
+          ? this.deps.homes.defaultSeed()
+          : undefined;
+      try {
+        ensureHomeLayout(a.agent_home, seed);
+      } catch (err) {
+        process.emitWarning(
+          `could not prepare the home of ${a.agent_id}: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+    }
   }
 
   create(
@@ -80,6 +129,40 @@ export class AgentDirectory {
     }
     const store = this.store;
     const agentHome = this.deps.agentHome(agentId);
+    if (store.agents.get(agentId)) {
+      throw new HolonError("agent_exists", `agent '${agentId}' already exists`, { status: 409 });
+    }
+    // Resolve the template (and stage its skills) before anything of the agent exists: a
+    // template that fails leaves no half-made agent.
+    const seed =
+      kind === "default" && opts.template === undefined
+        ? { ...this.deps.homes.defaultSeed(), cleanup() {} }
+        : this.deps.homes.prepare(opts.template);
+    try {
+      this.insert(agentId, agentHome, kind, opts, seed.provenance);
+      ensureHomeLayout(agentHome, seed);
+      if (seed.staged_skills_dir) {
+        for (const name of readdirSync(seed.staged_skills_dir)) {
+          const dest = join(agentHome, "skills", name);
+          if (!existsSync(dest)) renameSync(join(seed.staged_skills_dir, name), dest);
+        }
+      }
+    } finally {
+      seed.cleanup();
+    }
+    if (opts.workspace_root) this.setWorkspace(agentId, opts.workspace_root);
+    if (opts.start ?? this.deps.loops.isOpen) this.deps.loops.start(agentId);
+    return this.get(agentId);
+  }
+
+  private insert(
+    agentId: string,
+    agentHome: string,
+    kind: AgentRecord["kind"],
+    opts: CreateAgentOptions,
+    provenance: Record<string, unknown> | null,
+  ): void {
+    const store = this.store;
     store.tx(() => {
       if (store.agents.get(agentId)) {
         throw new HolonError("agent_exists", `agent '${agentId}' already exists`, { status: 409 });
@@ -91,7 +174,7 @@ export class AgentDirectory {
         agent_home: agentHome,
         kind,
         visibility,
-        ownership: "self_owned",
+        ownership: opts.supervisor_agent_id ? "parent_supervised" : "self_owned",
         profile_preset: visibility === "public" ? "public_named" : "private_child",
         status: "booting",
         created_at: now,
@@ -103,6 +186,8 @@ export class AgentDirectory {
       };
       if (opts.lineage_parent_agent_id)
         record.lineage_parent_agent_id = opts.lineage_parent_agent_id;
+      if (opts.supervisor_agent_id) record.supervisor_agent_id = opts.supervisor_agent_id;
+      if (opts.spawn_depth) record.spawn_depth = opts.spawn_depth;
       store.agents.put(record);
       store.appendEvent(agentId, {
         type: "agent_created",
@@ -115,12 +200,19 @@ export class AgentDirectory {
           agent_home: agentHome,
         },
       });
-      return transition(store, agentId, "awake_idle", "created");
+      if (provenance) {
+        const p = provenance as { template: string; source_kind: string; skills: string[] };
+        store.appendEvent(agentId, {
+          type: "agent_template_applied",
+          payload: {
+            template: p.template,
+            source_kind: p.source_kind as "template_id",
+            skills: p.skills,
+          },
+        });
+      }
+      transition(store, agentId, "awake_idle", "created");
     });
-    mkdirSync(agentHome, { recursive: true });
-    if (opts.workspace_root) this.setWorkspace(agentId, opts.workspace_root);
-    if (this.deps.loops.isOpen) this.deps.loops.start(agentId);
-    return this.get(agentId);
   }
 
   /** Bind the agent to a workspace (used by `run --workspace-root` and create). */

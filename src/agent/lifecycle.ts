@@ -111,6 +111,16 @@ export class AgentLifecycle {
         } else {
           disposition = "resumed";
           this.apply(agentId, action, "awake_idle", disposition);
+          // Starting an archived agent brings it back: listed again, its loop running.
+          if (agent.archived_at) {
+            store.tx(() => {
+              const now = { ...this.deps.agents.get(agentId) };
+              delete now.archived_at;
+              store.agents.put(now);
+            });
+          }
+          if (!this.deps.loops.get(agentId) && this.deps.loops.isOpen)
+            this.deps.loops.start(agentId);
         }
         break;
       }

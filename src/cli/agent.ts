@@ -1,11 +1,11 @@
 // `holon agent …`: list, create and lifecycle control.
 import { resolve } from "node:path";
 import { call, connect, type ClientFlags } from "./connect.ts";
-import { printJson } from "./output.ts";
+import { CliError, printJson } from "./output.ts";
 
 type Flags = ClientFlags & { json?: boolean };
 
-export async function list(flags: Flags): Promise<void> {
+export async function list(flags: Flags & { all?: boolean }): Promise<void> {
   const client = connect(flags);
   const res = await call(() =>
     client.call<{
@@ -15,15 +15,112 @@ export async function list(flags: Flags): Promise<void> {
         pending: number;
         is_default: boolean;
         kind: string;
+        visibility: string;
+        archived: boolean;
+        lineage_parent_agent_id: string | null;
       }[];
-    }>("GET", "/agents/list"),
+    }>("GET", flags.all ? "/agents/list?all=true" : "/agents/list"),
   );
   if (flags.json) return printJson(res.agents);
   for (const a of res.agents) {
+    const notes = [
+      a.is_default ? "default" : null,
+      flags.all && a.visibility === "private" ? "private" : null,
+      a.archived ? "archived" : null,
+      flags.all && a.lineage_parent_agent_id ? `child of ${a.lineage_parent_agent_id}` : null,
+    ].filter(Boolean);
     process.stdout.write(
-      `${a.agent_id.padEnd(24)} ${a.status.padEnd(14)} ${String(a.pending).padStart(4)} pending${a.is_default ? "  (default)" : ""}\n`,
+      `${a.agent_id.padEnd(24)} ${a.status.padEnd(14)} ${String(a.pending).padStart(4)} pending${notes.length ? `  (${notes.join(", ")})` : ""}\n`,
     );
   }
+}
+
+export async function homeDir(agent: string, flags: Flags): Promise<void> {
+  const client = connect(flags);
+  const res = await call(() =>
+    client.call<{ agent_id: string; agent_home: string }>(
+      "GET",
+      `/control/agents/${encodeURIComponent(agent)}/home`,
+    ),
+  );
+  if (flags.json) return printJson(res);
+  process.stdout.write(`${res.agent_home}\n`);
+}
+
+export async function get(agent: string, flags: Flags): Promise<void> {
+  const client = connect(flags);
+  const res = await call(() =>
+    client.call<{ agent: Record<string, any> }>(
+      "GET",
+      `/control/agents/${encodeURIComponent(agent)}/agent`,
+    ),
+  );
+  if (flags.json) return printJson(res.agent);
+  const a = res.agent;
+  const i = a.identity;
+  const lines = [
+    `agent:    ${i.agent_id}  [${i.kind}, ${i.visibility}, ${i.ownership}, ${i.profile_preset}]`,
+    `home:     ${i.agent_home}`,
+    `status:   ${a.status}${a.closure ? `  (closure ${a.closure.outcome}${a.closure.waiting_reason ? `, ${a.closure.waiting_reason}` : ""})` : ""}`,
+  ];
+  if (i.lineage_parent_agent_id) lines.push(`parent:   ${i.lineage_parent_agent_id}`);
+  if (a.current_work_item)
+    lines.push(`work:     ${a.current_work_item.work_item_id} ${a.current_work_item.objective}`);
+  for (const t of a.active_tasks)
+    lines.push(`task:     ${t.task_id} [${t.kind}, ${t.status}] ${t.summary ?? ""}`);
+  for (const ch of a.children.entries)
+    lines.push(`child:    ${ch.agent_id} [${ch.status}${ch.archived ? ", archived" : ""}]`);
+  process.stdout.write(lines.join("\n") + "\n");
+}
+
+export async function archive(agent: string, flags: Flags): Promise<void> {
+  const client = connect(flags);
+  const res = await call(() =>
+    client.call<{ stopped_task_ids: string[] }>(
+      "POST",
+      `/control/agents/${encodeURIComponent(agent)}/archive`,
+      {},
+    ),
+  );
+  if (flags.json) return printJson(res);
+  process.stdout.write(
+    `${agent}: archived${res.stopped_task_ids.length ? ` (stopped ${res.stopped_task_ids.join(", ")})` : ""}\n`,
+  );
+}
+
+export async function remove(
+  agent: string,
+  flags: Flags & { yes?: boolean; force?: boolean },
+): Promise<void> {
+  if (!flags.yes) {
+    throw new CliError(
+      `deleting ${agent} removes its home and records; confirm with --yes`,
+      `holon agent delete ${agent} --yes`,
+    );
+  }
+  const client = connect(flags);
+  const res = await call(() =>
+    client.call<{
+      stopped_task_ids: string[];
+      cancelled_timer_ids: string[];
+      revoked_trigger_ids: string[];
+      retained_worktrees: string[];
+      deleted_children: string[];
+    }>("POST", `/control/agents/${encodeURIComponent(agent)}/delete`, {
+      ...(flags.force ? { force: true } : {}),
+    }),
+  );
+  if (flags.json) return printJson(res);
+  const lines = [`${agent}: deleted`];
+  if (res.stopped_task_ids.length) lines.push(`stopped tasks: ${res.stopped_task_ids.join(", ")}`);
+  if (res.cancelled_timer_ids.length)
+    lines.push(`cancelled timers: ${res.cancelled_timer_ids.join(", ")}`);
+  if (res.revoked_trigger_ids.length)
+    lines.push(`revoked triggers: ${res.revoked_trigger_ids.join(", ")}`);
+  if (res.deleted_children.length)
+    lines.push(`deleted children: ${res.deleted_children.join(", ")}`);
+  for (const w of res.retained_worktrees) lines.push(`retained worktree: ${w}`);
+  process.stdout.write(lines.join("\n") + "\n");
 }
 
 export async function create(

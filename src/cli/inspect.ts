@@ -58,6 +58,17 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
         (c.evidence?.length ? `  [${c.evidence.join("; ")}]` : ""),
     );
   }
+  if (s.children?.total) {
+    lines.push(`children: ${s.children.live} live of ${s.children.total}`);
+    for (const ch of s.children.entries ?? []) {
+      lines.push(
+        `  ${ch.agent_id}  [${ch.profile_preset}, ${ch.status}${ch.archived ? ", archived" : ""}]` +
+          (ch.supervision_task_id
+            ? `  task ${ch.supervision_task_id} ${ch.supervision_state}`
+            : ""),
+      );
+    }
+  }
   if (s.current_work_item) {
     const w = s.current_work_item;
     lines.push(

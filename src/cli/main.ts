@@ -132,7 +132,8 @@ program
 const agentCmd = program.command("agent").description("Manage agents");
 agentCmd
   .command("list")
-  .description("List public agents")
+  .description("List public agents (--all: private children and archived agents too)")
+  .option("--all", "include private children and archived agents")
   .addOption(home())
   .addOption(token())
   .addOption(json())
@@ -150,7 +151,10 @@ agentCmd
   .description("Create a named public agent")
   .argument("<agent>", "agent id")
   .option("--workspace-root <path>", "workspace the agent works in")
-  .option("--template <template>", "agent template (not supported yet)")
+  .option(
+    "--template <template>",
+    "initialize the agent from a template: an id (~/.agents/templates/<id>), an absolute directory, or a git tree URL",
+  )
   .addOption(home())
   .addOption(token())
   .addOption(json())
@@ -171,6 +175,41 @@ for (const [name, act, desc] of [
     .action(action(async (agent, opts) => (await import("./agent.ts")).control(act, agent, opts)));
 }
 
+// The agent plane (issue 15): home, AgentGet, archive, delete.
+agentCmd
+  .command("home")
+  .description("Print the agent's home directory")
+  .argument("<agent>", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).homeDir(agent, opts)));
+agentCmd
+  .command("get")
+  .description("Show the agent-plane view of an agent (AgentGet): identity, tasks, children")
+  .argument("<agent>", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).get(agent, opts)));
+agentCmd
+  .command("archive")
+  .description("Archive an agent: stop it and its children, keep its data, hide it from lists")
+  .argument("<agent>", "agent id")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).archive(agent, opts)));
+agentCmd
+  .command("delete")
+  .description("Delete an agent: its home and live records (a tombstone and its events stay)")
+  .argument("<agent>", "agent id")
+  .option("--yes", "confirm the deletion")
+  .option("--force", "stop its running tasks and children instead of refusing")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (agent, opts) => (await import("./agent.ts")).remove(agent, opts)));
 agentCmd
   .command("abort")
   .description("Abort the agent's current run (the agent is stopped afterwards)")

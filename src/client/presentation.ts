@@ -110,6 +110,18 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
         tone: "dim",
         detail: e.payload.reason,
       });
+    case "agent_spawned":
+      return item("info", "lifecycle", "Agent spawned", e.payload.child_agent_id, {
+        detail: `${e.payload.profile_preset}${e.payload.supervision_task_id ? ` (task ${e.payload.supervision_task_id})` : ""}`,
+      });
+    case "agent_template_applied":
+      return item("verbose", "lifecycle", "Template applied", e.payload.template);
+    case "agent_archived":
+      return item("info", "lifecycle", "Agent archived", e.payload.reason, { tone: "dim" });
+    case "agent_deleted":
+      return item("info", "lifecycle", "Agent deleted", e.payload.forced ? "forced" : "", {
+        tone: "dim",
+      });
     case "agent_model_changed":
       return item("info", "runtime", "Model", e.payload.override_model ?? "runtime default", {
         detail: e.payload.previous ? `was ${e.payload.previous}` : null,
@@ -478,7 +490,7 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
 }
 
 function taskLabel(t: TaskSnapshot): string {
-  return t.summary ?? firstLine(t.command.cmd);
+  return t.summary ?? firstLine(t.command?.cmd ?? t.child_supervision?.child_agent_id ?? t.task_id);
 }
 
 function firstLine(text: string): string {

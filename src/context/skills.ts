@@ -353,10 +353,22 @@ export class SkillService {
     agent_id?: string | undefined;
     force?: boolean | undefined;
   }) {
+    const target = this.installRoot(opts.agent_id);
+    return { ...this.installInto(target.root, opts), scope: target.scope };
+  }
+
+  /**
+   * Install one skill (a directory, or a tree URL fetched through git) into `root`. Agent
+   * templates use this to stage a new agent's skills before the agent exists.
+   */
+  installInto(
+    root: string,
+    opts: { path?: string | undefined; remote?: string | undefined; force?: boolean | undefined },
+  ) {
     if ((opts.path === undefined) === (opts.remote === undefined)) {
       throw new HolonError("invalid_request", "pass exactly one of path or remote");
     }
-    const target = this.installRoot(opts.agent_id);
+    const target = { root };
     let cleanup: string | undefined;
     try {
       let source: string;
@@ -405,7 +417,7 @@ export class SkillService {
         verbatimSymlinks: true,
         filter: (src) => basename(src) !== ".git",
       });
-      return { name, scope: target.scope, path: dest, description: md.description };
+      return { name, path: dest, description: md.description };
     } finally {
       if (cleanup) rmSync(cleanup, { recursive: true, force: true });
     }

@@ -82,6 +82,12 @@ export const AgentRecord = z.object({
   last_continuation: ContinuationResolution.optional(),
   /** A wake hint that arrived while the agent could not take it (waiting plane). */
   pending_wake_hint: WakeHint.optional(),
+  /** The agent that supervises this one (private children: their parent). */
+  supervisor_agent_id: z.string().optional(),
+  /** How deep in a spawn tree the agent sits (root agents 0, their children 1). */
+  spawn_depth: z.number().int().optional(),
+  /** Set when the agent was archived: stopped, kept, hidden from lists. */
+  archived_at: z.string().optional(),
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 
@@ -133,7 +139,10 @@ export type AgentListEntry = {
   agent_id: string;
   kind: AgentKind;
   visibility: AgentVisibility;
+  ownership: AgentOwnership;
   status: AgentStatus;
   pending: number;
   is_default: boolean;
+  lineage_parent_agent_id: string | null;
+  archived: boolean;
 };

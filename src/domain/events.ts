@@ -162,6 +162,29 @@ export const EventBody = z.discriminatedUnion("type", [
     reason: z.string(),
     current_run_id: z.string().optional(),
   }),
+  // The agent plane (issue 15): spawn, templates, archive and delete.
+  kind("agent_spawned", {
+    child_agent_id: z.string(),
+    profile_preset: ProfilePreset,
+    supervision_task_id: z.string().optional(),
+    workspace_mode: z.enum(["inherit", "worktree"]),
+    context_mode: z.enum(["fresh", "fork"]),
+    parent_work_item_id: z.string().optional(),
+  }),
+  kind("agent_template_applied", {
+    template: z.string(),
+    source_kind: z.enum(["template_id", "absolute_path", "github_url", "builtin_default"]),
+    skills: z.array(z.string()),
+  }),
+  kind("agent_archived", { reason: z.string() }),
+  kind("agent_deleted", {
+    forced: z.boolean(),
+    stopped_task_ids: z.array(z.string()),
+    cancelled_timer_ids: z.array(z.string()),
+    revoked_trigger_ids: z.array(z.string()),
+    retained_worktrees: z.array(z.string()),
+    deleted_children: z.array(z.string()),
+  }),
   kind("agent_model_changed", {
     previous: z.string().nullable(),
     override_model: z.string().nullable(),

@@ -67,6 +67,12 @@ const ConfigFileBase = z.strictObject({
     .strictObject({ attach_policy: z.enum(["any_readable", "operator_attached"]).optional() })
     .optional(),
   control_token: z.string().min(1).optional(),
+  agents: z
+    .strictObject({
+      max_spawn_depth: PositiveInt.optional(),
+      max_live_children: PositiveInt.optional(),
+    })
+    .optional(),
   tui: z
     .strictObject({
       alternate_screen: z.enum(["auto", "always", "never"]).optional(),
@@ -185,6 +191,8 @@ export type EffectiveConfig = {
   workspaces: { attach_policy: "any_readable" | "operator_attached" };
   control_token: string | null;
   tui: { alternate_screen: "auto" | "always" | "never" };
+  /** The agent plane: how deep spawning may nest, how many live children one agent has. */
+  agents: { max_spawn_depth: number; max_live_children: number };
 };
 
 /** Where an effective value came from. */
@@ -276,6 +284,10 @@ export function effectiveConfig(
       workspaces: { attach_policy: file.workspaces?.attach_policy ?? "any_readable" },
       control_token: controlToken,
       tui: { alternate_screen: file.tui?.alternate_screen ?? "auto" },
+      agents: {
+        max_spawn_depth: file.agents?.max_spawn_depth ?? 1,
+        max_live_children: file.agents?.max_live_children ?? 8,
+      },
     },
     overrides,
     warnings,
@@ -388,6 +400,21 @@ export const KEY_DEFS: readonly KeyDef[] = [
     default: DEFAULTS.max_command_output_bytes,
     description:
       "Cap on each output file of a command or task; beyond it the head and tail are kept and the middle dropped",
+    schema: PositiveInt,
+  },
+  {
+    key: "agents.max_spawn_depth",
+    type: "integer",
+    default: 1,
+    description:
+      "How deep SpawnAgent may nest: 1 lets root agents spawn children that cannot spawn again",
+    schema: PositiveInt,
+  },
+  {
+    key: "agents.max_live_children",
+    type: "integer",
+    default: 8,
+    description: "Private children one agent may supervise at the same time",
     schema: PositiveInt,
   },
   ...RETENTION_KEY_DEFS,

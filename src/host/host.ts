@@ -68,16 +68,21 @@ export class RuntimeHost {
     host.recover();
     // A patch a crash cut short is finished or undone before any agent works again.
     for (const a of store.agents.list()) recoverPatchJournals(patchJournalDir(a.agent_home));
+    // Builtin templates into ~/.agents/templates, then every home gets its layout (the
+    // default agent its holon-default AGENTS.md when it has none).
+    host.services.templates.seedBuiltins();
     if (!store.agents.get(agents.defaultAgentId)) {
       agents.create(agents.defaultAgentId, {}, "default");
     }
+    agents.ensureHomes();
     if (opts.autostartAgents !== false) {
       for (const agent of store.agents.list()) {
-        if (agent.visibility === "public") loops.start(agent.agent_id);
+        if (agent.visibility === "public" && !agent.archived_at) loops.start(agent.agent_id);
       }
     }
     loops.open();
     tasks.recover();
+    host.services.agentPlane.recover(); // supervised children run again
     scheduler.start();
     host.services.retention.start();
     return host;

@@ -266,6 +266,10 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "agent_created":
     case "agent_state_changed":
     case "agent_model_changed":
+    case "agent_spawned":
+    case "agent_template_applied":
+    case "agent_archived":
+    case "agent_deleted":
     case "workspace_attached":
     case "workspace_detached":
     case "workspace_activated":

@@ -30,6 +30,8 @@ import { externalTriggerContributor } from "../context/external-trigger.ts";
 import { defaultContributors } from "../context/contributors.ts";
 import { SkillService, skillsContributor, withSkills } from "../context/skills.ts";
 import { WorkspaceService } from "../workspace/registry.ts";
+import { TemplateService } from "../context/templates.ts";
+import { AgentPlane, ChildClosureObserver } from "../tasks/children.ts";
 import { WORK_RECHECK, WorkService } from "../work/service.ts";
 import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts";
 import { workRecheckHandler } from "../work/recheck.ts";
@@ -42,6 +44,9 @@ import { RetentionJob } from "./retention.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
 import { homedir } from "node:os";
+
+const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
+const NONE_HIDDEN: ReadonlySet<string> = new Set();
 
 export type ServiceOptions = {
   home: string;
@@ -119,7 +124,16 @@ export function buildServices(opts: ServiceOptions) {
         store,
         registry: buildRegistry(),
         tasks,
-        toolServices: { workspaces, skills, tasks, work },
+        toolServices: {
+          workspaces,
+          skills,
+          tasks,
+          work,
+          // The agent plane is built after the loops it needs; tools reach it at call time.
+          get agents() {
+            return agentPlane;
+          },
+        },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(opts.env, opts.clock),
         contributors: [
@@ -128,6 +142,11 @@ export function buildServices(opts: ServiceOptions) {
         ],
         executionSnapshot: (agent) => workspaces.snapshot(agent),
         afterTool: (call) => skills.noteToolCall(call),
+        // Profile narrowing: an agent at the spawn depth limit does not see SpawnAgent.
+        hiddenTools: (agent) =>
+          (agent.spawn_depth ?? 0) >= config.current().values.agents.max_spawn_depth
+            ? NO_SPAWN
+            : NONE_HIDDEN,
         beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
         budget: () => {
           const rt = config.current().values.runtime;
@@ -149,7 +168,14 @@ export function buildServices(opts: ServiceOptions) {
   observers.push(skills.observer());
   observers.push(new ProviderRetryObserver({ store, scheduler })); // arms rate-limit retries
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
+  // The agent plane (issue 15): a child's terminal closure settles its supervision task.
+  observers.push(new ChildClosureObserver({ store, ingress, tasks, workspaces, work }));
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
+  const templates = new TemplateService({
+    userHome: opts.env.HOME ?? homedir(),
+    stagingRoot: join(opts.home, "agents", ".staging"),
+    skills,
+  });
   const agents = new AgentDirectory({
     store,
     workspaces,
@@ -157,6 +183,30 @@ export function buildServices(opts: ServiceOptions) {
     defaultAgentId: opts.defaultAgentId,
     agentHome: (agentId) => agentHomeDir(opts.home, agentId),
     checkModelRef: (ref) => config.checkModelRef(ref),
+    homes: templates,
+  });
+  const agentPlane = new AgentPlane({
+    store,
+    ingress,
+    tasks,
+    workspaces,
+    work,
+    agents,
+    loops,
+    sleep,
+    defaultAgentId: opts.defaultAgentId,
+    limits: () => config.current().values.agents,
+    waits: {
+      cancelForAgent(agentId, reason) {
+        const cancelled = timers.list(agentId).active.map((t) => {
+          timers.cancel(agentId, t.timer_id, reason);
+          return t.timer_id;
+        });
+        const trigger = triggers.current(agentId);
+        if (trigger) triggers.revoke(agentId, undefined, reason);
+        return { timers: cancelled, triggers: trigger ? [trigger.external_trigger_id] : [] };
+      },
+    },
   });
   const audit = new RuntimeAudit(store, opts.defaultAgentId);
   const lifecycle = new AgentLifecycle({
@@ -165,7 +215,13 @@ export function buildServices(opts: ServiceOptions) {
     loops,
     signals,
     sleep,
-    owned: tasks,
+    // Agent stop cancels its command tasks and stops the children it supervises.
+    owned: {
+      cancelForAgent: async (agentId, reason) => [
+        ...(await tasks.cancelForAgent(agentId, reason)),
+        ...(await agentPlane.cancelForAgent(agentId, reason)),
+      ],
+    },
     wake: wakeHints,
   });
   // History retention (config `retention.*`): a background job, never on a turn's path.
@@ -190,6 +246,8 @@ export function buildServices(opts: ServiceOptions) {
     executor,
     loops,
     agents,
+    agentPlane,
+    templates,
     lifecycle,
     audit,
     retention,

@@ -8,6 +8,7 @@ import { errorResponse, requestAuth, type AppEnv } from "./support.ts";
 import { EventHub } from "./sse.ts";
 import { publicRoutes } from "./routes-public.ts";
 import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
+import { agentRoutes } from "./routes-agents.ts";
 import { eventRoutes } from "./routes-events.ts";
 import { taskRoutes } from "./routes-tasks.ts";
 import { waitingRoutes } from "./routes-waiting.ts";
@@ -53,6 +54,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   publicRoutes(app, ctx);
   eventRoutes(app, ctx);
   controlRoutes(app, ctx);
+  agentRoutes(app, ctx); // the agent plane: home, AgentGet, archive, delete
   runRoute(app, ctx);
   modelRoutes(app, ctx);
   taskRoutes(app, ctx);

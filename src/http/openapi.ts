@@ -28,6 +28,7 @@ import { EnqueueBody, PublicOrigin } from "./routes-public.ts";
 import { InputBody, StartBody } from "./routes-tasks.ts";
 import { WAITING_ROUTE_DOCS } from "./routes-waiting.ts";
 import { WORKSPACE_ROUTE_DOCS } from "./routes-workspaces.ts";
+import { AGENT_ROUTE_DOCS } from "./routes-agents.ts";
 import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
 import { DEBUG_ROUTE_DOCS } from "./routes-debug.ts";
@@ -94,8 +95,16 @@ export const ROUTES: RouteDoc[] = [
   {
     method: "get",
     path: "/agents/list",
-    summary: "Public agents",
+    summary:
+      "Public agents (all=true, with the control token: private children and archived agents too)",
     access: "read",
+    query: [
+      {
+        name: "all",
+        schema: z.enum(["true", "false"]),
+        description: "include private children and archived agents (control access)",
+      },
+    ],
     ok: { status: 200, schema: S.AgentsListResponse },
   },
   ...withDefault({
@@ -396,6 +405,7 @@ export const ROUTES: RouteDoc[] = [
   },
   ...WAITING_ROUTE_DOCS,
   ...WORKSPACE_ROUTE_DOCS,
+  ...AGENT_ROUTE_DOCS,
   ...USAGE_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,
   ...DEBUG_ROUTE_DOCS,

@@ -29,7 +29,7 @@ export const WakeBody = z.strictObject({
 });
 
 export const CreateBody = z.strictObject({
-  template: z.string().nullable().optional(),
+  template: z.string().max(2048).nullable().optional(),
   trust: TrustLevel.optional(),
   workspace_root: z.string().optional(),
 });
@@ -112,15 +112,10 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
   app.post("/control/agents/:id/create", async (c) => {
     requireControl(c);
     const body = validate(CreateBody, await readJson(c, { optional: true }));
-    if (body.template) {
-      throw new HolonError("unsupported_template", "agent templates are not supported yet", {
-        hint: "create the agent without a template",
-      });
-    }
-    const agent = host.agents.create(
-      c.req.param("id"),
-      body.workspace_root ? { workspace_root: checkWorkspaceRoot(body.workspace_root) } : {},
-    );
+    const agent = host.agents.create(c.req.param("id"), {
+      ...(body.workspace_root ? { workspace_root: checkWorkspaceRoot(body.workspace_root) } : {}),
+      ...(body.template ? { template: body.template } : {}),
+    });
     return c.json({ ok: true, agent: agentSummary(host, agent) }, 201);
   });
 

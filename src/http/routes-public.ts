@@ -10,6 +10,7 @@ import {
   handshakeAuth,
   intParam,
   readJson,
+  requireControl,
   requireRead,
   validate,
   type AppEnv,
@@ -80,7 +81,9 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
 
   app.get("/agents/list", (c) => {
     requireRead(c);
-    return c.json({ ok: true, agents: host.agents.list() });
+    const all = c.req.query("all") === "true";
+    if (all) requireControl(c); // private children are an operator's view
+    return c.json({ ok: true, agents: host.agents.list({ all }) });
   });
 
   const status = (c: Context<AppEnv>) => c.json(agentSummary(host, resolveAgent(c)));

@@ -100,6 +100,12 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS });
     let task = taskOf(c);
     if (waitMs !== undefined) task = await tasks().waitTerminal(task.id, waitMs, c.req.raw.signal);
+    if (task.kind === "child_agent_task") {
+      return c.json({
+        ok: true,
+        ...host.services.agentPlane.output(task, chars, waitMs !== undefined),
+      });
+    }
     return c.json({ ok: true, ...taskOutputView(task, chars, waitMs !== undefined) });
   });
 
@@ -107,7 +113,10 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     await readJson(c, { optional: true });
     const task = taskOf(c);
-    const r = await tasks().stop(task.id);
+    const r =
+      task.kind === "child_agent_task"
+        ? { ...host.services.agentPlane.stop(task), escalated: false }
+        : await tasks().stop(task.id);
     return c.json({
       ok: true,
       task: taskSnapshot(r.task),
@@ -120,12 +129,15 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     const body = validate(InputBody, await readJson(c));
     const task = taskOf(c);
-    const r = await tasks().input(task.id, body.input, body.close_input ?? false);
+    const r =
+      task.kind === "child_agent_task"
+        ? { bytes_written: 0, ...host.services.agentPlane.input(task, body.input) }
+        : await tasks().input(task.id, body.input, body.close_input ?? false);
     return c.json({
       ok: true,
       task: taskSnapshot(tasks().get(task.agent_id, task.id)),
       accepted_input: r.accepted,
-      input_target: inputTarget(task),
+      input_target: task.kind === "child_agent_task" ? "child_agent" : inputTarget(task),
       bytes_written: r.bytes_written,
       reason: r.reason ?? null,
     });

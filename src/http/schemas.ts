@@ -101,9 +101,29 @@ const AgentListEntry = z.object({
   agent_id: z.string(),
   kind: AgentKind,
   visibility: AgentVisibility,
+  ownership: AgentOwnership,
   status: AgentStatus,
   pending: z.number().int(),
   is_default: z.boolean(),
+  lineage_parent_agent_id: z.string().nullable(),
+  archived: z.boolean(),
+});
+
+/** tasks/children.ts childrenSummary: an agent's children as its summary shows them. */
+export const ChildrenSummary = z.object({
+  total: z.number().int(),
+  live: z.number().int(),
+  entries: z.array(
+    z.object({
+      agent_id: z.string(),
+      visibility: AgentVisibility,
+      profile_preset: ProfilePreset,
+      status: AgentStatus,
+      archived: z.boolean(),
+      supervision_task_id: z.string().nullable(),
+      supervision_state: z.string().nullable(),
+    }),
+  ),
 });
 export const AgentsListResponse = z.object({ ok: Ok, agents: z.array(AgentListEntry) });
 
@@ -127,6 +147,9 @@ export const AgentSummary = z.object({
   profile_preset: ProfilePreset,
   agent_home: z.string(),
   lineage_parent_agent_id: z.string().optional(),
+  supervisor_agent_id: z.string().optional(),
+  archived: z.boolean(),
+  children: ChildrenSummary,
   is_default: z.boolean(),
   status: AgentStatus,
   lifecycle_hint: z.object({

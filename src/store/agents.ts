@@ -6,6 +6,9 @@ export class AgentsRepo {
   private readonly getStmt: StatementSync;
   private readonly putStmt: StatementSync;
   private readonly listStmt: StatementSync;
+  private readonly removeStmts: StatementSync[];
+  private readonly tombstoneStmt: StatementSync;
+  private readonly tombstonesStmt: StatementSync;
   /** The host is the only writer, so records are cached; a rolled-back transaction clears it. */
   private readonly cache = new Map<string, AgentRecord>();
 
@@ -15,6 +18,31 @@ export class AgentsRepo {
       "INSERT INTO agents (agent_id, data) VALUES (?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
     );
     this.listStmt = db.prepare("SELECT data FROM agents ORDER BY agent_id");
+    // Deletion removes the live rows; events, briefs, transcript and tasks stay as audit.
+    this.removeStmts = [
+      db.prepare("DELETE FROM agents WHERE agent_id = ?"),
+      db.prepare("DELETE FROM messages WHERE agent_id = ?"),
+      db.prepare("DELETE FROM deadlines WHERE agent_id = ?"),
+    ];
+    this.tombstoneStmt = db.prepare(
+      "INSERT INTO agent_tombstones (agent_id, deleted_at, data) VALUES (?, ?, ?)",
+    );
+    this.tombstonesStmt = db.prepare(
+      "SELECT data FROM agent_tombstones WHERE agent_id = ? ORDER BY rowid DESC",
+    );
+  }
+
+  /** Delete the agent's live rows and leave a tombstone (run inside a transaction). */
+  remove(agentId: string, deletedAt: string, tombstone: Record<string, unknown>): void {
+    for (const stmt of this.removeStmts) stmt.run(agentId);
+    this.tombstoneStmt.run(agentId, deletedAt, JSON.stringify(tombstone));
+    this.cache.delete(agentId);
+  }
+
+  tombstones(agentId: string): Record<string, unknown>[] {
+    return (this.tombstonesStmt.all(agentId) as { data: string }[]).map(
+      (r) => JSON.parse(r.data) as Record<string, unknown>,
+    );
   }
 
   get(agentId: string): AgentRecord | undefined {

@@ -301,4 +301,16 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     // harmless index; dropping it here would fail where the columns no longer exist.
     sql: `SELECT 1;`,
   },
+  {
+    version: 9,
+    name: "agent plane: tombstones of deleted agents",
+    sql: `
+      CREATE TABLE agent_tombstones (
+        agent_id TEXT NOT NULL,
+        deleted_at TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX agent_tombstones_agent ON agent_tombstones (agent_id);
+    `,
+  },
 ];

@@ -7,7 +7,13 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { FailureArtifact } from "../domain/provider.ts";
-import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStatus } from "../domain/task.ts";
+import {
+  TERMINAL_TASK_STATUSES,
+  type ChildSupervision,
+  type TaskRecord,
+  type TaskSnapshot,
+  type TaskStatus,
+} from "../domain/task.ts";
 import type { Ingress } from "../agent/ingress.ts";
 import type { AgentOwnedWork } from "../agent/lifecycle.ts";
 import { unknownAgent } from "../domain/errors.ts";
@@ -199,6 +205,7 @@ export class TaskService implements AgentOwnedWork {
   private handleFor(task: TaskRecord): ProcessHandle | undefined {
     const known = this.handles.get(task.id);
     if (known || TERMINAL_TASK_STATUSES.has(task.status) || this.closed) return known;
+    if (task.kind !== "command_task") return undefined; // a child agent has no process
     const r = reattach(task.process_dir);
     if (r.state === "running") {
       this.watch(task.id, r.handle);
@@ -414,6 +421,11 @@ export class TaskService implements AgentOwnedWork {
         });
       }
     });
+    this.notifySettled(taskId);
+  }
+
+  /** Wake whoever waits on this task (TaskOutput's block); others settle child tasks too. */
+  notifySettled(taskId: string): void {
     const waiters = this.settleWaiters.get(taskId);
     if (waiters) for (const wake of [...waiters]) wake();
   }
@@ -425,6 +437,7 @@ export class TaskService implements AgentOwnedWork {
    */
   recover(): void {
     for (const task of this.store.tasks.active()) {
+      if (task.kind !== "command_task") continue; // children: tasks/children.ts recovers them
       const r = reattach(task.process_dir);
       if (r.state === "running") {
         this.store.tx(() =>
@@ -452,7 +465,7 @@ export class TaskService implements AgentOwnedWork {
    * result recorded). Returns the ids it stopped.
    */
   async cancelForAgent(agentId: string, reason: string): Promise<string[]> {
-    const live = this.store.tasks.activeForAgent(agentId);
+    const live = this.store.tasks.activeForAgent(agentId).filter((t) => t.kind === "command_task");
     await Promise.all(
       live.map((t) =>
         this.stop(t.id).catch((err: unknown) => {
@@ -597,8 +610,30 @@ export function inputTarget(t: TaskRecord): "tty" | "stdin" | null {
 }
 
 /** The lifecycle snapshot TaskStatus and events expose: identity and state, no output bytes. */
-export function taskSnapshot(t: TaskRecord) {
+export function taskSnapshot(t: TaskRecord): TaskSnapshot {
   const terminal = TERMINAL_TASK_STATUSES.has(t.status);
+  if (t.child) {
+    return {
+      task_id: t.id,
+      kind: t.kind,
+      status: t.status,
+      summary: t.summary ?? null,
+      created_at: t.created_at,
+      updated_at: t.updated_at,
+      finished_at: t.finished_at ?? null,
+      wait_policy: "background",
+      command: null,
+      child_supervision: childSupervision(t),
+      input_target: terminal ? null : "child_agent",
+      can_stop: !terminal,
+      output_ready: terminal,
+      exit_status: null,
+      failure: t.failure_artifact
+        ? { kind: t.failure_artifact.kind, summary: t.failure_artifact.summary }
+        : null,
+      output_dropped_bytes: 0,
+    };
+  }
   return {
     task_id: t.id,
     kind: t.kind,
@@ -608,6 +643,7 @@ export function taskSnapshot(t: TaskRecord) {
     updated_at: t.updated_at,
     finished_at: t.finished_at ?? null,
     wait_policy: "background" as const,
+    child_supervision: null,
     command: {
       cmd: t.cmd,
       cmd_digest: t.cmd_digest,
@@ -636,4 +672,32 @@ function droppedText(t: TaskRecord): string {
   return n > 0 ? `, ${n} bytes dropped from the middle by the output cap` : "";
 }
 
-export type TaskSnapshot = ReturnType<typeof taskSnapshot>;
+export type { TaskSnapshot };
+
+/** The `child_supervision` projection of a child_agent_task (the same in every surface). */
+export function childSupervision(t: TaskRecord): ChildSupervision {
+  const c = t.child!;
+  const state: ChildSupervision["state"] =
+    t.status === "running" || t.status === "queued"
+      ? c.needs_input
+        ? "needs_input"
+        : "running"
+      : t.status;
+  return {
+    child_agent_id: c.child_agent_id,
+    supervision_task_id: t.id,
+    parent_agent_id: c.parent_agent_id,
+    delegation_id: c.delegation_id,
+    parent_work_item_id: c.parent_work_item_id ?? null,
+    workspace_mode: c.workspace_mode,
+    context_mode: c.context_mode,
+    label: c.label,
+    state,
+    closure_outcome: c.closure_outcome ?? null,
+    waiting_reason: c.waiting_reason ?? null,
+    current_work_item_id: c.current_work_item_id ?? null,
+    worktree: c.worktree ? { path: c.worktree.path, branch: c.worktree.branch } : null,
+    cleanup_owner: "supervision_task",
+    followup_target: "parent_supervisor",
+  };
+}

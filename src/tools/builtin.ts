@@ -5,6 +5,8 @@ import { execCommandBatchTool } from "./command/exec-command-batch.ts";
 import { applyPatchTool } from "./workspace/apply-patch.ts";
 import { useWorkspaceTool } from "./workspace/use-workspace.ts";
 import { sleepTool } from "./agent/sleep.ts";
+import { spawnAgentTool } from "./agent/spawn-agent.ts";
+import { agentGetTool } from "./agent/agent-get.ts";
 import { taskListTool } from "./task/task-list.ts";
 import { taskStatusTool } from "./task/task-status.ts";
 import { taskOutputTool } from "./task/task-output.ts";
@@ -24,6 +26,8 @@ export function buildRegistry(): ToolRegistry {
     .register(applyPatchTool)
     .register(useWorkspaceTool)
     .register(sleepTool)
+    .register(spawnAgentTool)
+    .register(agentGetTool)
     .register(taskListTool)
     .register(taskStatusTool)
     .register(taskOutputTool)

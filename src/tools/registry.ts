@@ -6,6 +6,7 @@ import type { z } from "zod";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { QueuedMessage } from "../domain/message.ts";
 import type { TaskService } from "../tasks/service.ts";
+import type { AgentPlane } from "../tasks/children.ts";
 import type { SkillService } from "../context/skills.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
 import type { WorkService } from "../work/service.ts";
@@ -45,6 +46,8 @@ export interface ToolServices {
   workspaces: WorkspaceService;
   skills: SkillService;
   work: WorkService;
+  /** The agent plane: SpawnAgent, AgentGet and child-task supervision (tasks/children.ts). */
+  agents: AgentPlane;
 }
 
 /**

@@ -84,6 +84,8 @@ export type TurnDeps = {
   executionSnapshot?: (agent: AgentRecord) => ExecutionSnapshot;
   /** Told about every finished tool call, after its record is durable (skill activation). */
   afterTool?: (call: ToolCallDone) => void;
+  /** Tools this agent's profile leaves out of its catalog (a private child: SpawnAgent). */
+  hiddenTools?: (agent: AgentRecord) => ReadonlySet<string>;
 };
 
 export type ToolCallDone = {
@@ -151,7 +153,9 @@ export class ProviderTurnExecutor implements TurnExecutor {
       return { kind: "failed", summary: NO_PROVIDER_SUMMARY };
     }
     const specs = (this.specs ??= toolSpecs(this.deps.registry));
-    return new Turn(this.deps, specs, req, candidates).run();
+    const hidden = this.deps.hiddenTools?.(req.agent);
+    const visible = hidden?.size ? specs.filter((t) => !hidden.has(t.name)) : specs;
+    return new Turn(this.deps, visible, req, candidates).run();
   }
 
   preview(agent: AgentRecord, message: QueuedMessage): PromptPreview {

@@ -651,6 +651,23 @@ export class WorkspaceService {
     return w;
   }
 
+  /**
+   * A child agent works in a worktree its supervising task owns (SpawnAgent worktree mode):
+   * the worktree becomes the child's active execution root; the task stays its owner.
+   */
+  holdTaskWorktree(agentId: string, worktreeId: string): UseResult {
+    const w = this.store.workspaces.worktree(worktreeId);
+    const workspace = w ? this.store.workspaces.get(w.workspace_id) : undefined;
+    if (!w || !workspace) {
+      throw new HolonError("unknown_worktree", `no managed worktree '${worktreeId}'`, {
+        status: 404,
+      });
+    }
+    const target: Target = { workspace, dir: w.path, detected: "managed_worktree", worktree: w };
+    const attachNeeded = !this.store.workspaces.attachment(agentId, w.workspace_id);
+    return this.store.tx(() => this.activate(agentId, target, attachNeeded, "operator", undefined));
+  }
+
   /** The task ended: remove its worktree (and branch) when clean, retain and report it when not. */
   releaseTaskWorktree(worktreeId: string): LeaveReport | undefined {
     const w = this.store.workspaces.worktree(worktreeId);

@@ -36,6 +36,22 @@ export function exitText(exit: { exit_code: number | null; signal: string | null
 
 /** Human lines describing a task snapshot (no output bytes). */
 export function snapshotLines(t: TaskSnapshot): string[] {
+  if (!t.command) {
+    const c = t.child_supervision!;
+    const lines = [
+      `Task ${t.task_id} (${t.kind}): ${t.status}${c.state === "needs_input" ? " (needs input)" : ""}`,
+      `Child agent: ${c.child_agent_id} (${c.workspace_mode}, ${c.context_mode} context)`,
+      `Job: ${c.label}`,
+    ];
+    if (c.closure_outcome)
+      lines.push(
+        `Child closure: ${c.closure_outcome}${c.waiting_reason ? ` (${c.waiting_reason})` : ""}`,
+      );
+    if (c.worktree) lines.push(`Worktree: ${c.worktree.path} (branch ${c.worktree.branch})`);
+    lines.push(`Started: ${t.created_at}${t.finished_at ? `, finished: ${t.finished_at}` : ""}`);
+    if (t.failure) lines.push(`Failure: ${t.failure.summary}`);
+    return lines;
+  }
   const lines = [
     `Task ${t.task_id} (${t.kind}): ${t.status}`,
     `Command: ${t.command.cmd}`,

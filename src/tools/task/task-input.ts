@@ -27,12 +27,15 @@ const REASONS: Record<string, string> = {
   input_closed: "the task's input was already closed",
   input_blocked: "the task is not reading its input (the pipe is full); part or none was delivered",
   input_unavailable: "the task's input could not be opened",
+  empty_input: "a follow-up for a child agent needs some text",
+  child_gone: "the child agent no longer exists",
+  child_stopped: "the child agent is stopped",
 };
 
 type InputReceipt = {
   task: TaskSnapshot;
   accepted_input: boolean;
-  input_target: "stdin" | "tty" | null;
+  input_target: "stdin" | "tty" | "child_agent" | null;
   bytes_written: number;
   input_closed: boolean;
   reason: string | null;
@@ -46,6 +49,22 @@ export const taskInputTool: ToolDefinition<typeof Input> = {
   input: Input,
   async execute(input, ctx) {
     const task = lookupTask(ctx, input.task_id);
+    if (task.kind === "child_agent_task") {
+      const r = ctx.services.agents.input(task, input.input);
+      const summary = r.accepted
+        ? `sent a follow-up message to child ${task.child!.child_agent_id}`
+        : `input not delivered to child ${task.child!.child_agent_id}: ${REASONS[r.reason ?? ""] ?? r.reason}`;
+      const receipt: InputReceipt = {
+        task: taskSnapshot(ctx.tasks.get(ctx.agent.agent_id, task.id)),
+        accepted_input: r.accepted,
+        input_target: "child_agent",
+        bytes_written: r.accepted ? Buffer.byteLength(input.input) : 0,
+        input_closed: false,
+        reason: r.reason ?? null,
+        summary_text: summary,
+      };
+      return { summary_text: summary, result: receipt };
+    }
     const close = input.close_input ?? false;
     const r = await ctx.tasks.input(task.id, input.input, close);
     const target = inputTarget(task);

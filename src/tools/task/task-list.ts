@@ -49,7 +49,11 @@ export const taskListTool: ToolDefinition<typeof Input> = {
       kind: t.kind,
       status: t.status,
       summary: t.summary ?? null,
-      cmd_preview: t.cmd.length > CMD_PREVIEW ? t.cmd.slice(0, CMD_PREVIEW) + "…" : t.cmd,
+      cmd_preview: t.child
+        ? `child agent ${t.child.child_agent_id}${t.child.needs_input ? " (needs input)" : ""}: ${t.child.label}`
+        : t.cmd.length > CMD_PREVIEW
+          ? t.cmd.slice(0, CMD_PREVIEW) + "…"
+          : t.cmd,
       created_at: t.created_at,
       finished_at: t.finished_at ?? null,
       input_target: TERMINAL_TASK_STATUSES.has(t.status) ? null : inputTarget(t),

@@ -57,7 +57,18 @@ export const taskOutputTool: ToolDefinition<typeof Input> = {
       task = await ctx.tasks.waitTerminal(task.id, timeout, ctx.signal);
       waited = true;
     }
-    const view = taskOutputView(task, previewChars(ctx.budget, input.max_output_tokens), waited);
+    const chars = previewChars(ctx.budget, input.max_output_tokens);
+    if (task.kind === "child_agent_task") {
+      const view = ctx.services.agents.output(task, chars, waited);
+      return {
+        summary_text:
+          view.retrieval_status === "success"
+            ? `child task ${task.id} ${task.status}; result ready`
+            : `child task ${task.id} is still running${waited ? " (wait timed out)" : ""}`,
+        result: view,
+      };
+    }
+    const view = taskOutputView(task, chars, waited);
     const summary =
       view.retrieval_status === "success"
         ? `task ${task.id} ${task.status}; output ready`
@@ -70,6 +81,18 @@ export const taskOutputTool: ToolDefinition<typeof Input> = {
     const r = c.result as { retrieval_status: string; task: OutputTask };
     const t = r.task;
     const lines: string[] = [];
+    const child = (t as { child_supervision?: { child_agent_id: string; state: string } })
+      .child_supervision;
+    if (child) {
+      lines.push(
+        r.retrieval_status === "success"
+          ? `Child agent ${child.child_agent_id} ${t.status}. Its result:`
+          : `Child agent ${child.child_agent_id} is ${child.state}. Its reports so far:`,
+      );
+      if (t.failure_artifact) lines.push(`Failure: ${t.failure_artifact.summary}`);
+      lines.push(t.output_preview || "(nothing reported yet)");
+      return lines.join("\n");
+    }
     switch (r.retrieval_status) {
       case "success":
         lines.push(`Task ${t.task_id} ${t.status} (${exitText(t.exit_status)}).`);

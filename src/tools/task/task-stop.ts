@@ -18,7 +18,10 @@ export const taskStopTool: ToolDefinition<typeof Input> = {
   input: Input,
   async execute(input, ctx) {
     const task = lookupTask(ctx, input.task_id);
-    const r = await ctx.tasks.stop(task.id, STOP_GRACE_MS);
+    const r =
+      task.kind === "child_agent_task"
+        ? { ...ctx.services.agents.stop(task), escalated: false }
+        : await ctx.tasks.stop(task.id, STOP_GRACE_MS);
     const receipt: StopReceipt = {
       task: taskSnapshot(r.task),
       stop_requested: r.stop_requested,
@@ -32,9 +35,11 @@ export const taskStopTool: ToolDefinition<typeof Input> = {
   render(c) {
     const r = c.result as StopReceipt;
     const head = r.stop_requested
-      ? r.escalated
-        ? "Stopped: the task ignored the termination signal and was killed, with its child processes."
-        : "Stopped: the task ended after the termination signal."
+      ? r.task.kind === "child_agent_task"
+        ? "Stopped: the child agent was aborted and stopped; its result so far came back as a task result."
+        : r.escalated
+          ? "Stopped: the task ignored the termination signal and was killed, with its child processes."
+          : "Stopped: the task ended after the termination signal."
       : "Nothing to stop: the task had already ended.";
     return [head, ...snapshotLines(r.task)].join("\n");
   },
