@@ -14,7 +14,7 @@ import {
 import { HolonError } from "../domain/errors.ts";
 import { TaskKind, TaskStatus } from "../domain/task.ts";
 import type { AppContext } from "./context.ts";
-import type { RouteDoc } from "./openapi.ts";
+import type { RouteDoc } from "./route-doc.ts";
 import { ChildrenSummary } from "./schemas.ts";
 import { readJson, requireControl, validate, type AppEnv } from "./support.ts";
 
