@@ -1,6 +1,8 @@
 // The console against a real host and the scripted model: render, type and submit, the
 // state line, every overlay of a plane that has landed (with what that plane holds), a local
-// action, the display level switched, and the stream resumed after the host restarts.
+// action, the display level switched, and the stream resumed after the host restarts; a
+// private child spawned by the scripted model in the agents and children overlays, with its
+// supervision task waiting for input; the memory overlay on a host with and without memory.
 import { createElement as h } from "react";
 import { render } from "ink-testing-library";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -8,7 +10,14 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HolonClient, discover } from "../src/client/client.ts";
 import { App } from "../src/tui/app.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { MemoryOverlay, promptLines } from "../src/tui/views.ts";
+import {
+  reply,
+  startFakeProvider,
+  type FakeAnswer,
+  type FakeProvider,
+  type RecordedRequest,
+} from "./fake-provider/server.ts";
 import {
   cleanupHomes,
   HOLON_BIN,
@@ -163,6 +172,189 @@ describe("holon tui", () => {
       await rt.close();
     }
   }, 90_000);
+
+  it("shows a spawned private child, its lineage and its supervision task needing input; /memory says when the host has no memory plane", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const rt = await startRuntime({
+      home,
+      env: { ...process.env, HOME: tempHome("holon-user-"), HOLON_HOME: home },
+    });
+    // The scripted model: main spawns a private child; the child opens a work item that
+    // needs its operator's input, picks it and asks a question.
+    const agentOf = (req: RecordedRequest) => {
+      const key = String(req.body.prompt_cache_key ?? "");
+      return key.slice("holon-".length, key.lastIndexOf("-"));
+    };
+    fake.setFallback((req): FakeAnswer => {
+      const input = req.body.input as any[];
+      const last = JSON.stringify(input[input.length - 1] ?? "");
+      const after = (id: string) => last.includes("function_call_output") && last.includes(id);
+      if (agentOf(req) === "main") {
+        if (last.includes("SPAWN A HELPER"))
+          return reply.tools([
+            {
+              name: "SpawnAgent",
+              arguments: { initial_message: "JOB-T: choose the release name" },
+              call_id: "s1",
+            },
+          ]);
+        return reply.tools([{ name: "Sleep", arguments: {} }]);
+      }
+      if (last.includes("JOB-T"))
+        return reply.tools([
+          {
+            name: "CreateWorkItem",
+            arguments: { objective: "choose the release name", plan_status: "needs_input" },
+            call_id: "c1",
+          },
+        ]);
+      if (after('"c1"')) {
+        const item = /(wi_\w+)/.exec(last)![1]!;
+        return reply.tools([
+          { name: "PickWorkItem", arguments: { work_item_id: item }, call_id: "c2" },
+        ]);
+      }
+      if (after('"c2"')) return reply.text("Which name, Aster or Birch?");
+      return reply.text("ok");
+    });
+    const connect = () => {
+      const conn = discover(home);
+      return conn ? new HolonClient(conn) : undefined;
+    };
+    const ui = render(h(App, { connect, agentId: "main", display: "info", rows: 20 }));
+    const frame = () => ui.lastFrame() ?? "";
+    try {
+      await waitFor(() => frame().includes("· live"), { what: "live" });
+      expect(
+        (await rt.req("POST", "/control/agents/main/prompt", { text: "SPAWN A HELPER" })).status,
+      ).toBe(202);
+      const task = await waitFor(
+        async () => {
+          const t = (await rt.req("GET", "/agents/main/tasks")).json.tasks[0];
+          return t?.child_supervision?.state === "needs_input" ? t : null;
+        },
+        { what: "the child's task to need input", timeoutMs: 20_000 },
+      );
+      const child: string = task.child_supervision.child_agent_id;
+      const overlay = async (command: string, ...expected: (string | RegExp)[]) => {
+        const name = command.split(" ")[0]!;
+        ui.stdin.write(`/${command}`);
+        await waitFor(() => frame().includes(`› /${command}`), { what: `typed /${command}` });
+        ui.stdin.write("\r");
+        await waitFor(
+          () =>
+            frame().includes(`${name} (Esc closes)`) &&
+            expected.every((e) => (typeof e === "string" ? frame().includes(e) : e.test(frame()))),
+          { what: `${name} overlay showing ${expected.join(", ")}` },
+        );
+        const shown = frame();
+        ui.stdin.write("\u001b");
+        await waitFor(() => !frame().includes(`${name} (Esc closes)`), {
+          what: `${name} closed`,
+        });
+        return shown;
+      };
+      // The agents overlay lists the private child under its parent.
+      await overlay("agents", "› main", `    ${child}`, `(private, child of main)`);
+      // The children overlay: main's identity and lineage, the child, its supervision task.
+      const shown = await overlay(
+        "children",
+        "agent main  [default, public, self_owned, public_named]",
+        "lineage: parent - · supervisor -",
+        "children: 1 live of 1",
+        `• ${child}`,
+        `task ${task.task_id}  running, needs_input`,
+        "needs input: answer with holon task input <task_id> <text>",
+        "closure waiting (awaiting_operator_input)",
+      );
+      expect(shown).toContain("context fresh");
+      // The child itself: its identity and lineage, read through the control route.
+      await overlay(
+        `children ${child}`,
+        "[child, private, parent_supervised, private_child]",
+        "lineage: parent main · supervisor main",
+        "(no children)",
+      );
+      // The memory plane has not landed on this host: the overlay says so.
+      await overlay("memory", "memory plane not available on this host");
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; the screen:\n${frame()}`);
+    } finally {
+      fake.setFallback(null);
+      ui.unmount();
+      await rt.close();
+    }
+  }, 60_000);
+
+  it("the memory overlay shows the memory object of a /state answer", () => {
+    const state = {
+      agent: { status: "asleep" },
+      memory: {
+        working_memory_revision: 7,
+        last_prompted_working_memory_revision: 5,
+        pending_working_memory_delta: ["decided: release name Birch", "todo: tag v0.3"],
+        working_memory_updated_at: "2026-11-25T13:05:55.000Z",
+        active_episode_id: "ep_42",
+        archived_episode_count: 3,
+        compactions_total: 2,
+        compacted_rounds_total: 19,
+        future_field: "kept",
+      },
+    };
+    const prompt = {
+      totals: {
+        estimated_tokens: 5120,
+        budget_tokens: 100000,
+        compaction_soft_limit_tokens: 80000,
+        cache_stable_prefix_tokens: 4000,
+        counter: "o200k_base",
+      },
+    };
+    const ui = render(h(MemoryOverlay, { state, prompt }));
+    const f = ui.lastFrame() ?? "";
+    ui.unmount();
+    expect(f).toContain("memory (Esc closes)");
+    expect(f).toContain("working memory: revision 7 (last prompted 5)");
+    expect(f).toContain("pending delta (2, not yet in a prompt):");
+    expect(f).toContain("+ decided: release name Birch");
+    expect(f).toContain("episodes: active ep_42 · archived 3");
+    expect(f).toContain("compaction: 2 compactions, 19 rounds compacted");
+    expect(f).toContain("future_field: kept");
+    expect(f).toContain("next prompt: ~5120 of 100000 tokens · compaction at 80000");
+    // A /state without it (or a different shape) degrades to one plain line.
+    const none = render(h(MemoryOverlay, { state: { agent: {} } }));
+    expect(none.lastFrame()).toContain("memory plane not available on this host");
+    none.unmount();
+    const odd = render(
+      h(MemoryOverlay, { state: { memory: { pending_working_memory_delta: "x" } } }),
+    );
+    expect(odd.lastFrame()).toContain("working memory: revision 0");
+    odd.unmount();
+  });
+
+  it("the prompt overlay reads both prompt-preview shapes (flat, and with token totals)", () => {
+    const flat = promptLines({
+      sections: [{ contributor: "policy", placement: "system_prompt", text: "be kind\nbe brief" }],
+      incoming: "Operator:\nship it",
+      tools: ["Sleep", "TaskList"],
+    });
+    expect(flat).toContain("── policy (system_prompt, 2 lines)");
+    expect(flat).toContain("── incoming: ship it");
+    expect(flat).toContain("tools (2): Sleep, TaskList");
+    const rich = promptLines({
+      sections: [
+        { contributor: "memory", placement: "context", estimated_tokens: 40, text: "Birch" },
+      ],
+      incoming: { source: "placeholder", text: "(an operator prompt)" },
+      tools: { count: 1, names: ["Sleep"], estimated_tokens: 30 },
+      totals: { estimated_tokens: 900, budget_tokens: 120000 },
+    });
+    expect(rich).toContain("── memory (context, 1 lines, ~40 tokens)");
+    expect(rich).toContain("── incoming: (an operator prompt)");
+    expect(rich).toContain("tools (1): Sleep");
+    expect(rich).toContain("total ~900 tokens of 120000");
+  });
 
   it("holon tui on a terminal draws the console, and /quit leaves the runtime as it was", async () => {
     const home = tempHome();

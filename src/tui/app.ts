@@ -3,8 +3,8 @@
 // presentation layer, an always-available composer (Enter submits; Alt+Enter or
 // `/interject …` interjects into the running turn), a state line (workspace and projection,
 // queue, current work item, access), and overlays for the planes that have landed (agents,
-// transcript, raw events, tasks, work items, timers and triggers, workspaces, actions, help)
-// closed by Esc.
+// transcript, raw events, tasks, work items, timers and triggers, workspaces, child agents,
+// memory, actions, help) closed by Esc.
 // Closing it changes nothing in the runtime; it follows the event stream across host
 // restarts (client/follow.ts). Written with createElement: Node strips types, not JSX.
 import { resolve } from "node:path";
@@ -24,6 +24,7 @@ import {
 } from "../client/presentation.ts";
 import type { EventEnvelope } from "../domain/events.ts";
 import type { StoredTranscriptEntry } from "../domain/transcript.ts";
+import { childrenLines, memoryLines, OverlayBox, promptLines } from "./views.ts";
 
 export type TuiProps = {
   /** Find the host (again after a restart). */
@@ -42,6 +43,8 @@ type Overlay =
   | "work"
   | "timers"
   | "workspaces"
+  | "children"
+  | "memory"
   | "actions"
   | "prompt"
   | "help";
@@ -54,6 +57,8 @@ const OVERLAYS: readonly Overlay[] = [
   "work",
   "timers",
   "workspaces",
+  "children",
+  "memory",
   "actions",
   "help",
 ];
@@ -65,6 +70,8 @@ const HELP = [
   "/display 3|4|5    info, verbose or debug (also the names)",
   "/agent <id>       switch agent",
   "/agents /transcript /events /tasks /work /timers /workspaces /actions /help   overlays",
+  "/children [id]    lineage and private children of the agent (or of id), with their tasks",
+  "/memory           working memory, episodes and compaction (when the host has them)",
   "/prompt [text]    the prompt the next turn would send",
   "/wake /pause /resume /stop   agent control",
   "/refresh          re-read the agent's state;  /clear-status  clear the notice line",
@@ -270,13 +277,53 @@ export function App(props: TuiProps): ReactElement {
     try {
       switch (which) {
         case "agents": {
-          const r = await c.call<{ agents: any[] }>("GET", "/agents/list");
-          return setOverlayLines(
-            lines(
-              r.agents,
-              (x) => `${x.agent_id === agentId ? "›" : " "} ${x.agent_id}  ${x.status}`,
-            ),
-          );
+          // With the control token (always over the Unix socket) the list includes private
+          // children, shown under their parent; archived agents are only counted.
+          const r = await c
+            .call<{ agents: any[] }>("GET", "/agents/list?all=true")
+            .catch(() => c.call<{ agents: any[] }>("GET", "/agents/list"));
+          const live = r.agents.filter((x) => !x.archived);
+          const ids = new Set(live.map((x) => x.agent_id));
+          const row = (x: any, depth: number) =>
+            `${x.agent_id === agentId ? "›" : " "} ${"  ".repeat(depth)}${x.agent_id}  ${x.status}` +
+            (x.visibility === "private" ? "  (private" : "") +
+            (x.visibility === "private" && x.lineage_parent_agent_id
+              ? `, child of ${x.lineage_parent_agent_id})`
+              : x.visibility === "private"
+                ? ")"
+                : "");
+          const out: string[] = [];
+          const walk = (parent: string | undefined, depth: number) => {
+            for (const x of live) {
+              const sup = x.visibility === "private" ? x.lineage_parent_agent_id : undefined;
+              const attached = sup && ids.has(sup) ? sup : undefined;
+              if (attached !== parent || depth > 8) continue;
+              out.push(row(x, depth));
+              walk(x.agent_id, depth + 1);
+            }
+          };
+          walk(undefined, 0);
+          const archived = r.agents.length - live.length;
+          if (archived) out.push(`(${archived} archived, not shown)`);
+          return setOverlayLines(out);
+        }
+        case "children": {
+          // `/children <id>` looks at another agent, a private child included (its lineage,
+          // its own children); the supervision tasks are read from the public task list.
+          const who = `/agents/${encodeURIComponent(arg || agentId)}`;
+          const [got, tasks] = await Promise.all([
+            c.call<unknown>("GET", `/control${who}/agent`),
+            c.call<{ tasks: unknown[] }>("GET", `${who}/tasks`).catch(() => undefined),
+          ]);
+          return setOverlayLines(childrenLines(got, tasks?.tasks));
+        }
+        case "memory": {
+          const st = await c.call<Record<string, unknown>>("GET", `${a}/state`);
+          // The prompt preview adds token totals where the host reports them.
+          const preview = st.memory
+            ? await c.call<unknown>("GET", `/control${a}/debug/prompt`).catch(() => undefined)
+            : undefined;
+          return setOverlayLines(memoryLines(st, preview));
         }
         case "transcript": {
           const r = await c.call<{ entries: StoredTranscriptEntry[] }>(
@@ -292,21 +339,8 @@ export function App(props: TuiProps): ReactElement {
         }
         case "prompt": {
           const q = arg ? `?text=${encodeURIComponent(arg)}` : "";
-          const r = await c.call<{
-            sections: { contributor: string; placement: string; text: string }[];
-            incoming: string;
-            tools: string[];
-          }>("GET", `/control${a}/debug/prompt${q}`);
-          const out: string[] = [];
-          for (const sec of r.sections) {
-            const body = sec.text.split("\n");
-            out.push(`── ${sec.contributor} (${sec.placement}, ${body.length} lines)`);
-            out.push(...body.slice(0, 2).map((l) => `   ${l.slice(0, 90)}`));
-          }
-          out.push(`── incoming: ${r.incoming.split("\n").at(-1)?.slice(0, 80) ?? ""}`);
-          out.push(`tools (${r.tools.length}): ${r.tools.join(", ")}`);
-          out.push("(the whole text: holon debug prompt)");
-          return setOverlayLines(out);
+          const r = await c.call<unknown>("GET", `/control${a}/debug/prompt${q}`);
+          return setOverlayLines(promptLines(r));
         }
         case "events": {
           const r = await c.call<{ events: EventEnvelope[] }>(
@@ -453,6 +487,8 @@ export function App(props: TuiProps): ReactElement {
         return exit();
       case "prompt":
         return void openOverlay("prompt", arg);
+      case "children":
+        return void openOverlay("children", arg);
       default:
         if ((OVERLAYS as readonly string[]).includes(cmd ?? "")) {
           return void openOverlay(cmd as Overlay);
@@ -501,12 +537,7 @@ export function App(props: TuiProps): ReactElement {
     ),
     h(Text, { dimColor: true }, stateLine(agentState, access)),
     overlay
-      ? h(
-          Box,
-          { flexDirection: "column", borderStyle: "round", paddingX: 1 },
-          h(Text, { bold: true }, `${overlay} (Esc closes)`),
-          ...overlayLines.slice(0, 40).map((l, i) => h(Text, { key: `o${i}` }, l)),
-        )
+      ? h(OverlayBox, { title: overlay, lines: overlayLines })
       : h(
           Box,
           { flexDirection: "column" },
