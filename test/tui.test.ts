@@ -276,6 +276,9 @@ describe("holon tui", () => {
         "lineage: parent main · supervisor main",
         "(no children)",
       );
+      // An unknown or malformed id is an error line in the overlay, nothing more.
+      await overlay("children nobody", "failed: unknown_agent");
+      await overlay("children ../etc", "failed: invalid_agent_id");
       // The memory plane has not landed on this host: the overlay says so.
       await overlay("memory", "memory plane not available on this host");
     } catch (err) {

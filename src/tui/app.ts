@@ -412,7 +412,10 @@ export function App(props: TuiProps): ReactElement {
         }
       }
     } catch (err) {
-      setOverlayLines([`failed: ${(err as Error).message}`]);
+      const kind = (err as { kind?: unknown }).kind;
+      setOverlayLines([
+        `failed: ${typeof kind === "string" ? `${kind}: ` : ""}${(err as Error).message}`,
+      ]);
     }
   };
 
