@@ -300,6 +300,21 @@ export const EventBody = z.discriminatedUnion("type", [
     provider_started_at: z.string(),
     provider_completed_at: z.string(),
   }),
+  // Context management (src/memory/): turn-local compaction changed what the model sees.
+  kind("context_compacted", {
+    run_id: z.string(),
+    round: z.number().int(),
+    strategy: z.enum(["turn_local_recap", "remote_compaction"]),
+    /** Rounds of the turn now represented by the recap (from the first). */
+    compacted_rounds: z.number().int(),
+    retained_rounds: z.number().int(),
+    before_tokens: z.number().int(),
+    after_tokens: z.number().int(),
+    recap_tokens: z.number().int(),
+    budget_tokens: z.number().int(),
+    window_tokens: z.number().int(),
+    full_conversation_tokens: z.number().int(),
+  }),
   kind("assistant_round_recorded", {
     run_id: z.string(),
     round: z.number().int(),

@@ -34,6 +34,9 @@ import { WORK_RECHECK, WorkService } from "../work/service.ts";
 import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts";
 import { workRecheckHandler } from "../work/recheck.ts";
 import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
+import { TurnCompactor } from "../memory/compaction.ts";
+import { contextLimits, type ContextLimits } from "../memory/budget.ts";
+import { modelMetadata } from "../providers/builtin.ts";
 import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
@@ -97,6 +100,15 @@ export function buildServices(opts: ServiceOptions) {
     defaultAgentId: opts.defaultAgentId,
   });
   const work = new WorkService({ store, deadlines: scheduler, ingress });
+  // Context management: the request budget per model and turn-local compaction.
+  const contextLimitsOf = (agent: { model_override?: string | null | undefined }) =>
+    agentContextLimits(config, agent.model_override ?? null);
+  const compactor = new TurnCompactor({
+    store,
+    limits: contextLimitsOf,
+    settings: () => config.current().values.context,
+  });
+  const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
     paths,
@@ -125,8 +137,14 @@ export function buildServices(opts: ServiceOptions) {
           externalTriggerContributor(triggers),
         ],
         executionSnapshot: (agent) => workspaces.snapshot(agent),
-        afterTool: (call) => skills.noteToolCall(call),
-        beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
+        afterTool: (call) => {
+          skills.noteToolCall(call);
+          compactor.noteToolCall(call);
+        },
+        // The stale reminder adds its note, then compaction fits the whole request.
+        beforeProviderCall: (request, ctx) => compactor.hook(staleReminder(request, ctx), ctx),
+        afterProviderCall: (info) =>
+          compactor.noteUsage(info.run_id, info.model_ref, info.token_usage),
         budget: () => {
           const rt = config.current().values.runtime;
           return {
@@ -190,7 +208,22 @@ export function buildServices(opts: ServiceOptions) {
     work,
     usage,
     operatorTransport,
+    compactor,
+    contextLimitsOf,
   };
+}
+
+/** The tightest budget among the models a turn of this agent may use. */
+function agentContextLimits(config: ConfigSource, override: string | null): ContextLimits {
+  const values = config.current().values;
+  const refs = config
+    .candidates(override)
+    .filter((c) => c.unavailable_reason === undefined)
+    .map((c) => c.model_ref);
+  const all = (refs.length ? refs : [values.model.default ?? ""]).map((ref) =>
+    contextLimits(ref || null, modelMetadata(ref, values).entry, values.context),
+  );
+  return all.reduce((a, b) => (b.prompt < a.prompt ? b : a));
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */

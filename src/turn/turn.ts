@@ -17,6 +17,7 @@ import type {
   TranscriptData,
   TranscriptEntryKind,
 } from "../domain/transcript.ts";
+import { HolonError } from "../domain/errors.ts";
 import { createBrief, recordRuntimeFailure } from "../agent/briefs.ts";
 import { AbortRunError, type TurnExecutor, type TurnRequest } from "../agent/runtime.ts";
 import type {
@@ -80,11 +81,19 @@ export type TurnDeps = {
   executionSnapshot?: (agent: AgentRecord) => ExecutionSnapshot;
   /** Told about every finished tool call, after its record is durable (skill activation). */
   afterTool?: (call: ToolCallDone) => void;
+  /** Told the usage a provider reported for a request (token estimate calibration). */
+  afterProviderCall?: (info: {
+    agent_id: string;
+    run_id: string;
+    model_ref: string;
+    token_usage: TokenUsage | undefined;
+  }) => void;
 };
 
 export type ToolCallDone = {
   agent_id: string;
   run_id: string;
+  call_id: string;
   turn_index: number;
   tool_name: string;
   arguments: string;
@@ -265,12 +274,22 @@ class Turn {
         tools: this.specs,
       };
       if (this.deps.beforeProviderCall) {
-        request = await this.deps.beforeProviderCall(request, {
-          agent: this.agent,
-          run_id: this.req.run_id,
-          round: this.rounds,
-          signal: this.req.signal,
-        });
+        try {
+          request = await this.deps.beforeProviderCall(request, {
+            agent: this.agent,
+            run_id: this.req.run_id,
+            round: this.rounds,
+            signal: this.req.signal,
+          });
+        } catch (err) {
+          // The context budget could not be met: fail explicitly rather than send a request
+          // the provider would refuse.
+          if (!(err instanceof HolonError)) throw err;
+          return this.fail(`The turn cannot continue: ${err.message}.`, {
+            kind: err.kind,
+            ...err.details,
+          });
+        }
       }
       const providerStartedAt = store.clock.now();
       const t0 = performance.now();
@@ -287,6 +306,12 @@ class Turn {
       }
       const response = result.response;
       const roundUsage = response.token_usage;
+      this.deps.afterProviderCall?.({
+        agent_id: this.agent.agent_id,
+        run_id: this.req.run_id,
+        model_ref: result.model_ref,
+        token_usage: roundUsage,
+      });
       this.usage = addTokenUsage(this.usage, roundUsage);
       const text = response.blocks
         .filter((b) => b.type === "assistant_text")
@@ -436,6 +461,7 @@ class Turn {
     this.deps.afterTool?.({
       agent_id: this.agent.agent_id,
       run_id: this.req.run_id,
+      call_id: callId,
       turn_index: this.turnIndex,
       tool_name: name,
       arguments: args,
