@@ -35,6 +35,7 @@ import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts"
 import { workRecheckHandler } from "../work/recheck.ts";
 import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
 import { TurnCompactor } from "../memory/compaction.ts";
+import { ContinuityService } from "../memory/continuity.ts";
 import { contextLimits, type ContextLimits } from "../memory/budget.ts";
 import { modelMetadata } from "../providers/builtin.ts";
 import { installCommandPolicy } from "./command-policy.ts";
@@ -108,6 +109,7 @@ export function buildServices(opts: ServiceOptions) {
     limits: contextLimitsOf,
     settings: () => config.current().values.context,
   });
+  const continuity = new ContinuityService(store);
   const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
@@ -133,7 +135,10 @@ export function buildServices(opts: ServiceOptions) {
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(opts.env, opts.clock),
         contributors: [
-          ...withSkills(defaultContributors(), skillsContributor(skills)),
+          ...withSkills(
+            defaultContributors((agent) => contextLimitsOf(agent).prompt),
+            skillsContributor(skills),
+          ),
           externalTriggerContributor(triggers),
         ],
         executionSnapshot: (agent) => workspaces.snapshot(agent),
@@ -163,6 +168,7 @@ export function buildServices(opts: ServiceOptions) {
     }),
   ];
   observers.push(skills.observer());
+  observers.push(continuity.observer()); // working memory and episodes at each turn boundary
   observers.push(new ProviderRetryObserver({ store, scheduler })); // arms rate-limit retries
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
@@ -210,6 +216,7 @@ export function buildServices(opts: ServiceOptions) {
     operatorTransport,
     compactor,
     contextLimitsOf,
+    continuity,
   };
 }
 

@@ -98,8 +98,7 @@ function filesOf(args: Record<string, unknown>): string[] {
   const out: string[] = [];
   for (const v of Object.values(args)) {
     if (typeof v !== "string") continue;
-    for (const m of v.matchAll(/^\*\*\* (?:Update|Add|Delete) File: (.+)$/gm))
-      out.push(m[1]!.trim());
+    for (const m of v.matchAll(/^\+\+\+ b\/(.+)$/gm)) out.push(m[1]!.trim());
   }
   return out;
 }

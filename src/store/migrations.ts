@@ -301,4 +301,18 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     // harmless index; dropping it here would fail where the columns no longer exist.
     sql: `SELECT 1;`,
   },
+  {
+    version: 10,
+    name: "memory: working memory and context episodes",
+    sql: `
+      CREATE TABLE working_memory (agent_id TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE context_episodes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX context_episodes_agent ON context_episodes (agent_id, seq);
+    `,
+  },
 ];
