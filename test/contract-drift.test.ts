@@ -56,6 +56,7 @@ function ctxFor(host: RuntimeHost): ToolContext {
       work: host.services.work,
       workspaces: host.services.workspaces,
       skills: host.services.skills,
+      memory: host.services.memoryIndex,
     },
   };
 }

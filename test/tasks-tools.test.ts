@@ -51,6 +51,7 @@ function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
       work: host.services.work,
       workspaces: host.services.workspaces,
       skills: host.services.skills,
+      memory: host.services.memoryIndex,
     },
   };
 }

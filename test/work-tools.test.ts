@@ -48,6 +48,7 @@ function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`)
       work: host.services.work,
       workspaces: host.services.workspaces,
       skills: host.services.skills,
+      memory: host.services.memoryIndex,
     },
   };
 }

@@ -36,6 +36,7 @@ import { workRecheckHandler } from "../work/recheck.ts";
 import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
 import { TurnCompactor } from "../memory/compaction.ts";
 import { ContinuityService } from "../memory/continuity.ts";
+import { MemoryIndexService } from "../memory/search.ts";
 import { contextLimits, type ContextLimits } from "../memory/budget.ts";
 import { modelMetadata } from "../providers/builtin.ts";
 import { installCommandPolicy } from "./command-policy.ts";
@@ -110,6 +111,7 @@ export function buildServices(opts: ServiceOptions) {
     settings: () => config.current().values.context,
   });
   const continuity = new ContinuityService(store);
+  const memoryIndex = new MemoryIndexService(store); // MemorySearch / MemoryGet
   const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
@@ -131,7 +133,7 @@ export function buildServices(opts: ServiceOptions) {
         store,
         registry: buildRegistry(),
         tasks,
-        toolServices: { workspaces, skills, tasks, work },
+        toolServices: { workspaces, skills, tasks, work, memory: memoryIndex },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(opts.env, opts.clock),
         contributors: [
@@ -217,6 +219,7 @@ export function buildServices(opts: ServiceOptions) {
     compactor,
     contextLimitsOf,
     continuity,
+    memoryIndex,
   };
 }
 

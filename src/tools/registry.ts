@@ -10,6 +10,7 @@ import type { TaskService } from "../tasks/service.ts";
 import type { SkillService } from "../context/skills.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
 import type { WorkService } from "../work/service.ts";
+import type { MemoryIndexService } from "../memory/search.ts";
 import type { OutputBudget } from "./budget.ts";
 import {
   errorResult,
@@ -46,6 +47,7 @@ export interface ToolServices {
   workspaces: WorkspaceService;
   skills: SkillService;
   work: WorkService;
+  memory: MemoryIndexService;
 }
 
 /**
@@ -62,7 +64,7 @@ export type ToolOutput = {
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> = {
   name: string;
-  family: "command" | "task" | "workspace" | "agent" | "work";
+  family: "command" | "task" | "workspace" | "agent" | "work" | "memory";
   description: string;
   input: S;
   /**
