@@ -94,11 +94,7 @@ function seed(host: RuntimeHost) {
   });
   host.store.tx(() =>
     host.store.memory.addEpisode(
-      episode(
-        host,
-        "ep_fix1",
-        "修复了部署脚本：deploy.sh 使用了过期的 key。Fixed the broken deploy.",
-      ),
+      episode("ep_fix1", "修复了部署脚本：deploy.sh 使用了过期的 key。Fixed the broken deploy."),
     ),
   );
   return { home, brief };
