@@ -5,7 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
 import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 
@@ -111,6 +118,46 @@ describe("working memory and episodes across a restart", () => {
       rt.host.store.memory.recentEpisodes(agent, 10).map((e) => e.id),
     );
     expect(rebuilt).toHaveLength(2);
+
+    // /state reports the memory fields
+    const state = await rt.req("GET", `/agents/${agent}/state`);
+    expect(state.status).toBe(200);
+    expect(state.json.memory).toMatchObject({
+      working_memory_revision: expect.any(Number),
+      archived_episode_count: 2,
+      compactions_total: 0,
+      compacted_rounds_total: 0,
+    });
+    expect(state.json.memory.working_memory_revision).toBeGreaterThanOrEqual(2);
+
+    // the prompt preview: sections with estimates, the cache-stable prefix marked
+    const preview = await rt.req("GET", `/control/agents/${agent}/debug/prompt`);
+    expect(preview.status).toBe(200);
+    const sections = preview.json.sections as any[];
+    const wm = sections.find((x) => x.contributor === "working_memory");
+    expect(wm).toMatchObject({ placement: "context", cache_stable: false });
+    expect(wm.text).toContain("Working memory (revision");
+    expect(wm.estimated_tokens).toBeGreaterThan(10);
+    expect(sections.find((x) => x.contributor === "policy")?.cache_stable).toBe(true);
+    expect(preview.json.prompt_cache_key).toBe(t1.body.prompt_cache_key);
+    expect(preview.json.totals.estimated_tokens).toBeGreaterThan(
+      preview.json.totals.cache_stable_prefix_tokens,
+    );
+    // the trigger capability is never shown in full
+    expect(JSON.stringify(preview.json)).not.toMatch(/callbacks\/wake\/[A-Za-z0-9_-]{20,}/);
+    const anonymous = await rt.req("GET", `/control/agents/${agent}/debug/prompt`, undefined, {
+      authorization: "",
+    });
+    expect(anonymous.status).toBe(401);
+    const unknown = await rt.req("GET", `/control/agents/nobody/debug/prompt`);
+    expect(unknown.status).toBe(404);
+
+    // and through the CLI
+    const cli = await runCli(["debug", "prompt", agent, "--home", home]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toMatch(/\[c\]\s+system_prompt/);
+    expect(cli.stdout).toContain("working_memory");
+    expect(cli.stdout).toMatch(/total ~\d+ tokens of \d+/);
     await rt.close();
   });
 });

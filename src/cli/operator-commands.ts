@@ -102,4 +102,13 @@ export function registerOperatorCommands(program: Command): void {
     .addOption(token())
     .addOption(json())
     .action(action(async (agent, opts) => (await import("./debug.ts")).latency(agent, opts)));
+  debug
+    .command("prompt")
+    .description("What the agent's next model request holds: sections, sizes, token estimates")
+    .argument("[agent]", "agent id (default agent when omitted)")
+    .option("--text", "print each section's text as well")
+    .addOption(home())
+    .addOption(token())
+    .addOption(json())
+    .action(action(async (agent, opts) => (await import("./memory.ts")).debugPrompt(agent, opts)));
 }

@@ -79,5 +79,8 @@ export const WorkingMemoryRecord = z.object({
   last_prompted_revision: z.number().int(),
   active_episode: EpisodeBuilder.nullable(),
   archived_episode_count: z.number().int(),
+  /** Turn-local compactions over the agent's life, and the rounds they folded into recaps. */
+  compactions_total: z.number().int().default(0),
+  compacted_rounds_total: z.number().int().default(0),
 });
 export type WorkingMemoryRecord = z.infer<typeof WorkingMemoryRecord>;

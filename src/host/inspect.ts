@@ -100,7 +100,24 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
     pending_wake_hint: waiting.pending_wake_hint,
     waiting: waiting.waiting,
     workspace: workspaceView(agent),
+    memory: memoryState(host, agent),
     newest_seq: store.events.newestSeq(agent.agent_id),
+  };
+}
+
+/** Working memory, episodes and compaction counts (`/state` `memory`). */
+function memoryState(host: RuntimeHost, agent: AgentRecord) {
+  const wm = host.store.memory.workingMemory(agent.agent_id);
+  return {
+    working_memory_revision: wm?.revision ?? 0,
+    last_prompted_working_memory_revision: wm?.last_prompted_revision ?? 0,
+    pending_working_memory_delta:
+      wm && wm.revision > wm.last_prompted_revision ? wm.pending_delta : [],
+    working_memory_updated_at: wm?.updated_at ?? null,
+    active_episode_id: wm?.active_episode?.id ?? null,
+    archived_episode_count: host.store.memory.episodeCount(agent.agent_id),
+    compactions_total: wm?.compactions_total ?? 0,
+    compacted_rounds_total: wm?.compacted_rounds_total ?? 0,
   };
 }
 

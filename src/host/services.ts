@@ -110,8 +110,17 @@ export function buildServices(opts: ServiceOptions) {
     limits: contextLimitsOf,
     settings: () => config.current().values.context,
   });
-  const continuity = new ContinuityService(store);
+  const continuity = new ContinuityService(store, (runId) => compactor.runStats(runId));
   const memoryIndex = new MemoryIndexService(store); // MemorySearch / MemoryGet
+  // The prompt frame's sections, in order (also read by `holon debug prompt`).
+  const contributors = [
+    ...withSkills(
+      defaultContributors((agent) => contextLimitsOf(agent).prompt),
+      skillsContributor(skills),
+    ),
+    externalTriggerContributor(triggers),
+  ];
+  const registry = buildRegistry();
   const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
@@ -131,18 +140,12 @@ export function buildServices(opts: ServiceOptions) {
     ? opts.executor(core)
     : new ProviderTurnExecutor({
         store,
-        registry: buildRegistry(),
+        registry,
         tasks,
         toolServices: { workspaces, skills, tasks, work, memory: memoryIndex },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
         callModel: modelCall(opts.env, opts.clock),
-        contributors: [
-          ...withSkills(
-            defaultContributors((agent) => contextLimitsOf(agent).prompt),
-            skillsContributor(skills),
-          ),
-          externalTriggerContributor(triggers),
-        ],
+        contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),
         afterTool: (call) => {
           skills.noteToolCall(call);
@@ -220,6 +223,8 @@ export function buildServices(opts: ServiceOptions) {
     contextLimitsOf,
     continuity,
     memoryIndex,
+    contributors,
+    registry,
   };
 }
 

@@ -15,6 +15,7 @@ import { workRoutes } from "./routes-work.ts";
 import { workspaceRoutes } from "./routes-workspaces.ts";
 import { usageRoutes } from "./routes-usage.ts";
 import { operatorRoutes } from "./routes-operator.ts";
+import { memoryRoutes } from "./routes-memory.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -60,6 +61,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   workspaceRoutes(app, ctx);
   usageRoutes(app, ctx);
   operatorRoutes(app, ctx);
+  memoryRoutes(app, ctx);
   openApiRoute(app);
   return { app, hub };
 }

@@ -30,6 +30,7 @@ import { WAITING_ROUTE_DOCS } from "./routes-waiting.ts";
 import { WORKSPACE_ROUTE_DOCS } from "./routes-workspaces.ts";
 import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
+import { MEMORY_ROUTE_DOCS } from "./routes-memory.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import { requireRead, type AppEnv } from "./support.ts";
@@ -412,6 +413,7 @@ export const ROUTES: RouteDoc[] = [
   ...WAITING_ROUTE_DOCS,
   ...WORKSPACE_ROUTE_DOCS,
   ...USAGE_ROUTE_DOCS,
+  ...MEMORY_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,
 ];
 

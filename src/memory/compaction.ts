@@ -45,6 +45,8 @@ type RunState = {
   recap: string;
   last_estimate: number;
   last_model: string | null;
+  compactions: number;
+  rounds_compacted: number;
 };
 
 const MAX_RUNS = 32;
@@ -80,6 +82,8 @@ export class TurnCompactor {
         recap: "",
         last_estimate: 0,
         last_model: null,
+        compactions: 0,
+        rounds_compacted: 0,
       };
       this.runs.set(runId, s);
       if (this.runs.size > MAX_RUNS) this.runs.delete(this.runs.keys().next().value!);
@@ -89,6 +93,12 @@ export class TurnCompactor {
 
   counters(agentId: string): { compactions: number; rounds_compacted: number } {
     return this.counts.get(agentId) ?? { compactions: 0, rounds_compacted: 0 };
+  }
+
+  /** What compaction did in one run (read at the turn boundary for the agent's totals). */
+  runStats(runId: string): { compactions: number; rounds_compacted: number } {
+    const s = this.runs.get(runId);
+    return { compactions: s?.compactions ?? 0, rounds_compacted: s?.rounds_compacted ?? 0 };
   }
 
   /** Records the structured evidence of a finished tool call for the recap. */
@@ -159,6 +169,8 @@ export class TurnCompactor {
         this.digest(s, rounds, b);
         s.recap = buildRecap(s.digests.slice(0, b), limits.recap);
         const compactedNow = b - s.boundary;
+        s.compactions++;
+        s.rounds_compacted += compactedNow;
         s.boundary = b;
         const after = projected(b);
         const c = this.counters(ctx.agent.agent_id);

@@ -50,8 +50,20 @@ export class ContinuityService {
   /** Runs in flight and the working-memory revision their prompt was built from. */
   private readonly prompting = new Map<string, number>();
 
-  constructor(store: Store) {
+  private readonly compactionStats: (runId: string) => {
+    compactions: number;
+    rounds_compacted: number;
+  };
+
+  constructor(
+    store: Store,
+    compactionStats: (runId: string) => { compactions: number; rounds_compacted: number } = () => ({
+      compactions: 0,
+      rounds_compacted: 0,
+    }),
+  ) {
     this.store = store;
+    this.compactionStats = compactionStats;
   }
 
   observer(): RunObserver {
@@ -79,6 +91,7 @@ export class ContinuityService {
     const now = store.clock.now().toISOString();
     const prev = store.memory.workingMemory(run.agent_id);
     const evidence = turnEvidence(store, run.agent_id, run.run_id);
+    const stats = this.compactionStats(run.run_id);
     const brief = store.briefs
       .recent(run.agent_id, 8)
       .filter((b) => b.related_message_id === run.message.id)
@@ -172,6 +185,8 @@ export class ContinuityService {
       last_prompted_revision: lastPrompted,
       active_episode: builder,
       archived_episode_count: archived,
+      compactions_total: (prev?.compactions_total ?? 0) + stats.compactions,
+      compacted_rounds_total: (prev?.compacted_rounds_total ?? 0) + stats.rounds_compacted,
     });
   }
 

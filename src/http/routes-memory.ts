@@ -1,0 +1,67 @@
+// Memory and context inspection: `GET /control/agents/:id/debug/prompt`, the agent's next
+// provider request section by section (control: the prompt holds the agent's instructions
+// and memory).
+import type { Hono } from "hono";
+import { z } from "zod";
+import { promptPreview } from "../host/prompt-preview.ts";
+import type { AppContext } from "./context.ts";
+import type { RouteDoc } from "./openapi.ts";
+import { requireControl, type AppEnv } from "./support.ts";
+
+export function memoryRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
+  app.get("/control/agents/:id/debug/prompt", (c) => {
+    requireControl(c);
+    const agent = host.agents.getPublic(c.req.param("id"));
+    return c.json(promptPreview(host, agent));
+  });
+}
+
+export const PromptPreviewResponse = z.object({
+  ok: z.literal(true),
+  agent_id: z.string(),
+  incoming: z.object({
+    source: z.enum(["queued_message", "placeholder"]),
+    message_id: z.string().nullable(),
+    text: z.string(),
+    estimated_tokens: z.number().int(),
+  }),
+  sections: z.array(
+    z.object({
+      contributor: z.string(),
+      placement: z.enum(["system_prompt", "system", "context"]),
+      stability: z.enum(["stable", "agent_scoped", "turn_scoped"]),
+      cache_stable: z.boolean(),
+      cache_breakpoint: z.boolean(),
+      chars: z.number().int(),
+      estimated_tokens: z.number().int(),
+      text: z.string(),
+    }),
+  ),
+  tools: z.object({
+    count: z.number().int(),
+    names: z.array(z.string()),
+    estimated_tokens: z.number().int(),
+  }),
+  prompt_cache_key: z.string().nullable(),
+  context_fingerprint: z.string().nullable(),
+  working_memory_revision: z.number().int(),
+  totals: z.object({
+    estimated_tokens: z.number().int(),
+    cache_stable_prefix_tokens: z.number().int(),
+    budget_tokens: z.number().int(),
+    window_tokens: z.number().int(),
+    output_reserve_tokens: z.number().int(),
+    compaction_soft_limit_tokens: z.number().int(),
+    model_ref: z.string().nullable(),
+  }),
+});
+
+export const MEMORY_ROUTE_DOCS: RouteDoc[] = [
+  {
+    method: "get",
+    path: "/control/agents/:id/debug/prompt",
+    summary: "The agent's next provider request, section by section, with token estimates",
+    access: "control",
+    ok: { status: 200, schema: PromptPreviewResponse },
+  },
+];
