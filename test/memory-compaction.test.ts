@@ -77,9 +77,13 @@ describe("turn-local compaction", () => {
       expect(sent.length).toBe(ROUNDS + 1);
       expect(largest).toBeLessThanOrEqual(WINDOW - 2_000);
       // The last request still carries the recap and the newest round exactly.
-      const last = JSON.stringify(sent.at(-1)!.body.input);
+      // Between compactions the projection only grows at its end, so most requests go out
+      // incrementally (previous_response_id); the newest full one carries the recap.
+      const fullRequests = sent.filter((x) => !x.body.previous_response_id);
+      expect(fullRequests.length).toBeLessThan(ROUNDS / 2);
+      const last = JSON.stringify(fullRequests.at(-1)!.body.input);
       expect(last).toContain("turn-local recap");
-      expect(last).toContain(`round ${ROUNDS}`);
+      expect(JSON.stringify(sent.at(-1)!.body.input)).toContain(`round ${ROUNDS}`);
       expect(last).toMatch(/Rounds 1–\d+/);
 
       const store = new Store(join(home, "holon.db"), systemClock, randomIds);
@@ -95,6 +99,16 @@ describe("turn-local compaction", () => {
           .after(agent, 0, 100_000)
           .filter((e) => e.type === "context_compacted");
         expect(events.length).toBeGreaterThan(1);
+        // every full request after the first says why it could not continue incrementally
+        const misses = store.events
+          .after(agent, 0, 100_000)
+          .filter((e) => e.type === "provider_round_completed")
+          .map((e) => (e.payload as { continuation?: { reason: string } }).continuation?.reason)
+          .filter(Boolean);
+        expect(misses[0]).toBe("no_previous_exchange");
+        expect(misses.slice(1).every((r) => r === "conversation_not_strict_append_only")).toBe(
+          true,
+        );
         for (const e of events) {
           const p = e.payload as {
             before_tokens: number;
@@ -124,5 +138,93 @@ describe("turn-local compaction", () => {
     expect(JSON.stringify(out)).toContain("context_budget_exceeded");
     // nothing oversized was sent
     expect(fake.requests.length).toBe(before);
+  });
+
+  it("with remote compaction on, an OpenAI Responses turn compacts through the provider when the local projection is not enough", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    await setWindow(home, { context_window_tokens: WINDOW, runtime_max_output_tokens: 2_000 });
+    const on = await runCli(["config", "set", "context.remote_compaction", "true"], {
+      env: { HOLON_HOME: home },
+    });
+    expect(on.code, on.stderr).toBe(0);
+    const before = fake.requests.length;
+    let compactInput: any[] = [];
+    fake.setCompact((req) => {
+      compactInput = req.body.input;
+      return [
+        { type: "message", role: "user", content: [{ type: "input_text", text: "big" }] },
+        { type: "compaction", id: "cmp_item_1", encrypted_content: "ENCRYPTED-WINDOW-1" },
+      ];
+    });
+    fake.enqueue(
+      reply.tools([
+        { name: "ExecCommand", arguments: { cmd: "head -c 30000 /dev/zero | tr '\\0' b" } },
+      ]),
+      reply.text("Done with the big output."),
+    );
+    try {
+      const r = await runCli(["run", "--json", "big"], { env: { HOLON_HOME: home } });
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.final_text).toBe("Done with the big output.");
+      const sent = fake.requests.slice(before);
+      const compacts = sent.filter((x) => x.path.endsWith("/responses/compact"));
+      expect(compacts).toHaveLength(1);
+      // the compact call got the whole window, and the next request replays its output as-is
+      expect(JSON.stringify(compactInput)).toContain("b".repeat(1000));
+      const next = sent.filter((x) => x.path.endsWith("/responses")).at(-1)!;
+      const input = JSON.stringify(next.body.input);
+      expect(input).toContain("ENCRYPTED-WINDOW-1");
+      expect(input).not.toContain("b".repeat(1000));
+      expect(tokensOf(next)).toBeLessThan(WINDOW);
+
+      const store = new Store(join(home, "holon.db"), systemClock, randomIds);
+      try {
+        const ev = store.events
+          .after(out.agent_id, 0, 10_000)
+          .find((e) => e.type === "context_compacted");
+        expect(ev?.payload).toMatchObject({
+          strategy: "remote_compaction",
+          remote: { compaction_items: 1, encrypted_bytes: 18 },
+        });
+        // the transcript keeps the full output
+        const tool = store.transcript
+          .recent(out.agent_id, 100)
+          .find((e) => e.kind === "tool_execution");
+        expect(String(tool?.data.rendered)).toContain("b".repeat(20_000));
+      } finally {
+        store.close();
+      }
+    } finally {
+      fake.setCompact(null);
+    }
+  });
+
+  it("an endpoint without the compact route is remembered as unsupported and not asked again", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    await setWindow(home, { context_window_tokens: WINDOW, runtime_max_output_tokens: 2_000 });
+    await runCli(["config", "set", "context.remote_compaction", "true"], {
+      env: { HOLON_HOME: home },
+    });
+    const before = fake.requests.length;
+    const big = { name: "ExecCommand", arguments: { cmd: "head -c 30000 /dev/zero | tr '\\0' b" } };
+    fake.enqueue(reply.tools([big]), reply.tools([{ ...big, call_id: "c2" }]), reply.text("ok"));
+    const r = await runCli(["run", "--json", "big twice"], { env: { HOLON_HOME: home } });
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    const sent = fake.requests.slice(before);
+    expect(sent.filter((x) => x.path.endsWith("/responses/compact"))).toHaveLength(1);
+    const store = new Store(join(home, "holon.db"), systemClock, randomIds);
+    try {
+      const skipped = store.events
+        .after(out.agent_id, 0, 10_000)
+        .filter((e) => e.type === "remote_compaction_skipped")
+        .map((e) => (e.payload as { reason: string }).reason);
+      expect(skipped).toEqual(["unsupported_endpoint", "skipped_unsupported_endpoint"]);
+    } finally {
+      store.close();
+    }
   });
 });

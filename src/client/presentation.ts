@@ -248,6 +248,11 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
           detail: `${e.payload.compacted_rounds} rounds in the recap, ${e.payload.retained_rounds} kept exactly (${e.payload.strategy})`,
         },
       );
+    case "remote_compaction_skipped":
+      return item("debug", "provider", "Remote compaction skipped", e.payload.reason, {
+        tone: "dim",
+        detail: e.payload.message,
+      });
     case "assistant_round_recorded": {
       const text = e.payload.text_preview.trim();
       if (!text) {

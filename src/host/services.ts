@@ -39,6 +39,7 @@ import { ContinuityService } from "../memory/continuity.ts";
 import { MemoryIndexService } from "../memory/search.ts";
 import { contextLimits, type ContextLimits } from "../memory/budget.ts";
 import { modelMetadata } from "../providers/builtin.ts";
+import type { OpenAIResponsesTransport } from "../providers/openai-responses.ts";
 import { installCommandPolicy } from "./command-policy.ts";
 import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
@@ -105,10 +106,18 @@ export function buildServices(opts: ServiceOptions) {
   // Context management: the request budget per model and turn-local compaction.
   const contextLimitsOf = (agent: { model_override?: string | null | undefined }) =>
     agentContextLimits(config, agent.model_override ?? null);
+  const transports = createDefaultTransports(); // one set per host, shared with compaction
   const compactor = new TurnCompactor({
     store,
     limits: contextLimitsOf,
     settings: () => config.current().values.context,
+    remoteCompact: async (agent, request, signal) => {
+      const c = config
+        .candidates(agent.model_override ?? null)
+        .find((x) => x.unavailable_reason === undefined);
+      if (c?.transport !== "openai_responses") return null;
+      return (transports.openai_responses as OpenAIResponsesTransport).compact(c, request, signal);
+    },
   });
   const continuity = new ContinuityService(store, (runId) => compactor.runStats(runId));
   const memoryIndex = new MemoryIndexService(store); // MemorySearch / MemoryGet
@@ -144,7 +153,7 @@ export function buildServices(opts: ServiceOptions) {
         tasks,
         toolServices: { workspaces, skills, tasks, work, memory: memoryIndex },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
-        callModel: modelCall(opts.env, opts.clock),
+        callModel: modelCall(opts.env, opts.clock, transports),
         contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),
         afterTool: (call) => {
@@ -242,8 +251,11 @@ function agentContextLimits(config: ConfigSource, override: string | null): Cont
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */
-function modelCall(env: NodeJS.ProcessEnv, clock: Clock): ModelCall {
-  const transports = createDefaultTransports();
+function modelCall(
+  env: NodeJS.ProcessEnv,
+  clock: Clock,
+  transports: ReturnType<typeof createDefaultTransports>,
+): ModelCall {
   // Tunables of the retry loop (docs/providers.md); unset keeps the defaults.
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
   const cap = positiveInt(env.HOLON_PROVIDER_RETRY_AFTER_CAP_MS);

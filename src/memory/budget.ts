@@ -13,7 +13,7 @@
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 const DEFAULT_OUTPUT_RESERVE = 8_192;
 const SOFT_SHARE = 0.85;
-const TARGET_SHARE = 0.65;
+const TARGET_SHARE = 0.55;
 
 export type ModelContextMeta = {
   context_window_tokens?: number | undefined;

@@ -20,7 +20,29 @@ import type { ContextLimits, ContextSettings } from "./budget.ts";
 import { buildRecap, digestRound, type RoundDigest, type ToolEvidence } from "./recap.ts";
 import { estimateConversation, estimateFrame, estimateItem, TokenCalibration } from "./tokens.ts";
 
-export type HookContext = { agent: AgentRecord; run_id: string; round: number };
+export type HookContext = {
+  agent: AgentRecord;
+  run_id: string;
+  round: number;
+  signal: AbortSignal;
+};
+
+/** A provider-side compaction of a request's conversation (OpenAI Responses compact route). */
+export type RemoteCompact = (
+  agent: AgentRecord,
+  request: ProviderRequest,
+  signal: AbortSignal,
+) => Promise<
+  | {
+      ok: true;
+      items: unknown[];
+      compaction_items: number;
+      encrypted_bytes: number;
+      input_items: number;
+    }
+  | { ok: false; reason: string; status: number | null; message: string }
+  | null
+>;
 
 /** A finished tool call as the turn loop reports it (turn/turn.ts `afterTool`). */
 export type ToolCallNote = {
@@ -45,6 +67,8 @@ type RunState = {
   recap: string;
   last_estimate: number;
   last_model: string | null;
+  /** The provider-compacted window and how many rounds it covers. */
+  window: { item: ConversationItem; covered: number } | undefined;
   compactions: number;
   rounds_compacted: number;
 };
@@ -57,6 +81,8 @@ export type CompactorDeps = {
   limits(agent: AgentRecord): ContextLimits;
   settings(): ContextSettings;
   calibration?: TokenCalibration;
+  /** Remote compaction for the agent's model, when its transport has one (else null). */
+  remoteCompact?: RemoteCompact;
 };
 
 export class TurnCompactor {
@@ -82,6 +108,7 @@ export class TurnCompactor {
         recap: "",
         last_estimate: 0,
         last_model: null,
+        window: undefined,
         compactions: 0,
         rounds_compacted: 0,
       };
@@ -132,7 +159,7 @@ export class TurnCompactor {
   }
 
   /** The pre-provider-call hook. */
-  readonly hook = (request: ProviderRequest, ctx: HookContext): ProviderRequest => {
+  readonly hook = async (request: ProviderRequest, ctx: HookContext): Promise<ProviderRequest> => {
     const limits = this.deps.limits(ctx.agent);
     const settings = this.deps.settings();
     const s = this.state(ctx.run_id, ctx.agent.agent_id);
@@ -140,59 +167,93 @@ export class TurnCompactor {
     const frame = estimateFrame(request);
     const { prefix, rounds } = segment(request.conversation);
     const cost = rounds.map((r) => estimateConversation(r));
-    const prefixCost = estimateConversation(prefix);
     // suffix[i] = cost of rounds i..end
     const suffix = new Array<number>(rounds.length + 1).fill(0);
     for (let i = rounds.length - 1; i >= 0; i--) suffix[i] = suffix[i + 1]! + cost[i]!;
     const est = (raw: number) => Math.ceil(raw * factor);
-    const full = est(frame + prefixCost + suffix[0]!);
+    const full = est(frame + estimateConversation(prefix) + suffix[0]!);
 
+    // What precedes the recap: the incoming message, or the provider-compacted window
+    // that replaced it and the rounds it covers.
+    const base = () => (s.window ? [s.window.item] : prefix);
+    const baseCost = () => estimateConversation(base());
     const recapCost = () => (s.recap ? estimateItem({ type: "user_text", text: s.recap }) : 0);
-    const projected = (b: number) => est(frame + prefixCost + recapCost() + suffix[b]!);
-    s.boundary = Math.min(s.boundary, Math.max(0, rounds.length - 1));
+    const projected = (b: number) => est(frame + baseCost() + recapCost() + suffix[b]!);
+    const floor = s.window?.covered ?? 0;
+    s.boundary = Math.max(floor, Math.min(s.boundary, Math.max(0, rounds.length - 1)));
     s.last_model = limits.model_ref;
 
-    if (projected(s.boundary) > limits.soft && rounds.length > 1) {
+    if (projected(s.boundary) > limits.soft && rounds.length - floor > 1) {
       const before = projected(s.boundary);
       const keep = Math.max(1, settings.keep_recent_rounds);
       const recapBound = limits.recap + 16;
-      let b = Math.max(s.boundary, 1);
-      const maxB = Math.max(0, rounds.length - keep);
-      while (b < maxB && est(frame + prefixCost + recapBound + suffix[b]!) > limits.target) b++;
+      const fixed = frame + baseCost() + recapBound;
+      let b = Math.max(s.boundary, floor + 1);
+      const maxB = Math.max(floor, rounds.length - keep);
+      while (b < maxB && est(fixed + suffix[b]!) > limits.target) b++;
       // Even the configured tail is too big: keep fewer rounds exactly, down to one.
-      while (
-        b < rounds.length - 1 &&
-        est(frame + prefixCost + recapBound + suffix[b]!) > limits.prompt
-      )
-        b++;
+      while (b < rounds.length - 1 && est(fixed + suffix[b]!) > limits.prompt) b++;
       if (b > s.boundary) {
         this.digest(s, rounds, b);
-        s.recap = buildRecap(s.digests.slice(0, b), limits.recap);
+        s.recap = buildRecap(s.digests.slice(floor, b), limits.recap);
         const compactedNow = b - s.boundary;
-        s.compactions++;
-        s.rounds_compacted += compactedNow;
         s.boundary = b;
-        const after = projected(b);
-        const c = this.counters(ctx.agent.agent_id);
-        this.counts.set(ctx.agent.agent_id, {
-          compactions: c.compactions + 1,
-          rounds_compacted: c.rounds_compacted + compactedNow,
+        this.compacted(ctx, s, limits, "turn_local_recap", {
+          compacted: compactedNow,
+          retained: rounds.length - b,
+          before,
+          after: projected(b),
+          recap: est(recapCost()),
+          full,
         });
+      }
+    }
+
+    // Remote compaction (OpenAI Responses, `context.remote_compaction`): only when the local
+    // projection still does not fit under the soft limit.
+    if (
+      settings.remote_compaction &&
+      this.deps.remoteCompact &&
+      projected(s.boundary) > limits.soft
+    ) {
+      const before = projected(s.boundary);
+      const projection = this.projection(s, prefix, rounds, rounds.slice(s.boundary).flat());
+      const res = await this.deps.remoteCompact(
+        ctx.agent,
+        { ...request, conversation: projection },
+        ctx.signal,
+      );
+      if (res && res.ok) {
+        const covered = rounds.length - s.boundary;
+        s.window = {
+          item: { type: "provider_window", family: "openai_responses", items: res.items },
+          covered: rounds.length,
+        };
+        s.boundary = rounds.length;
+        s.recap = "";
+        this.compacted(ctx, s, limits, "remote_compaction", {
+          compacted: covered,
+          retained: 0,
+          before,
+          after: projected(s.boundary),
+          recap: 0,
+          full,
+          remote: {
+            compaction_items: res.compaction_items,
+            encrypted_bytes: res.encrypted_bytes,
+            input_items: res.input_items,
+          },
+        });
+      } else if (res) {
         this.deps.store.tx(() =>
           this.deps.store.appendEvent(ctx.agent.agent_id, {
-            type: "context_compacted",
+            type: "remote_compaction_skipped",
             payload: {
               run_id: ctx.run_id,
               round: ctx.round,
-              strategy: "turn_local_recap",
-              compacted_rounds: b,
-              retained_rounds: rounds.length - b,
-              before_tokens: before,
-              after_tokens: after,
-              recap_tokens: est(recapCost()),
-              budget_tokens: limits.prompt,
-              window_tokens: limits.window,
-              full_conversation_tokens: full,
+              reason: res.reason,
+              status: res.status,
+              message: res.message.slice(0, 500),
             },
           }),
         );
@@ -210,7 +271,7 @@ export class TurnCompactor {
           ? { ...it, output: shorten(it.output) }
           : it,
       );
-      total = est(frame + prefixCost + recapCost() + estimateConversation(tail));
+      total = est(frame + baseCost() + recapCost() + estimateConversation(tail));
       if (total > limits.prompt) {
         throw new HolonError(
           "context_budget_exceeded",
@@ -227,12 +288,64 @@ export class TurnCompactor {
       }
     }
     s.last_estimate = Math.ceil(total / factor);
-    if (s.boundary === 0 && !shortened) return request;
-    const conversation: ConversationItem[] = [...prefix];
-    if (s.recap) conversation.push({ type: "user_text", text: s.recap });
-    conversation.push(...tail);
-    return { ...request, conversation };
+    if (s.boundary === 0 && !s.window && !shortened) return request;
+    return { ...request, conversation: this.projection(s, prefix, rounds, tail) };
   };
+
+  private projection(
+    s: RunState,
+    prefix: ConversationItem[],
+    _rounds: ConversationItem[][],
+    tail: ConversationItem[],
+  ): ConversationItem[] {
+    const out: ConversationItem[] = s.window ? [s.window.item] : [...prefix];
+    if (s.recap) out.push({ type: "user_text", text: s.recap });
+    out.push(...tail);
+    return out;
+  }
+
+  private compacted(
+    ctx: HookContext,
+    s: RunState,
+    limits: ContextLimits,
+    strategy: "turn_local_recap" | "remote_compaction",
+    f: {
+      compacted: number;
+      retained: number;
+      before: number;
+      after: number;
+      recap: number;
+      full: number;
+      remote?: { compaction_items: number; encrypted_bytes: number; input_items: number };
+    },
+  ): void {
+    s.compactions++;
+    s.rounds_compacted += f.compacted;
+    const c = this.counters(ctx.agent.agent_id);
+    this.counts.set(ctx.agent.agent_id, {
+      compactions: c.compactions + 1,
+      rounds_compacted: c.rounds_compacted + f.compacted,
+    });
+    this.deps.store.tx(() =>
+      this.deps.store.appendEvent(ctx.agent.agent_id, {
+        type: "context_compacted",
+        payload: {
+          run_id: ctx.run_id,
+          round: ctx.round,
+          strategy,
+          compacted_rounds: s.boundary,
+          retained_rounds: f.retained,
+          before_tokens: f.before,
+          after_tokens: f.after,
+          recap_tokens: f.recap,
+          budget_tokens: limits.prompt,
+          window_tokens: limits.window,
+          full_conversation_tokens: f.full,
+          ...(f.remote ? { remote: f.remote } : {}),
+        },
+      }),
+    );
+  }
 
   private digest(s: RunState, rounds: ConversationItem[][], upTo: number): void {
     for (let i = s.digests.length; i < upTo; i++) {

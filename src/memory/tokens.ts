@@ -48,6 +48,8 @@ export function estimateItem(item: ConversationItem): number {
       return ITEM_OVERHEAD + estimateTokens(item.output);
     case "reasoning":
       return ITEM_OVERHEAD + estimateTokens(JSON.stringify(item.data ?? null));
+    case "provider_window":
+      return ITEM_OVERHEAD + estimateTokens(JSON.stringify(item.items));
   }
 }
 

@@ -340,6 +340,7 @@ class Turn {
           provider_round_ms: providerRoundMs,
           provider_started_at: providerStartedAt.toISOString(),
           provider_completed_at: store.clock.now().toISOString(),
+          ...(response.continuation ? { continuation: response.continuation } : {}),
         });
         this.event("assistant_round_recorded", {
           round: this.rounds,
