@@ -3,7 +3,7 @@
 // MemoryGet with its bounds; bad handles; hash-check repair of edited memory files; the
 // dirty marker and a damaged index file; workspace scoping.
 import { afterAll, describe, expect, it } from "vitest";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeHost } from "../src/host/host.ts";
 import { buildRegistry } from "../src/tools/builtin.ts";
@@ -176,6 +176,15 @@ describe("MemorySearch", () => {
     // operator.md appears as a second agent-scoped source
     writeFileSync(join(home, "memory", "operator.md"), "Operator prefers Bitwarden links.\n");
     expect(refs(await call(host, "MemorySearch", { query: "bitwarden" }))).toHaveLength(2);
+
+    // a memory file that is a link elsewhere is not read
+    const outside = join(home, "..", "outside-secret.md");
+    writeFileSync(outside, "TOPSECRET-OUTSIDE\n");
+    rmSync(join(home, "memory", "operator.md"));
+    symlinkSync(outside, join(home, "memory", "operator.md"));
+    expect(refs(await call(host, "MemorySearch", { query: "TOPSECRET" }))).toEqual([]);
+    rmSync(join(home, "memory", "operator.md"));
+    writeFileSync(join(home, "memory", "operator.md"), "Operator prefers Bitwarden links.\n");
 
     const p = indexPaths(home);
     writeFileSync(p.dirty, "x");

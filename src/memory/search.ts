@@ -14,10 +14,12 @@
 // The expansion lives only in the search terms; bodies are kept and returned exactly.
 import { createHash } from "node:crypto";
 import {
+  closeSync,
+  constants,
   existsSync,
+  lstatSync,
   openSync,
   readSync,
-  closeSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -351,10 +353,12 @@ function scopedWorkspace(id: string | undefined | null): string | null {
   return id && id !== AGENT_HOME_WORKSPACE_ID ? id : null;
 }
 
+/** A memory file's text (at most MAX_FILE_BYTES); a link or anything but a file is not read. */
 function readBounded(path: string): string | undefined {
   let fd: number;
   try {
-    fd = openSync(path, "r");
+    if (!lstatSync(path).isFile()) return undefined;
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch {
     return undefined;
   }
