@@ -6,7 +6,7 @@ import type { ConversationItem } from "../src/providers/model.ts";
 import { segment } from "../src/memory/compaction.ts";
 import { buildRecap, digestRound, type ToolEvidence } from "../src/memory/recap.ts";
 import { contextLimits } from "../src/memory/budget.ts";
-import { estimateTokens, TokenCalibration } from "../src/memory/tokens.ts";
+import { estimateTokens, TokenCalibration, tokenCounterFor } from "../src/memory/tokens.ts";
 
 function round(n: number, cmd: string, output: string): ConversationItem[] {
   return [
@@ -136,5 +136,17 @@ describe("turn-local recap", () => {
     expect(cal.factor("m")).toBe(2);
     cal.observe("x", 1_000, 10); // a provider reporting nonsense cannot loosen the budget much
     expect(cal.factor("x")).toBe(0.9);
+  });
+});
+
+describe("token counters", () => {
+  it("counts exactly for OpenAI model families and estimates for the rest", () => {
+    const exact = tokenCounterFor("openai/gpt-5.4");
+    expect(exact).toBe(tokenCounterFor("openrouter/openai/gpt-4o-mini"));
+    expect(exact).not.toBe(estimateTokens);
+    expect(exact("hello world")).toBe(2);
+    expect(tokenCounterFor("anthropic/claude-sonnet-4-6")).toBe(estimateTokens);
+    expect(tokenCounterFor("fake/test-model")).toBe(estimateTokens);
+    expect(tokenCounterFor(null)).toBe(estimateTokens);
   });
 });

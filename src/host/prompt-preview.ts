@@ -5,7 +5,7 @@
 // feed the prompt cache key and stay byte-identical across ordinary turns.
 import type { AgentRecord } from "../domain/agent.ts";
 import type { QueuedMessage } from "../domain/message.ts";
-import { estimateTokens, estimateTools } from "../memory/tokens.ts";
+import { estimateTools, tokenCounterFor } from "../memory/tokens.ts";
 import { buildFrame, renderIncoming } from "../turn/prompt.ts";
 import { toolSpecs } from "../turn/turn.ts";
 import { executionBinding } from "../workspace/roots.ts";
@@ -13,6 +13,9 @@ import type { RuntimeHost } from "./host.ts";
 
 export function promptPreview(host: RuntimeHost, agent: AgentRecord) {
   const services = host.services;
+  const limits = services.contextLimitsOf(agent);
+  // Exact counts for models with a known tokenizer, the calibrated estimate otherwise.
+  const estimateTokens = tokenCounterFor(limits.model_ref);
   const queued = host.store.messages.withStatus(agent.agent_id, "queued")[0];
   const message: QueuedMessage = queued ?? placeholder(host, agent);
   const { execution_root, cwd } = executionBinding(agent);
@@ -36,12 +39,11 @@ export function promptPreview(host: RuntimeHost, agent: AgentRecord) {
     text: redact(section.text),
   }));
   const incoming = renderIncoming(message);
-  const toolTokens = estimateTools(tools);
+  const toolTokens = estimateTools(tools, estimateTokens);
   const stable =
     sections.filter((s) => s.cache_stable).reduce((n, s) => n + s.estimated_tokens, 0) + toolTokens;
   const total =
     sections.reduce((n, s) => n + s.estimated_tokens, 0) + toolTokens + estimateTokens(incoming);
-  const limits = services.contextLimitsOf(agent);
   const wm = host.store.memory.workingMemory(agent.agent_id);
   return {
     ok: true as const,
@@ -65,6 +67,7 @@ export function promptPreview(host: RuntimeHost, agent: AgentRecord) {
       output_reserve_tokens: limits.output_reserve,
       compaction_soft_limit_tokens: limits.soft,
       model_ref: limits.model_ref,
+      counter: estimateTokens === tokenCounterFor(null) ? "estimate" : "o200k_base",
     },
   };
 }

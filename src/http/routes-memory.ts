@@ -53,6 +53,8 @@ export const PromptPreviewResponse = z.object({
     output_reserve_tokens: z.number().int(),
     compaction_soft_limit_tokens: z.number().int(),
     model_ref: z.string().nullable(),
+    /** How tokens were counted: the model's own encoding, or the calibrated estimate. */
+    counter: z.enum(["o200k_base", "estimate"]),
   }),
 });
 

@@ -18,7 +18,13 @@ import type { ConversationItem, ProviderRequest } from "../providers/model.ts";
 import type { Store } from "../store/db.ts";
 import type { ContextLimits, ContextSettings } from "./budget.ts";
 import { buildRecap, digestRound, type RoundDigest, type ToolEvidence } from "./recap.ts";
-import { estimateConversation, estimateFrame, estimateItem, TokenCalibration } from "./tokens.ts";
+import {
+  estimateConversation,
+  estimateFrame,
+  estimateItem,
+  TokenCalibration,
+  tokenCounterFor,
+} from "./tokens.ts";
 
 export type HookContext = {
   agent: AgentRecord;
@@ -164,20 +170,23 @@ export class TurnCompactor {
     const settings = this.deps.settings();
     const s = this.state(ctx.run_id, ctx.agent.agent_id);
     const factor = this.calibration.factor(limits.model_ref ?? undefined);
-    const frame = estimateFrame(request);
+    const count = tokenCounterFor(limits.model_ref);
+    const conv = (items: readonly ConversationItem[]) => estimateConversation(items, count);
+    const frame = estimateFrame(request, count);
     const { prefix, rounds } = segment(request.conversation);
-    const cost = rounds.map((r) => estimateConversation(r));
+    const cost = rounds.map((r) => conv(r));
     // suffix[i] = cost of rounds i..end
     const suffix = new Array<number>(rounds.length + 1).fill(0);
     for (let i = rounds.length - 1; i >= 0; i--) suffix[i] = suffix[i + 1]! + cost[i]!;
     const est = (raw: number) => Math.ceil(raw * factor);
-    const full = est(frame + estimateConversation(prefix) + suffix[0]!);
+    const full = est(frame + conv(prefix) + suffix[0]!);
 
     // What precedes the recap: the incoming message, or the provider-compacted window
     // that replaced it and the rounds it covers.
     const base = () => (s.window ? [s.window.item] : prefix);
-    const baseCost = () => estimateConversation(base());
-    const recapCost = () => (s.recap ? estimateItem({ type: "user_text", text: s.recap }) : 0);
+    const baseCost = () => conv(base());
+    const recapCost = () =>
+      s.recap ? estimateItem({ type: "user_text", text: s.recap }, count) : 0;
     const projected = (b: number) => est(frame + baseCost() + recapCost() + suffix[b]!);
     const floor = s.window?.covered ?? 0;
     s.boundary = Math.max(floor, Math.min(s.boundary, Math.max(0, rounds.length - 1)));
@@ -271,7 +280,7 @@ export class TurnCompactor {
           ? { ...it, output: shorten(it.output) }
           : it,
       );
-      total = est(frame + baseCost() + recapCost() + estimateConversation(tail));
+      total = est(frame + baseCost() + recapCost() + conv(tail));
       if (total > limits.prompt) {
         throw new HolonError(
           "context_budget_exceeded",

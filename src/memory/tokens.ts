@@ -1,9 +1,37 @@
-// Token estimates for budgeting provider requests. No tokenizer ships for every provider
-// Holon speaks, so this is a calibrated estimate: about four characters a token for Latin
-// text and code, one token per CJK character, two characters a token for other non-ASCII
-// text, plus a small overhead per conversation item. A `TokenCalibration` corrects it with
-// the input tokens the provider reports for requests it was estimated for.
+// Token counts for budgeting provider requests. For OpenAI's current model families the
+// count is exact, with their own BPE encoding (o200k_base, from the gpt-tokenizer library,
+// loaded on first use). For every other model no maintained tokenizer fits, so the count is a
+// calibrated estimate: about four characters a token for Latin text and code, one token per
+// CJK character, two characters a token for other non-ASCII text. Either way a small overhead
+// per conversation item is added, and a `TokenCalibration` corrects the result with the input
+// tokens the provider reports for requests it was counted for.
+import { createRequire } from "node:module";
 import type { ConversationItem, ProviderRequest, ToolSpec } from "../providers/model.ts";
+
+/** Tokens of one text. */
+export type TokenCounter = (text: string) => number;
+
+let o200k: TokenCounter | undefined;
+
+/** Models whose tokenizer is o200k_base: GPT-4o, GPT-4.1, GPT-5, the o-series, codex, gpt-oss. */
+const O200K_MODELS = /^(gpt-4o|gpt-4\.1|gpt-5|o[1-9]|codex|gpt-oss|chatgpt-4o)/i;
+
+/** The counter for a model: exact for OpenAI families, the calibrated estimate otherwise. */
+export function tokenCounterFor(modelRef: string | null | undefined): TokenCounter {
+  const model = (modelRef ?? "").split("/").at(-1) ?? "";
+  if (!O200K_MODELS.test(model)) return estimateTokens;
+  if (!o200k) {
+    try {
+      const lib = createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as {
+        countTokens(text: string): number;
+      };
+      o200k = (text) => lib.countTokens(text);
+    } catch {
+      o200k = estimateTokens; // the library is missing: estimate
+    }
+  }
+  return o200k;
+}
 
 /** Overhead per conversation item (role markers, ids, wrapping). */
 const ITEM_OVERHEAD = 6;
@@ -37,51 +65,69 @@ export function isCjk(c: number): boolean {
   );
 }
 
-export function estimateItem(item: ConversationItem): number {
-  switch (item.type) {
-    case "user_text":
-    case "assistant_text":
-      return ITEM_OVERHEAD + estimateTokens(item.text);
-    case "tool_call":
-      return ITEM_OVERHEAD + estimateTokens(item.name) + estimateTokens(item.arguments);
-    case "tool_result":
-      return ITEM_OVERHEAD + estimateTokens(item.output);
-    case "reasoning":
-      return ITEM_OVERHEAD + estimateTokens(JSON.stringify(item.data ?? null));
-    case "provider_window":
-      return ITEM_OVERHEAD + estimateTokens(JSON.stringify(item.items));
-  }
+/** Per counter, the tokens of items and tool catalogs already counted (both immutable). */
+const caches = new Map<TokenCounter, WeakMap<object, number>>();
+function cached(count: TokenCounter, key: object, compute: () => number): number {
+  let m = caches.get(count);
+  if (!m) caches.set(count, (m = new WeakMap()));
+  let n = m.get(key);
+  if (n === undefined) m.set(key, (n = compute()));
+  return n;
 }
 
-const toolCache = new WeakMap<ToolSpec[], number>();
+export function estimateItem(item: ConversationItem, count: TokenCounter = estimateTokens): number {
+  return cached(count, item, () => {
+    switch (item.type) {
+      case "user_text":
+      case "assistant_text":
+        return ITEM_OVERHEAD + count(item.text);
+      case "tool_call":
+        return ITEM_OVERHEAD + count(item.name) + count(item.arguments);
+      case "tool_result":
+        return ITEM_OVERHEAD + count(item.output);
+      case "reasoning":
+        return ITEM_OVERHEAD + count(JSON.stringify(item.data ?? null));
+      case "provider_window":
+        return ITEM_OVERHEAD + count(JSON.stringify(item.items));
+    }
+  });
+}
 
-export function estimateTools(tools: ToolSpec[]): number {
-  let n = toolCache.get(tools);
-  if (n === undefined) {
-    n = estimateTokens(JSON.stringify(tools)) + tools.length * ITEM_OVERHEAD;
-    toolCache.set(tools, n);
-  }
-  return n;
+export function estimateTools(tools: ToolSpec[], count: TokenCounter = estimateTokens): number {
+  return cached(count, tools, () => count(JSON.stringify(tools)) + tools.length * ITEM_OVERHEAD);
 }
 
 /** Everything but the conversation: system prompt, blocks and the tool catalog. */
-export function estimateFrame(request: ProviderRequest): number {
+export function estimateFrame(
+  request: ProviderRequest,
+  count: TokenCounter = estimateTokens,
+): number {
   const f = request.frame;
-  let n = estimateTokens(f.system_prompt);
-  for (const b of f.system_blocks) n += estimateTokens(b.text) + 2;
-  for (const b of f.context_blocks) n += estimateTokens(b.text) + 2;
-  return n + estimateTools(request.tools);
+  return (
+    cached(count, f, () => {
+      let n = count(f.system_prompt);
+      for (const b of f.system_blocks) n += count(b.text) + 2;
+      for (const b of f.context_blocks) n += count(b.text) + 2;
+      return n;
+    }) + estimateTools(request.tools, count)
+  );
 }
 
-export function estimateConversation(items: readonly ConversationItem[]): number {
+export function estimateConversation(
+  items: readonly ConversationItem[],
+  count: TokenCounter = estimateTokens,
+): number {
   let n = 0;
-  for (const item of items) n += estimateItem(item);
+  for (const item of items) n += estimateItem(item, count);
   return n;
 }
 
-/** The raw (uncalibrated) estimate of a whole request. */
-export function estimateRequest(request: ProviderRequest): number {
-  return estimateFrame(request) + estimateConversation(request.conversation);
+/** The raw (uncalibrated) count of a whole request. */
+export function estimateRequest(
+  request: ProviderRequest,
+  count: TokenCounter = estimateTokens,
+): number {
+  return estimateFrame(request, count) + estimateConversation(request.conversation, count);
 }
 
 /**
