@@ -191,6 +191,19 @@ describe("MemorySearch", () => {
     expect(refs(await call(host, "MemorySearch", { query: "bitwarden" }))).toHaveLength(2);
     expect(() => statSync(p.dirty)).toThrow();
 
+    // retention removed the oldest brief: its document goes with it
+    const before = await call(host, "MemorySearch", { query: "rotated deploy key" });
+    const briefRef = refs(before).find((r) => r.startsWith("mem:brief:"))!;
+    expect(briefRef).toBeTruthy();
+    host.store.db
+      .prepare("DELETE FROM briefs WHERE id = ?")
+      .run(briefRef.slice("mem:brief:".length));
+    const after = await call(host, "MemorySearch", { query: "rotated deploy key" });
+    expect(refs(after)).not.toContain(briefRef);
+    expect((await call(host, "MemoryGet", { source_ref: briefRef })).error?.kind).toBe(
+      "memory_source_not_found",
+    );
+
     writeFileSync(p.index, "this is not a database");
     const again = await call(host, "MemorySearch", { query: "deploy" });
     expect(again.canonical.status).toBe("success");

@@ -192,13 +192,17 @@ export class MemoryIndexService {
     const p = indexPaths(agent.agent_home);
     let db = MemoryIndexDb.open(p.index);
     try {
-      if (!db.fresh && existsSync(p.dirty)) {
+      // Retention removed old briefs: their documents must go too, so build afresh.
+      const oldest = String(this.store.briefs.after(agent.agent_id, 0, 1)[0]?.seq ?? 0);
+      const known = db.meta("briefs_oldest");
+      if (!db.fresh && (existsSync(p.dirty) || (known !== undefined && known !== oldest))) {
         db.close();
         rmSync(p.index, { force: true });
         db = MemoryIndexDb.open(p.index);
       }
       rmSync(p.dirty, { force: true });
       this.sync(agent, db);
+      db.setMeta("briefs_oldest", oldest);
       return fn(db);
     } finally {
       db.close();
