@@ -79,7 +79,7 @@ type RunState = {
   rounds_compacted: number;
 };
 
-const MAX_RUNS = 32;
+const MAX_RUNS = 256;
 const SHORT_OUTPUT_CHARS = 2_000;
 
 export type CompactorDeps = {

@@ -72,7 +72,27 @@ export class ContinuityService {
         const wm = this.store.memory.workingMemory(run.agent_id);
         this.prompting.set(run.run_id, wm?.revision ?? 0);
       },
-      afterRun: (run) => this.settle(run),
+      afterRun: (run) => {
+        // Memory is derived state: a failure here is recorded, never allowed to break the
+        // settle transaction of the run.
+        try {
+          this.store.memory.atomically(() => this.settle(run));
+        } catch (err) {
+          this.store.appendEvent(run.agent_id, {
+            type: "runtime_error",
+            payload: {
+              run_id: run.run_id,
+              phase: "working_memory",
+              summary:
+                `working memory was not updated: ${err instanceof Error ? err.message : String(err)}`.slice(
+                  0,
+                  500,
+                ),
+              kind: "working_memory_failed",
+            },
+          });
+        }
+      },
     };
   }
 

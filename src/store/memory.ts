@@ -4,6 +4,7 @@ import { EpisodeRecord, WorkingMemoryRecord } from "../domain/memory.ts";
 import { readRow } from "./json.ts";
 
 export class MemoryRepo {
+  private readonly db: DatabaseSync;
   private readonly getStmt: StatementSync;
   private readonly putStmt: StatementSync;
   private readonly addEpisodeStmt: StatementSync;
@@ -13,6 +14,7 @@ export class MemoryRepo {
   private readonly countStmt: StatementSync;
 
   constructor(db: DatabaseSync) {
+    this.db = db;
     this.getStmt = db.prepare("SELECT data FROM working_memory WHERE agent_id = ?");
     this.putStmt = db.prepare(
       "INSERT INTO working_memory (agent_id, data) VALUES (?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
@@ -30,6 +32,20 @@ export class MemoryRepo {
       "SELECT data FROM context_episodes WHERE id = ? AND agent_id = ?",
     );
     this.countStmt = db.prepare("SELECT count(*) AS n FROM context_episodes WHERE agent_id = ?");
+  }
+
+  /** Runs `fn` all or nothing (a savepoint, inside the caller's transaction). */
+  atomically<T>(fn: () => T): T {
+    this.db.exec("SAVEPOINT memory_update");
+    try {
+      const r = fn();
+      this.db.exec("RELEASE memory_update");
+      return r;
+    } catch (err) {
+      this.db.exec("ROLLBACK TO memory_update");
+      this.db.exec("RELEASE memory_update");
+      throw err;
+    }
   }
 
   workingMemory(agentId: string): WorkingMemoryRecord | undefined {
