@@ -110,6 +110,9 @@ describe("working memory and episodes across a restart", () => {
     expect(t3.body.instructions).toBe(t1.body.instructions);
     expect(JSON.stringify(t3.body.tools)).toBe(JSON.stringify(t1.body.tools));
     expect(t3.body.prompt_cache_key).toBe(t1.body.prompt_cache_key);
+    // measured as a provider cache would: every request after the first hits the cached prefix
+    expect(sent[0]!.cache_hit).toBe(false);
+    expect(sent.slice(1).every((r) => r.cache_hit)).toBe(true);
 
     // the second episode was appended and the mirror rebuilt from the database
     expect(existsSync(mirror)).toBe(true);

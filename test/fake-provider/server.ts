@@ -76,6 +76,11 @@ export type RecordedRequest = {
   raw: string;
   /** Whether the client asked for SSE. */
   stream: boolean;
+  /**
+   * Responses/Codex: true when an earlier request with the same `prompt_cache_key` had a
+   * byte-identical cacheable prefix (instructions and tools), as a provider cache would hit.
+   */
+  cache_hit?: boolean;
 };
 
 export type FakeScriptEntry =
@@ -139,6 +144,7 @@ export async function startFakeProvider(
   const sockets = new Set<Socket>();
   let fallback: ((request: RecordedRequest) => FakeAnswer | Promise<FakeAnswer>) | null = null;
   let compactHandler: ((request: RecordedRequest) => unknown[]) | null = null;
+  const cachePrefixes = new Map<string, string>();
   let counter = 0;
 
   const server = createServer((req, res) => {
@@ -192,6 +198,13 @@ export async function startFakeProvider(
       raw,
       stream,
     };
+    const cacheKey = (body as { prompt_cache_key?: unknown } | null)?.prompt_cache_key;
+    if ((wire === "responses" || wire === "codex") && typeof cacheKey === "string") {
+      const b = body as { instructions?: unknown; tools?: unknown };
+      const prefix = JSON.stringify([b.instructions ?? null, b.tools ?? null]);
+      recorded.cache_hit = cachePrefixes.get(cacheKey) === prefix;
+      cachePrefixes.set(cacheKey, prefix);
+    }
     requests.push(recorded);
 
     if (compactHandler && req.method === "POST" && path.endsWith("/responses/compact")) {
