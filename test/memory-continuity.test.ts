@@ -103,6 +103,8 @@ describe("working memory and episodes across a restart", () => {
     expect(third).toContain("files touched: deploy.sh");
     expect(third).toContain(`${episode.id} (waiting)`);
     expect(third).toContain("vault path ops/deploy-key");
+    // the history tail carries the tool evidence of Monday's turn, not its output
+    expect(third).toContain("tools: ExecCommand 1×, ApplyPatch 1×");
     // the raw output of Monday's command is not replayed
     expect(JSON.stringify(sent[1]!.body)).toContain("RAW-MARKER-OUTPUT");
     expect(JSON.stringify(t3.body)).not.toContain("RAW-MARKER-OUTPUT");

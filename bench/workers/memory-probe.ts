@@ -90,6 +90,10 @@ store.tx(() => {
     active_episode: null,
     archived_episode_count: episodes,
     compactions_total: 0,
+    turn_tools: Array.from({ length: Math.min(runs, 24) }, (_, k) => ({
+      message_id: `msg_seed_${runs - 1 - k}`,
+      tools: "ExecCommand 5×",
+    })),
     compacted_rounds_total: 0,
   });
   for (let i = 0; i < briefs; i++) {

@@ -1,5 +1,5 @@
-// Recent history: the newest exchanges (each incoming message and the brief that answered
-// it), newest kept first, within a token budget: the oldest lines are dropped when the
+// Recent history: the newest exchanges (each incoming message, the tools its turn ran and
+// the brief that answered it), newest kept first, within a token budget: the oldest lines are dropped when the
 // budget is spent. Working memory and episodes (memory.ts) carry what is older; this is
 // only the short tail, never a replay of the transcript.
 import { bodyText } from "../domain/message.ts";
@@ -28,6 +28,13 @@ export function recentHistoryContributor(
         .filter((m) => m.id !== message.id && m.status !== "queued");
       if (messages.length === 0) return [];
       const briefs = store.briefs.recent(agent.agent_id, HISTORY_MESSAGES * 2);
+      // Tool evidence per message, kept by the runtime at each turn boundary (working memory).
+      const evidence = new Map(
+        (store.memory.workingMemory(agent.agent_id)?.turn_tools ?? []).map((t) => [
+          t.message_id,
+          t.tools,
+        ]),
+      );
       const budget = budgetOf(agent);
       const header = "Recent history (oldest first; older work is in working memory and episodes):";
       let used = estimateTokens(header);
@@ -37,6 +44,8 @@ export function recentHistoryContributor(
         const lines = [
           `- ${m.kind} from ${m.origin.kind} at ${m.created_at}: ${clip(bodyText(m.body), MESSAGE_CHARS)}`,
         ];
+        const tools = evidence.get(m.id);
+        if (tools) lines.push(`  tools: ${tools}`);
         const answer = briefs.filter((b) => b.related_message_id === m.id).at(-1);
         if (answer) lines.push(`  your ${answer.kind} brief: ${clip(answer.text, BRIEF_CHARS)}`);
         const text = lines.join("\n");

@@ -81,6 +81,8 @@ export const WorkingMemoryRecord = z.object({
   archived_episode_count: z.number().int(),
   /** Turn-local compactions over the agent's life, and the rounds they folded into recaps. */
   compactions_total: z.number().int().default(0),
+  /** The newest turns' tool use per message (`ExecCommand 3× (1 failed)`), for the history tail. */
+  turn_tools: z.array(z.object({ message_id: z.string(), tools: z.string() })).default([]),
   compacted_rounds_total: z.number().int().default(0),
 });
 export type WorkingMemoryRecord = z.infer<typeof WorkingMemoryRecord>;

@@ -29,6 +29,7 @@ import { clip } from "./recap.ts";
 const KEEP_FILES = 12;
 const KEEP_COMMANDS = 8;
 const KEEP_ERRORS = 4;
+const KEEP_TURN_TOOLS = 24;
 const EPISODE_TURN_CAP = 8;
 const EPISODE_SUMMARY_CHARS = 1_200;
 const TEST_COMMAND =
@@ -39,6 +40,8 @@ export type TurnEvidence = {
   commands: string[];
   verification: string[];
   errors: string[];
+  /** The tools the turn ran, with counts and failures (`ExecCommand 3× (1 failed)`). */
+  tools: string;
 };
 
 export function episodesMirrorPath(agentHome: string): string {
@@ -206,6 +209,12 @@ export class ContinuityService {
       active_episode: builder,
       archived_episode_count: archived,
       compactions_total: (prev?.compactions_total ?? 0) + stats.compactions,
+      turn_tools: evidence.tools
+        ? [
+            ...(prev?.turn_tools ?? []).filter((t) => t.message_id !== run.message.id),
+            { message_id: run.message.id, tools: evidence.tools },
+          ].slice(-KEEP_TURN_TOOLS)
+        : (prev?.turn_tools ?? []),
       compacted_rounds_total: (prev?.compacted_rounds_total ?? 0) + stats.rounds_compacted,
     });
   }
@@ -249,10 +258,14 @@ export class ContinuityService {
 
 /** Files, commands, verification and errors from one run's tool executions. */
 export function turnEvidence(store: Store, agentId: string, runId: string): TurnEvidence {
-  const ev: TurnEvidence = { files: [], commands: [], verification: [], errors: [] };
+  const ev: TurnEvidence = { files: [], commands: [], verification: [], errors: [], tools: "" };
+  const counts = new Map<string, { n: number; failed: number }>();
   for (const e of store.transcript.forRun(agentId, runId)) {
     if (e.kind !== "tool_execution") continue;
     const name = String(e.data.tool_name);
+    const c = counts.get(name) ?? { n: 0, failed: 0 };
+    counts.set(name, c);
+    c.n++;
     const env = e.data.envelope as
       | { status?: string; summary_text?: string; error?: { kind?: string; message?: string } }
       | undefined;
@@ -275,6 +288,7 @@ export function turnEvidence(store: Store, agentId: string, runId: string): Turn
       for (const f of files) if (typeof f.path === "string") ev.files.push(f.path);
     }
     if (env?.status === "error") {
+      c.failed++;
       ev.errors.push(
         clip(
           `${name}: ${env.error?.kind ?? "error"}: ${env.error?.message ?? env.summary_text ?? ""}`,
@@ -283,6 +297,9 @@ export function turnEvidence(store: Store, agentId: string, runId: string): Turn
       );
     }
   }
+  ev.tools = [...counts]
+    .map(([name, c]) => `${name} ${c.n}×${c.failed ? ` (${c.failed} failed)` : ""}`)
+    .join(", ");
   return ev;
 }
 
