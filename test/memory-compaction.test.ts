@@ -126,6 +126,39 @@ describe("turn-local compaction", () => {
     }
   }, 240_000);
 
+  it("the same holds over the Anthropic Messages wire (80 rounds)", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "anthropic_messages", fake.baseUrl("anthropic"));
+    await setWindow(home, { context_window_tokens: WINDOW, runtime_max_output_tokens: 2_000 });
+    const ROUNDS = 80;
+    let calls = 0;
+    let largest = 0;
+    fake.setFallback((req) => {
+      largest = Math.max(largest, tokensOf(req));
+      if (tokensOf(req) > WINDOW) return fault.contextLength();
+      calls++;
+      if (calls > ROUNDS) return reply.text("done");
+      return reply.tools([
+        {
+          name: "ExecCommand",
+          arguments: { cmd: `head -c 4096 /dev/zero | tr '\\0' a; echo " r${calls}"` },
+          call_id: `toolu_${calls}`,
+        },
+      ]);
+    });
+    try {
+      const r = await runCli(["run", "--json", "--max-turns", "200", "loop"], {
+        env: { HOLON_HOME: home },
+        timeoutMs: 120_000,
+      });
+      expect(r.code, r.stderr + r.stdout.slice(0, 2000)).toBe(0);
+      expect(JSON.parse(r.stdout).final_text).toBe("done");
+      expect(largest).toBeLessThanOrEqual(WINDOW - 2_000);
+    } finally {
+      fake.setFallback(null);
+    }
+  }, 180_000);
+
   it("fails the turn with an explicit error when even the newest round cannot fit", async () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
