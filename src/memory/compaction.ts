@@ -192,6 +192,7 @@ export class TurnCompactor {
     s.boundary = Math.max(floor, Math.min(s.boundary, Math.max(0, rounds.length - 1)));
     s.last_model = limits.model_ref;
 
+    let reset: "turn_local_recap" | "remote_compaction" | undefined;
     if (projected(s.boundary) > limits.soft && rounds.length - floor > 1) {
       const before = projected(s.boundary);
       const keep = Math.max(1, settings.keep_recent_rounds);
@@ -207,6 +208,7 @@ export class TurnCompactor {
         s.recap = buildRecap(s.digests.slice(floor, b), limits.recap);
         const compactedNow = b - s.boundary;
         s.boundary = b;
+        reset = "turn_local_recap";
         this.compacted(ctx, s, limits, "turn_local_recap", {
           compacted: compactedNow,
           retained: rounds.length - b,
@@ -240,6 +242,7 @@ export class TurnCompactor {
         };
         s.boundary = rounds.length;
         s.recap = "";
+        reset = "remote_compaction";
         this.compacted(ctx, s, limits, "remote_compaction", {
           compacted: covered,
           retained: 0,
@@ -298,7 +301,12 @@ export class TurnCompactor {
     }
     s.last_estimate = Math.ceil(total / factor);
     if (s.boundary === 0 && !s.window && !shortened) return request;
-    return { ...request, conversation: this.projection(s, prefix, rounds, tail) };
+    const out: ProviderRequest = {
+      ...request,
+      conversation: this.projection(s, prefix, rounds, tail),
+    };
+    if (reset) out.continuation_reset = reset;
+    return out;
   };
 
   private projection(

@@ -168,6 +168,11 @@ export const ProviderRequest = z.object({
   max_output_tokens: z.number().int().positive().optional(),
   /** Default `relaxed`. */
   schema_mode: SchemaMode.optional(),
+  /**
+   * Set when context compaction rewrote the conversation for this request: transports with
+   * continuation state (OpenAI Responses) start over, and say it was intentional.
+   */
+  continuation_reset: z.enum(["turn_local_recap", "remote_compaction"]).optional(),
 });
 export type ProviderRequest = z.infer<typeof ProviderRequest>;
 

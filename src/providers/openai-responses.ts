@@ -421,7 +421,10 @@ export type ContinuationDiagnostics = {
     | "no_previous_exchange"
     | "request_shape_changed"
     | "conversation_not_strict_append_only"
-    | "previous_response_rejected";
+    | "previous_response_rejected"
+    | "compaction_reset";
+  /** For `compaction_reset`: which compaction rewrote the conversation. */
+  compaction?: string;
   previous_prefix_length?: number;
   current_input_length?: number;
   first_mismatch_index?: number;
@@ -647,6 +650,17 @@ export function createOpenAIResponsesTransport(
         ...frameInput(request),
         ...lowerResponsesInput(request.conversation, request.tools, LOWERING),
       ]);
+    if (request.continuation_reset && scope !== null) {
+      // Compaction rewrote the conversation on purpose: start over, and say so.
+      continuation.forget(scope);
+      const body = full();
+      const miss: ContinuationDiagnostics = {
+        mode: "full",
+        reason: "compaction_reset",
+        compaction: request.continuation_reset,
+      };
+      return { body, full: () => body, scope, shape, incremental: false, miss };
+    }
     const step = incrementalEnabled ? continuation.plan(scope, shape, request.conversation) : null;
     if (!step) {
       const body = full();
