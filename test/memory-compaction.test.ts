@@ -159,6 +159,46 @@ describe("turn-local compaction", () => {
     }
   }, 180_000);
 
+  it("a provider that refuses a request as too long gets the round again, compacted harder", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    // the catalog claims 16k, but this provider refuses anything above 9,500 (wire bytes / 4);
+    // it reports usage as it counts, so calibration learns its ratio too
+    await setWindow(home, { context_window_tokens: WINDOW, runtime_max_output_tokens: 2_000 });
+    const ROUNDS = 40;
+    let calls = 0;
+    let refused = 0;
+    fake.setFallback((req) => {
+      if (tokensOf(req) > 9_500 && !req.body.previous_response_id) {
+        refused++;
+        return fault.contextLength();
+      }
+      calls++;
+      if (calls > ROUNDS) return reply.text("finished");
+      return reply.tools(
+        [
+          {
+            name: "ExecCommand",
+            arguments: { cmd: `head -c 4096 /dev/zero | tr '\\0' a; echo " r${calls}"` },
+            call_id: `call_${calls}`,
+          },
+        ],
+        { usage: { input_tokens: tokensOf(req), output_tokens: 20 } },
+      );
+    });
+    try {
+      const r = await runCli(["run", "--json", "--max-turns", "100", "loop"], {
+        env: { HOLON_HOME: home },
+        timeoutMs: 120_000,
+      });
+      expect(JSON.parse(r.stdout).final_text).toBe("finished");
+      expect(refused).toBeGreaterThan(0);
+      expect(refused).toBeLessThanOrEqual(2);
+    } finally {
+      fake.setFallback(null);
+    }
+  }, 180_000);
+
   it("fails the turn with an explicit error when even the newest round cannot fit", async () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));

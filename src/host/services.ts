@@ -162,6 +162,7 @@ export function buildServices(opts: ServiceOptions) {
         },
         // The stale reminder adds its note, then compaction fits the whole request.
         beforeProviderCall: (request, ctx) => compactor.hook(staleReminder(request, ctx), ctx),
+        onContextOverflow: (info) => compactor.noteOverflow(info.run_id, info.model_ref),
         afterProviderCall: (info) =>
           compactor.noteUsage(info.run_id, info.model_ref, info.token_usage),
         budget: () => {

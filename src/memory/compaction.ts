@@ -77,6 +77,8 @@ type RunState = {
   window: { item: ConversationItem; covered: number } | undefined;
   compactions: number;
   rounds_compacted: number;
+  /** Context-window refusals from the provider this run (see noteOverflow). */
+  overflows: number;
 };
 
 const MAX_RUNS = 256;
@@ -117,6 +119,7 @@ export class TurnCompactor {
         window: undefined,
         compactions: 0,
         rounds_compacted: 0,
+        overflows: 0,
       };
       this.runs.set(runId, s);
       if (this.runs.size > MAX_RUNS) this.runs.delete(this.runs.keys().next().value!);
@@ -155,6 +158,20 @@ export class TurnCompactor {
       recovery_hint: c.error?.recovery_hint,
       handles: handles.slice(0, 6),
     });
+  }
+
+  /**
+   * The provider refused a request as too long although the count said it fit: tighten the
+   * model's correction factor and ask for the round again, at most twice per run.
+   */
+  noteOverflow(runId: string, modelRef: string | undefined): boolean {
+    const s = this.runs.get(runId);
+    if (!s || s.overflows >= 2) return false;
+    s.overflows++;
+    const ref = modelRef ?? s.last_model;
+    if (!ref) return false;
+    this.calibration.tighten(ref);
+    return true;
   }
 
   /** Corrects the estimator with the provider's reported input tokens. */

@@ -138,15 +138,26 @@ export function estimateRequest(
  */
 export class TokenCalibration {
   private readonly factors = new Map<string, number>();
+  /** Raised when the provider refused a request the count said fit; reports never go below it. */
+  private readonly floors = new Map<string, number>();
 
   factor(modelRef: string | undefined): number {
     return (modelRef && this.factors.get(modelRef)) || 1;
   }
 
+  /** The provider refused a request our count said fits: count more conservatively from now on. */
+  tighten(modelRef: string, by = 1.3): void {
+    const next = Math.min(3, this.factor(modelRef) * by);
+    this.floors.set(modelRef, next);
+    this.factors.set(modelRef, next);
+  }
+
   observe(modelRef: string, estimated: number, reported: number): void {
     if (!(estimated > 200) || !(reported > 0)) return;
+    const floor = this.floors.get(modelRef) ?? 0.9;
     const ratio = Math.min(3, Math.max(0.9, reported / estimated));
     const prev = this.factors.get(modelRef);
-    this.factors.set(modelRef, prev === undefined ? ratio : prev * 0.7 + ratio * 0.3);
+    const next = prev === undefined ? ratio : prev * 0.7 + ratio * 0.3;
+    this.factors.set(modelRef, Math.max(floor, next));
   }
 }

@@ -81,6 +81,15 @@ export type TurnDeps = {
   executionSnapshot?: (agent: AgentRecord) => ExecutionSnapshot;
   /** Told about every finished tool call, after its record is durable (skill activation). */
   afterTool?: (call: ToolCallDone) => void;
+  /**
+   * The provider refused a request as too long for its window: true to send the round again
+   * (context management tightened its count), false to fail the turn.
+   */
+  onContextOverflow?: (info: {
+    agent_id: string;
+    run_id: string;
+    model_ref: string | undefined;
+  }) => boolean;
   /** Told the usage a provider reported for a request (token estimate calibration). */
   afterProviderCall?: (info: {
     agent_id: string;
@@ -299,6 +308,17 @@ class Turn {
         this.usage = addTokenUsage(this.usage, result.timeline.aggregated_token_usage);
         if (result.aborted || this.req.signal.aborted) return this.aborted(result.timeline);
         if (result.retry_at) return this.retryAt(result.retry_at, result.timeline);
+        if (
+          result.failure.kind === "context_length_exceeded" &&
+          this.deps.onContextOverflow?.({
+            agent_id: this.agent.agent_id,
+            run_id: this.req.run_id,
+            model_ref: result.failure.model_ref,
+          })
+        ) {
+          this.rounds--; // the same round again, with a tighter projection
+          continue;
+        }
         return this.fail(`The model provider failed: ${result.failure.summary}`, {
           failure_artifact: result.failure,
           provider_attempt_timeline: result.timeline,
