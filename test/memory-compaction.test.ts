@@ -199,6 +199,24 @@ describe("turn-local compaction", () => {
     }
   }, 180_000);
 
+  it("validates the context settings", async () => {
+    const home = tempHome();
+    const env = { HOLON_HOME: home };
+    for (const [key, value] of [
+      ["context.keep_recent_rounds", "0"],
+      ["context.keep_recent_rounds", "51"],
+      ["context.recap_share_percent", "abc"],
+      ["context.remote_compaction", "maybe"],
+    ] as const) {
+      const r = await runCli(["config", "set", key, value], { env });
+      expect(r.code, `${key}=${value}`).not.toBe(0);
+    }
+    const ok = await runCli(["config", "set", "context.keep_recent_rounds", "3"], { env });
+    expect(ok.code, ok.stderr).toBe(0);
+    const get = await runCli(["config", "get", "context.keep_recent_rounds"], { env });
+    expect(get.stdout).toContain("3");
+  });
+
   it("fails the turn with an explicit error when even the newest round cannot fit", async () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
