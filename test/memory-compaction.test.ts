@@ -292,6 +292,50 @@ describe("turn-local compaction", () => {
     }
   });
 
+  it("a context-window refusal triggers remote compaction when it is on", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    await setWindow(home, { context_window_tokens: WINDOW, runtime_max_output_tokens: 2_000 });
+    await runCli(["config", "set", "context.remote_compaction", "true"], {
+      env: { HOLON_HOME: home },
+    });
+    let compacts = 0;
+    fake.setCompact(() => {
+      compacts++;
+      return [{ type: "compaction", id: `cmp_${compacts}`, encrypted_content: "ENC" }];
+    });
+    let calls = 0;
+    let refused = 0;
+    fake.setFallback((req) => {
+      if (tokensOf(req) > 9_500 && !req.body.previous_response_id) {
+        refused++;
+        return fault.contextLength();
+      }
+      calls++;
+      if (calls > 30) return reply.text("finished");
+      return reply.tools([
+        {
+          name: "ExecCommand",
+          arguments: { cmd: `head -c 4096 /dev/zero | tr '\\0' a; echo " r${calls}"` },
+          call_id: `call_${calls}`,
+        },
+      ]);
+    });
+    try {
+      const r = await runCli(["run", "--json", "--max-turns", "100", "loop"], {
+        env: { HOLON_HOME: home },
+        timeoutMs: 120_000,
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).final_text).toBe("finished");
+      expect(refused).toBeGreaterThan(0);
+      expect(compacts).toBeGreaterThan(0);
+    } finally {
+      fake.setCompact(null);
+      fake.setFallback(null);
+    }
+  }, 120_000);
+
   it("an endpoint without the compact route is remembered as unsupported and not asked again", async () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));

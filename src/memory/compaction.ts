@@ -79,6 +79,8 @@ type RunState = {
   rounds_compacted: number;
   /** Context-window refusals from the provider this run (see noteOverflow). */
   overflows: number;
+  /** The provider refused the last request as too long: compact remotely if enabled. */
+  refused: boolean;
 };
 
 const MAX_RUNS = 256;
@@ -120,6 +122,7 @@ export class TurnCompactor {
         compactions: 0,
         rounds_compacted: 0,
         overflows: 0,
+        refused: false,
       };
       this.runs.set(runId, s);
       if (this.runs.size > MAX_RUNS) this.runs.delete(this.runs.keys().next().value!);
@@ -168,6 +171,7 @@ export class TurnCompactor {
     const s = this.runs.get(runId);
     if (!s || s.overflows >= 2) return false;
     s.overflows++;
+    s.refused = true;
     const ref = modelRef ?? s.last_model;
     if (!ref) return false;
     this.calibration.tighten(ref);
@@ -238,11 +242,14 @@ export class TurnCompactor {
     }
 
     // Remote compaction (OpenAI Responses, `context.remote_compaction`): only when the local
-    // projection still does not fit under the soft limit.
+    // projection still does not fit under the soft limit, or the provider just refused the
+    // previous request as too long.
+    const refused = s.refused;
+    s.refused = false;
     if (
       settings.remote_compaction &&
       this.deps.remoteCompact &&
-      projected(s.boundary) > limits.soft
+      (projected(s.boundary) > limits.soft || refused)
     ) {
       const before = projected(s.boundary);
       const projection = this.projection(s, prefix, rounds, rounds.slice(s.boundary).flat());
