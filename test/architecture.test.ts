@@ -14,6 +14,7 @@ const LAYERS: string[][] = [
   ["store"],
   ["providers", "workspace"],
   ["agent"],
+  ["memory"],
   ["waiting", "tasks", "work", "context"],
   ["tools"],
   ["turn"],

@@ -56,6 +56,7 @@ function ctxFor(host: RuntimeHost): ToolContext {
       workspaces: host.services.workspaces,
       skills: host.services.skills,
       agents: host.services.agentPlane,
+      memory: host.services.memoryIndex,
     },
   };
 }

@@ -51,6 +51,7 @@ function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
       workspaces: host.services.workspaces,
       skills: host.services.skills,
       agents: host.services.agentPlane,
+      memory: host.services.memoryIndex,
     },
   };
 }

@@ -173,7 +173,7 @@ describe("holon tui", () => {
     }
   }, 90_000);
 
-  it("shows a spawned private child, its lineage and its supervision task needing input; /memory says when the host has no memory plane", async () => {
+  it("shows a spawned private child, its lineage and its supervision task needing input; /memory shows the agent's working memory", async () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const rt = await startRuntime({
@@ -280,7 +280,7 @@ describe("holon tui", () => {
       await overlay("children nobody", "failed: unknown_agent");
       await overlay("children ../etc", "failed: invalid_agent_id");
       // The memory plane has not landed on this host: the overlay says so.
-      await overlay("memory", "memory plane not available on this host");
+      await overlay("memory", "working memory: revision");
     } catch (err) {
       throw new Error(`${(err as Error).message}; the screen:\n${frame()}`);
     } finally {

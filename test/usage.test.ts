@@ -105,11 +105,13 @@ describe("usage and cost", () => {
       // recorded by looking.
       const seqBefore = rt.host.store.events.newestSeq("main");
       const queuedBefore = rt.host.store.messages.pendingCount("main");
-      const dbg = await runCli(["debug", "prompt", "--text", "what changed since yesterday?"], {
-        env: { HOLON_HOME: home },
-      });
+      const dbg = await runCli(
+        ["debug", "prompt", "--text", "what changed since yesterday?", "--full"],
+        { env: { HOLON_HOME: home } },
+      );
       expect(dbg.code, dbg.stderr).toBe(0);
-      expect(dbg.stdout).toMatch(/── \S+ \(system_prompt, stable\) ──/);
+      expect(dbg.stdout).toMatch(/── 1\. \S+ \(system_prompt, stable, cache-stable\) ──/);
+      expect(dbg.stdout).toContain("incoming (operator_text)");
       expect(dbg.stdout).toContain("── incoming message ──");
       expect(dbg.stdout).toContain("what changed since yesterday?");
       expect(dbg.stdout).toMatch(/tools \(\d+\): .*ExecCommand/);

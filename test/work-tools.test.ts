@@ -50,6 +50,7 @@ function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`)
       workspaces: host.services.workspaces,
       skills: host.services.skills,
       agents: host.services.agentPlane,
+      memory: host.services.memoryIndex,
     },
   };
 }

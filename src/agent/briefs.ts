@@ -25,8 +25,11 @@ export function createBrief(
     if (b.related_message_id) brief.related_message_id = b.related_message_id;
     if (b.related_task_id) brief.related_task_id = b.related_task_id;
     if (b.work_item_id) brief.work_item_id = b.work_item_id;
-    store.briefs.insert(brief);
     const agent = store.agents.get(b.agent_id);
+    // The workspace the brief was written in (memory search scopes by it).
+    const workspaceId = agent?.active_workspace?.workspace_id;
+    if (workspaceId) brief.workspace_id = workspaceId;
+    store.briefs.insert(brief);
     if (agent) store.agents.put({ ...agent, last_brief_at: brief.created_at });
     const provenance: Record<string, string> = {};
     if (brief.related_message_id) provenance.message_id = brief.related_message_id;

@@ -33,22 +33,7 @@ export type TurnRequest = {
 /** Runs one message through a turn. Implemented in src/turn; the loop only needs this. */
 export interface TurnExecutor {
   run(req: TurnRequest): Promise<TurnOutcome>;
-  /**
-   * The prompt a turn for `message` would send now, built by the same contributors and
-   * without recording anything (`GET /control/agents/:id/debug/prompt`). Optional: test
-   * executors have none.
-   */
-  preview?(agent: AgentRecord, message: QueuedMessage): PromptPreview;
 }
-
-/** What `preview` returns: the frame's parts in the order the provider receives them. */
-export type PromptPreview = {
-  system_prompt: string;
-  sections: { contributor: string; placement: string; stability: string; text: string }[];
-  incoming: string;
-  tools: string[];
-  prompt_cache_key: string | null;
-};
 
 /**
  * The agent's sleep deadline, owned by the waiting plane (waiting/sleep.ts). `arm` and

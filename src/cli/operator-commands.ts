@@ -108,11 +108,15 @@ export function registerOperatorCommands(program: Command): void {
     .action(action(async (agent, opts) => (await import("./debug.ts")).latency(agent, opts)));
   debug
     .command("prompt")
-    .description("The prompt the agent's next turn would send, section by section")
+    .description("What the agent's next model request holds: sections, sizes, token estimates")
     .argument("[agent]", "agent id (default agent when omitted)")
-    .option("--text <text>", "the operator prompt to preview the turn for")
+    .option(
+      "--text <text>",
+      "preview the turn for this operator prompt (default: the next queued message)",
+    )
+    .option("--full", "print each section's text, the incoming message and the tool names")
     .addOption(home())
     .addOption(token())
     .addOption(json())
-    .action(action(async (agent, opts) => (await import("./debug.ts")).prompt(agent, opts)));
+    .action(action(async (agent, opts) => (await import("./memory.ts")).debugPrompt(agent, opts)));
 }

@@ -249,6 +249,22 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
         `${e.payload.model_ref}, ${usageText(e.payload.token_usage)}, ${ms(e.payload.provider_round_ms)}`,
         { tone: "dim" },
       );
+    case "context_compacted":
+      return item(
+        "verbose",
+        "provider",
+        "Context compacted",
+        `${e.payload.before_tokens} → ${e.payload.after_tokens} tokens`,
+        {
+          tone: "dim",
+          detail: `${e.payload.compacted_rounds} rounds in the recap, ${e.payload.retained_rounds} kept exactly (${e.payload.strategy})`,
+        },
+      );
+    case "remote_compaction_skipped":
+      return item("debug", "provider", "Remote compaction skipped", e.payload.reason, {
+        tone: "dim",
+        detail: e.payload.message,
+      });
     case "assistant_round_recorded": {
       const text = e.payload.text_preview.trim();
       if (!text) {

@@ -10,6 +10,8 @@ export const BriefRecord = z.object({
   id: z.string(),
   agent_id: z.string(),
   work_item_id: z.string().optional(),
+  /** The agent's active workspace when the brief was written. */
+  workspace_id: z.string().optional(),
   kind: BriefKind,
   created_at: z.string(),
   text: z.string(),

@@ -322,6 +322,39 @@ export const EventBody = z.discriminatedUnion("type", [
     provider_round_ms: z.number(),
     provider_started_at: z.string(),
     provider_completed_at: z.string(),
+    /** OpenAI Responses: why the request went out in full instead of incrementally. */
+    continuation: z.record(z.string(), z.unknown()).optional(),
+  }),
+  // Context management (src/memory/): turn-local compaction changed what the model sees.
+  kind("context_compacted", {
+    run_id: z.string(),
+    round: z.number().int(),
+    strategy: z.enum(["turn_local_recap", "remote_compaction"]),
+    /** Rounds of the turn now represented by the recap (from the first). */
+    compacted_rounds: z.number().int(),
+    retained_rounds: z.number().int(),
+    before_tokens: z.number().int(),
+    after_tokens: z.number().int(),
+    recap_tokens: z.number().int(),
+    budget_tokens: z.number().int(),
+    window_tokens: z.number().int(),
+    full_conversation_tokens: z.number().int(),
+    /** Remote compaction only: what the provider returned (opaque; sizes only). */
+    remote: z
+      .object({
+        compaction_items: z.number().int(),
+        encrypted_bytes: z.number().int(),
+        input_items: z.number().int(),
+      })
+      .optional(),
+  }),
+  /** Remote compaction was due but did not happen (unsupported endpoint, refused input…). */
+  kind("remote_compaction_skipped", {
+    run_id: z.string(),
+    round: z.number().int(),
+    reason: z.string(),
+    status: z.number().int().nullable(),
+    message: z.string(),
   }),
   kind("assistant_round_recorded", {
     run_id: z.string(),

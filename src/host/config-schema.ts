@@ -73,6 +73,13 @@ const ConfigFileBase = z.strictObject({
       max_live_children: PositiveInt.optional(),
     })
     .optional(),
+  context: z
+    .strictObject({
+      keep_recent_rounds: z.number().int().min(1).max(50).optional(),
+      recap_share_percent: z.number().int().min(1).max(50).optional(),
+      remote_compaction: z.boolean().optional(),
+    })
+    .optional(),
   tui: z
     .strictObject({
       alternate_screen: z.enum(["auto", "always", "never"]).optional(),
@@ -190,6 +197,8 @@ export type EffectiveConfig = {
   retention: RetentionPolicy;
   workspaces: { attach_policy: "any_readable" | "operator_attached" };
   control_token: string | null;
+  /** Context management (src/memory/budget.ts ContextSettings). */
+  context: { keep_recent_rounds: number; recap_share_percent: number; remote_compaction: boolean };
   tui: { alternate_screen: "auto" | "always" | "never" };
   /** The agent plane: how deep spawning may nest, how many live children one agent has. */
   agents: { max_spawn_depth: number; max_live_children: number };
@@ -283,6 +292,11 @@ export function effectiveConfig(
       retention: effectiveRetention(file.retention),
       workspaces: { attach_policy: file.workspaces?.attach_policy ?? "any_readable" },
       control_token: controlToken,
+      context: {
+        keep_recent_rounds: file.context?.keep_recent_rounds ?? 2,
+        recap_share_percent: file.context?.recap_share_percent ?? 15,
+        remote_compaction: file.context?.remote_compaction ?? false,
+      },
       tui: { alternate_screen: file.tui?.alternate_screen ?? "auto" },
       agents: {
         max_spawn_depth: file.agents?.max_spawn_depth ?? 1,
@@ -353,6 +367,28 @@ export const KEY_DEFS: readonly KeyDef[] = [
     description:
       "Metadata for one model: display_name, context_window_tokens, effective_context_window_percent, prompt_budget_estimated_tokens, runtime_max_output_tokens, capabilities",
     schema: CatalogEntrySchema,
+  },
+  {
+    key: "context.keep_recent_rounds",
+    type: "integer",
+    default: 2,
+    description: "Completed rounds a compacted turn keeps exactly, after the recap (1-50)",
+    schema: z.number().int().min(1).max(50),
+  },
+  {
+    key: "context.recap_share_percent",
+    type: "integer",
+    default: 15,
+    description: "Most of the context window the turn-local recap may use, in percent (1-50)",
+    schema: z.number().int().min(1).max(50),
+  },
+  {
+    key: "context.remote_compaction",
+    type: "boolean",
+    default: false,
+    description:
+      "On the OpenAI Responses transport, ask the provider to compact the conversation when the local recap is not enough",
+    schema: z.boolean(),
   },
   {
     key: "workspaces.attach_policy",

@@ -1,9 +1,6 @@
 // Inspection projections: the concise AgentSummary (`/status`) and the bootstrap
 // snapshot (`/state`). Both are derived from durable records, never stored.
-import { buildEnvelope } from "../agent/admission.ts";
-import type { PromptPreview } from "../agent/runtime.ts";
 import { lifecycleHint, type AgentRecord } from "../domain/agent.ts";
-import { HolonError } from "../domain/errors.ts";
 import { TERMINAL_TASK_STATUSES } from "../domain/task.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { taskSnapshot } from "../tasks/service.ts";
@@ -107,7 +104,24 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
     pending_wake_hint: waiting.pending_wake_hint,
     waiting: waiting.waiting,
     workspace: workspaceView(agent),
+    memory: memoryState(host, agent),
     newest_seq: store.events.newestSeq(agent.agent_id),
+  };
+}
+
+/** Working memory, episodes and compaction counts (`/state` `memory`). */
+function memoryState(host: RuntimeHost, agent: AgentRecord) {
+  const wm = host.store.memory.workingMemory(agent.agent_id);
+  return {
+    working_memory_revision: wm?.revision ?? 0,
+    last_prompted_working_memory_revision: wm?.last_prompted_revision ?? 0,
+    pending_working_memory_delta:
+      wm && wm.revision > wm.last_prompted_revision ? wm.pending_delta : [],
+    working_memory_updated_at: wm?.updated_at ?? null,
+    active_episode_id: wm?.active_episode?.id ?? null,
+    archived_episode_count: host.store.memory.episodeCount(agent.agent_id),
+    compactions_total: wm?.compactions_total ?? 0,
+    compacted_rounds_total: wm?.compacted_rounds_total ?? 0,
   };
 }
 
@@ -170,30 +184,4 @@ function workPlan(host: RuntimeHost, agent: AgentRecord) {
     plan_artifact: v.plan_artifact,
     todo_list: v.todo_list ?? [],
   };
-}
-
-/**
- * The prompt a turn for an operator prompt `text` would send now (`holon debug prompt`):
- * the message is built as an operator prompt but never admitted or stored.
- */
-export function promptPreview(host: RuntimeHost, agent: AgentRecord, text: string): PromptPreview {
-  const executor = host.services.executor;
-  if (!executor.preview) {
-    throw new HolonError("not_supported", "this runtime's turn executor builds no prompt", {
-      status: 501,
-    });
-  }
-  const envelope = buildEnvelope(
-    {
-      agent_id: agent.agent_id,
-      kind: "operator_prompt",
-      origin: { kind: "operator" },
-      body: { type: "text", text },
-      surface: "http_control_prompt",
-      admission: "control_authenticated",
-    },
-    "msg_preview",
-    host.store.clock.now().toISOString(),
-  );
-  return executor.preview(agent, { ...envelope, seq: 0, status: "queued" });
 }

@@ -292,6 +292,8 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "message_interrupted":
     case "operator_interjection_admitted":
     case "provider_round_completed":
+    case "context_compacted":
+    case "remote_compaction_skipped":
     case "turn_terminal":
     case "brief_created":
     case "runtime_error":

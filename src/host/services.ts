@@ -37,6 +37,12 @@ import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts"
 import { workRecheckHandler } from "../work/recheck.ts";
 import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
 import { commandPolicy } from "./command-policy.ts";
+import { TurnCompactor } from "../memory/compaction.ts";
+import { ContinuityService } from "../memory/continuity.ts";
+import { MemoryIndexService } from "../memory/search.ts";
+import { contextLimits, type ContextLimits } from "../memory/budget.ts";
+import { modelMetadata } from "../providers/builtin.ts";
+import type { OpenAIResponsesTransport } from "../providers/openai-responses.ts";
 import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
 import { OperatorTransportService } from "./operator-transport.ts";
@@ -104,6 +110,34 @@ export function buildServices(opts: ServiceOptions) {
     defaultAgentId: opts.defaultAgentId,
   });
   const work = new WorkService({ store, deadlines: scheduler, ingress });
+  // Context management: the request budget per model and turn-local compaction.
+  const contextLimitsOf = (agent: { model_override?: string | null | undefined }) =>
+    agentContextLimits(config, agent.model_override ?? null);
+  const transports = createDefaultTransports(); // one set per host, shared with compaction
+  const compactor = new TurnCompactor({
+    store,
+    limits: contextLimitsOf,
+    settings: () => config.current().values.context,
+    remoteCompact: async (agent, request, signal) => {
+      const c = config
+        .candidates(agent.model_override ?? null)
+        .find((x) => x.unavailable_reason === undefined);
+      if (c?.transport !== "openai_responses") return null;
+      return (transports.openai_responses as OpenAIResponsesTransport).compact(c, request, signal);
+    },
+  });
+  const continuity = new ContinuityService(store, (runId) => compactor.runStats(runId));
+  const memoryIndex = new MemoryIndexService(store); // MemorySearch / MemoryGet
+  // The prompt frame's sections, in order (also read by `holon debug prompt`).
+  const contributors = [
+    ...withSkills(
+      defaultContributors((agent) => contextLimitsOf(agent).prompt),
+      skillsContributor(skills),
+    ),
+    externalTriggerContributor(triggers),
+  ];
+  const registry = buildRegistry();
+  const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
     paths,
@@ -122,32 +156,37 @@ export function buildServices(opts: ServiceOptions) {
     ? opts.executor(core)
     : new ProviderTurnExecutor({
         store,
-        registry: buildRegistry(),
+        registry,
         tasks,
         toolServices: {
           workspaces,
           skills,
           tasks,
           work,
+          memory: memoryIndex,
           // The agent plane is built after the loops it needs; tools reach it at call time.
           get agents() {
             return agentPlane;
           },
         },
         candidates: (agent) => config.candidates(agent.model_override ?? null),
-        callModel: modelCall(opts.env, opts.clock),
-        contributors: [
-          ...withSkills(defaultContributors(), skillsContributor(skills)),
-          externalTriggerContributor(triggers),
-        ],
+        callModel: modelCall(opts.env, opts.clock, transports),
+        contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),
-        afterTool: (call) => skills.noteToolCall(call),
+        afterTool: (call) => {
+          skills.noteToolCall(call);
+          compactor.noteToolCall(call);
+        },
         // Profile narrowing: an agent at the spawn depth limit does not see SpawnAgent.
         hiddenTools: (agent) =>
           (agent.spawn_depth ?? 0) >= config.current().values.agents.max_spawn_depth
             ? NO_SPAWN
             : NONE_HIDDEN,
-        beforeProviderCall: staleReminderHook(store, work, reminderSettings(opts.env)),
+        // The stale reminder adds its note, then compaction fits the whole request.
+        beforeProviderCall: (request, ctx) => compactor.hook(staleReminder(request, ctx), ctx),
+        onContextOverflow: (info) => compactor.noteOverflow(info.run_id, info.model_ref),
+        afterProviderCall: (info) =>
+          compactor.noteUsage(info.run_id, info.model_ref, info.token_usage),
         budget: () => {
           const rt = config.current().values.runtime;
           return {
@@ -166,6 +205,7 @@ export function buildServices(opts: ServiceOptions) {
     }),
   ];
   observers.push(skills.observer());
+  observers.push(continuity.observer()); // working memory and episodes at each turn boundary
   observers.push(new ProviderRetryObserver({ store, scheduler })); // arms rate-limit retries
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   // The agent plane (issue 15): a child's terminal closure settles its supervision task.
@@ -254,12 +294,34 @@ export function buildServices(opts: ServiceOptions) {
     work,
     usage,
     operatorTransport,
+    compactor,
+    contextLimitsOf,
+    continuity,
+    memoryIndex,
+    contributors,
+    registry,
   };
 }
 
+/** The tightest budget among the models a turn of this agent may use. */
+function agentContextLimits(config: ConfigSource, override: string | null): ContextLimits {
+  const values = config.current().values;
+  const refs = config
+    .candidates(override)
+    .filter((c) => c.unavailable_reason === undefined)
+    .map((c) => c.model_ref);
+  const all = (refs.length ? refs : [values.model.default ?? ""]).map((ref) =>
+    contextLimits(ref || null, modelMetadata(ref, values).entry, values.context),
+  );
+  return all.reduce((a, b) => (b.prompt < a.prompt ? b : a));
+}
+
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */
-function modelCall(env: NodeJS.ProcessEnv, clock: Clock): ModelCall {
-  const transports = createDefaultTransports();
+function modelCall(
+  env: NodeJS.ProcessEnv,
+  clock: Clock,
+  transports: ReturnType<typeof createDefaultTransports>,
+): ModelCall {
   // Tunables of the retry loop (docs/providers.md); unset keeps the defaults.
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
   const cap = positiveInt(env.HOLON_PROVIDER_RETRY_AFTER_CAP_MS);

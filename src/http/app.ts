@@ -16,7 +16,7 @@ import { workRoutes } from "./routes-work.ts";
 import { workspaceRoutes } from "./routes-workspaces.ts";
 import { usageRoutes } from "./routes-usage.ts";
 import { operatorRoutes } from "./routes-operator.ts";
-import { debugRoutes } from "./routes-debug.ts";
+import { memoryRoutes } from "./routes-memory.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -63,7 +63,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   workspaceRoutes(app, ctx);
   usageRoutes(app, ctx);
   operatorRoutes(app, ctx);
-  debugRoutes(app, ctx);
+  memoryRoutes(app, ctx);
   openApiRoute(app);
   return { app, hub };
 }

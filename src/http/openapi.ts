@@ -31,7 +31,7 @@ import { WORKSPACE_ROUTE_DOCS } from "./routes-workspaces.ts";
 import { AGENT_ROUTE_DOCS } from "./routes-agents.ts";
 import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
-import { DEBUG_ROUTE_DOCS } from "./routes-debug.ts";
+import { MEMORY_ROUTE_DOCS } from "./routes-memory.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -407,8 +407,8 @@ export const ROUTES: RouteDoc[] = [
   ...WORKSPACE_ROUTE_DOCS,
   ...AGENT_ROUTE_DOCS,
   ...USAGE_ROUTE_DOCS,
+  ...MEMORY_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,
-  ...DEBUG_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

@@ -213,6 +213,16 @@ export const AgentStateResponse = z.object({
   pending_wake_hint: WakeHintView.nullable(),
   waiting: WaitingSummary,
   workspace: Workspace,
+  memory: z.object({
+    working_memory_revision: z.number().int(),
+    last_prompted_working_memory_revision: z.number().int(),
+    pending_working_memory_delta: z.array(z.string()),
+    working_memory_updated_at: z.string().nullable(),
+    active_episode_id: z.string().nullable(),
+    archived_episode_count: z.number().int(),
+    compactions_total: z.number().int(),
+    compacted_rounds_total: z.number().int(),
+  }),
   newest_seq: z.number().int(),
 });
 

@@ -97,12 +97,25 @@ export const ReasoningItem = z.object({
 });
 export type ReasoningItem = z.infer<typeof ReasoningItem>;
 
+/**
+ * A provider-compacted window (OpenAI Responses `/responses/compact` output): opaque items
+ * that stand for the conversation up to this point, replayed as-is to the same family and
+ * dropped for others. Provider transport state, never Holon memory.
+ */
+export const ProviderWindowItem = z.object({
+  type: z.literal("provider_window"),
+  family: z.literal("openai_responses"),
+  items: z.array(z.unknown()),
+});
+export type ProviderWindowItem = z.infer<typeof ProviderWindowItem>;
+
 export const ConversationItem = z.discriminatedUnion("type", [
   UserTextItem,
   AssistantTextItem,
   ToolCallItem,
   ToolResultItem,
   ReasoningItem,
+  ProviderWindowItem,
 ]);
 export type ConversationItem = z.infer<typeof ConversationItem>;
 
@@ -155,6 +168,11 @@ export const ProviderRequest = z.object({
   max_output_tokens: z.number().int().positive().optional(),
   /** Default `relaxed`. */
   schema_mode: SchemaMode.optional(),
+  /**
+   * Set when context compaction rewrote the conversation for this request: transports with
+   * continuation state (OpenAI Responses) start over, and say it was intentional.
+   */
+  continuation_reset: z.enum(["turn_local_recap", "remote_compaction"]).optional(),
 });
 export type ProviderRequest = z.infer<typeof ProviderRequest>;
 
@@ -175,6 +193,8 @@ export const ProviderResponse = z.object({
   model: z.string(),
   /** True when the OpenAI Responses transport sent only an incremental tail with `previous_response_id`. */
   incremental: z.boolean().optional(),
+  /** Responses transport: why this request went out in full (continuation diagnostics). */
+  continuation: z.record(z.string(), z.unknown()).optional(),
 });
 export type ProviderResponse = z.infer<typeof ProviderResponse>;
 

@@ -9,6 +9,7 @@
 // grammar tools for freeform ones. `prompt_cache_key` is sent when the frame has a cache
 // identity, and a later turn may be sent as `previous_response_id` + only the new items
 // (see `ContinuationCache`).
+import { createHash } from "node:crypto";
 import OpenAI from "openai";
 import type {
   Response as OpenAIResponse,
@@ -177,6 +178,10 @@ export function lowerResponsesInput(
         }
         break;
       }
+      case "provider_window":
+        // A compacted window from /responses/compact: replayed exactly as returned.
+        if (emit) out.push(...(item.items as ResponseInputItem[]));
+        break;
     }
   });
   return out;
@@ -409,6 +414,29 @@ type Snapshot = {
   response_id: string;
 };
 
+/** Why a Responses request went out in full rather than as a `previous_response_id` step. */
+export type ContinuationDiagnostics = {
+  mode: "full";
+  reason:
+    | "no_previous_exchange"
+    | "request_shape_changed"
+    | "conversation_not_strict_append_only"
+    | "previous_response_rejected"
+    | "compaction_reset";
+  /** For `compaction_reset`: which compaction rewrote the conversation. */
+  compaction?: string;
+  previous_prefix_length?: number;
+  current_input_length?: number;
+  first_mismatch_index?: number;
+  expected_hash?: string | null;
+  actual_type?: string | null;
+  actual_hash?: string | null;
+};
+
+function shortHash(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, 12);
+}
+
 /** Stable JSON (sorted object keys) for comparing neutral items. */
 export function stableJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
@@ -470,18 +498,43 @@ export class ContinuationCache {
     });
   }
 
+  /** Why the last `plan` sent a full request (openai-remote-compaction.md phase 1). */
+  lastMiss: ContinuationDiagnostics | undefined;
+
   /** Index of the first conversation item the provider has not seen, or null for a full request. */
   plan(
     scope: string | null,
     shape: string,
     conversation: readonly ConversationItem[],
   ): { from: number; response_id: string } | null {
+    this.lastMiss = undefined;
     if (scope === null) return null;
     const snap = this.#snapshots.get(scope);
-    if (!snap || snap.shape !== shape) return null;
-    if (conversation.length <= snap.items.length) return null;
+    if (!snap) {
+      this.lastMiss = { mode: "full", reason: "no_previous_exchange" };
+      return null;
+    }
+    if (snap.shape !== shape) {
+      this.lastMiss = { mode: "full", reason: "request_shape_changed" };
+      return null;
+    }
+    const miss = (index: number): null => {
+      const actual = conversation[index];
+      this.lastMiss = {
+        mode: "full",
+        reason: "conversation_not_strict_append_only",
+        previous_prefix_length: snap.items.length,
+        current_input_length: conversation.length,
+        first_mismatch_index: index,
+        expected_hash: snap.items[index] !== undefined ? shortHash(snap.items[index]) : null,
+        actual_type: actual?.type ?? null,
+        actual_hash: actual ? shortHash(itemKey(actual)) : null,
+      };
+      return null;
+    };
+    if (conversation.length <= snap.items.length) return miss(conversation.length);
     for (let i = 0; i < snap.items.length; i++) {
-      if (itemKey(conversation[i]!) !== snap.items[i]) return null;
+      if (itemKey(conversation[i]!) !== snap.items[i]) return miss(i);
     }
     return { from: snap.items.length, response_id: snap.response_id };
   }
@@ -516,8 +569,32 @@ export class ContinuationCache {
 // ---------------------------------------------------------------------------
 // Transport
 
+/** The outcome of a standalone `/responses/compact` call (openai-remote-compaction.md phase 3). */
+export type RemoteCompaction =
+  | {
+      ok: true;
+      /** The replacement window, opaque, to be replayed as-is. */
+      items: unknown[];
+      compaction_items: number;
+      encrypted_bytes: number;
+      input_items: number;
+      token_usage: TokenUsage | undefined;
+    }
+  | {
+      ok: false;
+      reason: "skipped_unsupported_endpoint" | "unsupported_endpoint" | "invalid_input" | "failed";
+      status: number | null;
+      message: string;
+    };
+
 export type OpenAIResponsesTransport = TransportClient & {
   readonly continuation: ContinuationCache;
+  /** Compacts the request's conversation through the provider (the frame stays local). */
+  compact(
+    candidate: ModelCandidate,
+    request: ProviderRequest,
+    signal: AbortSignal,
+  ): Promise<RemoteCompaction>;
   /** Builds the body that `send` would post now (with `previous_response_id` when eligible). */
   plan(candidate: ModelCandidate, request: ProviderRequest): ResponseCreateParamsNonStreaming;
 };
@@ -573,17 +650,29 @@ export function createOpenAIResponsesTransport(
         ...frameInput(request),
         ...lowerResponsesInput(request.conversation, request.tools, LOWERING),
       ]);
+    if (request.continuation_reset && scope !== null) {
+      // Compaction rewrote the conversation on purpose: start over, and say so.
+      continuation.forget(scope);
+      const body = full();
+      const miss: ContinuationDiagnostics = {
+        mode: "full",
+        reason: "compaction_reset",
+        compaction: request.continuation_reset,
+      };
+      return { body, full: () => body, scope, shape, incremental: false, miss };
+    }
     const step = incrementalEnabled ? continuation.plan(scope, shape, request.conversation) : null;
     if (!step) {
       const body = full();
-      return { body, full: () => body, scope, shape, incremental: false };
+      const miss = continuation.lastMiss;
+      return { body, full: () => body, scope, shape, incremental: false, miss };
     }
     const tail = lowerResponsesInput(request.conversation, request.tools, LOWERING, step.from);
     const body: ResponseCreateParamsNonStreaming = {
       ...withInput(head, tail),
       previous_response_id: step.response_id,
     };
-    return { body, full, scope, shape, incremental: true };
+    return { body, full, scope, shape, incremental: true, miss: undefined };
   };
 
   const post = async (
@@ -605,9 +694,88 @@ export function createOpenAIResponsesTransport(
     return terminal;
   };
 
+  /** Endpoints that answered the compact route with a permanent "not here" (404/405/410/501). */
+  const unsupported = new Set<string>();
+  const compact = async (
+    candidate: ModelCandidate,
+    request: ProviderRequest,
+    signal: AbortSignal,
+  ): Promise<RemoteCompaction> => {
+    if (unsupported.has(candidate.base_url)) {
+      return {
+        ok: false,
+        reason: "skipped_unsupported_endpoint",
+        status: null,
+        message: "the compact route of this endpoint is known to be unsupported",
+      };
+    }
+    const { head } = headOf(candidate, request);
+    const input = lowerResponsesInput(request.conversation, request.tools, LOWERING);
+    try {
+      const res = await openAiClient(candidate).responses.compact(
+        {
+          model: candidate.model,
+          input,
+          instructions: typeof head.instructions === "string" ? head.instructions : null,
+          ...(head.prompt_cache_key ? { prompt_cache_key: head.prompt_cache_key } : {}),
+        },
+        { signal, maxRetries: 0 },
+      );
+      const items = Array.isArray(res.output) ? (res.output as unknown[]) : [];
+      const compactions = items.filter(
+        (i) => (i as { type?: unknown } | null)?.type === "compaction",
+      ) as { encrypted_content?: unknown }[];
+      if (compactions.length === 0) {
+        return {
+          ok: false,
+          reason: "failed",
+          status: null,
+          message: "the compact response held no compaction item",
+        };
+      }
+      // Sent back without provider item ids (stateless use); call ids keep tool pairing.
+      const window = items.map((i) => {
+        if (!i || typeof i !== "object") return i;
+        const { id, ...rest } = i as Record<string, unknown>;
+        const r = rest as Record<string, unknown>;
+        if (r.type === "compaction") return i;
+        if ((r.type === "function_call" || r.type === "custom_tool_call") && !r.call_id)
+          r.call_id = id;
+        return r;
+      });
+      return {
+        ok: true,
+        items: window,
+        compaction_items: compactions.length,
+        encrypted_bytes: compactions.reduce(
+          (n, c) => n + (typeof c.encrypted_content === "string" ? c.encrypted_content.length : 0),
+          0,
+        ),
+        input_items: input.length,
+        token_usage: parseResponsesUsage(res.usage as ResponseUsage | undefined),
+      };
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const status =
+        typeof (err as { status?: unknown }).status === "number"
+          ? (err as { status: number }).status
+          : null;
+      const message = err instanceof Error ? err.message : String(err);
+      if (status === 404 && /persist|not found.*item|item.*not found/i.test(message)) {
+        return { ok: false, reason: "invalid_input", status, message };
+      }
+      if (status !== null && [404, 405, 410, 501].includes(status)) {
+        unsupported.add(candidate.base_url);
+        return { ok: false, reason: "unsupported_endpoint", status, message };
+      }
+      return { ok: false, reason: "failed", status, message };
+    }
+  };
+
   return {
     transport: "openai_responses",
     continuation,
+    compact,
     plan: (candidate, request) => plan(candidate, request).body,
     async send(
       candidate: ModelCandidate,
@@ -619,6 +787,7 @@ export function createOpenAIResponsesTransport(
       const p = plan(candidate, request);
       let raw: unknown;
       let incremental = p.incremental;
+      let miss: ContinuationDiagnostics | undefined = p.miss;
       try {
         try {
           raw = await post(client, p.body, opts.signal, ctx);
@@ -628,10 +797,12 @@ export function createOpenAIResponsesTransport(
           if (!p.incremental || opts.signal.aborted || (status !== 400 && status !== 404))
             throw err;
           incremental = false;
+          miss = { mode: "full", reason: "previous_response_rejected" };
           raw = await post(client, p.full(), opts.signal, ctx);
         }
         const response = parseResponsesResponse(raw, request.tools, ctx);
         if (incremental) response.incremental = true;
+        else if (miss) response.continuation = miss;
         continuation.remember(p.scope, p.shape, request.conversation, response);
         return response;
       } catch (err) {

@@ -6,6 +6,7 @@ import { DecodedRows, readBody } from "./json.ts";
 export class BriefsRepo {
   private readonly insertStmt: StatementSync;
   private readonly recentStmt: StatementSync;
+  private readonly afterStmt: StatementSync;
   /** Briefs never change; the prompt reads an agent's recent ones on every turn. */
   private readonly decoded = new DecodedRows<BriefRecord>(1024);
 
@@ -14,6 +15,20 @@ export class BriefsRepo {
     this.recentStmt = db.prepare(
       "SELECT id, data FROM briefs WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
     );
+    this.afterStmt = db.prepare(
+      "SELECT seq, id, data FROM briefs WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    );
+  }
+
+  /** Briefs after a sequence number, oldest first, with their sequence (memory index sync). */
+  after(agentId: string, afterSeq: number, limit: number): { seq: number; brief: BriefRecord }[] {
+    return (
+      this.afterStmt.all(agentId, afterSeq, limit) as {
+        seq: number;
+        id: string;
+        data: string | Uint8Array;
+      }[]
+    ).map((r) => ({ seq: r.seq, brief: readBody(BriefRecord, r.data, "brief") }));
   }
 
   insert(brief: BriefRecord): void {

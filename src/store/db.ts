@@ -1,6 +1,7 @@
 // The durable store: one SQLite database per HOLON_HOME (WAL), versioned migrations,
 // one repository per record family, and transactions that publish their events only
 // after they commit ("durable before visible").
+import { MemoryRepo } from "./memory.ts";
 import { DatabaseSync } from "node:sqlite";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
@@ -37,6 +38,7 @@ export class Store {
   readonly timers: TimersRepo;
   readonly triggers: TriggersRepo;
   readonly workItems: WorkItemsRepo;
+  readonly memory: MemoryRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -72,6 +74,7 @@ export class Store {
     this.timers = new TimersRepo(this.db);
     this.triggers = new TriggersRepo(this.db);
     this.workItems = new WorkItemsRepo(this.db);
+    this.memory = new MemoryRepo(this.db);
   }
 
   /**

@@ -313,4 +313,18 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX agent_tombstones_agent ON agent_tombstones (agent_id);
     `,
   },
+  {
+    version: 10,
+    name: "memory: working memory and context episodes",
+    sql: `
+      CREATE TABLE working_memory (agent_id TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE context_episodes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX context_episodes_agent ON context_episodes (agent_id, seq);
+    `,
+  },
 ];

@@ -18,6 +18,8 @@ import { updateWorkItemTool } from "./work/update-work-item.ts";
 import { completeWorkItemTool } from "./work/complete-work-item.ts";
 import { getWorkItemTool } from "./work/get-work-item.ts";
 import { listWorkItemsTool } from "./work/list-work-items.ts";
+import { memorySearchTool } from "./memory/memory-search.ts";
+import { memoryGetTool } from "./memory/memory-get.ts";
 
 export function buildRegistry(): ToolRegistry {
   return new ToolRegistry()
@@ -38,5 +40,7 @@ export function buildRegistry(): ToolRegistry {
     .register(updateWorkItemTool)
     .register(completeWorkItemTool)
     .register(getWorkItemTool)
-    .register(listWorkItemsTool);
+    .register(listWorkItemsTool)
+    .register(memorySearchTool)
+    .register(memoryGetTool);
 }

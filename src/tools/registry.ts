@@ -10,6 +10,7 @@ import type { AgentPlane } from "../tasks/children.ts";
 import type { SkillService } from "../context/skills.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
 import type { WorkService } from "../work/service.ts";
+import type { MemoryIndexService } from "../memory/search.ts";
 import type { OutputBudget } from "./budget.ts";
 import {
   errorResult,
@@ -48,6 +49,7 @@ export interface ToolServices {
   work: WorkService;
   /** The agent plane: SpawnAgent, AgentGet and child-task supervision (tasks/children.ts). */
   agents: AgentPlane;
+  memory: MemoryIndexService;
 }
 
 /**
@@ -64,7 +66,7 @@ export type ToolOutput = {
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> = {
   name: string;
-  family: "command" | "task" | "workspace" | "agent" | "work";
+  family: "command" | "task" | "workspace" | "agent" | "work" | "memory";
   description: string;
   input: S;
   /**

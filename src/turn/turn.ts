@@ -17,13 +17,9 @@ import type {
   TranscriptData,
   TranscriptEntryKind,
 } from "../domain/transcript.ts";
+import { HolonError } from "../domain/errors.ts";
 import { createBrief, recordRuntimeFailure } from "../agent/briefs.ts";
-import {
-  AbortRunError,
-  type PromptPreview,
-  type TurnExecutor,
-  type TurnRequest,
-} from "../agent/runtime.ts";
+import { AbortRunError, type TurnExecutor, type TurnRequest } from "../agent/runtime.ts";
 import type {
   ConversationItem,
   ProviderRequest,
@@ -86,11 +82,28 @@ export type TurnDeps = {
   afterTool?: (call: ToolCallDone) => void;
   /** Tools this agent's profile leaves out of its catalog (a private child: SpawnAgent). */
   hiddenTools?: (agent: AgentRecord) => ReadonlySet<string>;
+  /**
+   * The provider refused a request as too long for its window: true to send the round again
+   * (context management tightened its count), false to fail the turn.
+   */
+  onContextOverflow?: (info: {
+    agent_id: string;
+    run_id: string;
+    model_ref: string | undefined;
+  }) => boolean;
+  /** Told the usage a provider reported for a request (token estimate calibration). */
+  afterProviderCall?: (info: {
+    agent_id: string;
+    run_id: string;
+    model_ref: string;
+    token_usage: TokenUsage | undefined;
+  }) => void;
 };
 
 export type ToolCallDone = {
   agent_id: string;
   run_id: string;
+  call_id: string;
   turn_index: number;
   tool_name: string;
   arguments: string;
@@ -156,31 +169,6 @@ export class ProviderTurnExecutor implements TurnExecutor {
     const hidden = this.deps.hiddenTools?.(req.agent);
     const visible = hidden?.size ? specs.filter((t) => !hidden.has(t.name)) : specs;
     return new Turn(this.deps, visible, req, candidates).run();
-  }
-
-  preview(agent: AgentRecord, message: QueuedMessage): PromptPreview {
-    const specs = (this.specs ??= toolSpecs(this.deps.registry));
-    const { execution_root: executionRoot, cwd } = executionBinding(agent);
-    const { frame, sections } = buildFrame(this.deps.contributors, {
-      store: this.deps.store,
-      agent,
-      message,
-      executionRoot,
-      cwd,
-      tools: specs,
-    });
-    return {
-      system_prompt: frame.system_prompt,
-      sections: sections.map(({ contributor, section }) => ({
-        contributor,
-        placement: section.placement,
-        stability: section.stability,
-        text: section.text,
-      })),
-      incoming: renderIncoming(message),
-      tools: specs.map((t) => t.name),
-      prompt_cache_key: frame.cache?.prompt_cache_key ?? null,
-    };
   }
 }
 
@@ -296,12 +284,22 @@ class Turn {
         tools: this.specs,
       };
       if (this.deps.beforeProviderCall) {
-        request = await this.deps.beforeProviderCall(request, {
-          agent: this.agent,
-          run_id: this.req.run_id,
-          round: this.rounds,
-          signal: this.req.signal,
-        });
+        try {
+          request = await this.deps.beforeProviderCall(request, {
+            agent: this.agent,
+            run_id: this.req.run_id,
+            round: this.rounds,
+            signal: this.req.signal,
+          });
+        } catch (err) {
+          // The context budget could not be met: fail explicitly rather than send a request
+          // the provider would refuse.
+          if (!(err instanceof HolonError)) throw err;
+          return this.fail(`The turn cannot continue: ${err.message}.`, {
+            kind: err.kind,
+            ...err.details,
+          });
+        }
       }
       const providerStartedAt = store.clock.now();
       const t0 = performance.now();
@@ -311,6 +309,17 @@ class Turn {
         this.usage = addTokenUsage(this.usage, result.timeline.aggregated_token_usage);
         if (result.aborted || this.req.signal.aborted) return this.aborted(result.timeline);
         if (result.retry_at) return this.retryAt(result.retry_at, result.timeline);
+        if (
+          result.failure.kind === "context_length_exceeded" &&
+          this.deps.onContextOverflow?.({
+            agent_id: this.agent.agent_id,
+            run_id: this.req.run_id,
+            model_ref: result.failure.model_ref,
+          })
+        ) {
+          this.rounds--; // the same round again, with a tighter projection
+          continue;
+        }
         return this.fail(`The model provider failed: ${result.failure.summary}`, {
           failure_artifact: result.failure,
           provider_attempt_timeline: result.timeline,
@@ -318,6 +327,12 @@ class Turn {
       }
       const response = result.response;
       const roundUsage = response.token_usage;
+      this.deps.afterProviderCall?.({
+        agent_id: this.agent.agent_id,
+        run_id: this.req.run_id,
+        model_ref: result.model_ref,
+        token_usage: roundUsage,
+      });
       this.usage = addTokenUsage(this.usage, roundUsage);
       const text = response.blocks
         .filter((b) => b.type === "assistant_text")
@@ -346,6 +361,7 @@ class Turn {
           provider_round_ms: providerRoundMs,
           provider_started_at: providerStartedAt.toISOString(),
           provider_completed_at: store.clock.now().toISOString(),
+          ...(response.continuation ? { continuation: response.continuation } : {}),
         });
         this.event("assistant_round_recorded", {
           round: this.rounds,
@@ -466,6 +482,7 @@ class Turn {
     this.deps.afterTool?.({
       agent_id: this.agent.agent_id,
       run_id: this.req.run_id,
+      call_id: callId,
       turn_index: this.turnIndex,
       tool_name: name,
       arguments: args,

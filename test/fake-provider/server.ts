@@ -76,6 +76,11 @@ export type RecordedRequest = {
   raw: string;
   /** Whether the client asked for SSE. */
   stream: boolean;
+  /**
+   * Responses/Codex: true when an earlier request with the same `prompt_cache_key` had a
+   * byte-identical cacheable prefix (instructions and tools), as a provider cache would hit.
+   */
+  cache_hit?: boolean;
 };
 
 export type FakeScriptEntry =
@@ -90,6 +95,12 @@ export type FakeProvider = {
   setFallback(
     handler: ((request: RecordedRequest) => FakeAnswer | Promise<FakeAnswer>) | null,
   ): void;
+  /**
+   * Answer the Responses compact route (`POST …/responses/compact`) with the output items the
+   * handler returns (wrapped in a `response.compaction` object). Null (the default): no such
+   * route, a 404 like an endpoint without compaction.
+   */
+  setCompact(handler: ((request: RecordedRequest) => unknown[]) | null): void;
   /** Every request received, oldest first. */
   requests: RecordedRequest[];
   /** Entries not consumed yet. */
@@ -132,6 +143,8 @@ export async function startFakeProvider(
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let fallback: ((request: RecordedRequest) => FakeAnswer | Promise<FakeAnswer>) | null = null;
+  let compactHandler: ((request: RecordedRequest) => unknown[]) | null = null;
+  const cachePrefixes = new Map<string, string>();
   let counter = 0;
 
   const server = createServer((req, res) => {
@@ -185,8 +198,35 @@ export async function startFakeProvider(
       raw,
       stream,
     };
+    const cacheKey = (body as { prompt_cache_key?: unknown } | null)?.prompt_cache_key;
+    if ((wire === "responses" || wire === "codex") && typeof cacheKey === "string") {
+      const b = body as { instructions?: unknown; tools?: unknown };
+      const prefix = JSON.stringify([b.instructions ?? null, b.tools ?? null]);
+      recorded.cache_hit = cachePrefixes.get(cacheKey) === prefix;
+      cachePrefixes.set(cacheKey, prefix);
+    }
     requests.push(recorded);
 
+    if (compactHandler && req.method === "POST" && path.endsWith("/responses/compact")) {
+      const output = compactHandler(recorded);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id: `cmp_${++counter}`,
+          object: "response.compaction",
+          created_at: Math.floor(Date.now() / 1000),
+          output,
+          usage: {
+            input_tokens: Math.ceil(raw.length / 4),
+            input_tokens_details: { cached_tokens: 0 },
+            output_tokens: 50,
+            output_tokens_details: { reasoning_tokens: 0 },
+            total_tokens: Math.ceil(raw.length / 4) + 50,
+          },
+        }),
+      );
+      return;
+    }
     if (wire === null || req.method !== "POST") {
       res.writeHead(404, { "content-type": "application/json" });
       res.end(
@@ -661,6 +701,9 @@ export async function startFakeProvider(
       kind === "openai" ? `${origin}/v1` : kind === "anthropic" ? origin : `${origin}${codexPath}`,
     enqueue: (...entries) => {
       script.push(...entries);
+    },
+    setCompact: (handler) => {
+      compactHandler = handler;
     },
     setFallback: (handler) => {
       fallback = handler;

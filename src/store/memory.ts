@@ -1,0 +1,90 @@
+// Working memory (one row per agent) and context episodes (append-only, immutable).
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { EpisodeRecord, WorkingMemoryRecord } from "../domain/memory.ts";
+import { readRow } from "./json.ts";
+
+export class MemoryRepo {
+  private readonly db: DatabaseSync;
+  private readonly getStmt: StatementSync;
+  private readonly putStmt: StatementSync;
+  private readonly addEpisodeStmt: StatementSync;
+  private readonly recentEpisodesStmt: StatementSync;
+  private readonly episodesAfterStmt: StatementSync;
+  private readonly episodeStmt: StatementSync;
+  private readonly countStmt: StatementSync;
+
+  constructor(db: DatabaseSync) {
+    this.db = db;
+    this.getStmt = db.prepare("SELECT data FROM working_memory WHERE agent_id = ?");
+    this.putStmt = db.prepare(
+      "INSERT INTO working_memory (agent_id, data) VALUES (?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
+    );
+    this.addEpisodeStmt = db.prepare(
+      "INSERT INTO context_episodes (id, agent_id, data) VALUES (?, ?, ?)",
+    );
+    this.recentEpisodesStmt = db.prepare(
+      "SELECT data FROM context_episodes WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+    );
+    this.episodesAfterStmt = db.prepare(
+      "SELECT seq, data FROM context_episodes WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    );
+    this.episodeStmt = db.prepare(
+      "SELECT data FROM context_episodes WHERE id = ? AND agent_id = ?",
+    );
+    this.countStmt = db.prepare("SELECT count(*) AS n FROM context_episodes WHERE agent_id = ?");
+  }
+
+  /** Runs `fn` all or nothing (a savepoint, inside the caller's transaction). */
+  atomically<T>(fn: () => T): T {
+    this.db.exec("SAVEPOINT memory_update");
+    try {
+      const r = fn();
+      this.db.exec("RELEASE memory_update");
+      return r;
+    } catch (err) {
+      this.db.exec("ROLLBACK TO memory_update");
+      this.db.exec("RELEASE memory_update");
+      throw err;
+    }
+  }
+
+  workingMemory(agentId: string): WorkingMemoryRecord | undefined {
+    const row = this.getStmt.get(agentId) as { data: string } | undefined;
+    return row ? readRow(WorkingMemoryRecord, row.data, "working memory") : undefined;
+  }
+
+  putWorkingMemory(record: WorkingMemoryRecord): void {
+    this.putStmt.run(record.agent_id, JSON.stringify(record));
+  }
+
+  addEpisode(episode: EpisodeRecord): void {
+    this.addEpisodeStmt.run(episode.id, episode.agent_id, JSON.stringify(episode));
+  }
+
+  /** The newest episodes, oldest first. */
+  recentEpisodes(agentId: string, limit: number): EpisodeRecord[] {
+    return (this.recentEpisodesStmt.all(agentId, limit) as { data: string }[])
+      .map((r) => readRow(EpisodeRecord, r.data, "episode"))
+      .reverse();
+  }
+
+  /** Episodes in order after a sequence number (index sync, mirror rebuild). */
+  episodesAfter(
+    agentId: string,
+    afterSeq: number,
+    limit: number,
+  ): { seq: number; episode: EpisodeRecord }[] {
+    return (
+      this.episodesAfterStmt.all(agentId, afterSeq, limit) as { seq: number; data: string }[]
+    ).map((r) => ({ seq: r.seq, episode: readRow(EpisodeRecord, r.data, "episode") }));
+  }
+
+  episode(agentId: string, id: string): EpisodeRecord | undefined {
+    const row = this.episodeStmt.get(id, agentId) as { data: string } | undefined;
+    return row ? readRow(EpisodeRecord, row.data, "episode") : undefined;
+  }
+
+  episodeCount(agentId: string): number {
+    return (this.countStmt.get(agentId) as { n: number }).n;
+  }
+}
