@@ -41,6 +41,9 @@ const connect = remoteUrl
 const rows = Math.max(5, (process.stdout.rows ?? 30) - 6);
 const app = render(h(App, { connect, agentId: arg("--agent"), display, rows }), {
   exitOnCtrlC: false,
+  // A console on a terminal stays interactive even where CI=true is set (Ink would otherwise
+  // print only a final frame, and the operator would type into nothing).
+  interactive: Boolean(process.stdout.isTTY),
 });
 await app.waitUntilExit();
 process.exit(0);
