@@ -132,6 +132,28 @@ echo; echo oops >&2; exit 7`;
     expect(isSameLiveProcess(handle.pid, readProcessRecord(handle.dir)!.start_ticks)).toBe(false);
   });
 
+  it("an idle helper is let go with its spares, and the next command brings one back", async () => {
+    const root = tempDir();
+    process.env["HOLON_SPAWN_HELPER_IDLE_MS"] = "300";
+    try {
+      const first = await startOnSpare(root, "true", root, "idle-a");
+      expect(await waitForExit(first.handle, { timeoutMs: 10_000 })).toMatchObject({
+        exit_code: 0,
+      });
+      await waitFor(() => !existsSync(`/proc/${first.helperPid}`), {
+        what: "the idle helper to exit",
+        timeoutMs: 10_000,
+      });
+      const next = await startOnSpare(root, "echo back", root, "idle-b");
+      expect(next.helperPid).not.toBe(first.helperPid);
+      expect(await waitForExit(next.handle, { timeoutMs: 10_000 })).toMatchObject({
+        exit_code: 0,
+      });
+    } finally {
+      delete process.env["HOLON_SPAWN_HELPER_IDLE_MS"];
+    }
+  });
+
   it("discardProcessDir removes a finished process's directory", async () => {
     const root = tempDir();
     const h = startProcess({ cmd: "echo x", cwd: root, dir: join(root, "gone") });

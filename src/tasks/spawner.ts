@@ -16,6 +16,10 @@
 // it was when the helper started; when that changes (the configuration's allowlist or
 // provider credentials did), the helper is replaced. Commands given their own environment,
 // and any start while no spare is ready, spawn cold.
+//
+// The helper and its spares cost about 50 MB, which an idle daemon should not carry: once no
+// command has started or run for HOLON_SPAWN_HELPER_IDLE_MS (10 minutes by default), the
+// helper is let go, and the next command starts cold and brings it back.
 import { fork, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { fileURLToPath } from "node:url";
@@ -49,7 +53,28 @@ type Helper = {
   running: Map<number, RemoteWrapper>;
   refs: number;
   alive: boolean;
+  /** Lets the helper go after a quiet spell (see the header). */
+  idle: NodeJS.Timeout | null;
 };
+
+const DEFAULT_IDLE_MS = 10 * 60_000;
+
+function idleMs(): number {
+  const n = Number(process.env["HOLON_SPAWN_HELPER_IDLE_MS"]);
+  return Number.isInteger(n) && n > 0 ? n : DEFAULT_IDLE_MS;
+}
+
+/** A command started or ended on `h`: its quiet spell starts again. */
+function touch(h: Helper): void {
+  if (h.idle !== null) clearTimeout(h.idle);
+  h.idle = setTimeout(() => {
+    h.idle = null;
+    if (helper !== h || !h.alive) return;
+    if (h.running.size > 0) touch(h);
+    else retire(h);
+  }, idleMs());
+  h.idle.unref();
+}
 
 let helper: Helper | null = null;
 let startQueued = false;
@@ -121,6 +146,7 @@ function startHelper(ce: CommandEnv): void {
     running: new Map(),
     refs: 0,
     alive: true,
+    idle: null,
   };
   proc.on("error", () => {});
   proc.on("message", (m: HelperMessage) => {
@@ -133,10 +159,12 @@ function startHelper(ce: CommandEnv): void {
     if (remote !== undefined) {
       h.running.delete(m.exit);
       remote.exited(m.code, m.signal);
+      if (h.alive) touch(h);
     }
   });
   proc.once("exit", () => {
     h.alive = false;
+    if (h.idle !== null) clearTimeout(h.idle);
     h.spares = [];
     if (helper === h) helper = null;
     for (const remote of h.running.values()) remote.orphaned();
@@ -149,6 +177,7 @@ function startHelper(ce: CommandEnv): void {
   proc.unref();
   proc.channel?.unref();
   helper = h;
+  touch(h);
 }
 
 /**
@@ -174,6 +203,7 @@ export function takeSpare(envKey: string): {
   if (h === null || stat === undefined) return null;
   const child = new RemoteWrapper(h, stat.pid, stat.start_ticks);
   h.running.set(stat.pid, child);
+  touch(h);
   return {
     stat,
     child,
@@ -224,6 +254,7 @@ export function ensureSpawner(ce: CommandEnv): void {
 function retire(h: Helper): void {
   if (helper === h) helper = null;
   h.alive = false;
+  if (h.idle !== null) clearTimeout(h.idle);
   h.spares = [];
   for (const remote of h.running.values()) remote.orphaned();
   h.running.clear();
