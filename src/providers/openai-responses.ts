@@ -8,7 +8,7 @@
 // `developer` message; conversation → input items; tools → `function` tools, or `custom`
 // grammar tools for freeform ones. `prompt_cache_key` is sent when the frame has a cache
 // identity, and a later turn may be sent as `previous_response_id` + only the new items
-// (see `ContinuationCache`).
+// (see `ContinuationCache`, which keeps an OpenAI-shaped provider window per scope).
 import { createHash } from "node:crypto";
 import OpenAI from "openai";
 import type {
