@@ -435,6 +435,15 @@ describe("provider-shaped continuation window", () => {
       { type: "function_call_output", call_id: "call_1", output: "a.txt" },
     ]);
 
+    // Previewing another request (`plan`) leaves the window alone.
+    const before = transport.continuation.window(scope);
+    const preview = transport.plan(candidate, {
+      ...req1,
+      conversation: [{ type: "user_text", text: "something else" }],
+    });
+    expect(preview.previous_response_id).toBeUndefined();
+    expect(transport.continuation.window(scope)).toBe(before);
+
     const conv3: ConversationItem[] = [
       ...conv2,
       ...r2.blocks,
@@ -502,6 +511,10 @@ describe("provider-shaped continuation window", () => {
       reason: "compaction_reset",
       compaction: "turn_local_recap",
       intentional: true,
+      // the recap took the place of the first reply's function call
+      first_mismatch_index: 2,
+      expected_type: "function_call",
+      actual_type: "message",
     });
     expect(fake.requests[2]?.body.previous_response_id).toBeUndefined();
     expect(fake.requests[2]?.body.input).toHaveLength(1 + conv3.length);

@@ -624,7 +624,8 @@ export class ContinuationCache {
   /**
    * Index of the first provider item the window does not hold, with the response to chain
    * from, or null for a full request (`lastMiss` says why). `reset`: the runtime rebuilt the
-   * conversation on purpose for this request.
+   * conversation on purpose for this request. Reads only: the exchange that follows replaces
+   * the window (`remember`), a failed one drops it (`forget`).
    */
   plan(
     scope: string | null,
@@ -662,13 +663,18 @@ export class ContinuationCache {
         compaction: reset ?? "remote_compaction",
         request_shape_hash: shapeHash,
       };
-      if (win && compacted) {
+      if (win && win.shape === shape) {
+        // Where the rebuilt input leaves the window (for a compacted window: whether it was
+        // replayed as-is).
         const at = firstMismatch(win.keys, input.keys);
-        diag.window_replayed = at === -1 && win.shape === shape;
-        diag.compaction_items = win.compaction_indexes.length;
+        if (compacted) {
+          diag.window_replayed = at === -1;
+          diag.compaction_items = win.compaction_indexes.length;
+        }
         if (at !== -1) Object.assign(diag, mismatch(win, at));
+      } else if (compacted) {
+        diag.window_replayed = false;
       }
-      if (!diag.window_replayed) this.#windows.delete(scope);
       this.lastMiss = diag;
       return null;
     }
@@ -682,7 +688,6 @@ export class ContinuationCache {
       return null;
     }
     if (win.shape !== shape) {
-      this.#windows.delete(scope);
       this.lastMiss = {
         mode: "full",
         reason: "request_shape_changed",
@@ -693,7 +698,6 @@ export class ContinuationCache {
     }
     const at = firstMismatch(win.keys, input.keys);
     if (at !== -1 || input.keys.length === win.keys.length || win.response_id === null) {
-      this.#windows.delete(scope);
       this.lastMiss = {
         mode: "full",
         reason: "conversation_not_strict_append_only",
@@ -715,6 +719,8 @@ export class ContinuationCache {
   /**
    * After a successful exchange: the window is now everything the provider has seen, the
    * full provider-shaped input of the request (`sent` of which went out) and the reply.
+   * `extended`: the request built on the previous window (chained on it, or replayed a
+   * compacted one), so the window keeps its origin.
    */
   remember(
     scope: string | null,
@@ -723,6 +729,7 @@ export class ContinuationCache {
     sent: number,
     response: ProviderResponse,
     tools: readonly ToolSpec[],
+    extended: boolean,
   ): void {
     if (scope === null) return;
     if (!response.response_id) {
@@ -744,7 +751,7 @@ export class ContinuationCache {
       pending: [],
       compaction_indexes: indexes,
       latest_compaction_index: indexes.at(-1) ?? null,
-      origin: prev && prev.origin === "remote_compaction" ? "remote_compaction" : "exchange",
+      origin: extended && prev ? prev.origin : "exchange",
     });
   }
 
@@ -1013,6 +1020,7 @@ export function createOpenAIResponsesTransport(
       const p = plan(candidate, request);
       let raw: unknown;
       let incremental = p.incremental;
+      const extended = p.incremental || p.miss?.window_replayed === true;
       let miss: ContinuationDiagnostics | undefined = p.miss;
       let sent = p.tail.length;
       if (incremental) continuation.markPending(p.scope, p.tail);
@@ -1036,7 +1044,7 @@ export function createOpenAIResponsesTransport(
         const response = parseResponsesResponse(raw, request.tools, ctx);
         if (incremental) response.incremental = true;
         else if (miss) response.continuation = miss;
-        continuation.remember(p.scope, p.shape, p.input, sent, response, request.tools);
+        continuation.remember(p.scope, p.shape, p.input, sent, response, request.tools, extended);
         return response;
       } catch (err) {
         continuation.forget(p.scope);
