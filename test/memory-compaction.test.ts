@@ -105,6 +105,15 @@ describe("turn-local compaction", () => {
           .filter((e) => e.type === "provider_round_completed")
           .map((e) => (e.payload as { continuation?: { reason: string } }).continuation?.reason)
           .filter(Boolean);
+        const intentional = store.events
+          .after(agent, 0, 100_000)
+          .filter((e) => e.type === "provider_round_completed")
+          .map(
+            (e) =>
+              (e.payload as { continuation?: { intentional: boolean } }).continuation?.intentional,
+          )
+          .filter((x) => x !== undefined);
+        expect(intentional.slice(1).every((x) => x === true)).toBe(true);
         expect(misses[0]).toBe("no_previous_exchange");
         // ...and each of those was an intentional compaction, not unexpected drift
         expect(misses.slice(1).every((r) => r === "compaction_reset")).toBe(true);
@@ -253,6 +262,7 @@ describe("turn-local compaction", () => {
       reply.tools([
         { name: "ExecCommand", arguments: { cmd: "head -c 30000 /dev/zero | tr '\\0' b" } },
       ]),
+      reply.tools([{ name: "ExecCommand", arguments: { cmd: "echo small" }, call_id: "c_small" }]),
       reply.text("Done with the big output."),
     );
     try {
@@ -265,11 +275,20 @@ describe("turn-local compaction", () => {
       expect(compacts).toHaveLength(1);
       // the compact call got the whole window, and the next request replays its output as-is
       expect(JSON.stringify(compactInput)).toContain("b".repeat(1000));
-      const next = sent.filter((x) => x.path.endsWith("/responses")).at(-1)!;
+      const responses = sent.filter((x) => x.path.endsWith("/responses"));
+      expect(responses).toHaveLength(3);
+      const next = responses[1]!;
       const input = JSON.stringify(next.body.input);
+      expect(next.body.previous_response_id).toBeUndefined();
       expect(input).toContain("ENCRYPTED-WINDOW-1");
       expect(input).not.toContain("b".repeat(1000));
       expect(tokensOf(next)).toBeLessThan(WINDOW);
+      // the compacted window is now the provider window: the next round builds on it
+      const third = responses[2]!;
+      expect(third.body.previous_response_id).toBeTruthy();
+      expect(third.body.input).toEqual([
+        { type: "function_call_output", call_id: "c_small", output: expect.any(String) },
+      ]);
 
       const store = new Store(join(home, "holon.db"), systemClock, randomIds);
       try {
@@ -280,6 +299,19 @@ describe("turn-local compaction", () => {
           strategy: "remote_compaction",
           remote: { compaction_items: 1, encrypted_bytes: 18 },
         });
+        const rounds = store.events
+          .after(out.agent_id, 0, 10_000)
+          .filter((e) => e.type === "provider_round_completed")
+          .map((e) => (e.payload as { continuation?: Record<string, unknown> }).continuation);
+        expect(rounds).toHaveLength(3);
+        expect(rounds[1]).toMatchObject({
+          reason: "compaction_reset",
+          compaction: "remote_compaction",
+          intentional: true,
+          window_replayed: true,
+          compaction_items: 1,
+        });
+        expect(rounds[2]).toBeUndefined(); // incremental
         // the transcript keeps the full output
         const tool = store.transcript
           .recent(out.agent_id, 100)

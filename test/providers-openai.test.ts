@@ -18,6 +18,7 @@ import {
 import { buildCodexRequest, createOpenAICodexTransport } from "../src/providers/openai-codex.ts";
 import {
   buildResponsesRequest,
+  ContinuationCache,
   createOpenAIResponsesTransport,
 } from "../src/providers/openai-responses.ts";
 import { ProviderError } from "../src/providers/errors.ts";
@@ -386,6 +387,343 @@ describe("previous_response_id continuation", () => {
     expect(fake.requests[1]?.body.previous_response_id).toBe(r1.response_id);
     expect(fake.requests[2]?.body.previous_response_id).toBeUndefined();
     expect(fake.requests[2]?.body.input).toHaveLength(4);
+  });
+});
+
+describe("provider-shaped continuation window", () => {
+  const LEAD = { type: "message", role: "developer", content: "Context: workspace /tmp/x" };
+
+  it("a multi-round turn chains previous_response_id and sends only the new provider items", async () => {
+    const transport = createOpenAIResponsesTransport();
+    const candidate = candidateFor(fake, "openai_responses");
+    fake.enqueue(
+      reply.tools([{ name: "exec_command", arguments: { cmd: "ls" }, call_id: "call_1" }], {
+        reasoning: { summary: "look first", encrypted_content: "ENC-R1" },
+      }),
+      reply.tools([{ name: "apply_patch", arguments: { patch: "*** diff" }, call_id: "call_2" }]),
+      reply.text("all done"),
+    );
+    const tools = [shellTool, patchTool];
+    const req1 = baseRequest({ tools });
+    const scope = ContinuationCache.scopeOf(candidate, req1);
+    const r1 = await transport.send(candidate, req1, { signal: signal() });
+    expect(r1.continuation).toMatchObject({ reason: "no_previous_exchange", intentional: false });
+    let win = transport.continuation.window(scope)!;
+    expect(win.response_id).toBe(r1.response_id);
+    // sent: developer message + user message; returned: reasoning + function_call
+    expect(win.items.map((i: any) => i.type ?? "message")).toEqual([
+      "message",
+      "message",
+      "reasoning",
+      "function_call",
+    ]);
+    expect([win.sent_items, win.returned_items, win.compaction_indexes]).toEqual([2, 2, []]);
+
+    const conv2: ConversationItem[] = [
+      ...req1.conversation,
+      ...r1.blocks,
+      { type: "tool_result", call_id: "call_1", output: "a.txt", is_error: false },
+    ];
+    const r2 = await transport.send(
+      candidate,
+      { ...req1, conversation: conv2 },
+      { signal: signal() },
+    );
+    expect(r2.incremental).toBe(true);
+    expect(fake.requests[1]?.body.previous_response_id).toBe(r1.response_id);
+    expect(fake.requests[1]?.body.input).toEqual([
+      { type: "function_call_output", call_id: "call_1", output: "a.txt" },
+    ]);
+
+    // Previewing another request (`plan`) leaves the window alone.
+    const before = transport.continuation.window(scope);
+    const preview = transport.plan(candidate, {
+      ...req1,
+      conversation: [{ type: "user_text", text: "something else" }],
+    });
+    expect(preview.previous_response_id).toBeUndefined();
+    expect(transport.continuation.window(scope)).toBe(before);
+
+    const conv3: ConversationItem[] = [
+      ...conv2,
+      ...r2.blocks,
+      { type: "tool_result", call_id: "call_2", output: "patched", is_error: false },
+    ];
+    const r3 = await transport.send(
+      candidate,
+      { ...req1, conversation: conv3 },
+      { signal: signal() },
+    );
+    expect(r3.incremental).toBe(true);
+    expect(r3.blocks).toEqual([{ type: "assistant_text", text: "all done" }]);
+    const body3 = fake.requests[2]?.body;
+    expect(body3.previous_response_id).toBe(r2.response_id);
+    // the freeform call went back as a custom tool call, so its result is a custom output
+    expect(body3.input).toEqual([
+      { type: "custom_tool_call_output", call_id: "call_2", output: "patched" },
+    ]);
+    win = transport.continuation.window(scope)!;
+    expect(win.response_id).toBe(r3.response_id);
+    expect(win.items).toHaveLength(2 + 2 + 1 + 1 + 1 + 1);
+    expect(win.items[0]).toEqual(LEAD);
+    expect(win.items.at(-1)).toEqual({ type: "message", role: "assistant", content: "all done" });
+    expect([win.sent_items, win.returned_items, win.pending]).toEqual([1, 1, []]);
+    expect(win.origin).toBe("exchange");
+  });
+
+  it("a diverging input goes out in full with the reason, and continuation resumes after it", async () => {
+    const transport = createOpenAIResponsesTransport();
+    const candidate = candidateFor(fake, "openai_responses");
+    fake.enqueue(
+      reply.tools([{ name: "exec_command", arguments: { cmd: "ls" }, call_id: "call_1" }]),
+      reply.tools([{ name: "exec_command", arguments: { cmd: "ls -l" }, call_id: "call_2" }]),
+      reply.tools([{ name: "exec_command", arguments: { cmd: "pwd" }, call_id: "call_3" }]),
+      reply.text("four"),
+      reply.text("five"),
+      reply.text("six"),
+    );
+    const req = baseRequest();
+    const r1 = await transport.send(candidate, req, { signal: signal() });
+    const result = (id: string, output: string): ConversationItem => ({
+      type: "tool_result",
+      call_id: id,
+      output,
+      is_error: false,
+    });
+    const conv2 = [...req.conversation, ...r1.blocks, result("call_1", "a.txt")];
+    const r2 = await transport.send(
+      candidate,
+      { ...req, conversation: conv2 },
+      { signal: signal() },
+    );
+    expect(r2.incremental).toBe(true);
+
+    // Local compaction rewrote the history: the runtime says so, the request goes out whole.
+    const recap: ConversationItem = { type: "user_text", text: "[recap] round 1 ran ls" };
+    const conv3 = [...req.conversation, recap, ...r2.blocks, result("call_2", "total 0")];
+    const r3 = await transport.send(
+      candidate,
+      { ...req, conversation: conv3, continuation_reset: "turn_local_recap" },
+      { signal: signal() },
+    );
+    expect(r3.incremental).toBeUndefined();
+    expect(r3.continuation).toMatchObject({
+      reason: "compaction_reset",
+      compaction: "turn_local_recap",
+      intentional: true,
+      // the recap took the place of the first reply's function call
+      first_mismatch_index: 2,
+      expected_type: "function_call",
+      actual_type: "message",
+    });
+    expect(fake.requests[2]?.body.previous_response_id).toBeUndefined();
+    expect(fake.requests[2]?.body.input).toHaveLength(1 + conv3.length);
+
+    // ...and the next round continues from that full request.
+    const conv4 = [...conv3, ...r3.blocks, result("call_3", "/tmp/x")];
+    const r4 = await transport.send(
+      candidate,
+      { ...req, conversation: conv4 },
+      { signal: signal() },
+    );
+    expect(r4.incremental).toBe(true);
+    expect(fake.requests[3]?.body.previous_response_id).toBe(r3.response_id);
+    expect(fake.requests[3]?.body.input).toEqual([
+      { type: "function_call_output", call_id: "call_3", output: "/tmp/x" },
+    ]);
+
+    // Unannounced drift (a tool output changed in place): full, and flagged as unexpected,
+    // with the first mismatch located in provider shape.
+    const drifted = conv4.map((it) =>
+      it.type === "tool_result" && it.call_id === "call_2" ? result("call_2", "CHANGED") : it,
+    );
+    const conv5 = [...drifted, ...r4.blocks, { type: "user_text", text: "next" } as const];
+    const r5 = await transport.send(
+      candidate,
+      { ...req, conversation: conv5 },
+      { signal: signal() },
+    );
+    expect(r5.continuation).toMatchObject({
+      reason: "conversation_not_strict_append_only",
+      intentional: false,
+      first_mismatch_index: 4,
+      expected_type: "function_call_output",
+      expected_id: "call_2",
+      actual_type: "function_call_output",
+      actual_id: "call_2",
+    });
+    const d = r5.continuation as { expected_hash: string; actual_hash: string };
+    expect(d.expected_hash).not.toBe(d.actual_hash);
+    expect(fake.requests[4]?.body.previous_response_id).toBeUndefined();
+    const conv6 = [...conv5, ...r5.blocks, { type: "user_text", text: "more" } as const];
+    const r6 = await transport.send(
+      candidate,
+      { ...req, conversation: conv6 },
+      { signal: signal() },
+    );
+    expect(r6.incremental).toBe(true);
+    expect(fake.requests[5]?.body.previous_response_id).toBe(r5.response_id);
+  });
+
+  it("after a remote compaction the next request replays the compacted window, then continues incrementally; a second compaction keeps both items", async () => {
+    const transport = createOpenAIResponsesTransport();
+    const candidate = candidateFor(fake, "openai_responses");
+    let compactions = 0;
+    fake.setCompact((r) => {
+      compactions++;
+      // like OpenAI: earlier compaction items stay, a new one covers the rest
+      const kept = (r.body.input as any[]).filter((i) => i.type === "compaction");
+      return [
+        ...kept,
+        { type: "message", role: "user", content: [{ type: "input_text", text: "hello" }] },
+        {
+          type: "compaction",
+          id: `cmp_item_${compactions}`,
+          encrypted_content: `ENC-${compactions}`,
+        },
+      ];
+    });
+    try {
+      fake.enqueue(
+        reply.tools([{ name: "exec_command", arguments: { cmd: "ls" }, call_id: "call_1" }]),
+        reply.tools([{ name: "exec_command", arguments: { cmd: "pwd" }, call_id: "call_2" }]),
+        reply.tools([{ name: "exec_command", arguments: { cmd: "id" }, call_id: "call_3" }]),
+        reply.tools([{ name: "exec_command", arguments: { cmd: "df" }, call_id: "call_4" }]),
+        reply.text("done"),
+      );
+      const req = baseRequest();
+      const scope = ContinuationCache.scopeOf(candidate, req);
+      const result = (id: string): ConversationItem => ({
+        type: "tool_result",
+        call_id: id,
+        output: `out ${id}`,
+        is_error: false,
+      });
+      const r1 = await transport.send(candidate, req, { signal: signal() });
+      const conv1 = [...req.conversation, ...r1.blocks, result("call_1")];
+
+      // (c) compact the window, then replay it.
+      const c1 = await transport.compact(candidate, { ...req, conversation: conv1 }, signal());
+      if (!c1.ok) throw new Error(c1.message);
+      let win = transport.continuation.window(scope)!;
+      expect(win).toMatchObject({ origin: "remote_compaction", response_id: null });
+      expect(win.items[0]).toEqual(LEAD);
+      expect(win.compaction_indexes).toEqual([2]);
+      const window1: ConversationItem = {
+        type: "provider_window",
+        family: "openai_responses",
+        items: c1.items,
+      };
+      const r2 = await transport.send(
+        candidate,
+        { ...req, conversation: [window1], continuation_reset: "remote_compaction" },
+        { signal: signal() },
+      );
+      expect(r2.continuation).toMatchObject({
+        reason: "compaction_reset",
+        compaction: "remote_compaction",
+        intentional: true,
+        window_replayed: true,
+        compaction_items: 1,
+      });
+      const body2 = fake.requests.at(-1)!.body;
+      expect(body2.previous_response_id).toBeUndefined();
+      expect(body2.input).toEqual([LEAD, ...c1.items]);
+      expect(JSON.stringify(body2.input)).toContain("ENC-1");
+      expect(JSON.stringify(body2.input)).not.toContain("out call_1");
+
+      const conv2 = [window1, ...r2.blocks, result("call_2")];
+      const r3 = await transport.send(
+        candidate,
+        { ...req, conversation: conv2 },
+        { signal: signal() },
+      );
+      expect(r3.incremental).toBe(true);
+      expect(fake.requests.at(-1)!.body.previous_response_id).toBe(r2.response_id);
+      expect(fake.requests.at(-1)!.body.input).toEqual([
+        { type: "function_call_output", call_id: "call_2", output: "out call_2" },
+      ]);
+      win = transport.continuation.window(scope)!;
+      expect(win.compaction_indexes).toEqual([2]);
+      expect(win.latest_compaction_index).toBe(2);
+
+      // (d) a second compaction: the window now holds two compaction items, replayed as-is.
+      const conv3 = [...conv2, ...r3.blocks, result("call_3")];
+      const c2 = await transport.compact(candidate, { ...req, conversation: conv3 }, signal());
+      if (!c2.ok) throw new Error(c2.message);
+      expect(c2.compaction_items).toBe(2);
+      win = transport.continuation.window(scope)!;
+      expect(win.compaction_indexes).toEqual([1, 3]);
+      expect(win.latest_compaction_index).toBe(3);
+      const window2: ConversationItem = {
+        type: "provider_window",
+        family: "openai_responses",
+        items: c2.items,
+      };
+      const r4 = await transport.send(
+        candidate,
+        { ...req, conversation: [window2], continuation_reset: "remote_compaction" },
+        { signal: signal() },
+      );
+      expect(r4.continuation).toMatchObject({ window_replayed: true, compaction_items: 2 });
+      const body4 = fake.requests.at(-1)!.body;
+      expect(body4.input).toEqual([LEAD, ...c2.items]);
+      expect(body4.input.filter((i: any) => i.type === "compaction")).toEqual([
+        { type: "compaction", id: "cmp_item_1", encrypted_content: "ENC-1" },
+        { type: "compaction", id: "cmp_item_2", encrypted_content: "ENC-2" },
+      ]);
+
+      const conv4 = [window2, ...r4.blocks, result("call_4")];
+      const r5 = await transport.send(
+        candidate,
+        { ...req, conversation: conv4 },
+        { signal: signal() },
+      );
+      expect(r5.incremental).toBe(true);
+      expect(r5.blocks).toEqual([{ type: "assistant_text", text: "done" }]);
+      expect(fake.requests.at(-1)!.body.input).toEqual([
+        { type: "function_call_output", call_id: "call_4", output: "out call_4" },
+      ]);
+      win = transport.continuation.window(scope)!;
+      expect(win.response_id).toBe(r5.response_id);
+      expect(win.compaction_indexes).toEqual([1, 3]);
+      expect(win.latest_compaction_index).toBe(3);
+      expect(win.origin).toBe("remote_compaction");
+    } finally {
+      fake.setCompact(null);
+    }
+  });
+
+  it("a compacted window the next request does not replay is dropped and reported as such", async () => {
+    const transport = createOpenAIResponsesTransport();
+    const candidate = candidateFor(fake, "openai_responses");
+    fake.setCompact(() => [{ type: "compaction", id: "cmp_x", encrypted_content: "ENC-X" }]);
+    try {
+      fake.enqueue(reply.text("one"), reply.text("two"));
+      const req = baseRequest();
+      const scope = ContinuationCache.scopeOf(candidate, req);
+      const c = await transport.compact(candidate, req, signal());
+      expect(c.ok).toBe(true);
+      // the runtime sent its local history instead of the compacted window
+      const r1 = await transport.send(candidate, req, { signal: signal() });
+      expect(r1.continuation).toMatchObject({
+        reason: "compaction_reset",
+        window_replayed: false,
+        first_mismatch_index: 1,
+        expected_type: "compaction",
+        actual_type: "message",
+      });
+      expect(transport.continuation.window(scope)).toMatchObject({ origin: "exchange" });
+      const conv = [...req.conversation, ...r1.blocks, { type: "user_text", text: "x" } as const];
+      const r2 = await transport.send(
+        candidate,
+        { ...req, conversation: conv },
+        { signal: signal() },
+      );
+      expect(r2.incremental).toBe(true);
+    } finally {
+      fake.setCompact(null);
+    }
   });
 });
 

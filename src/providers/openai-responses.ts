@@ -8,7 +8,7 @@
 // `developer` message; conversation → input items; tools → `function` tools, or `custom`
 // grammar tools for freeform ones. `prompt_cache_key` is sent when the frame has a cache
 // identity, and a later turn may be sent as `previous_response_id` + only the new items
-// (see `ContinuationCache`).
+// (see `ContinuationCache`, which keeps an OpenAI-shaped provider window per scope).
 import { createHash } from "node:crypto";
 import OpenAI from "openai";
 import type {
@@ -113,6 +113,66 @@ export function lowerResponsesTools(
   });
 }
 
+type LowerState = {
+  freeform: Map<string, string>;
+  /** Call ids of the `custom` tool calls seen so far (their results are `custom_tool_call_output`). */
+  customCalls: Set<string>;
+};
+
+/** Lowers one conversation item (records a custom call in `st` for its later result). */
+function lowerOne(
+  item: ConversationItem,
+  st: LowerState,
+  options: ResponsesLoweringOptions,
+): ResponseInputItem[] {
+  switch (item.type) {
+    case "user_text":
+      return [{ type: "message", role: "user", content: item.text }];
+    case "assistant_text":
+      return [{ type: "message", role: "assistant", content: item.text }];
+    case "tool_call": {
+      const field = st.freeform.get(item.name);
+      if (field !== undefined) {
+        st.customCalls.add(item.call_id);
+        return [
+          {
+            type: "custom_tool_call",
+            call_id: item.call_id,
+            name: item.name,
+            input: freeformInput(item.arguments, field),
+          },
+        ];
+      }
+      return [
+        {
+          type: "function_call",
+          call_id: item.call_id,
+          name: item.name,
+          arguments: item.arguments,
+        },
+      ];
+    }
+    case "tool_result":
+      return st.customCalls.has(item.call_id)
+        ? [{ type: "custom_tool_call_output", call_id: item.call_id, output: item.output }]
+        : [{ type: "function_call_output", call_id: item.call_id, output: item.output }];
+    case "reasoning": {
+      if (item.family !== "openai_responses") return [];
+      const data = item.data as ResponseReasoningItem | null;
+      if (!data || typeof data !== "object" || data.type !== "reasoning") return [];
+      if (options.require_encrypted_reasoning) {
+        if (!data.encrypted_content) return [];
+        const { id: _id, status: _status, ...rest } = data;
+        return [rest as ResponseReasoningItem];
+      }
+      return [data];
+    }
+    case "provider_window":
+      // A compacted window from /responses/compact: replayed exactly as returned.
+      return item.items as ResponseInputItem[];
+  }
+}
+
 /**
  * Lowers `conversation[from..]` to input items. Earlier items are still read to know
  * whether a tool result answers a `custom` or a `function` call.
@@ -123,68 +183,68 @@ export function lowerResponsesInput(
   options: ResponsesLoweringOptions,
   from = 0,
 ): ResponseInputItem[] {
-  const freeform = freeformTools(tools, options.native_freeform);
-  const customCalls = new Set<string>();
+  const st: LowerState = {
+    freeform: freeformTools(tools, options.native_freeform),
+    customCalls: new Set(),
+  };
   const out: ResponseInputItem[] = [];
   conversation.forEach((item, index) => {
-    const emit = index >= from;
-    switch (item.type) {
-      case "user_text":
-        if (emit) out.push({ type: "message", role: "user", content: item.text });
-        break;
-      case "assistant_text":
-        if (emit) out.push({ type: "message", role: "assistant", content: item.text });
-        break;
-      case "tool_call": {
-        const field = freeform.get(item.name);
-        if (field !== undefined) {
-          customCalls.add(item.call_id);
-          const raw = freeformInput(item.arguments, field);
-          if (emit)
-            out.push({
-              type: "custom_tool_call",
-              call_id: item.call_id,
-              name: item.name,
-              input: raw,
-            });
-        } else if (emit) {
-          out.push({
-            type: "function_call",
-            call_id: item.call_id,
-            name: item.name,
-            arguments: item.arguments,
-          });
-        }
-        break;
-      }
-      case "tool_result":
-        if (!emit) break;
-        if (customCalls.has(item.call_id)) {
-          out.push({ type: "custom_tool_call_output", call_id: item.call_id, output: item.output });
-        } else {
-          out.push({ type: "function_call_output", call_id: item.call_id, output: item.output });
-        }
-        break;
-      case "reasoning": {
-        if (!emit || item.family !== "openai_responses") break;
-        const data = item.data as ResponseReasoningItem | null;
-        if (!data || typeof data !== "object" || data.type !== "reasoning") break;
-        if (options.require_encrypted_reasoning) {
-          if (!data.encrypted_content) break;
-          const { id: _id, status: _status, ...rest } = data;
-          out.push(rest as ResponseReasoningItem);
-        } else {
-          out.push(data);
-        }
-        break;
-      }
-      case "provider_window":
-        // A compacted window from /responses/compact: replayed exactly as returned.
-        if (emit) out.push(...(item.items as ResponseInputItem[]));
-        break;
-    }
+    if (index >= from) out.push(...lowerOne(item, st, options));
+    else if (item.type === "tool_call" && st.freeform.has(item.name))
+      st.customCalls.add(item.call_id);
   });
   return out;
+}
+
+/** Input items with the canonical JSON of each (what the continuation window compares). */
+export type KeyedItems = { items: ResponseInputItem[]; keys: string[] };
+
+/**
+ * The lowering of each conversation item and its canonical JSON, memoized per item object.
+ * Conversation items are immutable once appended (the turn loop only appends, compaction
+ * builds new arrays around the same objects), so a long turn lowers and serializes only its
+ * new items each round. `variant` covers what else the lowering depended on.
+ */
+const lowered = new WeakMap<
+  object,
+  { options: ResponsesLoweringOptions; variant: string; out: KeyedItems }
+>();
+
+function variantOf(item: ConversationItem, st: LowerState): string {
+  if (item.type === "tool_call") {
+    const field = st.freeform.get(item.name);
+    return field === undefined ? "function" : `custom:${field}`;
+  }
+  if (item.type === "tool_result") return st.customCalls.has(item.call_id) ? "custom" : "function";
+  return "";
+}
+
+/** `lowerResponsesInput` of the whole conversation, with the canonical JSON of every item. */
+export function lowerResponsesInputKeyed(
+  conversation: readonly ConversationItem[],
+  tools: readonly ToolSpec[],
+  options: ResponsesLoweringOptions,
+): KeyedItems {
+  const st: LowerState = {
+    freeform: freeformTools(tools, options.native_freeform),
+    customCalls: new Set(),
+  };
+  const items: ResponseInputItem[] = [];
+  const keys: string[] = [];
+  for (const item of conversation) {
+    const variant = variantOf(item, st);
+    let memo = lowered.get(item);
+    if (!memo || memo.options !== options || memo.variant !== variant) {
+      const out = lowerOne(item, st, options);
+      memo = { options, variant, out: { items: out, keys: out.map(stableJson) } };
+      lowered.set(item, memo);
+    } else if (item.type === "tool_call" && st.freeform.has(item.name)) {
+      st.customCalls.add(item.call_id);
+    }
+    for (const it of memo.out.items) items.push(it);
+    for (const k of memo.out.keys) keys.push(k);
+  }
+  return { items, keys };
 }
 
 /** The raw freeform input carried in JSON-fallback arguments. */
@@ -404,14 +464,37 @@ export async function collectResponsesStream(
 }
 
 // ---------------------------------------------------------------------------
-// Incremental continuation (`previous_response_id`)
+// Incremental continuation (`previous_response_id`) over an OpenAI-shaped provider window
+// (openai-remote-compaction.md phase 2)
 
-type Snapshot = {
-  /** Everything but the input: must be identical for an incremental request. */
+/**
+ * What the provider has seen in one continuation scope, in its own item shape: the input
+ * items sent (the frame's developer message included) followed by the output items returned,
+ * exchange after exchange, or the replacement window of a remote compaction. A request may
+ * chain on `response_id` only while its own provider-shaped input starts with exactly these
+ * items. The output is kept in the form it is replayed in (the lowered reply blocks).
+ */
+export type ProviderWindow = {
+  /** The response to chain from; null while a freshly compacted window waits for its first exchange. */
+  response_id: string | null;
+  /** Everything but the input (instructions, tools, frame, options): must not change. */
   shape: string;
-  /** Canonical JSON of each neutral item the provider has seen: last request + its reply. */
-  items: string[];
-  response_id: string;
+  shape_hash: string;
+  /** Provider-shaped items, oldest first. */
+  items: readonly unknown[];
+  /** Canonical JSON of each item. */
+  keys: readonly string[];
+  /** Items the last exchange sent (its whole input, or only the incremental tail). */
+  sent_items: number;
+  /** Output items the last exchange returned (the end of `items`). */
+  returned_items: number;
+  /** Input items planned on top of the window and not answered yet. */
+  pending: readonly unknown[];
+  /** Indexes of the `type: "compaction"` items in `items` (there may be several). */
+  compaction_indexes: readonly number[];
+  latest_compaction_index: number | null;
+  /** How the window began: a plain exchange, or the output of `/responses/compact`. */
+  origin: "exchange" | "remote_compaction";
 };
 
 /** Why a Responses request went out in full rather than as a `previous_response_id` step. */
@@ -423,13 +506,26 @@ export type ContinuationDiagnostics = {
     | "conversation_not_strict_append_only"
     | "previous_response_rejected"
     | "compaction_reset";
+  /**
+   * True when the runtime rebuilt the window on purpose (compaction); false for unexpected
+   * drift, the case worth a look.
+   */
+  intentional: boolean;
   /** For `compaction_reset`: which compaction rewrote the conversation. */
   compaction?: string;
+  /** After a remote compaction: whether the request replayed the compacted window as-is. */
+  window_replayed?: boolean;
+  /** Compaction items in the window the request starts from. */
+  compaction_items?: number;
+  request_shape_hash?: string;
   previous_prefix_length?: number;
   current_input_length?: number;
   first_mismatch_index?: number;
+  expected_type?: string | null;
+  expected_id?: string | null;
   expected_hash?: string | null;
   actual_type?: string | null;
+  actual_id?: string | null;
   actual_hash?: string | null;
 };
 
@@ -437,7 +533,7 @@ function shortHash(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, 12);
 }
 
-/** Stable JSON (sorted object keys) for comparing neutral items. */
+/** Stable JSON (sorted object keys) for comparing provider items. */
 export function stableJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === "object" && !Array.isArray(v)
@@ -450,29 +546,43 @@ export function stableJson(value: unknown): string {
   );
 }
 
-/**
- * Canonical JSON of a conversation item, memoized per item object. Conversation items are
- * immutable once appended (the turn loop only ever appends), so a long turn compares its
- * history in O(new items) per round instead of re-serializing everything.
- */
-const itemJson = new WeakMap<object, string>();
-function itemKey(item: object): string {
-  let key = itemJson.get(item);
-  if (key === undefined) {
-    key = stableJson(item);
-    itemJson.set(item, key);
-  }
-  return key;
+function itemType(item: unknown): string | null {
+  const t = (item as { type?: unknown } | null)?.type;
+  if (typeof t === "string") return t;
+  const role = (item as { role?: unknown } | null)?.role;
+  return typeof role === "string" ? "message" : null;
+}
+
+/** The stable id of a provider item: its call id, else its id. */
+function itemId(item: unknown): string | null {
+  const o = item as { call_id?: unknown; id?: unknown } | null;
+  if (typeof o?.call_id === "string") return o.call_id;
+  return typeof o?.id === "string" ? o.id : null;
+}
+
+function compactionIndexes(items: readonly unknown[]): number[] {
+  const out: number[] = [];
+  items.forEach((it, i) => {
+    if (itemType(it) === "compaction") out.push(i);
+  });
+  return out;
+}
+
+/** Index of the first key of `window` that `input` does not repeat, or -1 when it repeats all. */
+function firstMismatch(window: readonly string[], input: readonly string[]): number {
+  const n = Math.min(window.length, input.length);
+  for (let i = 0; i < n; i++) if (window[i] !== input[i]) return i;
+  return input.length < window.length ? input.length : -1;
 }
 
 /**
- * Per-scope memory of the last successful Responses exchange. A scope is
- * (agent id, prompt cache key, model ref, base URL). A request may be sent incrementally
- * only when everything but the conversation is unchanged and the conversation begins
- * with exactly the items of the last request followed by the items of its reply.
+ * Per-scope OpenAI-shaped provider windows. A scope is (agent id, prompt cache key, model ref,
+ * base URL). A request goes out as `previous_response_id` + only its new items when, and only
+ * when, the scope's window is still valid for it: same shape, a response to chain from, and
+ * a provider-shaped input that repeats the window's items exactly and adds at least one.
  */
 export class ContinuationCache {
-  readonly #snapshots = new Map<string, Snapshot>();
+  readonly #windows = new Map<string, ProviderWindow>();
 
   static scopeOf(candidate: ModelCandidate, request: ProviderRequest): string | null {
     const cache = request.frame.cache;
@@ -501,68 +611,178 @@ export class ContinuationCache {
   /** Why the last `plan` sent a full request (openai-remote-compaction.md phase 1). */
   lastMiss: ContinuationDiagnostics | undefined;
 
-  /** Index of the first conversation item the provider has not seen, or null for a full request. */
+  /** The scope's provider window (read-only; for diagnostics and tests). */
+  window(scope: string | null): ProviderWindow | undefined {
+    return scope === null ? undefined : this.#windows.get(scope);
+  }
+
+  /** Every scope's window (read-only). */
+  windows(): ProviderWindow[] {
+    return [...this.#windows.values()];
+  }
+
+  /**
+   * Index of the first provider item the window does not hold, with the response to chain
+   * from, or null for a full request (`lastMiss` says why). `reset`: the runtime rebuilt the
+   * conversation on purpose for this request. Reads only: the exchange that follows replaces
+   * the window (`remember`), a failed one drops it (`forget`).
+   */
   plan(
     scope: string | null,
     shape: string,
-    conversation: readonly ConversationItem[],
+    input: KeyedItems,
+    reset?: ProviderRequest["continuation_reset"],
   ): { from: number; response_id: string } | null {
     this.lastMiss = undefined;
     if (scope === null) return null;
-    const snap = this.#snapshots.get(scope);
-    if (!snap) {
-      this.lastMiss = { mode: "full", reason: "no_previous_exchange" };
+    const win = this.#windows.get(scope);
+    const shapeHash = shortHash(shape);
+    const mismatch = (w: ProviderWindow, index: number) => {
+      const expected = w.items[index];
+      const actual = input.items[index];
+      return {
+        previous_prefix_length: w.items.length,
+        current_input_length: input.items.length,
+        first_mismatch_index: index,
+        expected_type: expected === undefined ? null : itemType(expected),
+        expected_id: expected === undefined ? null : itemId(expected),
+        expected_hash: w.keys[index] !== undefined ? shortHash(w.keys[index]) : null,
+        actual_type: actual === undefined ? null : itemType(actual),
+        actual_id: actual === undefined ? null : itemId(actual),
+        actual_hash: input.keys[index] !== undefined ? shortHash(input.keys[index]) : null,
+      };
+    };
+    // A window freshly installed by remote compaction has nothing to chain from: the request
+    // that replays it goes out in full, and that is the compaction's doing.
+    const compacted = win?.origin === "remote_compaction" && win.response_id === null;
+    if (reset || compacted) {
+      const diag: ContinuationDiagnostics = {
+        mode: "full",
+        reason: "compaction_reset",
+        intentional: true,
+        compaction: reset ?? "remote_compaction",
+        request_shape_hash: shapeHash,
+      };
+      if (win && win.shape === shape) {
+        // Where the rebuilt input leaves the window (for a compacted window: whether it was
+        // replayed as-is).
+        const at = firstMismatch(win.keys, input.keys);
+        if (compacted) {
+          diag.window_replayed = at === -1;
+          diag.compaction_items = win.compaction_indexes.length;
+        }
+        if (at !== -1) Object.assign(diag, mismatch(win, at));
+      } else if (compacted) {
+        diag.window_replayed = false;
+      }
+      this.lastMiss = diag;
       return null;
     }
-    if (snap.shape !== shape) {
-      this.lastMiss = { mode: "full", reason: "request_shape_changed" };
+    if (!win) {
+      this.lastMiss = {
+        mode: "full",
+        reason: "no_previous_exchange",
+        intentional: false,
+        request_shape_hash: shapeHash,
+      };
       return null;
     }
-    const miss = (index: number): null => {
-      const actual = conversation[index];
+    if (win.shape !== shape) {
+      this.lastMiss = {
+        mode: "full",
+        reason: "request_shape_changed",
+        intentional: false,
+        request_shape_hash: shapeHash,
+      };
+      return null;
+    }
+    const at = firstMismatch(win.keys, input.keys);
+    if (at !== -1 || input.keys.length === win.keys.length || win.response_id === null) {
       this.lastMiss = {
         mode: "full",
         reason: "conversation_not_strict_append_only",
-        previous_prefix_length: snap.items.length,
-        current_input_length: conversation.length,
-        first_mismatch_index: index,
-        expected_hash: snap.items[index] !== undefined ? shortHash(snap.items[index]) : null,
-        actual_type: actual?.type ?? null,
-        actual_hash: actual ? shortHash(itemKey(actual)) : null,
+        intentional: false,
+        request_shape_hash: shapeHash,
+        ...mismatch(win, at === -1 ? input.keys.length : at),
       };
       return null;
-    };
-    if (conversation.length <= snap.items.length) return miss(conversation.length);
-    for (let i = 0; i < snap.items.length; i++) {
-      if (itemKey(conversation[i]!) !== snap.items[i]) return miss(i);
     }
-    return { from: snap.items.length, response_id: snap.response_id };
+    return { from: win.keys.length, response_id: win.response_id };
   }
 
+  /** Marks the input items sent on top of the window, not answered yet. */
+  markPending(scope: string | null, items: readonly unknown[]): void {
+    const win = scope === null ? undefined : this.#windows.get(scope);
+    if (win) this.#windows.set(scope!, { ...win, pending: items });
+  }
+
+  /**
+   * After a successful exchange: the window is now everything the provider has seen, the
+   * full provider-shaped input of the request (`sent` of which went out) and the reply.
+   * `extended`: the request built on the previous window (chained on it, or replayed a
+   * compacted one), so the window keeps its origin.
+   */
   remember(
     scope: string | null,
     shape: string,
-    conversation: readonly ConversationItem[],
+    input: KeyedItems,
+    sent: number,
     response: ProviderResponse,
+    tools: readonly ToolSpec[],
+    extended: boolean,
   ): void {
     if (scope === null) return;
     if (!response.response_id) {
-      this.#snapshots.delete(scope);
+      this.#windows.delete(scope);
       return;
     }
-    this.#snapshots.set(scope, {
-      shape,
-      items: [...conversation, ...response.blocks].map(itemKey),
+    const prev = this.#windows.get(scope);
+    const reply = lowerResponsesInputKeyed(response.blocks, tools, LOWERING);
+    const items = [...input.items, ...reply.items];
+    const indexes = compactionIndexes(items);
+    this.#windows.set(scope, {
       response_id: response.response_id,
+      shape,
+      shape_hash: shortHash(shape),
+      items,
+      keys: [...input.keys, ...reply.keys],
+      sent_items: sent,
+      returned_items: reply.items.length,
+      pending: [],
+      compaction_indexes: indexes,
+      latest_compaction_index: indexes.at(-1) ?? null,
+      origin: extended && prev ? prev.origin : "exchange",
+    });
+  }
+
+  /**
+   * After `/responses/compact`: the replacement window (frame input + returned items) becomes
+   * the scope's canonical provider window. Nothing chains from it until the next exchange.
+   */
+  installCompacted(scope: string | null, shape: string, input: KeyedItems): void {
+    if (scope === null) return;
+    const indexes = compactionIndexes(input.items);
+    this.#windows.set(scope, {
+      response_id: null,
+      shape,
+      shape_hash: shortHash(shape),
+      items: input.items,
+      keys: input.keys,
+      sent_items: 0,
+      returned_items: input.items.length,
+      pending: [],
+      compaction_indexes: indexes,
+      latest_compaction_index: indexes.at(-1) ?? null,
+      origin: "remote_compaction",
     });
   }
 
   forget(scope: string | null): void {
-    if (scope !== null) this.#snapshots.delete(scope);
+    if (scope !== null) this.#windows.delete(scope);
   }
 
   clear(): void {
-    this.#snapshots.clear();
+    this.#windows.clear();
   }
 }
 
@@ -616,6 +836,8 @@ export function createOpenAIResponsesTransport(
     maxOut: number | undefined;
     head: Omit<ResponseCreateParamsNonStreaming, "input">;
     shape: string;
+    /** The frame's leading input items (the developer message) and their canonical JSON. */
+    lead: KeyedItems;
   } | null = null;
   const headOf = (candidate: ModelCandidate, request: ProviderRequest) => {
     const maxOut = request.max_output_tokens;
@@ -629,6 +851,7 @@ export function createOpenAIResponsesTransport(
     ) {
       const head = responsesRequestHead(candidate, request);
       const shape = ContinuationCache.shapeOf(head, request);
+      const items = frameInput(request);
       last = {
         candidate,
         frame: request.frame,
@@ -637,42 +860,46 @@ export function createOpenAIResponsesTransport(
         maxOut,
         head,
         shape,
+        lead: { items, keys: items.map(stableJson) },
       };
     }
     return last;
   };
 
+  /** The request's whole input in provider shape: frame items, then the conversation. */
+  const inputOf = (lead: KeyedItems, request: ProviderRequest): KeyedItems => {
+    const conv = lowerResponsesInputKeyed(request.conversation, request.tools, LOWERING);
+    return { items: [...lead.items, ...conv.items], keys: [...lead.keys, ...conv.keys] };
+  };
+
   const plan = (candidate: ModelCandidate, request: ProviderRequest) => {
-    const { head, shape } = headOf(candidate, request);
+    const { head, shape, lead } = headOf(candidate, request);
     const scope = ContinuationCache.scopeOf(candidate, request);
-    const full = () =>
-      withInput(head, [
-        ...frameInput(request),
-        ...lowerResponsesInput(request.conversation, request.tools, LOWERING),
-      ]);
-    if (request.continuation_reset && scope !== null) {
-      // Compaction rewrote the conversation on purpose: start over, and say so.
-      continuation.forget(scope);
-      const body = full();
-      const miss: ContinuationDiagnostics = {
-        mode: "full",
-        reason: "compaction_reset",
-        compaction: request.continuation_reset,
-      };
-      return { body, full: () => body, scope, shape, incremental: false, miss };
-    }
-    const step = incrementalEnabled ? continuation.plan(scope, shape, request.conversation) : null;
+    const input = inputOf(lead, request);
+    const fullBody = withInput(head, input.items);
+    const full = () => fullBody;
+    const step = incrementalEnabled
+      ? continuation.plan(scope, shape, input, request.continuation_reset)
+      : null;
     if (!step) {
-      const body = full();
-      const miss = continuation.lastMiss;
-      return { body, full: () => body, scope, shape, incremental: false, miss };
+      const miss = incrementalEnabled ? continuation.lastMiss : undefined;
+      return {
+        body: fullBody,
+        full,
+        scope,
+        shape,
+        input,
+        tail: input.items,
+        incremental: false,
+        miss,
+      };
     }
-    const tail = lowerResponsesInput(request.conversation, request.tools, LOWERING, step.from);
+    const tail = input.items.slice(step.from);
     const body: ResponseCreateParamsNonStreaming = {
       ...withInput(head, tail),
       previous_response_id: step.response_id,
     };
-    return { body, full, scope, shape, incremental: true, miss: undefined };
+    return { body, full, scope, shape, input, tail, incremental: true, miss: undefined };
   };
 
   const post = async (
@@ -709,7 +936,7 @@ export function createOpenAIResponsesTransport(
         message: "the compact route of this endpoint is known to be unsupported",
       };
     }
-    const { head } = headOf(candidate, request);
+    const { head, shape, lead } = headOf(candidate, request);
     const input = lowerResponsesInput(request.conversation, request.tools, LOWERING);
     try {
       const res = await openAiClient(candidate).responses.compact(
@@ -742,6 +969,12 @@ export function createOpenAIResponsesTransport(
         if ((r.type === "function_call" || r.type === "custom_tool_call") && !r.call_id)
           r.call_id = id;
         return r;
+      });
+      // The replacement becomes the canonical provider window of the scope (after the frame's
+      // own items, which stay local and are sent with every request).
+      continuation.installCompacted(ContinuationCache.scopeOf(candidate, request), shape, {
+        items: [...lead.items, ...(window as ResponseInputItem[])],
+        keys: [...lead.keys, ...window.map(stableJson)],
       });
       return {
         ok: true,
@@ -787,23 +1020,31 @@ export function createOpenAIResponsesTransport(
       const p = plan(candidate, request);
       let raw: unknown;
       let incremental = p.incremental;
+      const extended = p.incremental || p.miss?.window_replayed === true;
       let miss: ContinuationDiagnostics | undefined = p.miss;
+      let sent = p.tail.length;
+      if (incremental) continuation.markPending(p.scope, p.tail);
       try {
         try {
           raw = await post(client, p.body, opts.signal, ctx);
         } catch (err) {
           // The provider no longer knows the previous response: fall back to the full request once.
           const status = (err as { status?: unknown }).status;
-          if (!p.incremental || opts.signal.aborted || (status !== 400 && status !== 404))
-            throw err;
+          if (!incremental || opts.signal.aborted || (status !== 400 && status !== 404)) throw err;
           incremental = false;
-          miss = { mode: "full", reason: "previous_response_rejected" };
+          sent = p.input.items.length;
+          miss = {
+            mode: "full",
+            reason: "previous_response_rejected",
+            intentional: false,
+            request_shape_hash: shortHash(p.shape),
+          };
           raw = await post(client, p.full(), opts.signal, ctx);
         }
         const response = parseResponsesResponse(raw, request.tools, ctx);
         if (incremental) response.incremental = true;
         else if (miss) response.continuation = miss;
-        continuation.remember(p.scope, p.shape, request.conversation, response);
+        continuation.remember(p.scope, p.shape, p.input, sent, response, request.tools, extended);
         return response;
       } catch (err) {
         continuation.forget(p.scope);
