@@ -10,7 +10,6 @@ import { RuntimeHost } from "../src/host/host.ts";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
 import { toolSpecs } from "../src/turn/turn.ts";
-import type { QueuedMessage } from "../src/domain/message.ts";
 import {
   HOLON_BIN,
   REPO_ROOT,
@@ -20,6 +19,7 @@ import {
   startRuntime,
   tempHome,
 } from "./helpers/home.ts";
+import { toolContext } from "./helpers/tool-context.ts";
 
 const registry = buildRegistry();
 const hosts: RuntimeHost[] = [];
@@ -39,26 +39,7 @@ function openHost(): RuntimeHost {
 }
 
 function ctxFor(host: RuntimeHost): ToolContext {
-  const agent = host.agents.get("main");
-  return {
-    agent,
-    run_id: "run_test",
-    message: { id: "msg_test" } as QueuedMessage,
-    call_id: "call_test",
-    execution_root: agent.agent_home,
-    cwd: agent.agent_home,
-    signal: new AbortController().signal,
-    budget: { default_tokens: 8_000, max_tokens: 64_000 },
-    tasks: host.tasks,
-    services: {
-      tasks: host.tasks,
-      work: host.services.work,
-      workspaces: host.services.workspaces,
-      skills: host.services.skills,
-      agents: host.services.agentPlane,
-      memory: host.services.memoryIndex,
-    },
-  };
+  return toolContext(host);
 }
 
 async function call(ctx: ToolContext, name: string, args: Record<string, unknown>) {

@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { RuntimeHost } from "../src/host/host.ts";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
-import type { QueuedMessage } from "../src/domain/message.ts";
 import type { EpisodeRecord } from "../src/domain/memory.ts";
 import { createBrief } from "../src/agent/briefs.ts";
 import { expandTerms, indexPaths } from "../src/memory/search.ts";
 import { cleanupHomes, tempHome } from "./helpers/home.ts";
+import { toolContext } from "./helpers/tool-context.ts";
 
 const registry = buildRegistry();
 const hosts: RuntimeHost[] = [];
@@ -29,26 +29,7 @@ function openHost(): RuntimeHost {
 }
 
 function ctxFor(host: RuntimeHost): ToolContext {
-  const agent = host.agents.get("main");
-  return {
-    agent,
-    run_id: "run_mem",
-    message: { id: "msg_mem" } as QueuedMessage,
-    call_id: "call_mem",
-    execution_root: agent.agent_home,
-    cwd: agent.agent_home,
-    signal: new AbortController().signal,
-    budget: { default_tokens: 8_000, max_tokens: 64_000 },
-    tasks: host.tasks,
-    services: {
-      tasks: host.tasks,
-      work: host.services.work,
-      workspaces: host.services.workspaces,
-      skills: host.services.skills,
-      memory: host.services.memoryIndex,
-      agents: host.services.agentPlane,
-    },
-  };
+  return toolContext(host);
 }
 
 async function call(host: RuntimeHost, name: string, args: Record<string, unknown>) {

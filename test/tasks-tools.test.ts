@@ -9,8 +9,8 @@ import { readProcessRecord } from "../src/tasks/process.ts";
 import { scanMembers } from "../src/tasks/process-proc.ts";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
-import type { QueuedMessage } from "../src/domain/message.ts";
 import { cleanupHomes, tempHome, waitFor } from "./helpers/home.ts";
+import { toolContext } from "./helpers/tool-context.ts";
 import { bodyText } from "../src/domain/message.ts";
 
 const registry = buildRegistry();
@@ -33,27 +33,7 @@ afterAll(async () => {
 });
 
 function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
-  const agent = host.agents.get(agentId);
-  const root = agent.agent_home;
-  return {
-    agent,
-    run_id: "run_test",
-    message: { id: "msg_test" } as QueuedMessage,
-    call_id: "call_test",
-    execution_root: root,
-    cwd: root,
-    signal: new AbortController().signal,
-    budget: { default_tokens: 8_000, max_tokens: 64_000 },
-    tasks: host.tasks,
-    services: {
-      tasks: host.tasks,
-      work: host.services.work,
-      workspaces: host.services.workspaces,
-      skills: host.services.skills,
-      agents: host.services.agentPlane,
-      memory: host.services.memoryIndex,
-    },
-  };
+  return toolContext(host, agentId);
 }
 
 async function call(ctx: ToolContext, name: string, args: Record<string, unknown>) {
@@ -139,7 +119,7 @@ describe("task tools", () => {
       trust: "trusted_system",
       authority_class: "runtime_instruction",
       delivery_surface: "task_rejoin",
-      causation_id: "msg_test",
+      causation_id: "msg_run_test",
     });
     expect(bodyText(results[0]!.body)).toContain("first-err");
     expect((await call(ctx, "TaskList", {})).rendered).toContain("No active tasks");

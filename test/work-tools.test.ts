@@ -15,6 +15,7 @@ import { staleReminder } from "../src/work/reminder.ts";
 import { WorkRunObserver } from "../src/work/observer.ts";
 import type { TurnOutcome } from "../src/domain/closure.ts";
 import { cleanupHomes, runCli, startRuntime, tempHome } from "./helpers/home.ts";
+import { toolContext } from "./helpers/tool-context.ts";
 
 const registry = buildRegistry();
 const hosts: RuntimeHost[] = [];
@@ -33,26 +34,7 @@ afterAll(async () => {
 
 let runSeq = 0;
 function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`): ToolContext {
-  const agent = host.agents.get(agentId);
-  return {
-    agent,
-    run_id: runId,
-    message: { id: `msg_${runId}` } as QueuedMessage,
-    call_id: "call_test",
-    execution_root: agent.agent_home,
-    cwd: agent.agent_home,
-    signal: new AbortController().signal,
-    budget: { default_tokens: 8_000, max_tokens: 64_000 },
-    tasks: host.tasks,
-    services: {
-      tasks: host.tasks,
-      work: host.services.work,
-      workspaces: host.services.workspaces,
-      skills: host.services.skills,
-      agents: host.services.agentPlane,
-      memory: host.services.memoryIndex,
-    },
-  };
+  return toolContext(host, agentId, runId);
 }
 
 async function call(ctx: ToolContext, name: string, args: Record<string, unknown>) {
