@@ -12,6 +12,7 @@ import {
   openSync,
   readFileSync,
   readSync,
+  fstatSync,
   rmSync,
   statSync,
   watchFile,
@@ -547,68 +548,90 @@ export async function logs(flags: {
 
 /**
  * Print lines appended to `file` until SIGINT, following it across size rotation. The file
- * is told apart by its inode: when `file` is a new one, what the old one got after the last
- * read is read from where rotation moved it (`file.1`, or further when it rotated several
- * times in between), then the newer rotated files, then the new `file` from its start.
+ * being read is held open, so its descriptor follows it when rotation renames it (reading by
+ * path after a stat could open another file the next rename put there, and start mid-line).
+ * When `file` is a new one, the old one is read to its end through the descriptor, then the
+ * rotated files newer than it (when it rotated several times between two reads), then the
+ * new `file` from its start. A line split across two files is joined again.
  */
 function followFile(file: string, onLine: (line: string) => void): Promise<void> {
   const MAX_ROTATED = 100;
-  const stat0 = statOrNull(file);
-  let ino = stat0?.ino;
-  let offset = stat0?.size ?? 0;
+  let fd: number | null = null;
+  let ino = 0;
+  let offset = 0;
   let partial = "";
-  const emit = (path: string, from: number, to: number) => {
-    if (to <= from) return;
-    const fd = openSync(path, "r");
+  /** Read `f` from `from` to its current end; returns the new offset. */
+  const readFrom = (f: number, from: number): number => {
+    const size = fstatSync(f).size;
+    if (size <= from) return from;
+    const buf = Buffer.alloc(size - from);
+    const n = readSync(f, buf, 0, buf.length, from);
+    const parts = (partial + buf.subarray(0, n).toString("utf8")).split("\n");
+    partial = parts.pop() ?? "";
+    for (const p of parts) if (p) onLine(p);
+    return from + n;
+  };
+  const readWhole = (path: string) => {
+    let f: number;
     try {
-      const buf = Buffer.alloc(to - from);
-      readSync(fd, buf, 0, buf.length, from);
-      const parts = (partial + buf.toString("utf8")).split("\n");
-      partial = parts.pop() ?? "";
-      for (const p of parts) if (p) onLine(p);
+      f = openSync(path, "r");
+    } catch {
+      return; // moved on meanwhile
+    }
+    try {
+      readFrom(f, 0);
     } finally {
-      closeSync(fd);
+      closeSync(f);
     }
   };
-  const drain = () => {
-    const st = statOrNull(file);
-    if (!st) return;
+  const openCurrent = (atEnd: boolean): boolean => {
     try {
-      if (ino !== undefined && st.ino !== ino) {
-        // Rotated: finish the file we were reading, wherever it is now, and the newer ones.
+      fd = openSync(file, "r");
+    } catch {
+      fd = null;
+      return false;
+    }
+    const st = fstatSync(fd);
+    ino = st.ino;
+    offset = atEnd ? st.size : 0;
+    return true;
+  };
+  openCurrent(true);
+  const drain = () => {
+    try {
+      if (fd === null) {
+        if (!openCurrent(false)) return;
+      }
+      const st = statOrNull(file);
+      if (st && st.ino !== ino) {
+        offset = readFrom(fd!, offset); // the old file, wherever rotation moved it
         let k = 0;
         for (let i = 1; i <= MAX_ROTATED && k === 0; i++) {
           if (statOrNull(`${file}.${i}`)?.ino === ino) k = i;
         }
-        if (k > 0) {
-          emit(`${file}.${k}`, offset, statOrNull(`${file}.${k}`)?.size ?? offset);
-          for (let j = k - 1; j >= 1; j--)
-            emit(`${file}.${j}`, 0, statOrNull(`${file}.${j}`)?.size ?? 0);
-        }
-        offset = 0;
-      } else if (st.size < offset) {
+        for (let j = k - 1; j >= 1; j--) readWhole(`${file}.${j}`);
+        closeSync(fd!);
+        if (!openCurrent(false)) return;
+      } else if (fstatSync(fd!).size < offset) {
         offset = 0; // truncated in place
       }
-      ino = st.ino;
-      emit(file, offset, st.size);
-      offset = st.size;
+      offset = readFrom(fd!, offset);
     } catch {
-      // a file moved or vanished between stat and read: the next tick sees the new state
+      // a file vanished between two steps: the next tick sees the new state
     }
   };
+  const stop = (resolvePromise: () => void) => {
+    unwatchFile(file);
+    clearInterval(timer);
+    if (fd !== null) closeSync(fd);
+    resolvePromise();
+  };
+  let timer: NodeJS.Timeout;
   return new Promise((resolvePromise) => {
     watchFile(file, { interval: 250 }, drain);
-    const timer = setInterval(drain, 500);
-    process.once("SIGINT", () => {
-      unwatchFile(file);
-      clearInterval(timer);
-      resolvePromise();
-    });
-    process.once("SIGTERM", () => {
-      unwatchFile(file);
-      clearInterval(timer);
-      resolvePromise();
-    });
+    timer = setInterval(drain, 500);
+    process.once("SIGINT", () => stop(resolvePromise));
+    process.once("SIGTERM", () => stop(resolvePromise));
   });
 }
 
