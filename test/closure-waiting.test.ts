@@ -1,11 +1,10 @@
 // Closure, continuation and the deadline scheduler through the whole product: every turn
 // ends in a stored ClosureDecision, every dequeue in a ContinuationResolution, and a Sleep
 // deadline survives SIGKILL (it wakes the agent at the original time, once).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
 import {
-  cleanupHomes,
   runCli,
   spawnServe,
   startRuntime,
@@ -13,20 +12,13 @@ import {
   waitFor,
   type TestRuntime,
 } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { fault, reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { fault, reply } from "./fake-provider/server.ts";
 import { deriveClosure, resolveContinuation } from "../src/agent/closure.ts";
 import type { ClosureDecision } from "../src/domain/closure.ts";
 import type { QueuedMessage } from "../src/domain/message.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 const NOW = "2026-01-01T00:00:00.000Z";
 const facts = {

@@ -6,9 +6,8 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  cleanupHomes,
   runCli,
   spawnServe,
   startRuntime,
@@ -16,18 +15,11 @@ import {
   waitFor,
   type TestRuntime,
 } from "./helpers/home.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { isSecretName, scrubEnv } from "../src/tasks/env.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 const SECRETS = {
   OPENAI_API_KEY: "sk-live-openai-5ecret-AAA",

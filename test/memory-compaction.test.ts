@@ -2,28 +2,15 @@
 // tool rounds, each with 4 KB of command output, through the real `holon run`. Every request
 // must fit the window (the fake refuses any that does not, as a real provider would), the
 // final answer must arrive, and the transcript must keep every round in full.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Store } from "../src/store/db.ts";
 import { randomIds, systemClock } from "../src/domain/clock.ts";
 import { join } from "node:path";
-import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
-import {
-  fault,
-  reply,
-  startFakeProvider,
-  type FakeProvider,
-  type RecordedRequest,
-} from "./fake-provider/server.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { runCli, tempHome } from "./helpers/home.ts";
+import { fault, reply, type RecordedRequest } from "./fake-provider/server.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 const WINDOW = 16_000;
 /** What the fake charges for a request: its whole wire body at four bytes a token. */

@@ -2,28 +2,14 @@
 // second and the third. The third turn's prompt carries the runtime-derived working memory
 // and the episode summary, not the raw tool output of the first turn; the episode is in the
 // database and in its JSONL mirror; the cacheable prefix is byte-identical across turns.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  cleanupHomes,
-  runCli,
-  startRuntime,
-  tempHome,
-  waitFor,
-  type TestRuntime,
-} from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 function processed(rt: TestRuntime, agentId: string): number {
   return rt.host.store.events

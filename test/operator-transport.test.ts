@@ -5,19 +5,12 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { describe, expect, it } from "vitest";
+import { reply } from "./fake-provider/server.ts";
+import { startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 type Received = { headers: IncomingMessage["headers"]; body: any };
 

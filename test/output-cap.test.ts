@@ -3,10 +3,10 @@
 // the task result and TaskStatus say how many bytes were dropped.
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanupHomes, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { describe, expect, it } from "vitest";
+import { runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
 import { capFile, droppedBytes, markerLine } from "../src/tasks/output-cap.ts";
 import { BUILTIN_COMMAND_POLICY } from "../src/tasks/command-policy.ts";
 import {
@@ -17,14 +17,7 @@ import {
   waitForExit,
 } from "../src/tasks/process.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 describe("cutting a file", () => {
   it("keeps the head and the tail with one marker, and counts across cuts", () => {

@@ -2,21 +2,14 @@
 // closure says awaiting_timer, a durable deadline holds the message, and at the deadline
 // (driven with an injected clock and `scheduler.fireDue()`) the message is admitted again
 // and its turn runs from the start; the same deadline survives a restart and fires at start.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
 import { PROVIDER_RETRY } from "../src/waiting/provider-retry.ts";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { fault, reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { fault, reply } from "./fake-provider/server.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 type TestClock = Clock & { advance(ms: number): void };
 function testClock(): TestClock {

@@ -1,20 +1,13 @@
 // `holon run` output formats and its temporary agent: stream-json is one catalog event per
 // line then the RunOnceResponse; the agent id is printed; --keep and --resume continue it;
 // a command promoted to a task is listed as still running and its agent kept.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CatalogEventSchema } from "../src/domain/events.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
+import { runCli, tempHome } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 describe("holon run output", () => {
   it("stream-json: every line but the last is a catalog event, the last the RunOnceResponse", async () => {

@@ -1,19 +1,12 @@
 // What a turn costs on disk (issue 19: at most 4 KB for a one-round turn). A real host, the
 // scripted model answering with a short text, operator prompts over HTTP; the database's used
 // pages (WAL checkpointed, free pages not counted) before and after a batch of turns.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { describe, expect, it } from "vitest";
+import { reply } from "./fake-provider/server.ts";
+import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 function usedBytes(rt: TestRuntime): number {
   const db = rt.host.store.db;

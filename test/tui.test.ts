@@ -7,35 +7,15 @@ import { createElement as h } from "react";
 import { render } from "ink-testing-library";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HolonClient, discover } from "../src/client/client.ts";
 import { App } from "../src/tui/app.ts";
 import { MemoryOverlay, promptLines } from "../src/tui/views.ts";
-import {
-  reply,
-  startFakeProvider,
-  type FakeAnswer,
-  type FakeProvider,
-  type RecordedRequest,
-} from "./fake-provider/server.ts";
-import {
-  cleanupHomes,
-  HOLON_BIN,
-  runCli,
-  startRuntime,
-  tempHome,
-  waitFor,
-} from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { reply, type FakeAnswer, type RecordedRequest } from "./fake-provider/server.ts";
+import { HOLON_BIN, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 describe("holon tui", () => {
   it("shows the conversation, sends prompts, opens overlays and survives a host restart", async () => {

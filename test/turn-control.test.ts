@@ -1,20 +1,13 @@
 // Turn behaviour through the running host: interjections at safe points, operator abort,
 // large outputs, sleep, invalid tool input, guidance files, model override, freeform patches.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 async function runtimeWithFake(
   transport:

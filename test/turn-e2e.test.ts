@@ -1,20 +1,13 @@
 // The whole product with a scripted model: configure a provider the way a user does, run
 // `holon run --json`, and check that a real ExecCommand ran and its output went back.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { HOLON_BIN, cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { HOLON_BIN, runCli, tempHome } from "./helpers/home.ts";
+import { reply } from "./fake-provider/server.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 const configure = configureFakeProvider;
 

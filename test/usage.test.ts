@@ -2,19 +2,12 @@
 // reported, and cost uses the prices configured for the model (cached input apart).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
-import { cleanupHomes, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { describe, expect, it } from "vitest";
+import { reply } from "./fake-provider/server.ts";
+import { runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 describe("usage and cost", () => {
   it("sums the provider's reported usage per agent, model and day, priced from the catalog", async () => {

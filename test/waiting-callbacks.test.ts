@@ -3,27 +3,13 @@
 // that only has the trigger URL. A delivery wakes the agent with its body and provenance;
 // a plain wake costs no model request; refused deliveries change nothing but the audit log;
 // a burst of hints to a busy agent becomes one SystemTick.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { request } from "node:http";
-import {
-  cleanupHomes,
-  runCli,
-  startRuntime,
-  tempHome,
-  waitFor,
-  type TestRuntime,
-} from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 async function runtime(): Promise<TestRuntime> {
   const home = tempHome();

@@ -1,19 +1,12 @@
 // The waiting plane through the commands a user types: `holon timer` (--in, --at, --every,
 // --cron with --tz, list, cancel), `holon agent trigger` (show, rotate, revoke) and the
 // waiting, closure and work lines of `holon status`, against a real host over loopback.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanupHomes, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { describe, expect, it } from "vitest";
+import { runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 describe("holon timer and holon agent trigger", () => {
   it("create every kind of timer, list and cancel them; show, rotate and revoke the trigger URL", async () => {

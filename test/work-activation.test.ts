@@ -1,19 +1,12 @@
 // Work-queue activation: an idle agent with queued runnable work is woken to pick it, one
 // item after the other; a blocked item never wakes it; and the runaway guard stops a model
 // that would continue forever without progress, with an action_required brief.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { describe, expect, it } from "vitest";
+import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 const events = (rt: TestRuntime, agentId: string, type: string) =>
   rt.host.store.events.after(agentId, 0, 10_000).filter((e) => e.type === type);

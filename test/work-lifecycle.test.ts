@@ -2,30 +2,16 @@
 // with a plan and todos, works on it across runtime-owned ticks, blocks with a recheck,
 // survives a host restart, is reminded once the recheck falls due, clears the blocker and
 // completes with a same-round report; `holon run` answers with the completion report.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readFileSync, statSync } from "node:fs";
-import {
-  cleanupHomes,
-  runCli,
-  startRuntime,
-  tempHome,
-  waitFor,
-  type TestRuntime,
-} from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
 import { runOnce } from "../src/host/run-once.ts";
 import type { ClosureDecision } from "../src/domain/closure.ts";
 
-let fake: FakeProvider;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-  cleanupHomes();
-});
+const fake = useFakeProvider();
 
 /** A clock the test moves by hand (timers still use real time; deadlines use this). */
 function manualClock(start: string): Clock & { advance(ms: number): void } {
