@@ -1,6 +1,6 @@
 // `holon agent …`: list, create and lifecycle control.
 import { resolve } from "node:path";
-import { call, connect, type ClientFlags } from "./connect.ts";
+import { call, connect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 
 type Flags = ClientFlags & { json?: boolean };
@@ -149,8 +149,7 @@ export async function control(
   flags: Flags,
 ): Promise<void> {
   const client = connect(flags);
-  const agentId =
-    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const agentId = await agentOrDefault(client, agent);
   const res = await call(() =>
     client.call<{ disposition: string; status: string }>(
       "POST",
@@ -162,16 +161,12 @@ export async function control(
   process.stdout.write(`${agentId}: ${res.disposition} (status ${res.status})\n`);
 }
 
-async function defaultAgent(client: ReturnType<typeof connect>): Promise<string> {
-  return (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
-}
-
 export async function abort(
   agent: string | undefined,
   flags: Flags & { runId?: string },
 ): Promise<void> {
   const client = connect(flags);
-  const agentId = agent ?? (await defaultAgent(client));
+  const agentId = agent ?? (await agentOrDefault(client));
   const body: Record<string, unknown> = { mode: "stop_after_abort" };
   if (flags.runId) body.run_id = flags.runId;
   const res = await call(() =>
@@ -207,7 +202,7 @@ function printModel(agentId: string, m: ModelState, json?: boolean): void {
 
 export async function modelGet(agent: string | undefined, flags: Flags): Promise<void> {
   const client = connect(flags);
-  const agentId = agent ?? (await defaultAgent(client));
+  const agentId = agent ?? (await agentOrDefault(client));
   const s = await call(() =>
     client.call<{ model: ModelState }>("GET", `/agents/${encodeURIComponent(agentId)}/status`),
   );
@@ -220,7 +215,7 @@ export async function modelSet(
   flags: Flags,
 ): Promise<void> {
   const client = connect(flags);
-  const agentId = agent ?? (await defaultAgent(client));
+  const agentId = agent ?? (await agentOrDefault(client));
   const res = await call(() =>
     client.call<{ model: ModelState }>(
       "POST",
@@ -233,7 +228,7 @@ export async function modelSet(
 
 export async function modelClear(agent: string | undefined, flags: Flags): Promise<void> {
   const client = connect(flags);
-  const agentId = agent ?? (await defaultAgent(client));
+  const agentId = agent ?? (await agentOrDefault(client));
   const res = await call(() =>
     client.call<{ model: ModelState }>(
       "POST",

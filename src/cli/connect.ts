@@ -59,3 +59,9 @@ export async function call<T>(fn: () => Promise<T>): Promise<T> {
     throw err;
   }
 }
+
+/** The agent a command names, or the host's default agent when it names none. */
+export async function agentOrDefault(client: HolonClient, agent?: string): Promise<string> {
+  if (agent) return agent;
+  return (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+}

@@ -6,45 +6,8 @@ import { dirname, join } from "node:path";
 import { parseEvent, type EventEnvelope } from "../domain/events.ts";
 import { pidAlive } from "../host/lock.ts";
 import { homePaths } from "../host/paths.ts";
-import { call, connect, tryConnect, type ClientFlags } from "./connect.ts";
+import { call, connect, tryConnect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
-
-// ---------------------------------------------------------------------------
-// holon debug prompt
-
-type PromptPreview = {
-  system_prompt: string;
-  sections: { contributor: string; placement: string; stability: string; text: string }[];
-  incoming: string;
-  tools: string[];
-  prompt_cache_key: string | null;
-};
-
-export async function prompt(
-  agent: string | undefined,
-  flags: ClientFlags & { text?: string; json?: boolean },
-): Promise<void> {
-  const client = connect(flags);
-  const agentId =
-    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
-  const q = new URLSearchParams();
-  if (flags.text) q.set("text", flags.text);
-  const p = await call(() =>
-    client.call<PromptPreview>(
-      "GET",
-      `/control/agents/${encodeURIComponent(agentId)}/debug/prompt?${q}`,
-    ),
-  );
-  if (flags.json) return printJson(p);
-  const out: string[] = [];
-  for (const s of p.sections) {
-    out.push(`── ${s.contributor} (${s.placement}, ${s.stability}) ──`, s.text, "");
-  }
-  out.push("── incoming message ──", p.incoming, "");
-  out.push(`tools (${p.tools.length}): ${p.tools.join(", ")}`);
-  out.push(`prompt cache key: ${p.prompt_cache_key ?? "none"}`);
-  process.stdout.write(out.join("\n") + "\n");
-}
 
 // ---------------------------------------------------------------------------
 // holon debug latency
@@ -149,8 +112,7 @@ export async function latency(
   flags: ClientFlags & { limit?: string; json?: boolean },
 ): Promise<void> {
   const client = connect(flags);
-  const agentId =
-    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const agentId = await agentOrDefault(client, agent);
   const limit = Number(flags.limit ?? "2000");
   if (!Number.isInteger(limit) || limit < 1 || limit > 10_000)
     throw new CliError("--limit must be an integer from 1 to 10000");

@@ -14,7 +14,7 @@ import {
   type DisplayLevel,
   type Paint,
 } from "../client/presentation.ts";
-import { call, connect, tryConnect, type ClientFlags } from "./connect.ts";
+import { call, connect, tryConnect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 import { formatCost } from "./usage.ts";
 import { waitingLines } from "./timer.ts";
@@ -95,9 +95,7 @@ export async function prompt(
 ): Promise<void> {
   if (!text.trim()) throw new CliError("the prompt is empty");
   const client = connect(flags);
-  const agentId =
-    flags.agent ??
-    (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const agentId = await agentOrDefault(client, flags.agent);
   const body: Record<string, unknown> = { text, surface: "cli_prompt" };
   if (flags.priority) body.priority = flags.priority;
   const res = await call(() =>
@@ -148,8 +146,7 @@ export async function tail(
   flags: Flags & DisplayFlags & { limit: string; follow?: boolean },
 ): Promise<void> {
   const client = connect(flags);
-  const agentId =
-    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const agentId = await agentOrDefault(client, agent);
   const limit = Number(flags.limit);
   if (!Number.isInteger(limit) || limit < 1)
     throw new CliError("--limit must be a positive integer");

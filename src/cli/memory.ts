@@ -2,7 +2,7 @@
 // sizes and token estimates; the cache-stable prefix is marked. `--text <prompt>` previews the
 // turn for that operator prompt instead of the next queued message; `--full` prints each
 // section's text, the incoming message and the tool names too; `--json` the whole preview.
-import { call, connect, type ClientFlags } from "./connect.ts";
+import { call, connect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { printJson } from "./output.ts";
 
 type Preview = {
@@ -35,8 +35,7 @@ export async function debugPrompt(
   flags: ClientFlags & { json?: boolean; text?: string; full?: boolean },
 ): Promise<void> {
   const client = connect(flags);
-  const agentId =
-    agent ?? (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const agentId = await agentOrDefault(client, agent);
   const q = flags.text === undefined ? "" : `?${new URLSearchParams({ text: flags.text })}`;
   const p = await call(() =>
     client.call<Preview>("GET", `/control/agents/${encodeURIComponent(agentId)}/debug/prompt${q}`),

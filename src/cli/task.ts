@@ -35,10 +35,9 @@ const opts = {
 };
 
 async function client(flags: Flags) {
-  const { call, connect } = await import("./connect.ts");
+  const { agentOrDefault, call, connect } = await import("./connect.ts");
   const c = connect(flags);
-  const agentId =
-    flags.agent ?? (await call(() => c.call<{ default_agent: string }>("GET", "/"))).default_agent;
+  const agentId = await agentOrDefault(c, flags.agent);
   return {
     agentId,
     req: <T>(method: string, path: string, body?: unknown) =>

@@ -1,5 +1,5 @@
 // `holon usage`: tokens and dollars per agent, model and day, from GET /usage.
-import { call, connect, type ClientFlags } from "./connect.ts";
+import { call, connect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { printJson } from "./output.ts";
 
 type Totals = {
@@ -53,9 +53,7 @@ export async function usage(flags: UsageFlags): Promise<void> {
   if (flags.until) q.set("until", flags.until);
   if (flags.rounds) {
     if (flags.limit) q.set("limit", flags.limit);
-    const agent =
-      flags.agent ??
-      (await call(() => client.call<{ default_agent: string }>("GET", "/"))).default_agent;
+    const agent = await agentOrDefault(client, flags.agent);
     const r = await call(() =>
       client.call<{ rounds: Round[] }>(
         "GET",
