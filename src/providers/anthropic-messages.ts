@@ -13,7 +13,7 @@
 //
 // Usage: Anthropic's `input_tokens` excludes cached tokens; the neutral `input_tokens`
 // is the sum of uncached, cache-read and cache-write tokens so it compares with OpenAI's.
-import Anthropic from "@anthropic-ai/sdk";
+import type Anthropic from "@anthropic-ai/sdk";
 import type {
   ContentBlockParam,
   Message,
@@ -37,6 +37,7 @@ import {
   responseOf,
 } from "./model.ts";
 import { perCandidate, sdkOptions } from "./http-fetch.ts";
+import { loadAnthropic } from "./sdk.ts";
 import { emitToolSchema } from "./schema.ts";
 import type { ModelCandidate } from "./types.ts";
 
@@ -48,18 +49,20 @@ const MAX_FRAME_BREAKPOINTS = 3;
 const EPHEMERAL = { type: "ephemeral" } as const;
 
 /** An Anthropic SDK client for one candidate, authenticated as its credential says. */
-export const anthropicClient = perCandidate((candidate): Anthropic => {
+export const anthropicClient = perCandidate(async (candidate): Promise<Anthropic> => {
+  const AnthropicSdk = await loadAnthropic();
   const credential = candidate.credential;
   const headers: Record<string, string | null> = { ...(credential?.headers ?? {}) };
   const kind = credential?.kind ?? "none";
   const options = { ...sdkOptions(candidate), defaultHeaders: headers };
-  if (kind === "api_key") return new Anthropic({ ...options, apiKey: credential?.value ?? null });
+  if (kind === "api_key")
+    return new AnthropicSdk({ ...options, apiKey: credential?.value ?? null });
   if (kind === "bearer_token" || kind === "session_token") {
-    return new Anthropic({ ...options, authToken: credential?.value ?? null });
+    return new AnthropicSdk({ ...options, authToken: credential?.value ?? null });
   }
   // No credential: give the SDK a placeholder so it reads nothing from the environment,
   // then strip every auth header from the wire.
-  return new Anthropic({
+  return new AnthropicSdk({
     ...options,
     apiKey: "holon-no-credential",
     defaultHeaders: { ...headers, "X-Api-Key": null, Authorization: null },
@@ -271,7 +274,7 @@ export function createAnthropicMessagesTransport(): TransportClient {
     ): Promise<ProviderResponse> {
       const ctx: ClassifyContext = { candidate, url: joinUrl(candidate.base_url, "v1/messages") };
       try {
-        const client = anthropicClient(candidate);
+        const client = await anthropicClient(candidate);
         const body = buildAnthropicRequest(candidate, request);
         const options = { signal: opts.signal, maxRetries: 0 };
         if (candidate.stream === false) {

@@ -1,7 +1,5 @@
 // Provider failures: one error class the retry loop understands, the classification of
 // vendor SDK errors into it, and the scrubbing that keeps secrets out of anything stored.
-import Anthropic from "@anthropic-ai/sdk";
-import OpenAI from "openai";
 import type { ProviderFailureKind, TransportDiagnostics } from "../domain/provider.ts";
 import type { ModelCandidate } from "./types.ts";
 
@@ -127,25 +125,40 @@ type ApiErrorLike = {
   message: string;
 };
 
+type ErrorClass = abstract new (...args: never[]) => Error;
+
+/** The error classes an official SDK throws (both SDKs name them alike). */
+export type SdkErrors = {
+  APIError: ErrorClass;
+  APIConnectionError: ErrorClass;
+  APIConnectionTimeoutError: ErrorClass;
+  APIUserAbortError: ErrorClass;
+};
+
+/** The SDKs loaded so far (sdk.ts registers each as it loads): only they can have thrown. */
+const sdks: SdkErrors[] = [];
+
+export function registerSdkErrors(classes: SdkErrors): void {
+  if (!sdks.includes(classes)) sdks.push(classes);
+}
+
+const isA = (err: unknown, kind: keyof SdkErrors) => sdks.some((s) => err instanceof s[kind]);
+
 function isApiError(err: unknown): err is ApiErrorLike & Error {
-  return err instanceof OpenAI.APIError || err instanceof Anthropic.APIError;
+  return isA(err, "APIError");
 }
 
 function isConnectionError(err: unknown): boolean {
-  return err instanceof OpenAI.APIConnectionError || err instanceof Anthropic.APIConnectionError;
+  return isA(err, "APIConnectionError");
 }
 
 function isSdkTimeout(err: unknown): boolean {
-  return (
-    err instanceof OpenAI.APIConnectionTimeoutError ||
-    err instanceof Anthropic.APIConnectionTimeoutError
-  );
+  return isA(err, "APIConnectionTimeoutError");
 }
 
 /** True for an abort raised through an AbortSignal (by the SDK or by fetch). */
 export function isAbortError(err: unknown): boolean {
-  if (err instanceof OpenAI.APIUserAbortError || err instanceof Anthropic.APIUserAbortError)
-    return true;
+  if (isA(err, "APIUserAbortError")) return true;
   return err instanceof Error && (err.name === "AbortError" || err.name === "TimeoutError");
 }
 

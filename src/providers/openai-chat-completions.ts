@@ -255,7 +255,7 @@ export function createOpenAIChatCompletionsTransport(
         url: joinUrl(candidate.base_url, "chat/completions"),
       };
       try {
-        const client: OpenAI = openAiClient(candidate);
+        const client: OpenAI = await openAiClient(candidate);
         if ((options.stream ?? candidate.stream) === false) {
           const raw: unknown = await client.chat.completions.create(
             buildChatRequest(candidate, request),

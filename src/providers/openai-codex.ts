@@ -69,7 +69,7 @@ export function createOpenAICodexTransport(): TransportClient {
     ): Promise<ProviderResponse> {
       const ctx: ClassifyContext = { candidate, url: joinUrl(candidate.base_url, "responses") };
       try {
-        const client = openAiClient(candidate);
+        const client = await openAiClient(candidate);
         const stream = await client.responses.create(buildCodexRequest(candidate, request), {
           signal: opts.signal,
           maxRetries: 0,
