@@ -10,7 +10,7 @@
 // identity, and a later turn may be sent as `previous_response_id` + only the new items
 // (see `ContinuationCache`, which keeps an OpenAI-shaped provider window per scope).
 import { createHash } from "node:crypto";
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import type {
   Response as OpenAIResponse,
   ResponseCreateParamsNonStreaming,
@@ -44,6 +44,7 @@ import {
   responseOf,
 } from "./model.ts";
 import { perCandidate, sdkOptions } from "./http-fetch.ts";
+import { loadOpenAI } from "./sdk.ts";
 import { emitToolSchema } from "./schema.ts";
 import type { ModelCandidate } from "./types.ts";
 
@@ -51,12 +52,13 @@ import type { ModelCandidate } from "./types.ts";
 // SDK client
 
 /** An OpenAI SDK client for one candidate: no SDK retries, no environment fallbacks. */
-export const openAiClient = perCandidate((candidate): OpenAI => {
+export const openAiClient = perCandidate(async (candidate): Promise<OpenAI> => {
+  const OpenAISdk = await loadOpenAI();
   const credential = candidate.credential;
   const headers: Record<string, string | null> = { ...(credential?.headers ?? {}) };
   // Without a credential the SDK still wants a key; send none on the wire.
   if (!credential || credential.kind === "none") headers["Authorization"] = null;
-  return new OpenAI({
+  return new OpenAISdk({
     ...sdkOptions(candidate),
     apiKey: credential && credential.kind !== "none" ? credential.value : "holon-no-credential",
     adminAPIKey: null,
@@ -477,7 +479,7 @@ export async function collectResponsesStream(
 export type ProviderWindow = {
   /** The response to chain from; null while a freshly compacted window waits for its first exchange. */
   response_id: string | null;
-  /** Everything but the input (instructions, tools, frame, options): must not change. */
+  /** Digest of everything but the input (instructions, tools, frame, options): must not change. */
   shape: string;
   shape_hash: string;
   /** Provider-shaped items, oldest first. */
@@ -600,12 +602,15 @@ export class ContinuationCache {
     request: ProviderRequest,
   ): string {
     const { input: _input, previous_response_id: _prev, ...rest } = body;
-    return stableJson({
+    const json = stableJson({
       rest,
       frame: request.frame,
       tools: request.tools,
       schema_mode: request.schema_mode ?? "relaxed",
     });
+    // A digest, not the text: a window lives as long as its scope, and the text (system
+    // prompt and tool schemas) is some 150 KB per agent.
+    return createHash("sha256").update(json).digest("hex");
   }
 
   /** Why the last `plan` sent a full request (openai-remote-compaction.md phase 1). */
@@ -636,7 +641,7 @@ export class ContinuationCache {
     this.lastMiss = undefined;
     if (scope === null) return null;
     const win = this.#windows.get(scope);
-    const shapeHash = shortHash(shape);
+    const shapeHash = shape.slice(0, 12);
     const mismatch = (w: ProviderWindow, index: number) => {
       const expected = w.items[index];
       const actual = input.items[index];
@@ -743,7 +748,7 @@ export class ContinuationCache {
     this.#windows.set(scope, {
       response_id: response.response_id,
       shape,
-      shape_hash: shortHash(shape),
+      shape_hash: shape.slice(0, 12),
       items,
       keys: [...input.keys, ...reply.keys],
       sent_items: sent,
@@ -765,7 +770,7 @@ export class ContinuationCache {
     this.#windows.set(scope, {
       response_id: null,
       shape,
-      shape_hash: shortHash(shape),
+      shape_hash: shape.slice(0, 12),
       items: input.items,
       keys: input.keys,
       sent_items: 0,
@@ -939,7 +944,9 @@ export function createOpenAIResponsesTransport(
     const { head, shape, lead } = headOf(candidate, request);
     const input = lowerResponsesInput(request.conversation, request.tools, LOWERING);
     try {
-      const res = await openAiClient(candidate).responses.compact(
+      const res = await (
+        await openAiClient(candidate)
+      ).responses.compact(
         {
           model: candidate.model,
           input,
@@ -1016,7 +1023,7 @@ export function createOpenAIResponsesTransport(
       opts: TransportSendOptions,
     ): Promise<ProviderResponse> {
       const ctx: ClassifyContext = { candidate, url: joinUrl(candidate.base_url, "responses") };
-      const client = openAiClient(candidate);
+      const client = await openAiClient(candidate);
       const p = plan(candidate, request);
       let raw: unknown;
       let incremental = p.incremental;
@@ -1037,7 +1044,7 @@ export function createOpenAIResponsesTransport(
             mode: "full",
             reason: "previous_response_rejected",
             intentional: false,
-            request_shape_hash: shortHash(p.shape),
+            request_shape_hash: p.shape.slice(0, 12),
           };
           raw = await post(client, p.full(), opts.signal, ctx);
         }
