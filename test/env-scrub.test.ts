@@ -3,11 +3,12 @@
 // terminal); no secret may appear in the tool results, the transcript, the events, the task
 // output, the database or the next provider request, nor in the spawn helper and its spare
 // wrappers, while ordinary and allowlisted variables do reach the commands.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  HOLON_BIN,
   runCli,
   spawnServe,
   startRuntime,
@@ -74,6 +75,69 @@ describe("command environment", () => {
     for (const name of ["PATH", "HOME", "TOKENIZER", "SHOW_ME_TOKEN", "SECRETARY"])
       expect(isSecretName(name, policy), name).toBe(false);
     expect(scrubEnv({ A: "1", B_TOKEN: "2", C: undefined }, policy)).toEqual({ A: "1" });
+    // What the launcher set for its own process goes; the same variable set by the user stays.
+    const launched = { A: "1", MALLOC_ARENA_MAX: "2", HOLON_LAUNCHER_ENV: "MALLOC_ARENA_MAX" };
+    expect(scrubEnv(launched, policy)).toEqual({ A: "1" });
+    const own = { A: "1", MALLOC_ARENA_MAX: "4" };
+    expect(scrubEnv(own, policy)).toEqual(own);
+  });
+
+  it("the launcher tunes malloc for the host it starts, daemon included, and commands get none of it", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    // Through the real launcher: sh reads bin/holon.js's first lines and execs `node` from PATH.
+    const PATH = `${dirname(process.execPath)}:${process.env.PATH ?? ""}`;
+    const launch = (args: string[], env: Record<string, string> = {}) =>
+      runCli([], { exec: ["/bin/sh", HOLON_BIN, ...args, "--home", home], env: { PATH, ...env } });
+    const procEnv = (pid: number) => readFileSync(`/proc/${pid}/environ`, "latin1").split("\0");
+
+    const before = fake.requests.length;
+    fake.enqueue(
+      reply.tools([{ name: "ExecCommand", arguments: { cmd: "env" }, call_id: "c1" }]),
+      reply.text("ran env"),
+    );
+    const started = await launch(["daemon", "start", "--json"]);
+    expect(started.code, started.stderr).toBe(0);
+    const pid = JSON.parse(started.stdout).pid as number;
+    try {
+      expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toContain(
+        "--max-semi-space-size=2",
+      );
+      expect(procEnv(pid)).toContain("MALLOC_ARENA_MAX=1");
+      const prompt = await runCli(["prompt", "show me the environment"], {
+        env: { HOLON_HOME: home },
+      });
+      expect(prompt.code, prompt.stderr).toBe(0);
+      await waitFor(() => fake.requests.length >= before + 2, { what: "the tool result round" });
+      const wire = fake.requests
+        .slice(before)
+        .map((r) => r.raw)
+        .join("\n");
+      expect(wire).toContain("PATH="); // the command ran and its output came back
+      expect(wire).not.toContain("MALLOC_");
+      expect(wire).not.toContain("HOLON_LAUNCHER_ENV");
+    } finally {
+      const stopped = await launch(["daemon", "stop"]);
+      expect(stopped.code, stopped.stderr).toBe(0);
+    }
+
+    // A user's own malloc setting is left alone, and nothing is marked as the launcher's.
+    const serve = spawn("/bin/sh", [HOLON_BIN, "serve", "--port", "0", "--home", home], {
+      env: { ...process.env, PATH, MALLOC_ARENA_MAX: "4" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    serve.stderr!.on("data", (d) => (stderr += d));
+    try {
+      await waitFor(() => stderr.includes("listening on"), { what: "serve to listen" });
+      const environ = procEnv(serve.pid!);
+      expect(environ).toContain("MALLOC_ARENA_MAX=4");
+      expect(environ.some((v) => v.startsWith("HOLON_LAUNCHER_ENV="))).toBe(false);
+    } finally {
+      const exited = new Promise((r) => serve.once("exit", r));
+      serve.kill("SIGTERM");
+      await exited;
+    }
   });
 
   it("a model running env sees no secret anywhere, and the secret reaches no record", async () => {

@@ -232,12 +232,18 @@ async function startDaemon(
   const out = openSync(paths.outputFile, "a", PRIVATE_FILE);
   const env = { ...process.env };
   if (flags.token !== undefined) env.HOLON_CONTROL_TOKEN = plan.token ?? "";
-  const child = spawn(process.execPath, [HOLON_BIN, ...serveArgs(plan, flags)], {
-    cwd: home,
-    env,
-    detached: true,
-    stdio: ["ignore", out, out],
-  });
+  // The host runs as this command does: the Node flags and the environment the launcher
+  // (bin/holon.js) gave it, which are the ones meant for a long-lived process.
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, HOLON_BIN, ...serveArgs(plan, flags)],
+    {
+      cwd: home,
+      env,
+      detached: true,
+      stdio: ["ignore", out, out],
+    },
+  );
   closeSync(out);
   const pid = child.pid;
   if (pid === undefined) {

@@ -6,7 +6,10 @@
 //   - the credential variables the provider configuration names (built-in and custom),
 //   - HOLON_CONTROL_TOKEN,
 //   - any name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD (any case),
-// except the names a config allowlist (`runtime.command_env_allow`) passes through.
+// except the names a config allowlist (`runtime.command_env_allow`) passes through. The
+// variables the `holon` launcher set for its own Node process (listed in HOLON_LAUNCHER_ENV,
+// which goes too: malloc tuning, see bin/holon.js) are removed as well, so commands start
+// with the user's environment, not the host's tuning.
 //
 // The policy reaches the process layer as data (a CommandPolicy, tasks/command-policy.ts)
 // that the composition root builds from the live configuration and hands to the task
@@ -21,6 +24,8 @@ export type CommandEnvPolicy = {
 };
 
 const ALWAYS_SECRET = new Set(["HOLON_CONTROL_TOKEN"]);
+/** Names the launcher (bin/holon.js) set for the Node process it started, space-separated. */
+const LAUNCHER_ENV = "HOLON_LAUNCHER_ENV";
 const SECRET_SUFFIX = /(?:_API_KEY|_TOKEN|_SECRET|_PASSWORD)$/i;
 
 /** Whether a variable is withheld from commands under `policy`. */
@@ -34,9 +39,11 @@ export function scrubEnv(
   env: Readonly<Record<string, string | undefined>>,
   policy: CommandEnvPolicy,
 ): Record<string, string> {
+  const launcher = new Set((env[LAUNCHER_ENV] ?? "").split(" "));
+  launcher.add(LAUNCHER_ENV);
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || isSecretName(name, policy)) continue;
+    if (value === undefined || isSecretName(name, policy) || launcher.has(name)) continue;
     out[name] = value;
   }
   return out;
