@@ -7,7 +7,7 @@
 // (workers/soak-load.ts) and see turn ends on the agents' SSE streams.
 //
 // Every 10 s it samples throughput, latency percentiles, and the host's CPU, RSS, V8 heap
-// (through workers/heap-probe.ts, loaded with --import), open fds, child processes and disk
+// (through workers/heap-probe.mjs, loaded with --import), open fds, child processes and disk
 // use; the summary compares the last minute with the first. After the run the host is
 // restarted on the same home to time a restart with that much history.
 //
@@ -189,7 +189,7 @@ const bench: Benchmark = {
         rmSync(profDir, { recursive: true, force: true });
         mkdirSync(profDir, { recursive: true });
       }
-      const nodeArgs = ["--import", workerPath("heap-probe.ts")];
+      const nodeArgs = ["--import", workerPath("heap-probe.mjs")];
       // Extra V8/Node flags for the host, to try memory settings: --host-node-args="--max-semi-space-size=4"
       if (ctx.options["host-node-args"])
         nodeArgs.push(...ctx.options["host-node-args"].split(/\s+/));

@@ -4,7 +4,7 @@
 import { fork, spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, type Dirent } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 const live = new Set<ChildProcess>();
 process.on("exit", () => {
@@ -47,9 +47,10 @@ async function spawnServer(
   home: string | undefined,
   timeoutMs = 20_000,
   env: Record<string, string> = {},
+  command = process.execPath,
 ): Promise<ServerProc> {
   const child = track(
-    spawn(process.execPath, args, {
+    spawn(command, args, {
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...childEnv(), ...env },
     }),
@@ -119,22 +120,19 @@ export type HolonOptions = {
 export async function startHolon(root: string, opts: HolonOptions = {}): Promise<ServerProc> {
   const fresh = opts.home === undefined;
   const home = opts.home ?? mkdtempSync(join(tmpdir(), "holon-bench-"));
+  // Through the launcher, as an installed `holon` starts: sh runs bin/holon.js's first lines
+  // (Node flags, malloc tuning) and execs `node` from PATH, here the Node running the bench.
+  const flags = [...binNodeFlags(root), ...(opts.nodeArgs ?? [])];
   return await spawnServer(
-    [
-      ...binNodeFlags(root),
-      ...(opts.nodeArgs ?? []),
-      join(root, "bin", "holon.js"),
-      "serve",
-      "--port",
-      "0",
-      "--host",
-      "127.0.0.1",
-      "--home",
-      home,
-    ],
+    [join(root, "bin", "holon.js"), "serve", "--port", "0", "--host", "127.0.0.1", "--home", home],
     fresh ? home : undefined,
     20_000,
-    opts.env,
+    {
+      ...opts.env,
+      HOLON_NODE_OPTIONS: flags.join(" "),
+      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+    },
+    "/bin/sh",
   )
     .then((server) => {
       // A host on TCP without a configured token generates one for its control routes.
