@@ -1,7 +1,8 @@
 // `holon daemon` with real processes: one host per home however often it is started, a
 // restart that changes the access mode, a stale pid after SIGKILL, and the log surface.
 import { afterAll, describe, expect, it } from "vitest";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { cleanupHomes, HOLON_BIN, runCli, tempHome, waitFor } from "./helpers/home.ts";
@@ -172,4 +173,64 @@ describe("holon daemon", () => {
     const st = await daemon(home, "status", "--json");
     expect(st.json.last_daemon_failure.phase).toBe("startup");
   }, 60_000);
+
+  it("a daemon started from a checkout hands its host a warm compile cache: the host never loads the TypeScript stripper", async () => {
+    // Each process loaded with this probe writes, a moment after it starts, whether Node's
+    // type stripper is in it. An empty compile cache means every module needs stripping.
+    const dir = mkdtempSync(join(tmpdir(), "holon-strip-"));
+    const probe = join(dir, "probe.mjs");
+    writeFileSync(
+      probe,
+      `import { writeFileSync } from "node:fs";
+setTimeout(() => writeFileSync(${JSON.stringify(dir)} + "/" + process.pid + ".json",
+  JSON.stringify(process.moduleLoadList.some((m) => m.includes("amaro")))), 1500).unref();
+`,
+    );
+    const stripped = (pid: number) =>
+      waitFor(
+        () => {
+          const f = join(dir, `${pid}.json`);
+          return existsSync(f) ? { loaded: JSON.parse(readFileSync(f, "utf8")) as boolean } : null;
+        },
+        { what: `the probe of process ${pid}`, timeoutMs: 20_000 },
+      ).then((r) => r.loaded);
+    const launch = (cache: string, ...args: string[]) =>
+      runCli([], {
+        exec: [process.execPath, "--import", probe, HOLON_BIN, ...args],
+        env: { NODE_COMPILE_CACHE: cache },
+        timeoutMs: 60_000,
+      });
+
+    const home = tempHome();
+    const started = await launch(
+      join(dir, "cache-a"),
+      "daemon",
+      "start",
+      "--port",
+      "0",
+      "--home",
+      home,
+      "--json",
+    );
+    expect(started.code, started.stderr).toBe(0);
+    const pid = JSON.parse(started.stdout).pid as number;
+    pidsToKill.push(pid);
+    try {
+      expect(await stripped(pid)).toBe(false);
+    } finally {
+      expect((await daemon(home, "stop")).code).toBe(0);
+    }
+
+    // The probe can tell: a host started in the foreground on an empty cache strips itself.
+    const fg = spawn(
+      process.execPath,
+      ["--import", probe, HOLON_BIN, "serve", "--port", "0", "--home", tempHome()],
+      { env: { ...process.env, NODE_COMPILE_CACHE: join(dir, "cache-b") }, stdio: "ignore" },
+    );
+    try {
+      expect(await stripped(fg.pid!)).toBe(true);
+    } finally {
+      fg.kill("SIGKILL");
+    }
+  }, 90_000);
 });

@@ -96,7 +96,7 @@ describe("command environment", () => {
       reply.tools([{ name: "ExecCommand", arguments: { cmd: "env" }, call_id: "c1" }]),
       reply.text("ran env"),
     );
-    const started = await launch(["daemon", "start", "--json"]);
+    const started = await launch(["daemon", "start", "--port", "0", "--json"]);
     expect(started.code, started.stderr).toBe(0);
     const pid = JSON.parse(started.stdout).pid as number;
     try {

@@ -116,8 +116,18 @@ export type HolonOptions = {
   env?: Record<string, string>;
 };
 
+let warmed = false;
+
 /** `holon serve --port 0 --home <fresh tmp dir>` from the checkout under test. */
 export async function startHolon(root: string, opts: HolonOptions = {}): Promise<ServerProc> {
+  // A checkout runs TypeScript, which Node strips on a module's first load and then keeps in
+  // its compile cache. A host that strips even one module (the first start after an edit)
+  // keeps the stripper loaded for good, some 20 MB of RSS. One throwaway start per bench run
+  // fills the cache, so figures are those of every later start (and of an installed build).
+  if (!warmed) {
+    warmed = true;
+    await (await startHolon(root)).stop();
+  }
   const fresh = opts.home === undefined;
   const home = opts.home ?? mkdtempSync(join(tmpdir(), "holon-bench-"));
   // Through the launcher, as an installed `holon` starts: sh runs bin/holon.js's first lines

@@ -18,6 +18,7 @@ import {
   watchFile,
   unwatchFile,
 } from "node:fs";
+import { flushCompileCache } from "node:module";
 import { join, resolve } from "node:path";
 import { ensurePrivateDir, PRIVATE_FILE } from "../host/files.ts";
 import { pidAlive } from "../host/lock.ts";
@@ -25,7 +26,7 @@ import { homePaths, resolveHome } from "../host/paths.ts";
 import { atomicWriteFile } from "../store/files.ts";
 import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
-import { planServe, type ServeFlags, type ServePlan } from "./serve.ts";
+import { loadServeModules, planServe, type ServeFlags, type ServePlan } from "./serve.ts";
 
 const REPO_ROOT = resolve(import.meta.dirname, "../..");
 const HOLON_BIN = join(REPO_ROOT, "bin", "holon.js");
@@ -232,6 +233,11 @@ async function startDaemon(
   const out = openSync(paths.outputFile, "a", PRIVATE_FILE);
   const env = { ...process.env };
   if (flags.token !== undefined) env.HOLON_CONTROL_TOKEN = plan.token ?? "";
+  // Load the host's modules here and write the compile cache. From a checkout they are
+  // TypeScript that Node strips on first load, and a process that strips anything keeps the
+  // stripper for good (some 20 MB); this way the host finds every module already stripped.
+  await loadServeModules();
+  flushCompileCache();
   // The host runs as this command does: the Node flags and the environment the launcher
   // (bin/holon.js) gave it, which are the ones meant for a long-lived process.
   const child = spawn(

@@ -107,6 +107,17 @@ export function planServe(flags: ServeFlags): ServePlan {
   return { home, hostname, port, access, advertise: flags.advertise ?? null, token };
 }
 
+/** The log (and pino under it) loads only in a process that serves. */
+const loadLog = () => import("../host/log.ts");
+
+/**
+ * Loads every module `serve` needs beyond what importing this file loads, so a process that
+ * is about to launch a host (`holon daemon start`) can fill the compile cache for it.
+ */
+export async function loadServeModules(): Promise<void> {
+  await loadLog();
+}
+
 export async function serve(flags: ServeFlags): Promise<void> {
   const { home, hostname, port, access, token } = planServe(flags);
 
@@ -118,7 +129,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     throw err;
   }
 
-  const { openLog, logEvents } = await import("../host/log.ts");
+  const { openLog, logEvents } = await loadLog();
   const log = openLog(home);
   const unlog = logEvents(host.store, log);
 

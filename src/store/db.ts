@@ -53,7 +53,10 @@ export class Store {
     this.db.exec("PRAGMA journal_mode = WAL");
     this.db.exec("PRAGMA synchronous = NORMAL");
     this.db.exec("PRAGMA busy_timeout = 5000");
-    this.db.exec("PRAGMA cache_size = -8000"); // 8 MB: hot pages are few; the OS caches the rest
+    // 2 MB (SQLite's default): the turn path reads through indexes and the recent tail of each
+    // table, and the operating system caches the rest of the file. A larger cache only
+    // filled up slowly with cold pages (8 MB cost 3 MB more RSS under load and no speed).
+    this.db.exec("PRAGMA cache_size = -2000");
     this.db.exec("PRAGMA foreign_keys = ON");
     // A checkpointed WAL shrinks back to this instead of keeping its largest size.
     this.db.exec("PRAGMA journal_size_limit = 67108864");
