@@ -65,6 +65,8 @@ type Sample = {
   heapTotalMb: number;
   externalMb: number;
   rssAnonMb: number;
+  /** Resident size of glibc's main heap (`[heap]`): with one malloc arena, native memory. */
+  rssMallocMb: number;
   fds: number;
   children: number;
   dbMb: number;
@@ -86,6 +88,19 @@ function readProbe(file: string): Probe | null {
     return JSON.parse(readFileSync(file, "utf8")) as Probe;
   } catch {
     return null;
+  }
+}
+
+/** Resident MB of a process's `[heap]` mapping (glibc's main arena), from /proc/<pid>/smaps. */
+function mallocHeapMb(pid: number): number {
+  try {
+    const smaps = readFileSync(`/proc/${pid}/smaps`, "utf8");
+    const at = smaps.indexOf(" [heap]\n");
+    if (at < 0) return 0;
+    const rss = /^Rss:\s+(\d+) kB/m.exec(smaps.slice(at));
+    return rss ? Number(rss[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
   }
 }
 
@@ -128,6 +143,7 @@ type WindowStats = {
   prompt: ReturnType<typeof summarize>;
   enqueue: ReturnType<typeof summarize>;
   rssMb: number;
+  mallocMb: number;
   heapMb: number;
   dbMb: number;
   fds: number;
@@ -146,6 +162,7 @@ function windowStats(samples: Sample[]): WindowStats {
     prompt: summarize(samples.flatMap((s) => s.promptLatencies)),
     enqueue: summarize(samples.flatMap((s) => s.enqueueLatencies)),
     rssMb: mean((s) => s.rssMb),
+    mallocMb: mean((s) => s.rssMallocMb),
     heapMb: mean((s) => s.heapUsedMb),
     dbMb: last.dbMb,
     fds: last.fds,
@@ -245,6 +262,7 @@ const bench: Benchmark = {
             heapTotalMb: heap ? heap.heapTotal / 2 ** 20 : Number.NaN,
             externalMb: heap ? heap.external / 2 ** 20 : Number.NaN,
             rssAnonMb: rssParts(host.pid).anon,
+            rssMallocMb: mallocHeapMb(host.pid),
             fds: fdCount(host.pid),
             children: descendants(host.pid).length,
             dbMb: (fileBytes(db) + fileBytes(`${db}-wal`) + fileBytes(`${db}-shm`)) / 2 ** 20,
@@ -258,7 +276,7 @@ const bench: Benchmark = {
             `${String(s.t).padStart(4)} s  ${String(s.turns).padStart(5)} turns  ` +
               `${((s.cpuSeconds * 1000) / Math.max(1, s.turns)).toFixed(1)} ms CPU/turn  ` +
               `prompt p50 ${p.p50.toFixed(0)} p99 ${p.p99.toFixed(0)} ms  ` +
-              `RSS ${s.rssMb.toFixed(0)} (anon ${s.rssAnonMb.toFixed(0)}) MB heap ${s.heapUsedMb.toFixed(0)}/${s.heapTotalMb.toFixed(0)} ext ${s.externalMb.toFixed(0)} MB  ` +
+              `RSS ${s.rssMb.toFixed(0)} (anon ${s.rssAnonMb.toFixed(0)}, malloc ${s.rssMallocMb.toFixed(0)}) MB heap ${s.heapUsedMb.toFixed(0)}/${s.heapTotalMb.toFixed(0)} ext ${s.externalMb.toFixed(0)} MB  ` +
               `fds ${s.fds} children ${s.children}  db ${s.dbMb.toFixed(0)} MB` +
               (s.errors ? `  errors ${s.errors} (${w.firstError})` : ""),
           );
@@ -332,6 +350,7 @@ const bench: Benchmark = {
         `${label}: public enqueue p99`,
       );
       r.metric(`${key}.rss_mb`, round(w.rssMb, 1), "MB", `${label}: host RSS (mean)`);
+      r.metric(`${key}.malloc_mb`, round(w.mallocMb, 1), "MB", `${label}: host malloc heap (mean)`);
       r.metric(`${key}.heap_mb`, round(w.heapMb, 1), "MB", `${label}: host V8 heap used (mean)`);
       r.metric(`${key}.db_mb`, round(w.dbMb, 1), "MB", `${label}: database + WAL at its end`);
       r.metric(`${key}.fds`, w.fds, "", `${label}: host open fds at its end`);
