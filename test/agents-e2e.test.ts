@@ -94,7 +94,7 @@ describe("SpawnAgent and child supervision", () => {
     rt = await startRuntime({ home, env: { ...process.env, HOME: userHome, HOLON_HOME: home } });
     let taskB = "";
     const parentSaw: string[] = [];
-    fake.setFallback((req): FakeAnswer => {
+    fake.setFallback((req): FakeAnswer | Promise<FakeAnswer> => {
       const last = lastItem(req);
       if (agentOf(req) === "main") {
         parentSaw.push(last.text);
@@ -114,13 +114,20 @@ describe("SpawnAgent and child supervision", () => {
           ]);
         }
         if (last.text.includes("RESULT-A")) {
-          return reply.tools([
-            { name: "TaskStatus", arguments: { task_id: taskB }, call_id: "t1" },
-            { name: "TaskOutput", arguments: { task_id: taskB }, call_id: "t3" },
-            { name: "TaskInput", arguments: { task_id: taskB, input: "hurry up" }, call_id: "t4" },
-            { name: "TaskList", arguments: {}, call_id: "t5" },
-            { name: "TaskStop", arguments: { task_id: taskB }, call_id: "t2" },
-          ]);
+          // A can finish before this test has read B's task id from the API: wait for it.
+          return waitFor(() => taskB, { what: "B's task id" }).then(() =>
+            reply.tools([
+              { name: "TaskStatus", arguments: { task_id: taskB }, call_id: "t1" },
+              { name: "TaskOutput", arguments: { task_id: taskB }, call_id: "t3" },
+              {
+                name: "TaskInput",
+                arguments: { task_id: taskB, input: "hurry up" },
+                call_id: "t4",
+              },
+              { name: "TaskList", arguments: {}, call_id: "t5" },
+              { name: "TaskStop", arguments: { task_id: taskB }, call_id: "t2" },
+            ]),
+          );
         }
         return reply.text("Acknowledged.");
       }
