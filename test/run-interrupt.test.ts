@@ -109,11 +109,14 @@ describe("Ctrl-C on holon run", () => {
     run.child.kill("SIGINT");
     expect(await run.done).toBe(130);
     expect(run.err()).toMatch(/quitting without waiting/);
+    // What the hard exit left behind: the command (not a group leader; its wrapper leads the
+    // group, so a kill of -pid found no group and left it looping for good).
     try {
-      process.kill(-pid, "SIGKILL"); // what the hard exit left behind
+      process.kill(pid, "SIGKILL");
     } catch {
       // already gone
     }
+    await waitFor(() => !alive(pid), { what: "the left-behind command to end" });
   });
 
   it("against a running host, leaving aborts the run on the host and stops its command", async () => {
