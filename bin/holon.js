@@ -15,12 +15,12 @@
 // that grows by a fifth over what survived the last full collection (V8 otherwise lets it
 // grow by up to four times), so a host that runs for weeks keeps a small, flat footprint
 // (about half the RSS under load; the live heap is some 30-40 MB). HOLON_NODE_OPTIONS
-// replaces those flags. Unless the user set any
-// of them, it also tunes glibc's malloc for this one process: one arena for all threads
-// instead of one per thread, and freed memory handed back to the system instead of kept
-// (under load the default holds some 25 MB of free chunks, most of it in arenas of V8's
-// helper threads, and the host's JavaScript runs on one thread anyway). It lists what it set
-// in HOLON_LAUNCHER_ENV, and commands the agent runs get none of it (tasks/env.ts).
+// replaces those flags. Unless the user set any of the MALLOC_* variables, it also tunes
+// glibc's malloc for this one process: one arena for all threads instead of one per thread,
+// and freed memory handed back to the system instead of kept (under load the default holds
+// some 25 MB of free chunks, most of it in arenas of V8's helper threads, and the host's
+// JavaScript runs on one thread anyway). It lists what it set in HOLON_LAUNCHER_ENV, and
+// commands the agent runs get none of it (tasks/env.ts).
 var REQUIRED_MAJOR = 22; // keep in step with "engines" in package.json (>=22.13.0)
 var REQUIRED_MINOR = 13;
 

@@ -535,6 +535,11 @@ function shortHash(text: string): string {
   return createHash("sha256").update(text).digest("hex").slice(0, 12);
 }
 
+/** The short form of a shape digest: what `shortHash` gives for the shape's text. */
+function shapeHashOf(shape: string): string {
+  return shape.slice(0, 12);
+}
+
 /** Stable JSON (sorted object keys) for comparing provider items. */
 export function stableJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
@@ -641,7 +646,7 @@ export class ContinuationCache {
     this.lastMiss = undefined;
     if (scope === null) return null;
     const win = this.#windows.get(scope);
-    const shapeHash = shape.slice(0, 12);
+    const shapeHash = shapeHashOf(shape);
     const mismatch = (w: ProviderWindow, index: number) => {
       const expected = w.items[index];
       const actual = input.items[index];
@@ -748,7 +753,7 @@ export class ContinuationCache {
     this.#windows.set(scope, {
       response_id: response.response_id,
       shape,
-      shape_hash: shape.slice(0, 12),
+      shape_hash: shapeHashOf(shape),
       items,
       keys: [...input.keys, ...reply.keys],
       sent_items: sent,
@@ -770,7 +775,7 @@ export class ContinuationCache {
     this.#windows.set(scope, {
       response_id: null,
       shape,
-      shape_hash: shape.slice(0, 12),
+      shape_hash: shapeHashOf(shape),
       items: input.items,
       keys: input.keys,
       sent_items: 0,
@@ -1044,7 +1049,7 @@ export function createOpenAIResponsesTransport(
             mode: "full",
             reason: "previous_response_rejected",
             intentional: false,
-            request_shape_hash: p.shape.slice(0, 12),
+            request_shape_hash: shapeHashOf(p.shape),
           };
           raw = await post(client, p.full(), opts.signal, ctx);
         }

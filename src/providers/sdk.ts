@@ -4,21 +4,17 @@
 // error classes with errors.ts, which classifies SDK failures without importing any SDK.
 import type AnthropicClient from "@anthropic-ai/sdk";
 import type OpenAIClient from "openai";
-import { registerSdkErrors } from "./errors.ts";
+import { registerSdkErrors, type SdkErrors } from "./errors.ts";
 
-let openai: Promise<typeof OpenAIClient> | undefined;
-let anthropic: Promise<typeof AnthropicClient> | undefined;
-
-export function loadOpenAI(): Promise<typeof OpenAIClient> {
-  return (openai ??= import("openai").then((m) => {
-    registerSdkErrors(m.default);
-    return m.default;
-  }));
+/** A loader that imports an SDK once, registering its error classes as it arrives. */
+function lazySdk<T extends SdkErrors>(load: () => Promise<{ default: T }>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () =>
+    (loaded ??= load().then((m) => {
+      registerSdkErrors(m.default);
+      return m.default;
+    }));
 }
 
-export function loadAnthropic(): Promise<typeof AnthropicClient> {
-  return (anthropic ??= import("@anthropic-ai/sdk").then((m) => {
-    registerSdkErrors(m.default);
-    return m.default;
-  }));
-}
+export const loadOpenAI = lazySdk<typeof OpenAIClient>(() => import("openai"));
+export const loadAnthropic = lazySdk<typeof AnthropicClient>(() => import("@anthropic-ai/sdk"));
