@@ -54,8 +54,6 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
   process.exit(0);
 }
 
-var moduleApi = process.getBuiltinModule("node:module");
-if (moduleApi.enableCompileCache) moduleApi.enableCompileCache();
 var url = process.getBuiltinModule("node:url");
 // A checkout runs its sources; an installed package ships only the build (dist/), which
 // HOLON_DIST=1 also selects in a checkout (after `npm run build`).
@@ -75,6 +73,16 @@ if (process.env.HOLON_DIST === "1" || !fs.existsSync(main)) {
     process.exit(1);
   }
   main = dist;
+}
+// The compile cache goes on before any source module loads. Node keeps every cache entry it
+// read in memory for the life of the process (to write changes back at exit), a few MB that a
+// long-running host never uses again; a build needs no type stripping, so the host an
+// installed package starts (`serve`, which the daemon runs too) goes without the cache, at a
+// start-up cost of a few milliseconds. A checkout's host keeps it: without the cache Node
+// would load its TypeScript stripper (some 20 MB) into the host instead.
+var moduleApi = process.getBuiltinModule("node:module");
+if (moduleApi.enableCompileCache && !(main === dist && args[0] === "serve")) {
+  moduleApi.enableCompileCache();
 }
 // Node 22 flags node:sqlite as experimental on every start; Holon pins what it uses.
 var emitWarning = process.emitWarning;
