@@ -17,6 +17,10 @@
 //                                              print its top functions
 //   --keep-home                                keep the home (path printed) to inspect it
 //   --host-node-args="<flags>"                 extra Node/V8 flags for the host process
+//   --layout=src                               run the checkout's sources instead of the build
+// The host runs from dist/ by default (built first when stale): that is what an installed
+// package, and so a user's daemon, runs. A checkout's host carries a few MB more (Node's
+// compile cache holds the stripped sources of every module for the life of the process).
 // Per-sample rows go to bench/results/soak-<time>.json.
 import { execFileSync } from "node:child_process";
 import {
@@ -37,6 +41,7 @@ import {
   cpuSeconds,
   descendants,
   dirBytes,
+  ensureDist,
   expectOk,
   fdCount,
   memoryKb,
@@ -182,6 +187,10 @@ const bench: Benchmark = {
       throw new Error("--duration must be >= 30 (seconds)");
     const cpuProf = ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof");
     const keepHome = process.argv.includes("--keep-home");
+    const layout = ctx.options.layout ?? "dist";
+    if (layout !== "dist" && layout !== "src") throw new Error("--layout must be dist or src");
+    if (layout === "dist") ensureDist(ctx.root, (line) => ctx.log(line));
+    const layoutEnv = { HOLON_DIST: layout === "dist" ? "1" : "0" };
     // Compare whole minutes when there are enough of them; a short run compares its thirds.
     const windowSamples = Math.max(
       1,
@@ -214,7 +223,7 @@ const bench: Benchmark = {
       const host = await startHolon(ctx.root, {
         home,
         nodeArgs,
-        env: { HOLON_BENCH_PROBE: probe },
+        env: { ...layoutEnv, HOLON_BENCH_PROBE: probe },
       });
       try {
         const agents = ["main"];
@@ -236,7 +245,7 @@ const bench: Benchmark = {
         load.send({ type: "start", ...cfg });
         await load.next("started", 30_000);
         ctx.log(
-          `${AGENTS} agents, 4 prompt loops (every 5th with ExecCommand), 20 enqueues/s, ${durationS} s; sampling every ${SAMPLE_MS / 1000} s`,
+          `${AGENTS} agents, 4 prompt loops (every 5th with ExecCommand), 20 enqueues/s, ${durationS} s; sampling every ${SAMPLE_MS / 1000} s; host from ${layout === "dist" ? "dist/" : "src/"}`,
         );
         const t0 = performance.now();
         let cpuBefore = cpuSeconds(host.pid);
@@ -290,7 +299,7 @@ const bench: Benchmark = {
       }
       // A restart on the home the soak left behind.
       const t = performance.now();
-      const again = await startHolon(ctx.root, { home });
+      const again = await startHolon(ctx.root, { home, env: layoutEnv });
       restartMs = performance.now() - t;
       await again.stop();
     } finally {
@@ -405,7 +414,7 @@ const bench: Benchmark = {
       `${first.children} → ${lastW.children}`,
     );
     r.note(
-      `window = ${windowS} s; ${samples.length} samples over ${round(minutes, 1)} min; host home disk at end ${round(samples.at(-1)!.homeMb, 1)} MB`,
+      `host from ${layout === "dist" ? "dist/ (as installed)" : "src/ (a checkout)"}; window = ${windowS} s; ${samples.length} samples over ${round(minutes, 1)} min; host home disk at end ${round(samples.at(-1)!.homeMb, 1)} MB`,
     );
 
     const outDir = join(ctx.root, "bench", "results");

@@ -6,25 +6,15 @@
 // process on 127.0.0.1 and notes when the request arrives), with the whole run's peak RSS
 // summed over its process tree (sampled from /proc every 5 ms).
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { round, summarize } from "./lib/stats.ts";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
+import { ensureDist } from "./lib/proc.ts";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
 
 type Run = { ms: number; code: number | null; stderr: string; peakKb: number };
-
-/** dist/ is missing or some source file changed after it was built (a stale build lies). */
-function distIsStale(root: string): boolean {
-  const built = join(root, "dist", "cli", "main.js");
-  if (!existsSync(built)) return true;
-  const builtAt = statSync(built).mtimeMs;
-  const src = join(root, "src");
-  return readdirSync(src, { recursive: true, encoding: "utf8" }).some(
-    (f) => statSync(join(src, f)).mtimeMs > builtAt,
-  );
-}
 
 /** Total RSS (KiB) of `pid` and its descendants, from /proc (0 when unreadable). */
 function treeRssKb(root: number): number {
@@ -84,10 +74,7 @@ const bench: Benchmark = {
     const r = new ResultBuilder();
     const runs = ctx.quick ? 5 : 15;
     const bin = join(ctx.root, "bin", "holon.js");
-    if (distIsStale(ctx.root)) {
-      ctx.log("building dist/ (npm run build): missing or older than src/");
-      execFileSync(process.execPath, [join(ctx.root, "scripts", "build.mjs")], { stdio: "ignore" });
-    }
+    ensureDist(ctx.root, (line) => ctx.log(line));
     const base = { ...process.env };
     delete base.HOLON_HOME;
     delete base.HOLON_CONTROL_TOKEN;

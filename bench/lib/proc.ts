@@ -2,7 +2,15 @@
 // workers (load generators, SSE subscribers) that keep client work off the host's event
 // loop. Every child is registered so it is killed if the harness exits early.
 import { fork, spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, type Dirent } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  type Dirent,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -154,6 +162,23 @@ export async function startHolon(root: string, opts: HolonOptions = {}): Promise
       if (fresh) rmSync(home, { recursive: true, force: true });
       throw err;
     });
+}
+
+/**
+ * Builds dist/ (`npm run build`) when it is missing or some source file changed after it was
+ * built, so a benchmark of the installed layout never measures a stale build.
+ */
+export function ensureDist(root: string, log: (line: string) => void): void {
+  const built = join(root, "dist", "cli", "main.js");
+  const src = join(root, "src");
+  const stale =
+    !existsSync(built) ||
+    readdirSync(src, { recursive: true, encoding: "utf8" }).some(
+      (f) => statSync(join(src, f)).mtimeMs > statSync(built).mtimeMs,
+    );
+  if (!stale) return;
+  log("building dist/ (npm run build): missing or older than src/");
+  execFileSync(process.execPath, [join(root, "scripts", "build.mjs")], { stdio: "ignore" });
 }
 
 /**
