@@ -9,7 +9,8 @@
 // Every 10 s it samples throughput, latency percentiles, and the host's CPU, RSS, V8 heap
 // (through workers/heap-probe.mjs, loaded with --import), open fds, child processes and disk
 // use; the summary compares the last minute with the first. After the run the host is
-// restarted on the same home to time a restart with that much history.
+// restarted on the same home to time a restart with that much history. Between the two, the
+// host sits idle for 150 s, and its RSS then shows what V8 gives back once the load stops.
 //
 //   npm run bench -- soak                      10 minutes (the figure the issue asks for)
 //   npm run bench -- soak --duration=90        a short run while developing
@@ -53,6 +54,7 @@ import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 import { topFunctions } from "./lib/cpuprofile.ts";
 
 const SAMPLE_MS = 10_000;
+const QUIET_MS = 150_000;
 const AGENTS = 10;
 
 type Sample = {
@@ -206,6 +208,7 @@ const bench: Benchmark = {
     >(workerPath("soak-load.ts"));
     const samples: Sample[] = [];
     let restartMs = Number.NaN;
+    let quietRssMb = Number.NaN;
     let finalErrors = 0;
     let firstError: string | null = null;
     try {
@@ -294,6 +297,13 @@ const bench: Benchmark = {
         const last = await load.next("stopped", 60_000);
         finalErrors = last.errors;
         firstError ??= last.firstError;
+        // Once the load stops, V8 sees the allocation rate drop and runs its memory-reducing
+        // collections, which give back the pages it pools while busy: how much is left then.
+        for (let quiet = SAMPLE_MS; quiet <= QUIET_MS; quiet += SAMPLE_MS) {
+          await sleep(SAMPLE_MS);
+          quietRssMb = memoryKb(host.pid).rss / 1024;
+          ctx.log(`quiet ${quiet / 1000} s: RSS ${quietRssMb.toFixed(0)} MB`);
+        }
       } finally {
         await host.stop(cpuProf ? 120_000 : 10_000);
       }
@@ -399,6 +409,12 @@ const bench: Benchmark = {
       ((samples.at(-1)!.dbMb - samples[0]!.dbMb) * 2 ** 20) /
       Math.max(1, totalTurns - samples[0]!.turns);
     r.metric("db_bytes_per_turn", round(dbPerTurn, 0), "B", "database + WAL growth per turn");
+    r.metric(
+      "quiet_rss_mb",
+      round(quietRssMb, 1),
+      "MB",
+      `host RSS ${QUIET_MS / 1000} s after the load stopped`,
+    );
     r.metric("restart_ms", round(restartMs, 0), "ms", "restart on the soaked home, to listening");
 
     r.target("throughput: last ≥ 90% of first", "throughput_ratio", ">=", 0.9);

@@ -171,12 +171,11 @@ export async function startHolon(root: string, opts: HolonOptions = {}): Promise
 export function ensureDist(root: string, log: (line: string) => void): void {
   const built = join(root, "dist", "cli", "main.js");
   const src = join(root, "src");
-  const stale =
-    !existsSync(built) ||
-    readdirSync(src, { recursive: true, encoding: "utf8" }).some(
-      (f) => statSync(join(src, f)).mtimeMs > statSync(built).mtimeMs,
-    );
-  if (!stale) return;
+  if (existsSync(built)) {
+    const builtAt = statSync(built).mtimeMs;
+    const files = readdirSync(src, { recursive: true, encoding: "utf8" });
+    if (!files.some((f) => statSync(join(src, f)).mtimeMs > builtAt)) return;
+  }
   log("building dist/ (npm run build): missing or older than src/");
   execFileSync(process.execPath, [join(root, "scripts", "build.mjs")], { stdio: "ignore" });
 }
