@@ -481,7 +481,6 @@ export type ProviderWindow = {
   response_id: string | null;
   /** Digest of everything but the input (instructions, tools, frame, options): must not change. */
   shape: string;
-  shape_hash: string;
   /** Provider-shaped items, oldest first. */
   items: readonly unknown[];
   /** Canonical JSON of each item. */
@@ -753,7 +752,6 @@ export class ContinuationCache {
     this.#windows.set(scope, {
       response_id: response.response_id,
       shape,
-      shape_hash: shapeHashOf(shape),
       items,
       keys: [...input.keys, ...reply.keys],
       sent_items: sent,
@@ -775,7 +773,6 @@ export class ContinuationCache {
     this.#windows.set(scope, {
       response_id: null,
       shape,
-      shape_hash: shapeHashOf(shape),
       items: input.items,
       keys: input.keys,
       sent_items: 0,
