@@ -131,8 +131,9 @@ export async function startHolon(root: string, opts: HolonOptions = {}): Promise
   // A checkout runs TypeScript, which Node strips on a module's first load and then keeps in
   // its compile cache. A host that strips even one module (the first start after an edit)
   // keeps the stripper loaded for good, some 20 MB of RSS. One throwaway start per bench run
-  // fills the cache, so figures are those of every later start (and of an installed build).
-  if (!warmed) {
+  // fills the cache, so figures are those of every later start. A host run from the build
+  // (HOLON_DIST=1) strips nothing and needs none of this.
+  if (!warmed && opts.env?.HOLON_DIST !== "1") {
     warmed = true;
     await (await startHolon(root)).stop();
   }

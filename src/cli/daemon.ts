@@ -233,11 +233,14 @@ async function startDaemon(
   const out = openSync(paths.outputFile, "a", PRIVATE_FILE);
   const env = { ...process.env };
   if (flags.token !== undefined) env.HOLON_CONTROL_TOKEN = plan.token ?? "";
-  // Load the host's modules here and write the compile cache. From a checkout they are
+  // From a checkout, load the host's modules here and write the compile cache: they are
   // TypeScript that Node strips on first load, and a process that strips anything keeps the
   // stripper for good (some 20 MB); this way the host finds every module already stripped.
-  await loadServeModules();
-  flushCompileCache();
+  // An installed package's host runs its build without the cache (bin/holon.js).
+  if (import.meta.url.endsWith(".ts")) {
+    await loadServeModules();
+    flushCompileCache();
+  }
   // The host runs as this command does: the Node flags and the environment the launcher
   // (bin/holon.js) gave it, which are the ones meant for a long-lived process.
   const child = spawn(
