@@ -19,6 +19,8 @@
 //   --keep-home                                keep the home (path printed) to inspect it
 //   --host-node-args="<flags>"                 extra Node/V8 flags for the host process
 //   --layout=src                               run the checkout's sources instead of the build
+//   --quiet=<s>                                idle time after the load before the RSS reading
+//                                              (default 150; 0 skips it)
 // The host runs from dist/ by default (built first when stale): that is what an installed
 // package, and so a user's daemon, runs. A checkout's host carries a few MB more (Node's
 // compile cache holds the stripped sources of every module for the life of the process).
@@ -54,7 +56,7 @@ import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 import { topFunctions } from "./lib/cpuprofile.ts";
 
 const SAMPLE_MS = 10_000;
-const QUIET_MS = 150_000;
+const QUIET_S = 150;
 const AGENTS = 10;
 
 type Sample = {
@@ -189,6 +191,8 @@ const bench: Benchmark = {
       throw new Error("--duration must be >= 30 (seconds)");
     const cpuProf = ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof");
     const keepHome = process.argv.includes("--keep-home");
+    const quietMs = Number(ctx.options.quiet ?? QUIET_S) * 1000;
+    if (!Number.isFinite(quietMs) || quietMs < 0) throw new Error("--quiet must be >= 0 (seconds)");
     const layout = ctx.options.layout ?? "dist";
     if (layout !== "dist" && layout !== "src") throw new Error("--layout must be dist or src");
     if (layout === "dist") ensureDist(ctx.root, (line) => ctx.log(line));
@@ -299,7 +303,7 @@ const bench: Benchmark = {
         firstError ??= last.firstError;
         // Once the load stops, V8 sees the allocation rate drop and runs its memory-reducing
         // collections, which give back the pages it pools while busy: how much is left then.
-        for (let quiet = SAMPLE_MS; quiet <= QUIET_MS; quiet += SAMPLE_MS) {
+        for (let quiet = SAMPLE_MS; quiet <= quietMs; quiet += SAMPLE_MS) {
           await sleep(SAMPLE_MS);
           quietRssMb = memoryKb(host.pid).rss / 1024;
           ctx.log(`quiet ${quiet / 1000} s: RSS ${quietRssMb.toFixed(0)} MB`);
@@ -413,7 +417,7 @@ const bench: Benchmark = {
       "quiet_rss_mb",
       round(quietRssMb, 1),
       "MB",
-      `host RSS ${QUIET_MS / 1000} s after the load stopped`,
+      `host RSS ${quietMs / 1000} s after the load stopped`,
     );
     r.metric("restart_ms", round(restartMs, 0), "ms", "restart on the soaked home, to listening");
 

@@ -471,6 +471,43 @@ describe("provider-shaped continuation window", () => {
     expect(win.origin).toBe("exchange");
   });
 
+  it("chains across equal requests built afresh, and goes out in full when the tools, system prompt or schema mode change", async () => {
+    const transport = createOpenAIResponsesTransport();
+    const candidate = candidateFor(fake, "openai_responses");
+    let conversation: ConversationItem[] = [{ type: "user_text", text: "one" }];
+    const send = async (overrides: Partial<ProviderRequest>) => {
+      fake.enqueue(reply.text(`answer ${fake.requests.length + 1}`));
+      const res = await transport.send(candidate, baseRequest({ conversation, ...overrides }), {
+        signal: signal(),
+      });
+      conversation = [...conversation, ...res.blocks, { type: "user_text", text: "more" }];
+      return res;
+    };
+    await send({ tools: [shellTool] });
+    // Equal content in new objects (a new tool array, a new frame): the same shape.
+    const again = await send({ tools: [structuredClone(shellTool)] });
+    expect(again.incremental).toBe(true);
+    const changed = [
+      await send({ tools: [shellTool, patchTool] }),
+      await send({
+        tools: [shellTool, patchTool],
+        frame: { ...baseRequest().frame, system_prompt: "You are another agent." },
+      }),
+      await send({ tools: [shellTool, patchTool], schema_mode: "strict" }),
+    ];
+    for (const res of changed) {
+      expect(res.incremental).toBeUndefined();
+      expect(res.continuation).toMatchObject({ reason: "request_shape_changed" });
+    }
+    expect(fake.requests.map((r) => r.body.previous_response_id === undefined)).toEqual([
+      true,
+      false,
+      true,
+      true,
+      true,
+    ]);
+  });
+
   it("a diverging input goes out in full with the reason, and continuation resumes after it", async () => {
     const transport = createOpenAIResponsesTransport();
     const candidate = candidateFor(fake, "openai_responses");

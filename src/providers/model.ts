@@ -3,6 +3,7 @@
 // parses its wire reply into the other. Nothing outside src/providers/ sees a vendor shape.
 //
 // Shapes are zod schemas so the replayable conversation can be persisted and read back.
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { TokenUsage } from "../domain/provider.ts";
 import type { ModelCandidate, ProviderTransport } from "./types.ts";
@@ -151,6 +152,36 @@ export const ToolSpec = z.object({
   freeform: FreeformGrammar.optional(),
 });
 export type ToolSpec = z.infer<typeof ToolSpec>;
+
+/** JSON with every object's keys sorted, so equal values give equal text. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) =>
+            a < b ? -1 : a > b ? 1 : 0,
+          ),
+        )
+      : v,
+  );
+}
+
+const toolSetDigests = new WeakMap<readonly ToolSpec[], string>();
+
+/**
+ * SHA-256 of a tool list's canonical JSON, memoized per array. The runtime builds its tool
+ * list once and hands the same array to every turn, and the schemas are tens of KB that
+ * would otherwise be serialized and hashed again for every request: treat a list as
+ * read-only once it has been digested.
+ */
+export function toolSetDigest(tools: readonly ToolSpec[]): string {
+  let digest = toolSetDigests.get(tools);
+  if (digest === undefined) {
+    digest = createHash("sha256").update(stableJson(tools)).digest("hex");
+    toolSetDigests.set(tools, digest);
+  }
+  return digest;
+}
 
 /** Provider JSON Schema emission mode (spec: "Provider Tool Schema Contract"). */
 export const SchemaMode = z.enum(["relaxed", "strict"]);

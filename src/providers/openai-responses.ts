@@ -42,6 +42,8 @@ import {
   type TransportClient,
   type TransportSendOptions,
   responseOf,
+  stableJson,
+  toolSetDigest,
 } from "./model.ts";
 import { perCandidate, sdkOptions } from "./http-fetch.ts";
 import { loadOpenAI } from "./sdk.ts";
@@ -539,19 +541,6 @@ function shapeHashOf(shape: string): string {
   return shape.slice(0, 12);
 }
 
-/** Stable JSON (sorted object keys) for comparing provider items. */
-export function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.entries(v as Record<string, unknown>).sort(([a], [b]) =>
-            a < b ? -1 : a > b ? 1 : 0,
-          ),
-        )
-      : v,
-  );
-}
-
 function itemType(item: unknown): string | null {
   const t = (item as { type?: unknown } | null)?.type;
   if (typeof t === "string") return t;
@@ -605,11 +594,20 @@ export class ContinuationCache {
     body: Omit<ResponseCreateParamsNonStreaming, "input"> & { input?: unknown },
     request: ProviderRequest,
   ): string {
-    const { input: _input, previous_response_id: _prev, ...rest } = body;
+    // The head's instructions are the frame's system text and its tools are the request's
+    // tools lowered under the schema mode, so the frame and the tool list's digest stand for
+    // them: the system prompt and the schemas are not serialized again for every request.
+    const {
+      input: _input,
+      previous_response_id: _prev,
+      instructions: _instructions,
+      tools: _tools,
+      ...rest
+    } = body;
     const json = stableJson({
       rest,
       frame: request.frame,
-      tools: request.tools,
+      tools: toolSetDigest(request.tools),
       schema_mode: request.schema_mode ?? "relaxed",
     });
     // A digest, not the text: a window lives as long as its scope, and the text (system

@@ -4,7 +4,11 @@
 // context sections ride beside the message. The cache key covers only what is stable.
 import { createHash } from "node:crypto";
 import { bodyText, type MessageEnvelope } from "../domain/message.ts";
-import type { ProviderPromptFrame, PromptContentBlock } from "../providers/model.ts";
+import {
+  toolSetDigest,
+  type ProviderPromptFrame,
+  type PromptContentBlock,
+} from "../providers/model.ts";
 import type {
   LoadedInstructions,
   PromptContext,
@@ -38,7 +42,7 @@ export function buildFrame(contributors: PromptContributor[], ctx: PromptContext
   const stableSurface = JSON.stringify({
     policy: systemPrompt,
     blocks: system.filter((s) => !s.cache_exempt).map((s) => s.text),
-    tools: ctx.tools.map((t) => [t.name, t.description, t.parameters]),
+    tools: toolSetDigest(ctx.tools),
     root: ctx.executionRoot,
   });
   const frame: ProviderPromptFrame = {
