@@ -1,5 +1,6 @@
 // bin/holon.js decides, before any of Holon's modules loads, which entry point runs (the
-// checkout's sources or the build) and whether Node's compile cache is on. Here it runs for
+// checkout's sources or the build), whether Node's compile cache is on, and the heap policy
+// of the commands that run a runtime. Here it runs for
 // real, through sh as an installed `holon` does, over a package laid out in a temporary
 // directory whose entry point only reports what the launcher chose.
 import { execFileSync } from "node:child_process";
@@ -13,40 +14,61 @@ const REPORT = `import { getCompileCacheDir } from "node:module";
 process.stdout.write(JSON.stringify({ entry: import.meta.filename, cache: getCompileCacheDir() ?? null }));
 `;
 
+/** Churns through some 60 MB of arrays so V8 runs full collections (with --trace-gc on). */
+const CHURN = `const keep = [];
+for (let i = 0; i < 3000; i++) { keep.push(new Array(20000).fill({ i })); if (keep.length > 100) keep.shift(); }
+`;
+
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 /** A package with the real launcher and a reporting entry point under dist/ (and src/). */
-function layout(withSources: boolean): string {
+function layout(withSources: boolean, main = REPORT): string {
   const root = mkdtempSync(join(tmpdir(), "holon-launcher-"));
   dirs.push(root);
   mkdirSync(join(root, "bin"));
   copyFileSync(HOLON_BIN, join(root, "bin", "holon.js"));
   writeFileSync(join(root, "package.json"), JSON.stringify({ version: "0.0.0", type: "module" }));
   mkdirSync(join(root, "dist", "cli"), { recursive: true });
-  writeFileSync(join(root, "dist", "cli", "main.js"), REPORT);
+  writeFileSync(join(root, "dist", "cli", "main.js"), main);
   if (withSources) {
     mkdirSync(join(root, "src", "cli"), { recursive: true });
-    writeFileSync(join(root, "src", "cli", "main.ts"), REPORT);
+    writeFileSync(join(root, "src", "cli", "main.ts"), main);
   }
   return root;
 }
 
-function launch(root: string, ...args: string[]): { entry: string; cache: string | null } {
+function run(root: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): string {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+    ...extraEnv,
   };
   delete env.NODE_DISABLE_COMPILE_CACHE;
   delete env.HOLON_DIST;
-  const out = execFileSync("/bin/sh", [join(root, "bin", "holon.js"), ...args], {
+  if (!("HOLON_NODE_OPTIONS" in extraEnv)) delete env.HOLON_NODE_OPTIONS;
+  return execFileSync("/bin/sh", [join(root, "bin", "holon.js"), ...args], {
     env,
     encoding: "utf8",
     timeout: 20_000,
   });
-  return JSON.parse(out) as { entry: string; cache: string | null };
+}
+
+function launch(root: string, ...args: string[]): { entry: string; cache: string | null } {
+  return JSON.parse(run(root, args)) as { entry: string; cache: string | null };
+}
+
+/** V8's full collections in a churning process: whether each one set out to reduce memory. */
+function fullCollections(root: string, args: string[], flags: string): boolean[] {
+  const out = run(root, args, {
+    HOLON_NODE_OPTIONS: `--max-semi-space-size=2 --max-old-space-size=512 --trace-gc ${flags}`,
+  });
+  return out
+    .split("\n")
+    .filter((line) => line.includes("Mark-Compact"))
+    .map((line) => line.includes("Mark-Compact (reduce)"));
 }
 
 describe("the launcher", () => {
@@ -66,4 +88,26 @@ describe("the launcher", () => {
     expect(host.entry).toBe(join(checkout, "src", "cli", "main.ts"));
     expect(host.cache).toEqual(expect.any(String));
   });
+
+  // Node 22 has no memory saver mode (and rejects the flag on the command line).
+  const saver = Number(process.versions.node.split(".")[0]) >= 24;
+  it.skipIf(!saver)(
+    "commands that run a runtime collect in V8's memory saver mode unless the user chose otherwise",
+    () => {
+      const root = layout(false, CHURN);
+      for (const command of ["serve", "run"]) {
+        const gcs = fullCollections(root, [command], "");
+        expect(gcs.length).toBeGreaterThan(0);
+        expect(gcs.every(Boolean)).toBe(true);
+      }
+      // A short command keeps V8's default: its full collections keep their freed pages.
+      const status = fullCollections(root, ["status"], "");
+      expect(status.length).toBeGreaterThan(0);
+      expect(status.some(Boolean)).toBe(false);
+      // Flags named in HOLON_NODE_OPTIONS win over the launcher's policy.
+      const off = fullCollections(root, ["serve"], "--no-memory-saver-mode");
+      expect(off.length).toBeGreaterThan(0);
+      expect(off.some(Boolean)).toBe(false);
+    },
+  );
 });
