@@ -94,8 +94,7 @@ if (moduleApi.enableCompileCache && !(main === dist && args[0] === "serve")) {
 // which a host pays once and `run` would pay on every call, so `run` goes without. Without
 // it, the old space grows by a fifth over what survived the last full collection instead of
 // by up to four times.
-var runtimeCommand = args[0] === "serve" || args[0] === "run";
-if (runtimeCommand) {
+if (args[0] === "serve" || args[0] === "run") {
   var v8 = process.getBuiltinModule("node:v8");
   var chosen = process.execArgv.join(" ");
   if (args[0] === "serve" && major >= 24 && !/memory.saver.mode/.test(chosen)) {

@@ -1,8 +1,8 @@
 // bin/holon.js decides, before any of Holon's modules loads, which entry point runs (the
 // checkout's sources or the build), whether Node's compile cache is on, and the heap policy
-// of the commands that run a runtime. Here it runs for
-// real, through sh as an installed `holon` does, over a package laid out in a temporary
-// directory whose entry point only reports what the launcher chose.
+// of the commands that run a runtime. Here it runs for real, through sh as an installed
+// `holon` does, over a package laid out in a temporary directory whose entry point only
+// reports what the launcher chose (or churns memory, to see how V8 collects).
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,9 +14,9 @@ const REPORT = `import { getCompileCacheDir } from "node:module";
 process.stdout.write(JSON.stringify({ entry: import.meta.filename, cache: getCompileCacheDir() ?? null }));
 `;
 
-/** Churns through some 60 MB of arrays so V8 runs full collections (with --trace-gc on). */
+/** Churns through arrays, keeping some 16 MB alive, so V8 runs full collections. */
 const CHURN = `const keep = [];
-for (let i = 0; i < 3000; i++) { keep.push(new Array(20000).fill({ i })); if (keep.length > 100) keep.shift(); }
+for (let i = 0; i < 1000; i++) { keep.push(new Array(20000).fill({ i })); if (keep.length > 100) keep.shift(); }
 `;
 
 const dirs: string[] = [];
