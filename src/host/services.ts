@@ -3,6 +3,7 @@
 // looks them up; a plane plugs in by adding its service here. Order matters only in one
 // place: signals come first, so the ingress can wake loops that are built later.
 import { HostMetrics } from "../telemetry/metrics.ts";
+import { CacheHealth } from "../telemetry/cache-health.ts";
 import { RuntimeAudit } from "../agent/audit.ts";
 import { AgentDirectory } from "../agent/directory.ts";
 import { Ingress } from "../agent/ingress.ts";
@@ -274,6 +275,9 @@ export function buildServices(opts: ServiceOptions) {
   });
   // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
   const usage = new UsageService(store, config);
+  // Prompt-cache health from every provider round's usage (holon status, an event on a drop).
+  const cacheHealth = new CacheHealth(store);
+  store.onEvents(cacheHealth.onEvents);
   // `GET /metrics`, when on: counters fed by committed events, gauges read on scrape.
   let metrics: HostMetrics | null = null;
   if (config.current().values.telemetry.metrics.enabled) {
@@ -310,6 +314,7 @@ export function buildServices(opts: ServiceOptions) {
     usage,
     operatorTransport,
     metrics,
+    cacheHealth,
     compactor,
     contextLimitsOf,
     continuity,
