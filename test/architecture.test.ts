@@ -15,7 +15,7 @@ const LAYERS: string[][] = [
   ["providers", "workspace"],
   ["agent"],
   ["memory"],
-  ["waiting", "tasks", "work", "context"],
+  ["waiting", "tasks", "work", "context", "telemetry"],
   ["tools"],
   ["turn"],
   ["host"],

@@ -86,6 +86,13 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
   lines.push(...waitingLines(s.waiting));
   if (s.last_failure)
     lines.push(`failure:  ${s.last_failure.occurred_at} ${s.last_failure.summary}`);
+  if (s.prompt_cache) {
+    const pc = s.prompt_cache;
+    const pct = (x: number) => `${Math.round(x * 100)}%`;
+    lines.push(
+      `cache:    degraded since ${pc.since}: cached share ${pct(pc.baseline_share)} → ${pct(pc.current_share)} on ${pc.model_ref}; first changed at ${pc.first_changed.run_id} round ${pc.first_changed.round}`,
+    );
+  }
   process.stdout.write(lines.join("\n") + "\n");
 }
 

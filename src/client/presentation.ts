@@ -324,6 +324,24 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
         tone: "bad",
         detail: `${e.payload.phase}${e.payload.kind ? `, ${e.payload.kind}` : ""}`,
       });
+    case "prompt_cache_degraded": {
+      const p = e.payload;
+      const pct = (x: number) => `${Math.round(x * 100)}%`;
+      return item(
+        "info",
+        "failure",
+        "Prompt cache degraded",
+        `cached share ${pct(p.baseline_share)} → ${pct(p.current_share)} on ${p.model_ref}`,
+        {
+          tone: "warn",
+          detail: `first at ${p.first_changed.run_id} round ${p.first_changed.round}`,
+        },
+      );
+    }
+    case "prompt_cache_recovered":
+      return item("verbose", "failure", "Prompt cache recovered", e.payload.model_ref, {
+        detail: `cached share ${Math.round(e.payload.share * 100)}%`,
+      });
     case "task_created":
       return item("verbose", "task", "Task started", taskLabel(e.payload.task), {
         detail: e.payload.task.task_id,

@@ -386,6 +386,21 @@ export const EventBody = z.discriminatedUnion("type", [
     deadline_id: z.string(),
   }),
   kind("brief_created", { brief: BriefRecord }),
+  // Prompt-cache health (src/telemetry/cache-health.ts): the cached share of input dropped.
+  kind("prompt_cache_degraded", {
+    model_ref: z.string(),
+    baseline_share: z.number(),
+    current_share: z.number(),
+    rounds_low: z.number().int(),
+    first_changed: z.object({ run_id: z.string(), round: z.number().int(), at: z.string() }),
+  }),
+  kind("prompt_cache_recovered", {
+    model_ref: z.string(),
+    run_id: z.string(),
+    round: z.number().int(),
+    share: z.number(),
+    since: z.string(),
+  }),
   kind("runtime_error", {
     run_id: z.string().nullable(),
     phase: z.string(),

@@ -85,6 +85,16 @@ const ConfigFileBase = z.strictObject({
       alternate_screen: z.enum(["auto", "always", "never"]).optional(),
     })
     .optional(),
+  telemetry: z
+    .strictObject({
+      metrics: z
+        .strictObject({
+          enabled: z.boolean().optional(),
+          max_agents: z.number().int().min(0).max(10_000).optional(),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 
 /** Cross-field rules: auth shape, custom providers, `auth` vs flat fields. */
@@ -200,6 +210,8 @@ export type EffectiveConfig = {
   /** Context management (src/memory/budget.ts ContextSettings). */
   context: { keep_recent_rounds: number; recap_share_percent: number; remote_compaction: boolean };
   tui: { alternate_screen: "auto" | "always" | "never" };
+  /** `GET /metrics` (telemetry/metrics.ts): on or off, and how many agents get a label. */
+  telemetry: { metrics: { enabled: boolean; max_agents: number } };
   /** The agent plane: how deep spawning may nest, how many live children one agent has. */
   agents: { max_spawn_depth: number; max_live_children: number };
 };
@@ -298,6 +310,12 @@ export function effectiveConfig(
         remote_compaction: file.context?.remote_compaction ?? false,
       },
       tui: { alternate_screen: file.tui?.alternate_screen ?? "auto" },
+      telemetry: {
+        metrics: {
+          enabled: file.telemetry?.metrics?.enabled ?? false,
+          max_agents: file.telemetry?.metrics?.max_agents ?? 100,
+        },
+      },
       agents: {
         max_spawn_depth: file.agents?.max_spawn_depth ?? 1,
         max_live_children: file.agents?.max_live_children ?? 8,
@@ -470,6 +488,21 @@ export const KEY_DEFS: readonly KeyDef[] = [
     values: ["auto", "always", "never"],
     description: "Whether the terminal UI uses the alternate screen buffer",
     schema: z.enum(["auto", "always", "never"]),
+  },
+  {
+    key: "telemetry.metrics.enabled",
+    type: "boolean",
+    default: false,
+    description: "Serve Prometheus metrics at GET /metrics (read at host start)",
+    schema: z.boolean(),
+  },
+  {
+    key: "telemetry.metrics.max_agents",
+    type: "integer",
+    default: 100,
+    description:
+      "How many public agents get an agent label of their own in metrics (the rest: _other)",
+    schema: z.number().int().min(0).max(10_000),
   },
   {
     key: "providers.<id>",

@@ -297,6 +297,8 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "turn_terminal":
     case "brief_created":
     case "runtime_error":
+    case "prompt_cache_degraded":
+    case "prompt_cache_recovered":
     case "task_created":
     case "task_status_updated":
     case "task_reattached_after_restart":

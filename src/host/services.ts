@@ -2,6 +2,8 @@
 // order, each handed its collaborators by constructor. Nothing else builds services or
 // looks them up; a plane plugs in by adding its service here. Order matters only in one
 // place: signals come first, so the ingress can wake loops that are built later.
+import { HostMetrics } from "../telemetry/metrics.ts";
+import { CacheHealth } from "../telemetry/cache-health.ts";
 import { RuntimeAudit } from "../agent/audit.ts";
 import { AgentDirectory } from "../agent/directory.ts";
 import { Ingress } from "../agent/ingress.ts";
@@ -273,6 +275,22 @@ export function buildServices(opts: ServiceOptions) {
   });
   // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
   const usage = new UsageService(store, config);
+  // Prompt-cache health from every provider round's usage (holon status, an event on a drop).
+  const cacheHealth = new CacheHealth(store);
+  store.onEvents(cacheHealth.onEvents);
+  // `GET /metrics`, when on: counters fed by committed events, gauges read on scrape.
+  let metrics: HostMetrics | null = null;
+  if (config.current().values.telemetry.metrics.enabled) {
+    const m = new HostMetrics({
+      agents: () => store.agents.list(),
+      agent: (id) => store.agents.get(id),
+      pendingCount: (id) => store.messages.pendingCount(id),
+      activeTaskCount: (id) => store.tasks.activeForAgent(id).length,
+      maxAgents: () => config.current().values.telemetry.metrics.max_agents,
+    });
+    store.onEvents(m.onEvents);
+    metrics = m;
+  }
   // Operator transport bindings: relayed operator prompts in, briefs out to their callbacks.
   const operatorTransport = new OperatorTransportService({
     home: opts.home,
@@ -295,6 +313,8 @@ export function buildServices(opts: ServiceOptions) {
     work,
     usage,
     operatorTransport,
+    metrics,
+    cacheHealth,
     compactor,
     contextLimitsOf,
     continuity,

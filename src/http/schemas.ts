@@ -180,6 +180,17 @@ export const AgentSummary = z.object({
   last_continuation: AgentRecord.shape.last_continuation.unwrap().nullable(),
   current_work_item: CurrentWorkItemSummary.nullable(),
   waiting: WaitingSummary,
+  /** telemetry/cache-health.ts: an open prompt-cache degradation, or null. */
+  prompt_cache: z
+    .object({
+      state: z.literal("degraded"),
+      model_ref: z.string(),
+      since: z.string(),
+      baseline_share: z.number(),
+      current_share: z.number(),
+      first_changed: z.object({ run_id: z.string(), round: z.number().int(), at: z.string() }),
+    })
+    .nullable(),
 });
 
 /** host/inspect.ts agentState: `GET /agents/:id/state`, the bootstrap snapshot. */
