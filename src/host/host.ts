@@ -85,6 +85,7 @@ export class RuntimeHost {
     host.services.agentPlane.recover(); // supervised children run again
     scheduler.start();
     host.services.retention.start();
+    host.services.storageWatch.start();
     return host;
   }
 
@@ -171,6 +172,7 @@ export class RuntimeHost {
     this.closed = true;
     const { ingress, scheduler, loops, tasks, store } = this.services;
     await this.services.retention.stop();
+    this.services.storageWatch.stop();
     this.services.operatorTransport.close();
     scheduler.close();
     ingress.close();

@@ -47,6 +47,7 @@ import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
 import { OperatorTransportService } from "./operator-transport.ts";
 import { RetentionJob } from "./retention.ts";
+import { StorageWatch } from "./storage-watch.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
 import { homedir } from "node:os";
@@ -270,6 +271,8 @@ export function buildServices(opts: ServiceOptions) {
     policy: () => config.current().values.retention,
     logFile: join(paths.logsDir, "holon.log"),
   });
+  // A full disk or a replaced database file: noticed, refused, and recovered from (health.ts).
+  const storageWatch = new StorageWatch({ store, defaultAgentId: opts.defaultAgentId });
   // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
   const usage = new UsageService(store, config);
   // Operator transport bindings: relayed operator prompts in, briefs out to their callbacks.
@@ -291,6 +294,7 @@ export function buildServices(opts: ServiceOptions) {
     lifecycle,
     audit,
     retention,
+    storageWatch,
     work,
     usage,
     operatorTransport,
