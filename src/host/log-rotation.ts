@@ -12,6 +12,7 @@ import {
   closeSync,
   existsSync,
   fstatSync,
+  ftruncateSync,
   mkdirSync,
   openSync,
   renameSync,
@@ -71,6 +72,7 @@ export class LogFile {
   private flushWaiters: (() => void)[] = [];
   private ended = false;
   private rotateFailedAt = 0;
+  private brokenLine = false;
   private checkedAt = 0;
   readonly stats: LogFileStats = { errors: 0, dropped_lines: 0, last_error: null };
 
@@ -181,6 +183,7 @@ export class LogFile {
     this.writeAll(this.fd!, chunk, 0, (err) => {
       this.writing = false;
       if (err) {
+        this.cutPartial();
         this.failed(err, lines);
       } else {
         this.size += chunk.length;
@@ -197,6 +200,19 @@ export class LogFile {
       if (from + n < chunk.length) return this.writeAll(fd, chunk, from + n, done);
       done();
     });
+  }
+
+  /**
+   * A write that failed half-way left part of a line: cut the file back to its last whole
+   * line, or (if even that fails) start the next write on a new line.
+   */
+  private cutPartial(): void {
+    if (this.fd === null) return;
+    try {
+      if (fstatSync(this.fd).size > this.size) ftruncateSync(this.fd, this.size);
+    } catch {
+      this.brokenLine = true;
+    }
   }
 
   private rotateNow(): void {
@@ -248,16 +264,19 @@ export class LogFile {
   private resumed(): void {
     const dropped = this.droppedSinceReport;
     this.failingSince = 0;
+    this.brokenLine = false;
     this.reported = false;
     this.droppedSinceReport = 0;
     this.buffer.unshift(
-      JSON.stringify({
-        level: 40,
-        time: new Date().toISOString(),
-        pid: process.pid,
-        dropped_lines: dropped,
-        msg: "log writes resumed after a failure; lines were dropped meanwhile",
-      }) + "\n",
+      (this.brokenLine ? "\n" : "") +
+        JSON.stringify({
+          level: 40,
+          time: new Date().toISOString(),
+          pid: process.pid,
+          dropped_lines: dropped,
+          msg: "log writes resumed after a failure; lines were dropped meanwhile",
+        }) +
+        "\n",
     );
   }
 
