@@ -270,6 +270,16 @@ export function buildServices(opts: ServiceOptions) {
     store,
     policy: () => config.current().values.retention,
     logFile: join(paths.logsDir, "holon.log"),
+    // Files derived from removed records follow them: the episode mirror is rewritten from
+    // the episodes kept, and the memory index is rebuilt before its next search.
+    afterRemoval: ({ episodes, briefs }) => {
+      for (const agentId of new Set([...episodes, ...briefs])) {
+        const agent = store.agents.get(agentId);
+        if (!agent) continue;
+        if (episodes.includes(agentId)) continuity.rebuildMirror(agent.agent_home, agentId);
+        memoryIndex.markDirty(agent.agent_home);
+      }
+    },
   });
   // A full disk or a replaced database file: noticed, refused, and recovered from (health.ts).
   const storageWatch = new StorageWatch({ store, defaultAgentId: opts.defaultAgentId });
