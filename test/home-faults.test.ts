@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { TurnExecutor } from "../src/agent/runtime.ts";
 import { RuntimeHost } from "../src/host/host.ts";
 import { cleanupHomes, runCli, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
-import { IS_ROOT, mountTmpfs, unmountAll } from "./helpers/tmpfs.ts";
+import { IS_ROOT, fillDisk, mountTmpfs, unmountAll } from "./helpers/tmpfs.ts";
 
 afterAll(() => {
   cleanupHomes();
@@ -123,5 +123,49 @@ describe("home faults", () => {
       expect(r.stderr).toMatch(/hint: make it writable/);
       expect(r.stderr).not.toMatch(/\n\s+at /);
     },
+  );
+
+  it.skipIf(!IS_ROOT)(
+    "a task whose output cannot be written: the output and its result mark the gap",
+    async () => {
+      const mount = mountTmpfs(24);
+      const home = join(mount, "home");
+      const rt = await startRuntime({ home, executor: () => parked });
+      try {
+        const agentHome = rt.host.agents.get("main").agent_home;
+        const task = rt.host.tasks.start({
+          agent_id: "main",
+          cmd: "echo before; while [ ! -e go ]; do sleep 0.02; done; seq 1 200000",
+          workdir: agentHome,
+          shell: "/bin/sh",
+          login: false,
+          tty: false,
+          accepts_input: false,
+          terminal_reentry: false,
+        });
+        const filler = join(mount, "filler");
+        fillDisk(filler);
+        writeFileSync(join(agentHome, "go"), ""); // an empty file needs no block
+        await waitFor(() => !rt.host.tasks.handleOf(task.id), { what: "the command to end" });
+        rmSync(filler);
+        const done = await waitFor(
+          () => {
+            const t = rt.host.store.tasks.get(task.id)!;
+            return ["completed", "failed"].includes(t.status) ? t : undefined;
+          },
+          { what: "the task to be settled", timeoutMs: 20_000 },
+        );
+        const output = readFileSync(done.output_path, "utf8");
+        expect(output).toContain("before");
+        expect(output).toMatch(/output may be missing here: the disk was full/);
+        const result = rt.host.store.messages
+          .recent("main", 50)
+          .find((m) => m.kind === "task_result" && m.task_id === task.id)!;
+        expect(JSON.stringify(result.body)).toMatch(/INCOMPLETE: the disk was full/);
+      } finally {
+        await rt.close();
+      }
+    },
+    60_000,
   );
 });
