@@ -9,7 +9,8 @@ import { DatabaseSync } from "node:sqlite";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
 import { reply } from "./fake-provider/server.ts";
-import { spawnServe, waitFor } from "./helpers/home.ts";
+import type { TurnExecutor } from "../src/agent/runtime.ts";
+import { spawnServe, startRuntime, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { IS_ROOT, fillDisk, mountTmpfs, unmountAll } from "./helpers/tmpfs.ts";
 
@@ -173,5 +174,60 @@ describe.skipIf(!IS_ROOT)("a full disk under a running host", () => {
     await call(second.url, "POST", "/control/runtime/shutdown", second.auth);
     await new Promise((r) => second.proc.once("exit", r));
     checkAcknowledged(home, acked);
+  }, 120_000);
+
+  it("a turn that fails while the disk is full: its failure is recorded once, after space returns, and the agent does not spin", async () => {
+    const mount = mountTmpfs(24);
+    const home = join(mount, "home");
+    let calls = 0;
+    let explode: (() => void) | undefined;
+    const executor: TurnExecutor = {
+      run: async (req) => {
+        calls++;
+        if (calls === 1) {
+          await new Promise<void>((resolve) => (explode = resolve));
+          throw new Error("provider exploded");
+        }
+        return req.signal.aborted ? { kind: "aborted", reason: "shutdown" } : { kind: "settled" };
+      },
+    };
+    const rt = await startRuntime({ home, executor: () => executor });
+    try {
+      const first = await rt.req("POST", "/agents/main/enqueue", { text: "first" });
+      await waitFor(() => explode, { what: "the first turn" });
+      const filler = join(mount, "filler");
+      fillDisk(filler);
+      let refused = false;
+      for (let i = 0; i < 3_000 && !refused; i++) {
+        refused = (await rt.req("POST", "/agents/main/enqueue", { text: `q${i}` })).status === 503;
+      }
+      expect(refused).toBe(true);
+      explode!();
+      // The failure cannot be written; the loop waits for the store instead of running on.
+      await waitFor(() => rt.host.store.health.state === "full", { what: "the store full" });
+      for (let i = 0; i < 20; i++) await rt.req("GET", "/agents/main/status");
+      expect(calls).toBe(1);
+      expect(rt.host.store.messages.get(first.json.message_id)!.status).toBe("processing");
+
+      rmSync(filler);
+      await waitFor(
+        () => rt.host.store.messages.get(first.json.message_id)!.status === "processed",
+        { what: "the failed turn to be settled", timeoutMs: 20_000 },
+      );
+      const failures = rt.host.store.briefs
+        .recent("main", 1000)
+        .filter((b) => b.kind === "failure" && b.text.includes("provider exploded"));
+      expect(failures).toHaveLength(1);
+      // Work runs again: a new message gets its turn.
+      const next = await rt.req("POST", "/agents/main/enqueue", { text: "next" });
+      expect(next.status).toBe(202);
+      await waitFor(
+        () => rt.host.store.messages.get(next.json.message_id)!.status === "processed",
+        { what: "the next turn", timeoutMs: 30_000 },
+      );
+      expect(calls).toBeGreaterThan(1);
+    } finally {
+      await rt.close();
+    }
   }, 120_000);
 });

@@ -57,6 +57,10 @@ const AGENT = "agents/[^/]+";
 export const FILE_KINDS: readonly FileKind[] = [
   { pattern: /^config\.json$/, owner: { rule: "fixed", why: "the user's configuration" } },
   { pattern: /^credentials\.json$/, owner: { rule: "fixed", why: "the user's credentials" } },
+  {
+    pattern: /^operator-bindings\.json$/,
+    owner: { rule: "per", of: "operator binding, plus a bounded number of revoked ones" },
+  },
   { pattern: /^holon\.db$/, owner: { rule: "derived", from: "every table above" } },
   {
     pattern: /^holon\.db-wal$/,
