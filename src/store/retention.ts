@@ -93,6 +93,7 @@ export class RetentionRepo {
   private readonly episodesPageStmt: StatementSync;
   private readonly deleteEpisodeStmt: StatementSync;
   private readonly tombstonesStmt: StatementSync;
+  private freelistStmt: StatementSync | undefined;
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -279,8 +280,10 @@ export class RetentionRepo {
 
   /** Free pages waiting to be returned to the file system. */
   freePages(): number {
-    return (this.db.prepare("PRAGMA freelist_count").get() as { freelist_count: number })
-      .freelist_count;
+    // One statement for the life of the repo: a pass asks this in a loop, and a statement
+    // prepared per call holds native memory until V8 happens to collect its wrapper.
+    this.freelistStmt ??= this.db.prepare("PRAGMA freelist_count");
+    return (this.freelistStmt.get() as { freelist_count: number }).freelist_count;
   }
 
   /** Return up to `pages` free pages to the file system (needs auto_vacuum = INCREMENTAL). */
