@@ -21,6 +21,9 @@
 //   --layout=src                               run the checkout's sources instead of the build
 //   --quiet=<s>                                idle time after the load before the RSS reading
 //                                              (default 150; 0 skips it)
+//   --retention-caps                           low retention caps (events 40 MB, transcript 20,
+//                                              messages 20, briefs 10, episodes 5) and a pass
+//                                              every minute: does the whole home level off?
 // The host runs from dist/ by default (built first when stale): that is what an installed
 // package, and so a user's daemon, runs. A checkout's host carries a few MB more (Node's
 // compile cache holds the stripped sources of every module for the life of the process).
@@ -125,7 +128,17 @@ function rssParts(pid: number): { anon: number; file: number } {
   }
 }
 
-function configure(root: string, home: string, baseUrl: string): void {
+/** `--retention-caps`: caps low enough that a soak reaches them within minutes. */
+const LOW_RETENTION: [string, string][] = [
+  ["retention.events.max_mb", "40"],
+  ["retention.transcript.max_mb", "20"],
+  ["retention.messages.max_mb", "20"],
+  ["retention.briefs.max_mb", "10"],
+  ["retention.episodes.max_mb", "5"],
+  ["retention.interval_minutes", "1"],
+];
+
+function configure(root: string, home: string, baseUrl: string, lowRetention = false): void {
   const bin = join(root, "bin", "holon.js");
   const run = (args: string[]) =>
     execFileSync(process.execPath, [bin, ...args, "--home", home], { stdio: "pipe" });
@@ -144,6 +157,7 @@ function configure(root: string, home: string, baseUrl: string): void {
     "none",
   ]);
   run(["config", "set", "model.default", "fake/soak-model"]);
+  if (lowRetention) for (const [key, value] of LOW_RETENTION) run(["config", "set", key, value]);
 }
 
 type WindowStats = {
@@ -191,6 +205,7 @@ const bench: Benchmark = {
       throw new Error("--duration must be >= 30 (seconds)");
     const cpuProf = ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof");
     const keepHome = process.argv.includes("--keep-home");
+    const lowRetention = process.argv.includes("--retention-caps");
     const quietMs = Number(ctx.options.quiet ?? QUIET_S) * 1000;
     if (!Number.isFinite(quietMs) || quietMs < 0) throw new Error("--quiet must be >= 0 (seconds)");
     const layout = ctx.options.layout ?? "dist";
@@ -217,7 +232,7 @@ const bench: Benchmark = {
     let firstError: string | null = null;
     try {
       const { baseUrl } = await provider.next("ready", 20_000);
-      configure(ctx.root, home, baseUrl);
+      configure(ctx.root, home, baseUrl, lowRetention);
       if (cpuProf) {
         rmSync(profDir, { recursive: true, force: true });
         mkdirSync(profDir, { recursive: true });
@@ -413,6 +428,16 @@ const bench: Benchmark = {
       ((samples.at(-1)!.dbMb - samples[0]!.dbMb) * 2 ** 20) /
       Math.max(1, totalTurns - samples[0]!.turns);
     r.metric("db_bytes_per_turn", round(dbPerTurn, 0), "B", "database + WAL growth per turn");
+    if (lowRetention) {
+      // Under low caps the whole home must level off: its size at the end of the second
+      // window against the end of the run.
+      const homeAt = (i: number) => samples[Math.min(samples.length - 1, i)]!.homeMb;
+      r.metric("home_mb_warm", round(homeAt(2 * windowSamples - 1), 1), "MB", "home at warm-up");
+      r.metric("home_mb_end", round(homeAt(samples.length - 1), 1), "MB", "home at the end");
+      r.note(
+        `retention caps low (${LOW_RETENTION.map(([k, v]) => `${k.replace("retention.", "")}=${v}`).join(", ")})`,
+      );
+    }
     r.metric(
       "quiet_rss_mb",
       round(quietRssMb, 1),
