@@ -71,6 +71,9 @@ describe("home faults", () => {
       const status = await rt.req("GET", "/agents/main/status");
       expect(status.status).toBe(200);
       expect(status.json.storage.state).toBe("lost");
+      const cli = await runCli(["status"], { env: { HOLON_HOME: rt.home } });
+      expect(cli.code, cli.stderr).toBe(0);
+      expect(cli.stdout).toMatch(/storage: +LOST since .*truncated.*restart the runtime/);
     } finally {
       await rt.close();
     }
