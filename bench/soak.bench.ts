@@ -24,6 +24,8 @@
 //   --retention-caps                           low retention caps (events 40 MB, transcript 20,
 //                                              messages 20, briefs 10, episodes 5) and a pass
 //                                              every minute: does the whole home level off?
+//   --retention-caps=tiny                      a tenth of those (4, 2, 2, 1, 1 MB), for a short
+//                                              run or a slow machine that would not reach them
 // The host runs from dist/ by default (built first when stale): that is what an installed
 // package, and so a user's daemon, runs. A checkout's host carries a few MB more (Node's
 // compile cache holds the stripped sources of every module for the life of the process).
@@ -128,17 +130,32 @@ function rssParts(pid: number): { anon: number; file: number } {
   }
 }
 
-/** `--retention-caps`: caps low enough that a soak reaches them within minutes. */
-const LOW_RETENTION: [string, string][] = [
-  ["retention.events.max_mb", "40"],
-  ["retention.transcript.max_mb", "20"],
-  ["retention.messages.max_mb", "20"],
-  ["retention.briefs.max_mb", "10"],
-  ["retention.episodes.max_mb", "5"],
-  ["retention.interval_minutes", "1"],
-];
+/** `--retention-caps`: caps low enough that a soak reaches them within minutes (MB). */
+const LOW_RETENTION: Record<string, number> = {
+  events: 40,
+  transcript: 20,
+  messages: 20,
+  briefs: 10,
+  episodes: 5,
+};
 
-function configure(root: string, home: string, baseUrl: string, lowRetention = false): void {
+function retentionSettings(caps: "issue" | "tiny"): [string, string][] {
+  const scale = caps === "tiny" ? 0.1 : 1;
+  return [
+    ...Object.entries(LOW_RETENTION).map(([family, mb]): [string, string] => [
+      `retention.${family}.max_mb`,
+      String(Math.max(1, Math.round(mb * scale))),
+    ]),
+    ["retention.interval_minutes", "1"],
+  ];
+}
+
+function configure(
+  root: string,
+  home: string,
+  baseUrl: string,
+  retention: [string, string][] = [],
+): void {
   const bin = join(root, "bin", "holon.js");
   const run = (args: string[]) =>
     execFileSync(process.execPath, [bin, ...args, "--home", home], { stdio: "pipe" });
@@ -157,7 +174,7 @@ function configure(root: string, home: string, baseUrl: string, lowRetention = f
     "none",
   ]);
   run(["config", "set", "model.default", "fake/soak-model"]);
-  if (lowRetention) for (const [key, value] of LOW_RETENTION) run(["config", "set", key, value]);
+  for (const [key, value] of retention) run(["config", "set", key, value]);
 }
 
 type WindowStats = {
@@ -205,7 +222,13 @@ const bench: Benchmark = {
       throw new Error("--duration must be >= 30 (seconds)");
     const cpuProf = ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof");
     const keepHome = process.argv.includes("--keep-home");
-    const lowRetention = process.argv.includes("--retention-caps");
+    const capsOption =
+      ctx.options["retention-caps"] ??
+      (process.argv.includes("--retention-caps") ? "issue" : undefined);
+    if (capsOption !== undefined && capsOption !== "issue" && capsOption !== "tiny")
+      throw new Error("--retention-caps takes no value or =tiny");
+    const retention = capsOption ? retentionSettings(capsOption) : [];
+    const lowRetention = retention.length > 0;
     const quietMs = Number(ctx.options.quiet ?? QUIET_S) * 1000;
     if (!Number.isFinite(quietMs) || quietMs < 0) throw new Error("--quiet must be >= 0 (seconds)");
     const layout = ctx.options.layout ?? "dist";
@@ -232,7 +255,7 @@ const bench: Benchmark = {
     let firstError: string | null = null;
     try {
       const { baseUrl } = await provider.next("ready", 20_000);
-      configure(ctx.root, home, baseUrl, lowRetention);
+      configure(ctx.root, home, baseUrl, retention);
       if (cpuProf) {
         rmSync(profDir, { recursive: true, force: true });
         mkdirSync(profDir, { recursive: true });
@@ -435,7 +458,7 @@ const bench: Benchmark = {
       r.metric("home_mb_warm", round(homeAt(2 * windowSamples - 1), 1), "MB", "home at warm-up");
       r.metric("home_mb_end", round(homeAt(samples.length - 1), 1), "MB", "home at the end");
       r.note(
-        `retention caps low (${LOW_RETENTION.map(([k, v]) => `${k.replace("retention.", "")}=${v}`).join(", ")})`,
+        `retention caps low (${retention.map(([k, v]) => `${k.replace("retention.", "")}=${v}`).join(", ")})`,
       );
     }
     r.metric(
