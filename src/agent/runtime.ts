@@ -241,7 +241,7 @@ export class AgentRuntime {
         this.closing.signal.addEventListener("abort", () => resolve(), { once: true });
       });
     } else if (fault) {
-      await this.store.health.whenWritable(this.closing.signal);
+      await this.store.health.whenWritableAfter(err, this.closing.signal);
     } else {
       process.emitWarning(
         `holon: agent '${this.agentId}' loop error: ${err instanceof Error ? err.message : String(err)}`,
@@ -262,7 +262,7 @@ export class AgentRuntime {
       } catch (err) {
         const fault = classifyStorageError(err);
         if (!fault || fault === "lost" || this.closed) throw err;
-        await this.store.health.whenWritable(this.closing.signal);
+        await this.store.health.whenWritableAfter(err, this.closing.signal);
         if (this.closed) throw err;
       }
     }

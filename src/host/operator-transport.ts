@@ -320,7 +320,7 @@ export class OperatorTransportService {
       const fault = classifyStorageError(err);
       if (fault && fault !== "lost") {
         void this.store.health
-          .whenWritable()
+          .whenWritableAfter(err)
           .then(() => this.record(b, intent, briefId, status, attempts, transportId, failure));
       }
       // otherwise the store closed meanwhile: the host is stopping

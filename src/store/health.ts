@@ -241,6 +241,20 @@ export class StorageHealth {
     });
   }
 
+  /**
+   * Wait after `err`, a storage fault, until writes go through again. A fault the store did
+   * not see itself (ENOSPC from a file written outside a transaction) starts an outage too,
+   * so the wait ends only once the storage watch has proved a write works: never a retry
+   * loop that spins on a disk that is still full.
+   */
+  whenWritableAfter(err: unknown, signal?: AbortSignal): Promise<void> {
+    const fault = classifyStorageError(err);
+    if (fault && fault !== "lost" && this.current === "ok") {
+      this.fault(fault, err instanceof Error ? err.message : String(err));
+    }
+    return this.whenWritable(signal);
+  }
+
   onChange(listener: (state: StorageState) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);

@@ -349,7 +349,7 @@ export class TaskService implements AgentOwnedWork {
       if (!this.closed && fault && fault !== "lost") {
         // The store cannot be written (a full disk): the end is kept here and recorded once
         // it can, rather than leaving the task running forever.
-        void this.store.health.whenWritable().then(() => {
+        void this.store.health.whenWritableAfter(err).then(() => {
           if (!this.closed) this.settleSafely(taskId, how, gap);
         });
         return;

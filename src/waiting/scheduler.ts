@@ -196,7 +196,7 @@ export class DeadlineScheduler {
       // The store cannot be written (a full disk): nothing fired, nothing was dropped. The
       // due deadlines fire once it can, instead of the timer spinning on them meanwhile.
       if (classifyStorageError(err)) {
-        void this.store.health.whenWritable().then(() => this.rearm());
+        void this.store.health.whenWritableAfter(err).then(() => this.rearm());
         return;
       }
       this.rearm();
