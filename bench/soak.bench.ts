@@ -21,10 +21,16 @@
 //   --layout=src                               run the checkout's sources instead of the build
 //   --quiet=<s>                                idle time after the load before the RSS reading
 //                                              (default 150; 0 skips it)
+//   --retention-caps                           low retention caps (events 40 MB, transcript 20,
+//                                              messages 20, briefs 10, episodes 5) and a pass
+//                                              every minute: does the whole home level off?
+//   --retention-caps=tiny                      a tenth of those (4, 2, 2, 1, 1 MB), for a short
+//                                              run or a slow machine that would not reach them
 // The host runs from dist/ by default (built first when stale): that is what an installed
 // package, and so a user's daemon, runs. A checkout's host carries a few MB more (Node's
 // compile cache holds the stripped sources of every module for the life of the process).
 // Per-sample rows go to bench/results/soak-<time>.json.
+import { execFileSync } from "node:child_process";
 import {
   mkdirSync,
   mkdtempSync,
@@ -125,6 +131,26 @@ function rssParts(pid: number): { anon: number; file: number } {
   }
 }
 
+/** `--retention-caps`: caps low enough that a soak reaches them within minutes (MB). */
+const LOW_RETENTION: Record<string, number> = {
+  events: 40,
+  transcript: 20,
+  messages: 20,
+  briefs: 10,
+  episodes: 5,
+};
+
+function retentionSettings(caps: "issue" | "tiny"): [string, string][] {
+  const scale = caps === "tiny" ? 0.1 : 1;
+  return [
+    ...Object.entries(LOW_RETENTION).map(([family, mb]): [string, string] => [
+      `retention.${family}.max_mb`,
+      String(Math.max(1, Math.round(mb * scale))),
+    ]),
+    ["retention.interval_minutes", "1"],
+  ];
+}
+
 type WindowStats = {
   turnsPerMin: number;
   cpuMsPerTurn: number;
@@ -170,6 +196,13 @@ const bench: Benchmark = {
       throw new Error("--duration must be >= 30 (seconds)");
     const cpuProf = ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof");
     const keepHome = process.argv.includes("--keep-home");
+    const capsOption =
+      ctx.options["retention-caps"] ??
+      (process.argv.includes("--retention-caps") ? "issue" : undefined);
+    if (capsOption !== undefined && capsOption !== "issue" && capsOption !== "tiny")
+      throw new Error("--retention-caps takes no value or =tiny");
+    const retention = capsOption ? retentionSettings(capsOption) : [];
+    const lowRetention = retention.length > 0;
     const quietMs = Number(ctx.options.quiet ?? QUIET_S) * 1000;
     if (!Number.isFinite(quietMs) || quietMs < 0) throw new Error("--quiet must be >= 0 (seconds)");
     const layout = ctx.options.layout ?? "dist";
@@ -197,6 +230,12 @@ const bench: Benchmark = {
     try {
       const { baseUrl } = await provider.next("ready", 20_000);
       configureFakeProvider(ctx.root, home, baseUrl, "fake/soak-model");
+      for (const [key, value] of retention)
+        execFileSync(
+          process.execPath,
+          [join(ctx.root, "bin", "holon.js"), "config", "set", key, value, "--home", home],
+          { stdio: "pipe" },
+        );
       if (cpuProf) {
         rmSync(profDir, { recursive: true, force: true });
         mkdirSync(profDir, { recursive: true });
@@ -392,6 +431,16 @@ const bench: Benchmark = {
       ((samples.at(-1)!.dbMb - samples[0]!.dbMb) * 2 ** 20) /
       Math.max(1, totalTurns - samples[0]!.turns);
     r.metric("db_bytes_per_turn", round(dbPerTurn, 0), "B", "database + WAL growth per turn");
+    if (lowRetention) {
+      // Under low caps the whole home must level off: its size at the end of the second
+      // window against the end of the run.
+      const homeAt = (i: number) => samples[Math.min(samples.length - 1, i)]!.homeMb;
+      r.metric("home_mb_warm", round(homeAt(2 * windowSamples - 1), 1), "MB", "home at warm-up");
+      r.metric("home_mb_end", round(homeAt(samples.length - 1), 1), "MB", "home at the end");
+      r.note(
+        `retention caps low (${retention.map(([k, v]) => `${k.replace("retention.", "")}=${v}`).join(", ")})`,
+      );
+    }
     r.metric(
       "quiet_rss_mb",
       round(quietRssMb, 1),

@@ -2,7 +2,7 @@
 // splitting the lines it keeps.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { pino } from "pino";
+import type { Logger } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { openLog } from "../src/host/log.ts";
 import { logLimits } from "../src/host/log-rotation.ts";
@@ -16,7 +16,7 @@ describe("runtime log rotation", () => {
     const home = tempHome();
     const log = openLog(home, { maxBytes: 4_000, maxFiles: 2 });
     for (let i = 0; i < 400; i++) log.info({ n: i, pad: "x".repeat(60) }, "line");
-    await drained((log as any)[pino.symbols.streamSym]);
+    await drained(log);
     const file = join(home, "logs", "holon.log");
     expect(existsSync(`${file}.1`)).toBe(true);
     expect(existsSync(`${file}.2`)).toBe(true);
@@ -38,7 +38,7 @@ describe("runtime log rotation", () => {
   it("holon daemon logs -f follows the log across rotations without losing a line", async () => {
     const home = tempHome();
     const log = openLog(home, { maxBytes: 4_000, maxFiles: 100 });
-    const flush = () => drained((log as any)[pino.symbols.streamSym]);
+    const flush = () => drained(log);
     log.info({ n: -1 }, "ready");
     await flush();
     const follower = spawn(
@@ -98,15 +98,7 @@ describe("runtime log rotation", () => {
   });
 });
 
-/** Until the log's destination has written everything it buffered (events, never a timer). */
-async function drained(stream: any): Promise<void> {
-  while (stream._writing || stream._len > 0 || stream._opening || stream._reopening) {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        for (const e of ["drain", "ready", "write"]) stream.off(e, done);
-        resolve();
-      };
-      for (const e of ["drain", "ready", "write"]) stream.on(e, done);
-    });
-  }
+/** Until the log's file has written everything it buffered (its flush callback). */
+function drained(log: Logger): Promise<void> {
+  return new Promise((resolve) => log.flush(() => resolve()));
 }

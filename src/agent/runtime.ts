@@ -10,6 +10,7 @@ import type { QueuedMessage } from "../domain/message.ts";
 import { HolonError } from "../domain/errors.ts";
 import { isBodylessWakeHint } from "../domain/waiting.ts";
 import type { Store } from "../store/db.ts";
+import { classifyStorageError } from "../store/health.ts";
 import { provenanceOf } from "./admission.ts";
 import { recordRuntimeFailure } from "./briefs.ts";
 import {
@@ -94,6 +95,8 @@ export class AgentRuntime {
   private kicked = false;
   private current: CurrentRun | undefined;
   private loopDone: Promise<void> | undefined;
+  /** Aborted by close(): ends any wait for the store. */
+  private readonly closing = new AbortController();
 
   constructor(deps: LoopDeps, agentId: string) {
     this.deps = deps;
@@ -159,6 +162,7 @@ export class AgentRuntime {
   /** Graceful shutdown: abort in-flight work (recorded as interrupted) and end the loop. */
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort();
     this.current?.controller.abort(new AbortRunError("runtime_shutdown"));
     this.notify();
     await this.loopDone;
@@ -175,24 +179,36 @@ export class AgentRuntime {
 
   private async loop(): Promise<void> {
     while (!this.closed) {
-      this.kicked = false;
-      const agent = this.store.agents.get(this.agentId);
-      if (!agent) return;
-      if (agent.status === "paused" || agent.status === "stopped") {
-        await this.waitForKick();
-        continue;
-      }
-      const next = this.store.messages.peekNext(this.agentId);
-      if (!next) {
-        if (this.admittedAtIdle()) continue;
-        this.restIfIdle(agent);
-        await this.waitForKick();
-        continue;
-      }
       try {
-        await this.runOne(next);
+        if (!(await this.step())) return;
       } catch (err) {
-        // The loop itself must survive anything a run throws; record it and go on.
+        // The loop itself must survive anything a run throws, a failing store included.
+        await this.survive(err);
+      }
+    }
+  }
+
+  /** One look at the queue and what it holds; false when the agent is gone. */
+  private async step(): Promise<boolean> {
+    this.kicked = false;
+    const agent = this.store.agents.get(this.agentId);
+    if (!agent) return false;
+    if (agent.status === "paused" || agent.status === "stopped") {
+      await this.waitForKick();
+      return true;
+    }
+    const next = this.store.messages.peekNext(this.agentId);
+    if (!next) {
+      if (this.admittedAtIdle()) return true;
+      this.restIfIdle(agent);
+      await this.waitForKick();
+      return true;
+    }
+    try {
+      await this.runOne(next);
+    } catch (err) {
+      if (classifyStorageError(err)) throw err; // the store, not the run: survive() waits
+      await this.durably(() => {
         recordRuntimeFailure(this.store, {
           agent_id: this.agentId,
           message_id: next.id,
@@ -207,6 +223,47 @@ export class AgentRuntime {
             );
           }
         });
+      });
+    }
+    return true;
+  }
+
+  /**
+   * After the loop caught `err`: a store that cannot be written is waited for (the agent does
+   * not spin; what it was doing is retried once writes go through), a lost store until
+   * shutdown. Anything else is reported, and the loop looks again when something changes.
+   */
+  private async survive(err: unknown): Promise<void> {
+    const fault = classifyStorageError(err);
+    if (fault === "lost") {
+      await new Promise<void>((resolve) => {
+        if (this.closing.signal.aborted) resolve();
+        this.closing.signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+    } else if (fault) {
+      await this.store.health.whenWritableAfter(err, this.closing.signal);
+    } else {
+      process.emitWarning(
+        `holon: agent '${this.agentId}' loop error: ${err instanceof Error ? err.message : String(err)}`,
+      );
+      await this.waitForKick();
+    }
+  }
+
+  /**
+   * Run a write that must not be lost: while the store is full or not writable it waits for
+   * the store and tries again (the outcome is kept in memory meanwhile). Gives up, by
+   * throwing, only on shutdown or a lost store.
+   */
+  private async durably<T>(fn: () => T): Promise<T> {
+    for (;;) {
+      try {
+        return fn();
+      } catch (err) {
+        const fault = classifyStorageError(err);
+        if (!fault || fault === "lost" || this.closed) throw err;
+        await this.store.health.whenWritableAfter(err, this.closing.signal);
+        if (this.closed) throw err;
       }
     }
   }
@@ -335,18 +392,21 @@ export class AgentRuntime {
         });
       } catch (err) {
         const summary = err instanceof Error ? err.message : String(err);
-        recordRuntimeFailure(store, {
-          agent_id: this.agentId,
-          run_id: runId,
-          message_id: message.id,
-          summary: `turn failed: ${summary}`,
-        });
+        await this.durably(() =>
+          recordRuntimeFailure(store, {
+            agent_id: this.agentId,
+            run_id: runId,
+            message_id: message.id,
+            summary: `turn failed: ${summary}`,
+          }),
+        );
         outcome = { kind: "failed", summary };
       }
     }
     const after = this.current.after;
     this.current = undefined;
-    this.settle(message, runId, startedAt, outcome, after);
+    const settled = outcome;
+    await this.durably(() => this.settle(message, runId, startedAt, settled, after));
   }
 
   /** Record the message's end, derive the closure, arm any deadline: one transaction. */

@@ -45,6 +45,14 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
     .catch(() => null);
   if (spent)
     lines.push(`cost:     ${formatCost(spent.total.cost_usd)} (all kept history; holon usage)`);
+  if (s.storage && s.storage.state !== "ok") {
+    lines.push(
+      `storage:  ${String(s.storage.state).toUpperCase()} since ${s.storage.since}: ${s.storage.error}` +
+        (s.storage.state === "lost"
+          ? "  → restore the database file and restart the runtime"
+          : `  (${s.storage.refused_writes} write(s) refused; resumes by itself once it can write)`),
+    );
+  }
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
   if (s.sleeping_until) lines.push(`wakes at: ${s.sleeping_until}`);

@@ -424,6 +424,17 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
           .join(", ") || "nothing removed",
         { tone: "dim" },
       );
+    case "storage_outage":
+      return item(
+        "info",
+        "runtime",
+        e.payload.state === "full" ? "Disk was full" : "Home was not writable",
+        `${e.payload.from} → ${e.payload.to}`,
+        {
+          tone: "warn",
+          detail: `${Math.round(e.payload.duration_ms / 1000)} s, ${e.payload.refused_writes} write(s) refused: ${e.payload.error}`,
+        },
+      );
     case "operator_delivery_recorded":
       return e.payload.status === "accepted_by_transport"
         ? item(

@@ -494,6 +494,20 @@ export const EventBody = z.discriminatedUnion("type", [
     oldest_available_seq: z.number().int().optional(),
   }),
   kind("runtime_service_shutdown_requested", { source: z.literal("control") }),
+  /**
+   * The store could not be written (a full disk, a read-only or failing file system) from
+   * `from` to `to`; written once a write goes through again, on the default agent.
+   */
+  kind("storage_outage", {
+    state: z.enum(["full", "unavailable"]),
+    from: z.string(),
+    to: z.string(),
+    duration_ms: z.number().int(),
+    error: z.string(),
+    refused_writes: z.number().int(),
+    /** Refused HTTP requests per route. */
+    refused_requests: z.record(z.string(), z.number().int()),
+  }),
   /** A brief submitted to an operator transport binding's callback (or given up on). */
   kind("operator_delivery_recorded", {
     delivery_intent_id: z.string(),

@@ -7,6 +7,8 @@ import type { TurnExecutor } from "../agent/runtime.ts";
 import { createBrief } from "../agent/briefs.ts";
 import { transition } from "../agent/status.ts";
 import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
+import { HolonError } from "../domain/errors.ts";
+import { classifyStorageError, isDiskFault } from "../store/health.ts";
 import { secureHome } from "./files.ts";
 import { acquireHomeLock } from "./lock.ts";
 import { homePaths } from "./paths.ts";
@@ -29,6 +31,22 @@ export type HostOptions = {
    */
   autostartAgents?: boolean;
 };
+
+/** A home the file system refuses (read-only, full, failing): one clear error, not errno. */
+function homeFault(home: string, err: unknown): unknown {
+  if (err instanceof HolonError || !(isDiskFault(err) || classifyStorageError(err))) return err;
+  const full = classifyStorageError(err) === "full";
+  return new HolonError(
+    full ? "storage_full" : "home_not_writable",
+    `${home} cannot be written, so the runtime cannot start (${err instanceof Error ? err.message : String(err)})`,
+    {
+      status: 503,
+      hint: full
+        ? "free space on the disk that holds it, then start again"
+        : "make it writable (is its file system mounted read-only?), or pick another home with --home or HOLON_HOME",
+    },
+  );
+}
 
 export class RuntimeHost {
   readonly home: string;
@@ -54,6 +72,14 @@ export class RuntimeHost {
   }
 
   static open(opts: HostOptions): RuntimeHost {
+    try {
+      return RuntimeHost.openHome(opts);
+    } catch (err) {
+      throw homeFault(opts.home, err);
+    }
+  }
+
+  private static openHome(opts: HostOptions): RuntimeHost {
     const paths = homePaths(opts.home);
     secureHome(opts.home); // 0700 home, 0600 files; a home that cannot hold a database fails here
     const release = opts.skipLock ? () => {} : acquireHomeLock(paths.lockFile);
@@ -85,6 +111,7 @@ export class RuntimeHost {
     host.services.agentPlane.recover(); // supervised children run again
     scheduler.start();
     host.services.retention.start();
+    host.services.storageWatch.start();
     return host;
   }
 
@@ -171,6 +198,7 @@ export class RuntimeHost {
     this.closed = true;
     const { ingress, scheduler, loops, tasks, store } = this.services;
     await this.services.retention.stop();
+    this.services.storageWatch.stop();
     this.services.operatorTransport.close();
     scheduler.close();
     ingress.close();

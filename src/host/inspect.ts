@@ -54,6 +54,8 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     workspace: workspaceView(agent),
     active_task_ids: tasks.filter((t) => !TERMINAL_TASK_STATUSES.has(t.status)).map((t) => t.id),
     last_failure: agent.last_failure ?? null,
+    // Whether the runtime can write at all (a full disk refuses writes: store/health.ts).
+    storage: host.store.health.status(),
     closure: agent.closure ?? null,
     last_continuation: agent.last_continuation ?? null,
     current_work_item: currentWorkItemSummary(host, agent),
@@ -142,6 +144,7 @@ export function runtimeStatus(host: RuntimeHost) {
     home_dir: host.home,
     started_at: host.startedAt,
     default_agent: host.defaultAgentId,
+    storage: host.store.health.status(),
     activity: {
       active_agent_count: agents.filter((a) => a.status !== "stopped").length,
       active_task_count: activeTasks,

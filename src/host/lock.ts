@@ -52,3 +52,27 @@ export function acquireHomeLock(lockPath: string): () => void {
   }
   throw new HolonError("home_locked", "could not take the runtime lock", { status: 409 });
 }
+
+/**
+ * Put the lock back when someone removed it (or the whole run/ directory) while this process
+ * holds it: without it a second host could open the same home. A lock another live process
+ * took meanwhile is left alone (and reported as false).
+ */
+export function reassertHomeLock(lockPath: string): boolean {
+  if (!heldHere.has(lockPath)) return false;
+  try {
+    const owner = Number.parseInt(readFileSync(lockPath, "utf8").trim(), 10);
+    return owner === process.pid;
+  } catch {
+    // missing: write it again below
+  }
+  try {
+    mkdirSync(dirname(lockPath), { recursive: true, mode: 0o700 });
+    const fd = openSync(lockPath, "wx", 0o600);
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch {
+    return false;
+  }
+}

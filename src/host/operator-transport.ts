@@ -9,6 +9,7 @@
 // callback tokens Holon must send, so they cannot be stored hashed); at most
 // MAX_BINDINGS_PER_AGENT per agent, revoked ones pruned beyond MAX_REVOKED_KEPT.
 // Retries are in memory: a delivery still retrying when the host stops is not resumed.
+import { classifyStorageError } from "../store/health.ts";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -314,8 +315,15 @@ export class OperatorTransportService {
           },
         }),
       );
-    } catch {
-      // the store closed meanwhile: the host is stopping
+    } catch (err) {
+      // A full disk: the record waits in memory and is written once the store can take it.
+      const fault = classifyStorageError(err);
+      if (fault && fault !== "lost") {
+        void this.store.health
+          .whenWritableAfter(err)
+          .then(() => this.record(b, intent, briefId, status, attempts, transportId, failure));
+      }
+      // otherwise the store closed meanwhile: the host is stopping
     }
   }
 

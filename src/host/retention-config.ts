@@ -4,7 +4,7 @@
 // the effective values. 0 means "no limit" for that dimension.
 //
 // The defaults keep a HOLON_HOME under about 1 GB however busy it is: the size caps add up
-// to 480 MB of stored records (the database file is some 20% larger for its indexes),
+// to 512 MB of stored records (the database file is some 20% larger for its indexes),
 // 256 MB of finished task output and 50 MB of logs; the ages keep a month of history.
 import { z } from "zod";
 import type { KeyDef } from "./config-keys.ts";
@@ -20,6 +20,7 @@ export const RetentionFileSchema = z.strictObject({
   transcript: Limit.optional(),
   messages: Limit.optional(),
   briefs: Limit.optional(),
+  episodes: Limit.optional(),
   tasks: AgeOnly.optional(),
   task_output: Limit.optional(),
   logs: z
@@ -41,6 +42,8 @@ export type RetentionPolicy = {
   transcript: FamilyLimit;
   messages: FamilyLimit;
   briefs: FamilyLimit;
+  /** Context episodes (and each agent's `.holon/ledger/context_episodes.jsonl` mirror). */
+  episodes: FamilyLimit;
   /** Finished task records (their output follows `task_output`). */
   tasks: { max_age_ms: number | null };
   /** Output files of finished tasks. */
@@ -55,6 +58,7 @@ export const RETENTION_DEFAULTS = {
   transcript: { max_age_days: 30, max_mb: 128 },
   messages: { max_age_days: 30, max_mb: 64 },
   briefs: { max_age_days: 90, max_mb: 32 },
+  episodes: { max_age_days: 90, max_mb: 32 },
   tasks: { max_age_days: 30 },
   task_output: { max_age_days: 14, max_mb: 256 },
   logs: { max_file_mb: 10, max_files: 5, max_age_days: 30 },
@@ -84,6 +88,7 @@ export function effectiveRetention(file: RetentionFile | undefined): RetentionPo
     transcript: limit(file?.transcript, d.transcript),
     messages: limit(file?.messages, d.messages),
     briefs: limit(file?.briefs, d.briefs),
+    episodes: limit(file?.episodes, d.episodes),
     tasks: { max_age_ms: ms(file?.tasks?.max_age_days ?? d.tasks.max_age_days) },
     task_output: limit(file?.task_output, d.task_output),
     logs: {
@@ -100,6 +105,7 @@ const FAMILY_TEXT = {
   transcript: "transcript entries",
   messages: "finished messages (queued and running ones are never removed)",
   briefs: "briefs",
+  episodes: "context episodes (each agent's episode mirror file follows)",
   task_output: "output files of finished tasks (the task keeps its bounded snapshot)",
 } as const;
 
@@ -128,6 +134,7 @@ export const RETENTION_KEY_DEFS: readonly KeyDef[] = [
   ...familyKeys("transcript"),
   ...familyKeys("messages"),
   ...familyKeys("briefs"),
+  ...familyKeys("episodes"),
   {
     key: "retention.tasks.max_age_days",
     type: "integer",

@@ -22,7 +22,8 @@ import {
 } from "../store/retention.ts";
 import type { RetentionPolicy } from "./retention-config.ts";
 
-export type RemovedFamily = HistoryFamily | "tasks" | "task_output" | "logs";
+export type RemovedFamily =
+  HistoryFamily | "episodes" | "tombstones" | "tasks" | "task_output" | "logs";
 
 export type AgentRemoval = {
   counts: Partial<Record<RemovedFamily, number>>;
@@ -52,6 +53,11 @@ export type RetentionDeps = {
   onError?: (err: unknown) => void;
   /** The runtime log (`<home>/logs/holon.log`): its rotated files follow `retention.logs`. */
   logFile?: string;
+  /**
+   * After a pass removed episodes or briefs of these agents: files derived from them (the
+   * episode mirror, the memory index) are rewritten from what is kept.
+   */
+  afterRemoval?: (removed: { episodes: string[]; briefs: string[] }) => void;
 };
 
 const TERMINAL_TASK = new Set(["completed", "failed", "cancelled"]);
@@ -67,6 +73,7 @@ export class RetentionJob {
   private readonly firstPassDelayMs: number;
   private readonly onError: (err: unknown) => void;
   private readonly logFile: string | undefined;
+  private readonly afterRemoval: RetentionDeps["afterRemoval"];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<RetentionSummary> | undefined;
   private stopped = false;
@@ -78,6 +85,7 @@ export class RetentionJob {
     this.batchSize = deps.batchSize ?? 500;
     this.firstPassDelayMs = deps.firstPassDelayMs ?? 60_000;
     this.logFile = deps.logFile;
+    this.afterRemoval = deps.afterRemoval;
     this.onError =
       deps.onError ??
       ((err) =>
@@ -130,10 +138,13 @@ export class RetentionJob {
     for (const family of HISTORY_FAMILIES) {
       await this.history(family, policy[family], started, summary);
     }
+    await this.episodes(policy.episodes, started, summary);
+    this.tombstones(policy.events.max_age_ms, started, summary);
     await this.tasks(policy, started, summary);
     await this.logs(policy.logs.max_age_ms, started, summary);
     await this.vacuum(summary);
     this.announce(summary);
+    this.derived(summary);
     summary.duration_ms = Math.round(performance.now() - t0);
     return summary;
   }
@@ -175,6 +186,62 @@ export class RetentionJob {
       });
       if (done) return;
       await tick();
+    }
+  }
+
+  /**
+   * Context episodes past their age or over their cap, oldest first. The running size is
+   * summed once and then reduced by what each batch removes.
+   */
+  private async episodes(limit: RetentionPolicy["episodes"], now: Date, summary: RetentionSummary) {
+    if (limit.max_age_ms === null && limit.max_bytes === null) return;
+    const cutoff = limit.max_age_ms === null ? null : now.getTime() - limit.max_age_ms;
+    const at = now.toISOString();
+    let excess = limit.max_bytes === null ? 0 : this.repo.episodeBytes() - limit.max_bytes;
+    let cursor = 0;
+    while (!this.stopped) {
+      let done = false;
+      this.store.tx(() => {
+        const page = this.repo.episodesPage(cursor, this.batchSize);
+        const take: typeof page = [];
+        for (const row of page) {
+          if (!(cutoff !== null && row.at < cutoff) && excess <= 0) {
+            done = true;
+            break;
+          }
+          cursor = row.seq;
+          take.push(row);
+          excess -= row.bytes;
+        }
+        if (page.length < this.batchSize) done = true;
+        if (take.length > 0) this.merge(summary, "episodes", this.repo.removeEpisodes(take, at));
+      });
+      if (done) return;
+      await tick();
+    }
+  }
+
+  /** Tombstones of deleted agents go with the events that explain them (`retention.events` age). */
+  private tombstones(maxAgeMs: number | null, now: Date, summary: RetentionSummary): void {
+    const cutoff = cutoffOf(now, maxAgeMs);
+    if (cutoff === null || this.stopped) return;
+    const n = this.store.tx(() => this.repo.removeTombstones(cutoff));
+    if (n > 0) summary.removed.tombstones = (summary.removed.tombstones ?? 0) + n;
+  }
+
+  /** Rewrite what is derived from removed records (mirror, memory index); never fails a pass. */
+  private derived(summary: RetentionSummary): void {
+    if (!this.afterRemoval || this.stopped) return;
+    const of = (family: RemovedFamily) =>
+      Object.entries(summary.by_agent)
+        .filter(([, r]) => (r.counts[family] ?? 0) > 0)
+        .map(([id]) => id);
+    const removed = { episodes: of("episodes"), briefs: of("briefs") };
+    if (removed.episodes.length === 0 && removed.briefs.length === 0) return;
+    try {
+      this.afterRemoval(removed);
+    } catch (err) {
+      this.onError(err);
     }
   }
 

@@ -306,6 +306,7 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "operator_delivery_recorded":
     case "http_request_refused":
     case "retention_applied":
+    case "storage_outage":
     case "timer_created":
     case "timer_fired":
     case "timer_cancelled":

@@ -49,6 +49,7 @@ import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
 import { OperatorTransportService } from "./operator-transport.ts";
 import { RetentionJob } from "./retention.ts";
+import { StorageWatch } from "./storage-watch.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
 import { homedir } from "node:os";
@@ -272,7 +273,19 @@ export function buildServices(opts: ServiceOptions) {
     store,
     policy: () => config.current().values.retention,
     logFile: join(paths.logsDir, "holon.log"),
+    // Files derived from removed records follow them: the episode mirror is rewritten from
+    // the episodes kept, and the memory index is rebuilt before its next search.
+    afterRemoval: ({ episodes, briefs }) => {
+      for (const agentId of new Set([...episodes, ...briefs])) {
+        const agent = store.agents.get(agentId);
+        if (!agent) continue;
+        if (episodes.includes(agentId)) continuity.rebuildMirror(agent.agent_home, agentId);
+        memoryIndex.markDirty(agent.agent_home);
+      }
+    },
   });
+  // A full disk or a replaced database file: noticed, refused, and recovered from (health.ts).
+  const storageWatch = new StorageWatch({ store, defaultAgentId: opts.defaultAgentId });
   // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
   const usage = new UsageService(store, config);
   // Prompt-cache health from every provider round's usage (holon status, an event on a drop).
@@ -310,6 +323,7 @@ export function buildServices(opts: ServiceOptions) {
     lifecycle,
     audit,
     retention,
+    storageWatch,
     work,
     usage,
     operatorTransport,

@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { HolonError } from "../domain/errors.ts";
 import type { RuntimeHost } from "../host/host.ts";
 import type { AppContext, AppOptions } from "./context.ts";
-import { errorResponse, requestAuth, type AppEnv } from "./support.ts";
+import { errorResponse, requestAuth, storageRefusal, type AppEnv } from "./support.ts";
 import { EventHub } from "./sse.ts";
 import { publicRoutes } from "./routes-public.ts";
 import { controlRoutes, modelRoutes, runRoute } from "./routes-control.ts";
@@ -34,6 +34,8 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   });
 
   app.onError((err, c) => {
+    const refused = storageRefusal(c, host.store.health, err);
+    if (refused) return refused;
     if (err instanceof HolonError) return errorResponse(c, err);
     return errorResponse(
       c,

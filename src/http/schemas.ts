@@ -138,6 +138,26 @@ const Workspace = z.object({
   worktree_session: WorktreeSession.nullable(),
 });
 
+/** store/health.ts StorageStatus: whether the runtime can write (a full disk refuses writes). */
+export const StorageStatus = z.object({
+  state: z.enum(["ok", "full", "unavailable", "lost"]),
+  since: z.string().nullable(),
+  error: z.string().nullable(),
+  refused_writes: z.number().int(),
+  refused_requests: z.number().int(),
+  last_outage: z
+    .object({
+      state: z.enum(["full", "unavailable"]),
+      from: z.string(),
+      to: z.string(),
+      duration_ms: z.number().int(),
+      error: z.string(),
+      refused_writes: z.number().int(),
+      refused_requests: z.record(z.string(), z.number().int()),
+    })
+    .nullable(),
+});
+
 /** host/inspect.ts agentSummary: `GET /agents/:id/status`. */
 export const AgentSummary = z.object({
   agent_id: z.string(),
@@ -176,6 +196,7 @@ export const AgentSummary = z.object({
   workspace: Workspace,
   active_task_ids: z.array(z.string()),
   last_failure: AgentRecord.shape.last_failure.unwrap().nullable(),
+  storage: StorageStatus,
   closure: AgentRecord.shape.closure.unwrap().nullable(),
   last_continuation: AgentRecord.shape.last_continuation.unwrap().nullable(),
   current_work_item: CurrentWorkItemSummary.nullable(),
@@ -314,6 +335,7 @@ export const RuntimeStatusResponse = z.object({
   home_dir: z.string(),
   started_at: z.string(),
   default_agent: z.string(),
+  storage: StorageStatus,
   activity: z.object({
     active_agent_count: z.number().int(),
     active_task_count: z.number().int(),

@@ -27,6 +27,10 @@ import {
   type Transport,
 } from "./guard.ts";
 import { atomicWriteFile } from "../store/files.ts";
+import { reassertHomeLock } from "../host/lock.ts";
+
+/** How often the run/ files are checked (and put back when deleted). */
+const RUN_FILES_CHECK_MS = 1_000;
 
 export type ServeOptions = {
   port?: number;
@@ -129,7 +133,11 @@ function auditSink(host: RuntimeHost) {
   return (refusal: Refusal, suppressed: number) => {
     if (host.isClosed) return;
     const { agent_hint, ...payload } = refusal;
-    host.services.audit.requestRefused(agent_hint, { ...payload, suppressed_before: suppressed });
+    try {
+      host.services.audit.requestRefused(agent_hint, { ...payload, suppressed_before: suppressed });
+    } catch {
+      // the refusal stands; its record is lost only when the store cannot be written
+    }
   };
 }
 
@@ -205,18 +213,21 @@ export async function startServer(
   };
 
   let unix: Server | null = null;
-  if (opts.unixSocket !== false) {
-    const socketPath = host.paths.socket;
+  const listenUnix = async (socketPath: string) => {
     // Other users are kept out by the directory (0700) and the socket itself (0600).
     ensurePrivateDir(host.paths.runDir);
     await clearStaleSocket(socketPath);
-    unix = createAdaptorServer({ fetch: guarded("unix") }) as Server;
+    const server = createAdaptorServer({ fetch: guarded("unix") }) as Server;
     await new Promise<void>((resolve, reject) => {
-      unix!.once("error", reject);
-      unix!.listen(socketPath, () => resolve());
+      server.once("error", reject);
+      server.listen(socketPath, () => resolve());
     });
     chmodSync(socketPath, PRIVATE_FILE);
-    listen.socket_path = socketPath;
+    return server;
+  };
+  if (opts.unixSocket !== false) {
+    unix = await listenUnix(host.paths.socket);
+    listen.socket_path = host.paths.socket;
   }
 
   const runtimeFile: RuntimeFile = {
@@ -229,11 +240,37 @@ export async function startServer(
     advertise_url: appOpts.advertiseUrl ?? null,
     started_at: host.startedAt,
   };
-  atomicWriteFile(host.paths.runtimeFile, JSON.stringify(runtimeFile, null, 2), {
-    mode: PRIVATE_FILE,
-  });
+  const writeRuntimeFile = () =>
+    atomicWriteFile(host.paths.runtimeFile, JSON.stringify(runtimeFile, null, 2), {
+      mode: PRIVATE_FILE,
+    });
+  writeRuntimeFile();
 
   let closed = false;
+  // run/ is how clients (and a second host) find this one: deleted under a running host, its
+  // lock, runtime file and socket are put back within a second.
+  let repairing = false;
+  const repair = setInterval(() => {
+    if (closed || repairing) return;
+    repairing = true;
+    void restoreRunFiles()
+      .catch(() => {}) // a home that cannot be written now is tried again next time
+      .finally(() => (repairing = false));
+  }, RUN_FILES_CHECK_MS);
+  repair.unref();
+  const restoreRunFiles = async () => {
+    reassertHomeLock(host.paths.lockFile);
+    if (!existsSync(host.paths.runtimeFile)) {
+      ensurePrivateDir(host.paths.runDir);
+      writeRuntimeFile();
+    }
+    if (unix && listen.socket_path && !existsSync(listen.socket_path)) {
+      // Closing a Unix listener unlinks its path: close the old one (its open connections
+      // finish) before the new one binds that path.
+      unix.close();
+      unix = await listenUnix(listen.socket_path);
+    }
+  };
   return {
     httpAddr: listen.http_addr,
     socketPath: listen.socket_path ?? null,
@@ -242,6 +279,7 @@ export async function startServer(
     async close() {
       if (closed) return;
       closed = true;
+      clearInterval(repair);
       hub.close();
       const servers = [tcp, unix].filter((s): s is Server => s !== null);
       await Promise.all(

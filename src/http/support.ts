@@ -3,6 +3,7 @@ import { timingSafeEqual, createHash } from "node:crypto";
 import type { Context } from "hono";
 import type { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
+import { classifyStorageError, type StorageHealth } from "../store/health.ts";
 
 /** Public, webhook and control bodies are capped at 256 KiB. */
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -63,6 +64,29 @@ export function handshakeAuth(auth: AuthState) {
 
 export function errorResponse(c: Context, err: HolonError): Response {
   return c.json({ ok: false, error: err.toBody() }, err.status as 400);
+}
+
+/**
+ * A request that failed because the store cannot be written: 503 with a stable kind
+ * (`storage_full`, `storage_unavailable`, `storage_lost`) and, while the runtime expects to
+ * recover, `Retry-After`. Counted per route for the outage's record. Undefined for any
+ * other error.
+ */
+export function storageRefusal(
+  c: Context,
+  health: StorageHealth,
+  err: unknown,
+): Response | undefined {
+  const fault = classifyStorageError(err);
+  if (!fault) return undefined;
+  const refused =
+    err instanceof HolonError
+      ? err
+      : health.fault(fault, err instanceof Error ? err.message : String(err));
+  health.noteRefusedRequest(`${c.req.method} ${c.req.routePath}`);
+  const retryAfter = refused.details?.retry_after_s;
+  if (typeof retryAfter === "number") c.header("Retry-After", String(retryAfter));
+  return errorResponse(c, refused);
 }
 
 /** Read the request body (at most MAX_BODY_BYTES) and parse it as JSON. */

@@ -19,6 +19,8 @@ import { SkillActivationsRepo, WorkspacesRepo } from "./workspaces.ts";
 import { TimersRepo } from "./timers.ts";
 import { TriggersRepo } from "./triggers.ts";
 import { WorkItemsRepo } from "./work-items.ts";
+import { HolonError } from "../domain/errors.ts";
+import { classifyStorageError, StorageHealth } from "./health.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -39,6 +41,8 @@ export class Store {
   readonly triggers: TriggersRepo;
   readonly workItems: WorkItemsRepo;
   readonly memory: MemoryRepo;
+  /** Whether writes can go through (a full disk, a read-only home, a replaced file). */
+  readonly health: StorageHealth;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -49,8 +53,14 @@ export class Store {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       closeSync(openSync(path, "a", 0o600));
     }
+    this.health = new StorageHealth(path === ":memory:" ? null : path, () => clock.now());
     this.db = new DatabaseSync(path);
-    this.db.exec("PRAGMA journal_mode = WAL");
+    try {
+      this.db.exec("PRAGMA journal_mode = WAL");
+    } catch (err) {
+      this.db.close();
+      throw unreadable(path, err);
+    }
     this.db.exec("PRAGMA synchronous = NORMAL");
     this.db.exec("PRAGMA busy_timeout = 5000");
     // 2 MB (SQLite's default): the turn path reads through indexes and the recent tail of each
@@ -78,6 +88,7 @@ export class Store {
     this.triggers = new TriggersRepo(this.db);
     this.workItems = new WorkItemsRepo(this.db);
     this.memory = new MemoryRepo(this.db);
+    this.health.pinFile();
   }
 
   /**
@@ -93,10 +104,12 @@ export class Store {
         this.depth--;
       }
     }
-    this.db.exec("BEGIN IMMEDIATE");
-    this.depth = 1;
+    // A file someone else replaced or emptied is never written again (health.ts).
+    if (!this.health.checkFile()) throw this.health.fault("lost", "");
     let result: T;
     try {
+      this.db.exec("BEGIN IMMEDIATE");
+      this.depth = 1;
       result = fn();
       this.db.exec("COMMIT");
     } catch (err) {
@@ -109,6 +122,9 @@ export class Store {
       } catch {
         // the transaction may already be gone; the original error matters more
       }
+      // A full disk or a refusing file system becomes one stable error (and an outage).
+      const fault = err instanceof HolonError ? undefined : classifyStorageError(err);
+      if (fault) throw this.health.fault(fault, err instanceof Error ? err.message : String(err));
       throw err;
     } finally {
       this.depth = 0;
@@ -149,8 +165,24 @@ export class Store {
   }
 
   close(): void {
+    // Closing checkpoints the WAL into the database file: never into one that was replaced
+    // or truncated under us (the process exits and leaves the WAL as it is).
+    if (this.health.state === "lost") return;
     if (this.db.isOpen) this.db.close();
   }
+}
+
+/** A database file SQLite cannot open or read: one clear error instead of SQLite's words. */
+function unreadable(path: string, err: unknown): unknown {
+  if (classifyStorageError(err) === undefined) return err;
+  return new HolonError(
+    "database_unreadable",
+    `${path} cannot be opened as the runtime's database: ${err instanceof Error ? err.message : String(err)}`,
+    {
+      status: 503,
+      hint: "restore the file from a backup, or move it aside to start with an empty database",
+    },
+  );
 }
 
 /**

@@ -42,6 +42,11 @@ export type Removed = {
   byAgent: Map<string, { count: number; maxSeq: number; types: Map<string, number> }>;
 };
 
+/** One context episode at the old end of the table. */
+export type EpisodeRow = { seq: number; agent_id: string; at: number; bytes: number };
+
+const EPISODE_BYTES = "octet_length(data) + octet_length(id) + octet_length(agent_id) + 24";
+
 export type TaskRow = {
   rowid: number;
   id: string;
@@ -84,6 +89,11 @@ export class RetentionRepo {
   private readonly floorsStmt: StatementSync;
   private readonly tasksPageStmt: StatementSync;
   private readonly deleteTaskStmt: StatementSync;
+  private readonly episodeBytesStmt: StatementSync;
+  private readonly episodesPageStmt: StatementSync;
+  private readonly deleteEpisodeStmt: StatementSync;
+  private readonly tombstonesStmt: StatementSync;
+  private freelistStmt: StatementSync | undefined;
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -112,6 +122,15 @@ export class RetentionRepo {
        FROM tasks WHERE rowid > ? ORDER BY rowid LIMIT ?`,
     );
     this.deleteTaskStmt = db.prepare("DELETE FROM tasks WHERE rowid = ?");
+    this.episodeBytesStmt = db.prepare(
+      `SELECT COALESCE(SUM(${EPISODE_BYTES}), 0) AS bytes FROM context_episodes`,
+    );
+    this.episodesPageStmt = db.prepare(
+      `SELECT seq, agent_id, json_extract(data, '$.created_at') AS at_iso, ${EPISODE_BYTES} AS bytes
+       FROM context_episodes WHERE seq > ? ORDER BY seq LIMIT ?`,
+    );
+    this.deleteEpisodeStmt = db.prepare("DELETE FROM context_episodes WHERE seq = ?");
+    this.tombstonesStmt = db.prepare("DELETE FROM agent_tombstones WHERE deleted_at < ?");
     this.floorsStmt = db.prepare(
       "SELECT agent_id, family, removed_through, removed_count, updated_at FROM retention_floors ORDER BY agent_id, family",
     );
@@ -198,6 +217,56 @@ export class RetentionRepo {
     return removed;
   }
 
+  /**
+   * Bytes the context episodes take. Episodes have no trigger-kept tally: a pass sums them
+   * once (the table is held under its cap, so the scan is bounded too).
+   */
+  episodeBytes(): number {
+    return (this.episodeBytesStmt.get() as { bytes: number }).bytes;
+  }
+
+  /** The next `limit` episodes after `afterSeq`, oldest first. */
+  episodesPage(afterSeq: number, limit: number): EpisodeRow[] {
+    return (
+      this.episodesPageStmt.all(afterSeq, limit) as {
+        seq: number;
+        agent_id: string;
+        at_iso: string | null;
+        bytes: number;
+      }[]
+    ).map((r) => ({
+      seq: r.seq,
+      agent_id: r.agent_id,
+      at: r.at_iso ? Date.parse(r.at_iso) : 0,
+      bytes: r.bytes,
+    }));
+  }
+
+  /** Delete episodes (a prefix by seq) and move the agents' floors past them. */
+  removeEpisodes(rows: EpisodeRow[], at: string): Removed {
+    const removed: Removed = { count: 0, bytes: 0, byAgent: new Map() };
+    for (const row of rows) {
+      this.deleteEpisodeStmt.run(row.seq);
+      removed.count++;
+      removed.bytes += row.bytes;
+      let agent = removed.byAgent.get(row.agent_id);
+      if (!agent) {
+        removed.byAgent.set(row.agent_id, (agent = { count: 0, maxSeq: 0, types: new Map() }));
+      }
+      agent.count++;
+      agent.maxSeq = Math.max(agent.maxSeq, row.seq);
+    }
+    for (const [agentId, a] of removed.byAgent) {
+      this.floorStmt.run(agentId, "episodes", a.maxSeq, a.count, at);
+    }
+    return removed;
+  }
+
+  /** Tombstones of agents deleted before `cutoff` (ISO time); returns how many went. */
+  removeTombstones(cutoff: string): number {
+    return Number(this.tombstonesStmt.run(cutoff).changes);
+  }
+
   /** Everything retention has removed so far, per agent and family. */
   floors(): {
     agent_id: string;
@@ -211,8 +280,10 @@ export class RetentionRepo {
 
   /** Free pages waiting to be returned to the file system. */
   freePages(): number {
-    return (this.db.prepare("PRAGMA freelist_count").get() as { freelist_count: number })
-      .freelist_count;
+    // One statement for the life of the repo: a pass asks this in a loop, and a statement
+    // prepared per call holds native memory until V8 happens to collect its wrapper.
+    this.freelistStmt ??= this.db.prepare("PRAGMA freelist_count");
+    return (this.freelistStmt.get() as { freelist_count: number }).freelist_count;
   }
 
   /** Return up to `pages` free pages to the file system (needs auto_vacuum = INCREMENTAL). */

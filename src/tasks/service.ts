@@ -3,7 +3,8 @@
 // live task, settles it exactly once when it ends (terminal record + task_result message in
 // one transaction), and on start-up reattaches to what a previous host left running.
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { appendFileSync, existsSync, statfsSync } from "node:fs";
+import { classifyStorageError } from "../store/health.ts";
 import { join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { FailureArtifact } from "../domain/provider.ts";
@@ -335,11 +336,24 @@ export class TaskService implements AgentOwnedWork {
    * Settle, but never throw into a watcher: when the host is shutting down the transaction is
    * refused and rolled back, and the next start's recovery settles the task from its exit file.
    */
-  private settleSafely(taskId: string, how: { exit: ExitStatus } | { lost: string }): void {
+  private settleSafely(
+    taskId: string,
+    how: { exit: ExitStatus } | { lost: string },
+    gap = outputDiskFull(this.store.tasks.get(taskId)?.process_dir),
+  ): void {
     try {
-      this.settle(taskId, how);
+      this.settle(taskId, how, undefined, gap);
     } catch (err) {
       this.handles.delete(taskId);
+      const fault = classifyStorageError(err);
+      if (!this.closed && fault && fault !== "lost") {
+        // The store cannot be written (a full disk): the end is kept here and recorded once
+        // it can, rather than leaving the task running forever.
+        void this.store.health.whenWritableAfter(err).then(() => {
+          if (!this.closed) this.settleSafely(taskId, how, gap);
+        });
+        return;
+      }
       if (!this.closed) {
         process.emitWarning(
           `could not settle task ${taskId}: ${err instanceof Error ? err.message : String(err)}`,
@@ -352,7 +366,12 @@ export class TaskService implements AgentOwnedWork {
    * Settle a task exactly once: the terminal record, its event and the task_result message
    * that rejoins the agent's queue are written in one transaction.
    */
-  settle(taskId: string, how: { exit: ExitStatus } | { lost: string }, forced?: TaskStatus): void {
+  settle(
+    taskId: string,
+    how: { exit: ExitStatus } | { lost: string },
+    forced?: TaskStatus,
+    outputGap = false,
+  ): void {
     const store = this.store;
     this.handles.delete(taskId);
     this.stopping.delete(taskId);
@@ -390,6 +409,10 @@ export class TaskService implements AgentOwnedWork {
         };
       }
       next.status = status;
+      // The disk was full when the command ended: what it printed meanwhile may be missing.
+      // The output file says so where the gap is (once it can be written), and so does the
+      // result the agent reads.
+      const gapText = outputGap ? markOutputGap(task.output_path) : "";
       const preview = combinedPreview(task, SNAPSHOT_CHARS);
       next.output_snapshot = {
         preview: preview.text,
@@ -411,7 +434,7 @@ export class TaskService implements AgentOwnedWork {
           origin: { kind: "task", task_id: task.id },
           body: {
             type: "text",
-            text: `${headline}\nCommand: ${task.cmd}\nOutput (${preview.total_bytes} bytes${preview.truncated ? ", truncated" : ""}${droppedText(task)}; full output in ${task.output_path}${taskStreams(task).stderr ? `, stderr in ${taskStreams(task).stderr}` : ""}):\n${preview.text}`,
+            text: `${headline}\nCommand: ${task.cmd}\nOutput (${preview.total_bytes} bytes${preview.truncated ? ", truncated" : ""}${droppedText(task)}${gapText}; full output in ${task.output_path}${taskStreams(task).stderr ? `, stderr in ${taskStreams(task).stderr}` : ""}):\n${preview.text}`,
           },
           surface: "task_rejoin",
           admission: "runtime_owned",
@@ -665,6 +688,30 @@ export function taskSnapshot(t: TaskRecord): TaskSnapshot {
     /** Bytes the output cap cut from the middle of the task's output on disk. */
     output_dropped_bytes: droppedBytes(t.process_dir).total,
   };
+}
+
+/** Whether the file system holding a task's output has no room left (the output has a gap). */
+function outputDiskFull(dir: string | null | undefined): boolean {
+  if (!dir) return false;
+  try {
+    const fs = statfsSync(dir);
+    return fs.bavail * fs.bsize < 4096;
+  } catch {
+    return false;
+  }
+}
+
+/** Append the gap marker to the output file (best-effort); the text the result carries. */
+function markOutputGap(outputPath: string): string {
+  try {
+    appendFileSync(
+      outputPath,
+      "\n[... holon: output may be missing here: the disk was full (ENOSPC) while the command ran ...]\n",
+    );
+  } catch {
+    // still full: the result below says it
+  }
+  return ", INCOMPLETE: the disk was full while the command ran, so output may be missing";
 }
 
 function droppedText(t: TaskRecord): string {

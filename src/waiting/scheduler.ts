@@ -14,6 +14,7 @@ import type { Deadline } from "../domain/deadline.ts";
 import type { MessageEnvelope } from "../domain/message.ts";
 import type { Ingress, MessageDraft } from "../agent/ingress.ts";
 import type { Store } from "../store/db.ts";
+import { classifyStorageError } from "../store/health.ts";
 
 /** A draft plus what the handler records once its message is admitted (same transaction). */
 export type HandledDeadline = {
@@ -119,7 +120,8 @@ export class DeadlineScheduler {
         this.store.tx(() => {
           for (const d of due) this.fireOne(d);
         });
-      } catch {
+      } catch (err) {
+        if (classifyStorageError(err)) throw err; // not the handler's fault: fire later
         // One handler broke the batch (rolled back whole): go one by one, so only the
         // deadline that fails is dropped, with a record, and the rest still fire.
         for (const d of due) this.fireAlone(d);
@@ -146,7 +148,8 @@ export class DeadlineScheduler {
   private fireAlone(d: Deadline): void {
     try {
       this.store.tx(() => this.fireOne(d));
-    } catch {
+    } catch (err) {
+      if (classifyStorageError(err)) throw err;
       this.store.tx(() => {
         if (this.store.deadlines.delete(d.id)) this.dropped(d, "handler_failed");
       });
@@ -189,8 +192,16 @@ export class DeadlineScheduler {
     if (!this.running) return;
     try {
       this.fireDue();
-    } finally {
+    } catch (err) {
+      // The store cannot be written (a full disk): nothing fired, nothing was dropped. The
+      // due deadlines fire once it can, instead of the timer spinning on them meanwhile.
+      if (classifyStorageError(err)) {
+        void this.store.health.whenWritableAfter(err).then(() => this.rearm());
+        return;
+      }
       this.rearm();
+      throw err;
     }
+    this.rearm();
   }
 }
