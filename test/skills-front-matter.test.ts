@@ -4,7 +4,7 @@
 // descriptions, and hostile front matter (too large, alias bombs, deep nesting, broken YAML)
 // skips that one skill with a diagnostic and never throws.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cpSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { cpSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   MAX_FRONT_MATTER_ALIASES,
@@ -296,6 +296,20 @@ describe("real published skills", () => {
         expect(byName.has(name), name).toBe(true);
         check(byName.get(name)!);
       }
+    });
+
+    it("each SKILL.md is parsed once until it changes, not once per catalog", async () => {
+      const cache = rt.host.services.skills.skillMdCache;
+      const agentHome = rt.host.agents.get("main").agent_home;
+      const before = cache.parsed;
+      expect((await rt.req("GET", "/agents/main/skills")).status).toBe(200);
+      expect(cache.parsed).toBe(before);
+      const edited = join(agentHome, "skills/ai-engineer/SKILL.md");
+      writeFileSync(edited, "---\nname: ai-engineer\ndescription: 'Edited: it''s new'\n---\n");
+      const res = await rt.req("GET", "/agents/main/skills");
+      expect(cache.parsed).toBe(before + 1);
+      const skill = res.json.skills.find((s: { name: string }) => s.name === "ai-engineer");
+      expect(skill.description).toBe("Edited: it's new");
     });
 
     it("`holon skills install` takes a real skill and lists its description", async () => {

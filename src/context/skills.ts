@@ -90,6 +90,8 @@ export function discoverSkills(opts: {
   agentHome: string;
   workspaceAnchor: string | null;
   userScope: boolean;
+  /** Parsed front matter kept across calls (a SkillService keeps one for its host). */
+  cache?: SkillMdCache;
 }): SkillCatalog {
   const roots: SkillRoot[] = [];
   const skills: SkillEntry[] = [];
@@ -116,7 +118,7 @@ export function discoverSkills(opts: {
         warnings.push(`${root}: more than ${MAX_SKILLS_PER_ROOT} skills; the rest are not listed`);
         break;
       }
-      const parsed = readSkillMd(entrypoint);
+      const parsed = opts.cache ? opts.cache.read(entrypoint) : readSkillMd(entrypoint);
       if ("warning" in parsed) {
         warnings.push(`${entrypoint}: ${parsed.warning}; skipped`);
         continue;
@@ -171,6 +173,46 @@ export function readSkillMd(
   return { name, description: description.slice(0, 1024) };
 }
 
+type SkillMd = ReturnType<typeof readSkillMd>;
+
+/**
+ * Front matter already parsed, by path, for as long as the file keeps its identity, size
+ * and times. The catalog is built for every turn; parsing YAML costs about a microsecond a
+ * byte, so a workspace full of large front matter is parsed once per change, not per turn.
+ */
+export class SkillMdCache {
+  private readonly entries = new Map<string, { stamp: string; result: SkillMd }>();
+  /** Files parsed (not answered from the cache) so far. */
+  parsed = 0;
+
+  private readonly maxEntries: number;
+
+  constructor(maxEntries = 2_048) {
+    this.maxEntries = maxEntries;
+  }
+
+  read(path: string): SkillMd {
+    let stamp: string;
+    try {
+      const st = statSync(path, { bigint: true });
+      stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    } catch {
+      this.entries.delete(path);
+      return readSkillMd(path);
+    }
+    const hit = this.entries.get(path);
+    if (hit?.stamp === stamp) return hit.result;
+    this.parsed++;
+    const result = readSkillMd(path);
+    this.entries.delete(path);
+    if (this.entries.size >= this.maxEntries) {
+      this.entries.delete(this.entries.keys().next().value!);
+    }
+    this.entries.set(path, { stamp, result });
+    return result;
+  }
+}
+
 export type SkillDeps = {
   store: Store;
   /** The user's home, for the user scope (`~/.agents/skills` …). */
@@ -191,6 +233,8 @@ export type ToolCallNote = {
 
 export class SkillService {
   private readonly deps: SkillDeps;
+  /** Front matter parsed by earlier catalogs of this host. */
+  readonly skillMdCache = new SkillMdCache();
 
   constructor(deps: SkillDeps) {
     this.deps = deps;
@@ -221,6 +265,7 @@ export class SkillService {
       // Workspace skills follow the anchor, not a worktree or the shell cwd.
       workspaceAnchor: b.workspace_id === AGENT_HOME_WORKSPACE_ID ? null : b.workspace_anchor,
       userScope: this.seesUserScope(agent),
+      cache: this.skillMdCache,
     });
   }
 
