@@ -30,8 +30,12 @@ const ENGINE = pathToFileURL(
 const CHILD = `
 import { applyPatch } from ${JSON.stringify(ENGINE)};
 const { root, journalDir, patch, point, failAt } = JSON.parse(process.argv[2]);
+// At its point the child stops until the parent kills it. The interval is what keeps it
+// there: a promise that never settles holds nothing open, so without a ref'd handle Node
+// would exit by itself (code 13, unsettled top-level await) whenever the kill came late.
 const hang = async (p) => {
   if (p !== point) return;
+  setInterval(() => {}, 1 << 30);
   process.stdout.write("AT " + p + "\\n");
   await new Promise(() => {});
 };

@@ -6,7 +6,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cleanupHomes, tempHome } from "./helpers/home.ts";
 import { writeFiles } from "./helpers/git-repo.ts";
-import { discoverSkills, parseFrontMatter, MAX_SKILL_MD_BYTES } from "../src/context/skills.ts";
+import { discoverSkills } from "../src/context/skills.ts";
+import { MAX_FRONT_MATTER_BYTES } from "../src/context/front-matter.ts";
 
 afterAll(() => cleanupHomes());
 
@@ -121,7 +122,11 @@ describe("skill discovery", () => {
       join(home, "skills/good/../huge.md"),
       "", // not a skill directory: ignored silently
     );
-    writeFiles(home, { "skills/huge/SKILL.md": skill("huge") + "x".repeat(MAX_SKILL_MD_BYTES) });
+    // The cap is on the front matter; a long body is never read for the catalog.
+    writeFiles(home, {
+      "skills/huge/SKILL.md": skill("huge", "x".repeat(MAX_FRONT_MATTER_BYTES)),
+      "skills/long-body/SKILL.md": skill("long-body") + "x".repeat(4 * MAX_FRONT_MATTER_BYTES),
+    });
     writeFiles(home, { "skills/binary/SKILL.md": "---\nname: binary\ndescription: b\n---\n\0\0" });
     const cat = discoverSkills({
       userHome: tempHome(),
@@ -129,22 +134,12 @@ describe("skill discovery", () => {
       workspaceAnchor: null,
       userScope: false,
     });
-    expect(cat.skills.map((s) => s.name)).toEqual(["good"]);
+    expect(cat.skills.map((s) => s.name)).toEqual(["good", "long-body"]);
     const warned = cat.warnings.join("\n");
     for (const bad of ["no-front-matter", "no-description", "bad-name", "huge", "binary"]) {
       expect(warned).toContain(join(home, "skills", bad, "SKILL.md"));
     }
     expect(warned).toContain("binary content");
-    expect(warned).toContain(`larger than ${MAX_SKILL_MD_BYTES} bytes`);
-  });
-
-  it("front matter: quoted values and folded descriptions", () => {
-    expect(
-      parseFrontMatter(
-        "---\nname: 'quoted'\ndescription: >\n  first line\n  second line\nother: x\n---\nbody",
-      ),
-    ).toEqual({ name: "quoted", description: "first line second line", other: "x" });
-    expect(parseFrontMatter("no front matter")).toBeNull();
-    expect(parseFrontMatter("---\nname: x\n")).toBeNull();
+    expect(warned).toContain(`front matter larger than ${MAX_FRONT_MATTER_BYTES} bytes`);
   });
 });

@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import {
   closeSync,
   cpSync,
+  fstatSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -31,10 +32,11 @@ import {
 import type { RunObserver } from "../agent/runtime.ts";
 import type { Store } from "../store/db.ts";
 import { executionBinding, isInside } from "../workspace/roots.ts";
+import { MAX_FRONT_MATTER_BYTES, parseFrontMatter } from "./front-matter.ts";
 import { promptFile, type PromptContributor } from "./section.ts";
 
-/** A SKILL.md larger than this is skipped. */
-export const MAX_SKILL_MD_BYTES = 64 * 1024;
+/** Bytes read past the front matter cap: room for the `---` lines around the block. */
+const HEAD_SLACK_BYTES = 1024;
 /** Skills read from one root at most; prompt lines at most. */
 const MAX_SKILLS_PER_ROOT = 200;
 const MAX_PROMPT_SKILLS = 100;
@@ -88,6 +90,8 @@ export function discoverSkills(opts: {
   agentHome: string;
   workspaceAnchor: string | null;
   userScope: boolean;
+  /** Parsed front matter kept across calls (a SkillService keeps one for its host). */
+  cache?: SkillMdCache;
 }): SkillCatalog {
   const roots: SkillRoot[] = [];
   const skills: SkillEntry[] = [];
@@ -114,7 +118,7 @@ export function discoverSkills(opts: {
         warnings.push(`${root}: more than ${MAX_SKILLS_PER_ROOT} skills; the rest are not listed`);
         break;
       }
-      const parsed = readSkillMd(entrypoint);
+      const parsed = opts.cache ? opts.cache.read(entrypoint) : readSkillMd(entrypoint);
       if ("warning" in parsed) {
         warnings.push(`${entrypoint}: ${parsed.warning}; skipped`);
         continue;
@@ -136,53 +140,77 @@ export function discoverSkills(opts: {
 export function readSkillMd(
   path: string,
 ): { name: string | undefined; description: string } | { warning: string } {
+  // Only the head is read: the front matter is capped, the body is never loaded here.
+  const head = Buffer.alloc(MAX_FRONT_MATTER_BYTES + HEAD_SLACK_BYTES);
+  let got: number;
   let size: number;
   try {
-    size = statSync(path).size;
+    const fd = openSync(path, "r");
+    try {
+      size = fstatSync(fd).size;
+      got = readSync(fd, head, 0, head.length, 0);
+    } finally {
+      closeSync(fd);
+    }
   } catch (err) {
     return { warning: `unreadable (${(err as Error).message})` };
   }
-  if (size > MAX_SKILL_MD_BYTES) return { warning: `larger than ${MAX_SKILL_MD_BYTES} bytes` };
-  const buf = Buffer.alloc(size);
-  const fd = openSync(path, "r");
-  try {
-    readSync(fd, buf, 0, size, 0);
-  } finally {
-    closeSync(fd);
-  }
+  const buf = head.subarray(0, got);
   if (buf.includes(0)) return { warning: "binary content" };
-  const text = buf.toString("utf8").replace(/^\uFEFF/, "");
-  const fm = parseFrontMatter(text);
+  const fm = parseFrontMatter(buf.toString("utf8"), { truncated: size > got });
   if (!fm) return { warning: "no front matter (--- name/description --- block)" };
-  const description = fm.description?.trim();
+  if (!fm.ok) return { warning: fm.error };
+  const { name: rawName, description: rawDescription } = fm.data;
+  if (rawDescription !== undefined && typeof rawDescription !== "string")
+    return { warning: "the description is not text" };
+  const description = rawDescription?.trim();
   if (!description) return { warning: "front matter has no description" };
-  const name = fm.name?.trim();
+  if (rawName !== undefined && typeof rawName !== "string")
+    return { warning: "the name is not text" };
+  const name = rawName?.trim();
   if (name !== undefined && !SKILL_NAME.test(name))
-    return { warning: `invalid skill name '${name}'` };
+    return { warning: `invalid skill name '${name.slice(0, 80)}'` };
   return { name, description: description.slice(0, 1024) };
 }
 
-/** A small YAML subset: `key: value` lines, quoted values, and folded `>`/`|` blocks. */
-export function parseFrontMatter(text: string): Record<string, string> | null {
-  const lines = text.split(/\r?\n/);
-  if (lines[0]?.trim() !== "---") return null;
-  const end = lines.findIndex((l, i) => i > 0 && l.trim() === "---");
-  if (end < 0) return null;
-  const out: Record<string, string> = {};
-  for (let i = 1; i < end; i++) {
-    const m = /^([A-Za-z0-9_-]+):\s*(.*)$/.exec(lines[i]!);
-    if (!m) continue;
-    let value = m[2]!.trim();
-    if (value === ">" || value === "|" || value === ">-" || value === "|-") {
-      const block: string[] = [];
-      while (i + 1 < end && /^\s+/.test(lines[i + 1]!)) block.push(lines[++i]!.trim());
-      value = block.join(value.startsWith(">") ? " " : "\n");
-    } else if (/^(["']).*\1$/.test(value)) {
-      value = value.slice(1, -1);
-    }
-    out[m[1]!] = value;
+type SkillMd = ReturnType<typeof readSkillMd>;
+
+/**
+ * Front matter already parsed, by path, for as long as the file keeps its identity, size
+ * and times. The catalog is built for every turn; parsing YAML costs about a microsecond a
+ * byte, so a workspace full of large front matter is parsed once per change, not per turn.
+ */
+export class SkillMdCache {
+  private readonly entries = new Map<string, { stamp: string; result: SkillMd }>();
+  /** Files parsed (not answered from the cache) so far. */
+  parsed = 0;
+
+  private readonly maxEntries: number;
+
+  constructor(maxEntries = 2_048) {
+    this.maxEntries = maxEntries;
   }
-  return out;
+
+  read(path: string): SkillMd {
+    let stamp: string;
+    try {
+      const st = statSync(path, { bigint: true });
+      stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    } catch {
+      this.entries.delete(path);
+      return readSkillMd(path);
+    }
+    const hit = this.entries.get(path);
+    if (hit?.stamp === stamp) return hit.result;
+    this.parsed++;
+    const result = readSkillMd(path);
+    this.entries.delete(path);
+    if (this.entries.size >= this.maxEntries) {
+      this.entries.delete(this.entries.keys().next().value!);
+    }
+    this.entries.set(path, { stamp, result });
+    return result;
+  }
 }
 
 export type SkillDeps = {
@@ -205,6 +233,8 @@ export type ToolCallNote = {
 
 export class SkillService {
   private readonly deps: SkillDeps;
+  /** Front matter parsed by earlier catalogs of this host. */
+  readonly skillMdCache = new SkillMdCache();
 
   constructor(deps: SkillDeps) {
     this.deps = deps;
@@ -235,6 +265,7 @@ export class SkillService {
       // Workspace skills follow the anchor, not a worktree or the shell cwd.
       workspaceAnchor: b.workspace_id === AGENT_HOME_WORKSPACE_ID ? null : b.workspace_anchor,
       userScope: this.seesUserScope(agent),
+      cache: this.skillMdCache,
     });
   }
 

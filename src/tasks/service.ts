@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { appendFileSync, existsSync, statfsSync } from "node:fs";
 import { classifyStorageError } from "../store/health.ts";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { FailureArtifact } from "../domain/provider.ts";
 import {
@@ -38,6 +38,8 @@ import {
 
 /** Characters of output kept in a terminal snapshot and in the task_result message. */
 const SNAPSHOT_CHARS = 8_000;
+/** A process directory named like a task id (see processDir). */
+const TASK_ID = /^task_[A-Za-z0-9]+$/;
 
 import { executionSnapshot } from "../workspace/roots.ts";
 import type { AgentRecord } from "../domain/agent.ts";
@@ -97,10 +99,21 @@ export class TaskService implements AgentOwnedWork {
     ensureSpawner(commandEnvOf(this.policy));
   }
 
-  /** Directory for a new process of this agent. */
+  /**
+   * Directory for a new process of this agent, named by a fresh id. A process that may
+   * become a task (`prefix` "task") is named by the id the task will carry, so a task's
+   * output folder is `processes/<task id>`; one that finishes first leaves that id unused.
+   */
   processDir(agentHome: string, prefix: string): string {
     // startProcess creates it, parents included.
     return join(agentHome, ".holon", "processes", this.store.ids.next(prefix));
+  }
+
+  /** The id a task adopting `handle` gets: its directory's name when that is a free task id. */
+  private taskIdFor(handle: ProcessHandle): string {
+    const name = basename(handle.dir);
+    if (TASK_ID.test(name) && !this.store.tasks.get(name)) return name;
+    return this.store.ids.next("task");
   }
 
   /** Start a command directly as a task (operator surfaces: HTTP and `holon task`). */
@@ -132,7 +145,7 @@ export class TaskService implements AgentOwnedWork {
     const store = this.store;
     const now = store.clock.now().toISOString();
     const task: TaskRecord = {
-      id: store.ids.next("task"),
+      id: this.taskIdFor(handle),
       agent_id: spec.agent_id,
       kind: "command_task",
       status: "running",

@@ -62,6 +62,7 @@ export const execCommandBatchTool: ToolDefinition<typeof Input> = {
           tty: false,
           accepts_input: false,
           yield_time_ms: item.yield_time_ms ?? DEFAULT_YIELD_MS,
+          promotable: false,
         });
         if (run.state === "running") {
           await stopProcess(run.handle, { graceMs: 500 });

@@ -78,6 +78,8 @@ export async function runCommand(
     tty: boolean;
     accepts_input: boolean;
     yield_time_ms: number;
+    /** It may become a task: its directory is then named by the task's id. */
+    promotable: boolean;
   },
 ): Promise<CommandRun> {
   const started = performance.now();
@@ -86,7 +88,7 @@ export async function runCommand(
     handle = startProcess({
       cmd: input.cmd,
       cwd: input.workdir,
-      dir: ctx.tasks.processDir(ctx.agent.agent_home, "proc"),
+      dir: ctx.tasks.processDir(ctx.agent.agent_home, input.promotable ? "task" : "proc"),
       shell: input.shell,
       login: input.login,
       tty: input.tty,
@@ -216,6 +218,7 @@ export const execCommandTool: ToolDefinition<typeof Input> = {
       ...identity,
       accepts_input: input.accepts_input ?? false,
       yield_time_ms: input.yield_time_ms ?? DEFAULT_YIELD_MS,
+      promotable: true,
     });
     if (run.state === "exited") {
       return { summary_text: exitSummary(run.exit), result: completedResult(run, chars) };
