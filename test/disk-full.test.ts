@@ -139,6 +139,7 @@ describe.skipIf(!IS_ROOT)("a full disk under a running host", () => {
     await call(url, "POST", "/control/runtime/shutdown", auth);
     await new Promise((r) => proc.once("exit", r));
     expect(proc.exitCode).toBe(0);
+    // The outage's own event, logged as the disk came back, reaches the log.
     const log = readFileSync(join(home, "logs", "holon.log"), "utf8");
     expect(log).toContain("storage_outage");
     checkAcknowledged(home, acked);

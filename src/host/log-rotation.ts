@@ -69,6 +69,7 @@ export class LogFile {
   private failingSince = 0;
   private reported = false;
   private droppedSinceReport = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
   private flushWaiters: (() => void)[] = [];
   private ended = false;
   private rotateFailedAt = 0;
@@ -117,8 +118,9 @@ export class LogFile {
       clearTimeout(timer);
       cb();
     };
+    // Kept referenced: a host that awaits this flush on its way out stays alive for it (at
+    // most FLUSH_TIMEOUT_MS), so a retry after a failed write can still land.
     const timer = setTimeout(finish, FLUSH_TIMEOUT_MS);
-    timer.unref?.();
     this.flushWaiters.push(finish);
     this.pump();
   }
@@ -127,6 +129,7 @@ export class LogFile {
   end(cb?: () => void): void {
     this.flush(() => {
       this.ended = true;
+      if (this.retryTimer) clearTimeout(this.retryTimer);
       this.closeFd();
       cb?.();
     });
@@ -151,12 +154,18 @@ export class LogFile {
       return;
     }
     if (this.fd === null) {
-      if (Date.now() - this.failingSince < RETRY_MS) {
-        // still in the pause after a failure: these lines go, counted
-        this.lost(this.buffer.length);
-        this.buffer = [];
-        this.buffered = 0;
-        this.settleFlushes();
+      const wait = this.failingSince + RETRY_MS - Date.now();
+      if (wait > 0) {
+        // Still in the pause after a failure: keep the lines (write() bounds the buffer and
+        // counts what it drops) and try again when the pause ends, so the lines logged as
+        // the disk comes back (the outage's own event) are not lost to the pause.
+        if (!this.retryTimer) {
+          this.retryTimer = setTimeout(() => {
+            this.retryTimer = null;
+            this.pump();
+          }, wait);
+          this.retryTimer.unref?.();
+        }
         return;
       }
       if (!this.open()) {
