@@ -3,7 +3,9 @@
 // is minted when a public agent is created (once at start for an agent that never had one),
 // not by the first surface that shows it.
 import { afterAll, describe, expect, it } from "vitest";
-import { cleanupHomes, startRuntime, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { openSse } from "./helpers/sse.ts";
 import type { TurnExecutor } from "../src/agent/runtime.ts";
 
@@ -32,7 +34,14 @@ function snapshot(rt: TestRuntime): Record<string, number> {
 
 describe("reads change nothing", () => {
   it("every GET route in /openapi.json leaves row counts and event_seq unchanged", async () => {
-    const rt = await startRuntime({ executor: () => parked });
+    // With metrics on, so /metrics answers too.
+    const home = tempHome();
+    writeFileSync(
+      join(home, "config.json"),
+      JSON.stringify({ telemetry: { metrics: { enabled: true } } }),
+      { mode: 0o600 },
+    );
+    const rt = await startRuntime({ home, executor: () => parked });
     try {
       rt.host.lifecycle.control("main", "pause");
       expect((await rt.req("POST", "/control/agents/helper/create", {})).status).toBe(201);
