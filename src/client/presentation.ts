@@ -746,10 +746,18 @@ export function elapsed(msCount: number): string {
   return `${Math.floor(secs / 60)} min ${String(secs % 60).padStart(2, "0")} s`;
 }
 
-/** The activity line at `nowMs`: `running ExecCommand: npm test · 4.2 s`, or null when idle. */
-export function renderActivity(s: ActivityState, nowMs: number): string | null {
+/**
+ * The activity line at `nowMs`: `running ExecCommand: npm test · 4.2 s`, or null when idle.
+ * With `maxChars`, the label is cut so that the clock always shows.
+ */
+export function renderActivity(s: ActivityState, nowMs: number, maxChars?: number): string | null {
   if (!s.current) return null;
-  return `${s.current.label} · ${elapsed(nowMs - Date.parse(s.current.since))}`;
+  const clock = ` · ${elapsed(nowMs - Date.parse(s.current.since))}`;
+  let label = s.current.label;
+  if (maxChars !== undefined && label.length + clock.length > maxChars) {
+    label = label.slice(0, Math.max(1, maxChars - clock.length - 1)) + "…";
+  }
+  return label + clock;
 }
 
 function taskLabel(t: TaskSnapshot): string {

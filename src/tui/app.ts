@@ -581,7 +581,7 @@ export function App(props: TuiProps): ReactElement {
   const shown = visible.slice(Math.max(0, visibleCount - back - convRows), visibleCount - back);
   const line = (key: string, text: string, style: Record<string, unknown> = {}) =>
     h(Box, { key, height: 1, flexShrink: 0 }, h(Text, { wrap: "truncate-end", ...style }, text));
-  const activityText = renderActivity(activity, now);
+  const activityText = renderActivity(activity, now, width - 3);
   return h(
     Box,
     { flexDirection: "column", height, width },
