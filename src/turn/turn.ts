@@ -11,7 +11,12 @@ import {
   type TokenUsage,
 } from "../domain/provider.ts";
 import type { TurnOutcome } from "../domain/closure.ts";
-import { previewArguments, type EventPayload, type EventType, type NewEvent } from "../domain/events.ts";
+import {
+  previewArguments,
+  type EventPayload,
+  type EventType,
+  type NewEvent,
+} from "../domain/events.ts";
 import type {
   NewTranscriptEntry,
   TranscriptData,
