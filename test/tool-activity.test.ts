@@ -5,7 +5,7 @@
 // clock keeps moving: `holon run`'s progress line is watched in a real terminal (tmux).
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   IDLE,
   nextActivity,
@@ -32,6 +32,10 @@ import { Tmux } from "./helpers/tmux.ts";
 
 const fake = useFakeProvider();
 const cleanup: (() => unknown)[] = [];
+beforeEach(() => {
+  // A reply a failed test left behind must not be played to the next one.
+  expect(fake.pending()).toBe(0);
+});
 afterEach(async () => {
   for (const f of cleanup.splice(0)) await f();
 });

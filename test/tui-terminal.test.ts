@@ -5,7 +5,7 @@
 // its clock moves while the command runs. Without a terminal, `holon tui` says so in one line.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { reply } from "./fake-provider/server.ts";
 import { HOLON_BIN, runCli, startRuntime, tempHome, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -13,6 +13,10 @@ import { Tmux } from "./helpers/tmux.ts";
 
 const fake = useFakeProvider();
 const open: { tmux?: Tmux; rt?: TestRuntime }[] = [];
+beforeEach(() => {
+  // A reply a failed test left behind must not be played to the next one.
+  expect(fake.pending()).toBe(0);
+});
 afterEach(async () => {
   for (const o of open.splice(0)) {
     o.tmux?.close();
@@ -63,9 +67,10 @@ describe("holon tui in a terminal", () => {
     await tmux.waitScreen((s) => s.includes("· live"), "live");
     expect(tmux.alternateOn()).toBe(false);
     await fiftyEvents(tmux, rt);
-    expect(headers(tmux.scrollback())).toHaveLength(1);
+    const held = tmux.scrollback();
+    expect(headers(held), held).toHaveLength(1);
     // The frame is one row short of the terminal: nothing was pushed into the scrollback.
-    expect(tmux.scrollback().trimEnd().split("\n").length).toBeLessThanOrEqual(ROWS);
+    expect(held.trimEnd().split("\n").length, held).toBeLessThanOrEqual(ROWS);
 
     tmux.type("/quit");
     await tmux.waitScreen(() => tmux.exitStatus() !== undefined, "the console to exit");
@@ -109,7 +114,7 @@ describe("holon tui in a terminal", () => {
     expect(tmux.alternateOn()).toBe(true);
     await fiftyEvents(tmux, rt);
     expect(headers(tmux.screen())).toHaveLength(1);
-    expect(headers(tmux.scrollback())).toHaveLength(1);
+    expect(headers(tmux.scrollback()), tmux.scrollback()).toHaveLength(1);
 
     tmux.type("/quit");
     await tmux.waitScreen(() => tmux.exitStatus() !== undefined, "the console to exit");

@@ -4,7 +4,7 @@
 // switched to the alternate screen, and the command's exit status once it is gone (the pane
 // stays after exit). Keys go in through tmux, as typed.
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempHome, waitFor } from "./home.ts";
 
@@ -16,12 +16,16 @@ export class Tmux {
     this.target = target;
   }
 
-  /** Start `argv` in a `cols`×`rows` pane with `env` added to this process's environment. */
+  /**
+   * Start `argv` in a `cols`×`rows` pane with `env` added to this process's environment, in
+   * `cwd` (by default an empty temp dir, so nothing the command does lands in the checkout).
+   */
   static start(
     argv: string[],
-    opts: { cols?: number; rows?: number; env?: Record<string, string> } = {},
+    opts: { cols?: number; rows?: number; env?: Record<string, string>; cwd?: string } = {},
   ): Tmux {
     const dir = tempHome("holon-tmux-");
+    const cwd = opts.cwd ?? mkdtempSync(join(dir, "cwd-"));
     const socket = join(dir, "sock");
     const conf = join(dir, "tmux.conf");
     writeFileSync(
@@ -49,6 +53,8 @@ export class Tmux {
         String(opts.cols ?? 100),
         "-y",
         String(opts.rows ?? 24),
+        "-c",
+        cwd,
         `sh ${quote(script)}`,
       ],
       { env: { ...process.env, TMUX: "" } },
