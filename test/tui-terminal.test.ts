@@ -2,7 +2,8 @@
 // events the pane's scrollback holds exactly one header, on the primary screen
 // (tui.alternate_screen never) as on the alternate screen (auto, the default), which is left
 // on /quit with the shell's screen restored. The activity line names the running command and
-// its clock moves while the command runs. Without a terminal, `holon tui` says so in one line.
+// its clock moves while the command runs; PgUp and PgDn scroll the conversation. Without a
+// terminal, `holon tui` says so in one line.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -115,6 +116,17 @@ describe("holon tui in a terminal", () => {
     await fiftyEvents(tmux, rt);
     expect(headers(tmux.screen())).toHaveLength(1);
     expect(headers(tmux.scrollback()), tmux.scrollback()).toHaveLength(1);
+    // The history is in the console, not in the terminal: PgUp scrolls it back, PgDn returns.
+    tmux.key("PPage");
+    const back = await tmux.waitScreen((s) => s.includes("scrolled back"), "scrolled back");
+    expect(back).not.toContain("tidy corner 50 of");
+    expect(back).toMatch(/tidy corner 4\d of/);
+    expect(headers(back)).toHaveLength(1);
+    tmux.key("NPage");
+    await tmux.waitScreen(
+      (s) => s.includes("tidy corner 50 of") && !s.includes("scrolled back"),
+      "back at the newest",
+    );
 
     tmux.type("/quit");
     await tmux.waitScreen(() => tmux.exitStatus() !== undefined, "the console to exit");

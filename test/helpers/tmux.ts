@@ -100,6 +100,11 @@ export class Tmux {
     if (enter) this.tmux("send-keys", "-t", this.target, "Enter");
   }
 
+  /** Press a key by its tmux name (`PPage`, `NPage`, `Escape`, `C-c`). */
+  key(name: string): void {
+    this.tmux("send-keys", "-t", this.target, name);
+  }
+
   /** Wait until the screen satisfies `check` (bounded); returns that screen. */
   async waitScreen(
     check: (screen: string) => boolean,
