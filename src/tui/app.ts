@@ -18,8 +18,8 @@ import {
   noPaint,
   parseDisplayLevel,
   presentEvent,
-  renderActivity,
   presentTranscriptEntry,
+  renderActivity,
   renderItem,
   shows,
   type ActivityState,
@@ -154,6 +154,9 @@ export function App(props: TuiProps): ReactElement {
   const { exit } = useApp();
   const [agentId, setAgentId] = useState<string | undefined>(props.agentId);
   const [display, setDisplay] = useState<DisplayLevel>(props.display ?? "info");
+  // The stream's handler outlives renders: it reads the level through a ref.
+  const displayRef = useRef(display);
+  displayRef.current = display;
   const [items, setItems] = useState<PresentationItem[]>([]);
   const [input, setInputState] = useState("");
   // Keys can arrive faster than renders: the composer's text lives in a ref as well.
@@ -278,8 +281,11 @@ export function App(props: TuiProps): ReactElement {
         maxDelayMs: 1000,
         onEvent: (e) => {
           if (e.type === "agent_state_changed") setAgentStatus(String(e.payload.to));
-          setItems((prev) => [...prev, presentEvent(e)].slice(-MAX_ITEMS));
+          const it = presentEvent(e);
+          setItems((prev) => [...prev, it].slice(-MAX_ITEMS));
           setActivity((prev) => nextActivity(prev, e));
+          // Scrolled back, the view stays on what the operator is reading.
+          if (shows(it, displayRef.current)) setScroll((n) => (n > 0 ? n + 1 : n));
           refreshSoon();
         },
         onNotice: (n) => {
@@ -615,14 +621,12 @@ export function App(props: TuiProps): ReactElement {
     ),
     line(
       "activity",
-      activityText
-        ? `● ${activityText}`
-        : back > 0
-          ? `scrolled back ${back} item(s); PgDn returns`
-          : `○ idle${agentStatus ? ` (${agentStatus})` : ""}`,
+      activityText ? `● ${activityText}` : `○ idle${agentStatus ? ` (${agentStatus})` : ""}`,
       activityText ? { color: "cyan" } : { dimColor: true },
     ),
-    line("notice", notice || " ", { dimColor: true }),
+    line("notice", back > 0 ? `scrolled back ${back} item(s); PgDn returns` : notice || " ", {
+      dimColor: true,
+    }),
     h(
       Box,
       { key: "composer", height: 1, flexShrink: 0 },
