@@ -6,7 +6,10 @@
 // `info` results, failures and what needs attention; `verbose` activity (assistant text,
 // tools, tasks, work); `debug` adds runtime detail (provider rounds, state changes, ids);
 // `trace` is the raw event, for inspection only. The switch is exhaustive over the catalog:
-// a new event kind does not compile until it says how it is shown.
+// a new event kind does not compile until it says how it is shown. Two things more live
+// here so that every surface agrees: what a tool call is about (`toolSubject`: the command,
+// the patched files, the work item or child), and the live activity line folded from the
+// stream (`nextActivity`, `renderActivity`) that `run`'s progress and the TUI draw.
 import { styleText } from "node:util";
 import { assertNever } from "../domain/errors.ts";
 import { parseEvent, type CatalogEvent, type EventEnvelope } from "../domain/events.ts";
