@@ -282,35 +282,42 @@ describe("tool rows", () => {
     expect(tdebug.stdout).toContain("  command:\n  printf 'alpha\\n'\n    echo   beta");
   }, 60_000);
 
-  it("holon run's progress line names the running command and its clock keeps moving", async () => {
-    const home = tempHome();
-    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-    const go = join(tempHome("holon-go-"), "go");
-    const cmd = `while [ ! -e ${go} ]; do sleep 0.05; done; echo released`;
-    fake.enqueue(reply.tools([{ name: "ExecCommand", arguments: { cmd } }]));
-    fake.enqueue(reply.text("the wait is over"));
-    const tmux = Tmux.start(
-      [process.execPath, HOLON_BIN, "run", "wait for the file", "--home", home],
-      {
-        cols: 160,
-        rows: 10,
-        env: { HOLON_CONTROL_TOKEN: "" },
-      },
-    );
-    cleanup.push(() => tmux.close());
-    const line = (s: string) =>
-      /\[(\d+\.\d)s\] running ExecCommand: while \[ ! -e .* · (\d+\.\d) s/.exec(s);
-    const first = line(await tmux.waitScreen((s) => Boolean(line(s)), "the progress line"))!;
-    const later = line(
-      await tmux.waitScreen((s) => {
-        const now = line(s);
-        return Boolean(now && now[1] !== first[1] && now[2] !== first[2]);
-      }, "both clocks moving"),
-    )!;
-    expect(Number(later[2])).toBeGreaterThan(Number(first[2]));
-    writeFileSync(go, "");
-    await tmux.waitScreen(() => tmux.exitStatus() !== undefined, "the run to end");
-    expect(tmux.exitStatus()).toBe(0);
-    expect(tmux.scrollback(), tmux.scrollback()).toContain("the wait is over");
-  }, 60_000);
+  it.each([
+    ["in process", false],
+    ["through a running host", true],
+  ])(
+    "holon run's progress line (%s) names the running command and its clock keeps moving",
+    async (_how, withHost) => {
+      const home = tempHome();
+      await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+      if (withHost) {
+        const rt = await startRuntime({ home });
+        cleanup.push(() => rt.close());
+      }
+      const go = join(tempHome("holon-go-"), "go");
+      const cmd = `while [ ! -e ${go} ]; do sleep 0.05; done; echo released`;
+      fake.enqueue(reply.tools([{ name: "ExecCommand", arguments: { cmd } }]));
+      fake.enqueue(reply.text("the wait is over"));
+      const tmux = Tmux.start(
+        [process.execPath, HOLON_BIN, "run", "wait for the file", "--home", home],
+        { cols: 160, rows: 10, env: { HOLON_CONTROL_TOKEN: "" } },
+      );
+      cleanup.push(() => tmux.close());
+      const line = (s: string) =>
+        /\[(\d+\.\d)s\] running ExecCommand: while \[ ! -e .* · (\d+\.\d) s/.exec(s);
+      const first = line(await tmux.waitScreen((s) => Boolean(line(s)), "the progress line"))!;
+      const later = line(
+        await tmux.waitScreen((s) => {
+          const now = line(s);
+          return Boolean(now && now[1] !== first[1] && now[2] !== first[2]);
+        }, "both clocks moving"),
+      )!;
+      expect(Number(later[2])).toBeGreaterThan(Number(first[2]));
+      writeFileSync(go, "");
+      await tmux.waitScreen(() => tmux.exitStatus() !== undefined, "the run to end");
+      expect(tmux.exitStatus(), tmux.scrollback()).toBe(0);
+      expect(tmux.scrollback(), tmux.scrollback()).toContain("the wait is over");
+    },
+    60_000,
+  );
 });
