@@ -272,10 +272,10 @@ describe("tool rows", () => {
       env: { NO_COLOR: "1" },
     });
     expect(transcript.code, transcript.stderr).toBe(0);
-    expect(transcript.stdout).toContain("ExecCommand\n");
     expect(transcript.stdout).toMatch(
-      /ExecCommand {2}printf 'alpha\\n' echo beta · command exited|ExecCommand\n {2}/,
+      /ExecCommand {2}printf 'alpha\\n' echo beta · command exited with status 0\n {2}Process exited with code 0/,
     );
+    expect(transcript.stdout).toContain("ApplyPatch  notes/todo.md · applied patch to 1 file");
     const tdebug = await runCli(["transcript", "main", "--home", home, "--display", "debug"], {
       env: { NO_COLOR: "1" },
     });

@@ -915,13 +915,16 @@ function clock(ts: string): string {
  * envelope instead: render it with `renderTrace`.
  */
 export function renderItem(it: PresentationItem, level: DisplayLevel, paint: Paint): string {
-  // A body that says no more than the summary is not repeated under it.
+  // A body that says no more than the summary is not repeated under it; a summary that is
+  // the body's first line is not repeated above it. A tool row keeps both: what the call
+  // was about, then what it returned.
   const body = it.body?.trim() && it.body.trim() !== it.summary ? it.body.trimEnd() : null;
+  const opensBody = body !== null && body.trimStart().startsWith(it.summary.replace(/…$/, ""));
   const head =
     paint("meta", clock(it.ts)) +
     " " +
     paint(it.tone === "dim" ? "dim" : it.tone, it.title) +
-    (it.summary && !body ? "  " + it.summary : "");
+    (it.summary && !opensBody ? "  " + it.summary : "");
   const lines = [head];
   if (body) {
     const bodyLines = body.split("\n");
