@@ -554,14 +554,15 @@ export function patchFiles(patch: string): string[] {
     const name = f?.trim().replace(/\t.*$/, "");
     if (name && name !== "/dev/null" && !files.includes(name)) files.push(name);
   };
+  // a deleted file shows only on its `---` line
+  const deletes = patch.includes("\n+++ /dev/null");
   for (const line of patch.split("\n")) {
     const codex = /^\*\*\* (?:Add|Update|Delete) File: (.+)$/.exec(line);
     if (codex) add(codex[1]);
     const plus = /^\+\+\+ (?:b\/)?(.+)$/.exec(line);
     if (plus) add(plus[1]);
-    const minus = /^--- (?:a\/)?(.+)$/.exec(line);
-    // a deleted file shows only on its `---` line
-    if (minus && patch.includes(`+++ /dev/null`)) add(minus[1]);
+    const minus = deletes ? /^--- (?:a\/)?(.+)$/.exec(line) : null;
+    if (minus) add(minus[1]);
   }
   return files;
 }
