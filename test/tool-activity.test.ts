@@ -63,6 +63,13 @@ describe("what a tool call is about", () => {
     ["ApplyPatch", args({ patch: PATCH }), null, "notes/todo.md", PATCH],
     [
       "ApplyPatch",
+      args({ patch: "--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n" }),
+      null,
+      "old.txt",
+      "--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-gone\n",
+    ],
+    [
+      "ApplyPatch",
       args({ patch: "--- a/a.ts\n+++ b/a.ts\n@@\n-x\n+y\n--- a/b.ts\n+++ b/b.ts\n@@\n-x\n+y\n" }),
       { files: [{ path: "src/a.ts" }, { path: "src/b.ts" }] },
       "src/a.ts, src/b.ts",
