@@ -14,9 +14,24 @@ const REPORT = `import { getCompileCacheDir } from "node:module";
 process.stdout.write(JSON.stringify({ entry: import.meta.filename, cache: getCompileCacheDir() ?? null }));
 `;
 
-/** Churns through arrays, keeping some 16 MB alive, so V8 runs full collections. */
-const CHURN = `const keep = [];
-for (let i = 0; i < 1000; i++) { keep.push(new Array(20000).fill({ i })); if (keep.length > 100) keep.shift(); }
+/**
+ * Churns through arrays, keeping some 16 MB alive, until V8 has run three full collections
+ * (seen through the gc performance entries, so a loaded machine that schedules collections
+ * late only makes it churn longer), at most 20,000 rounds.
+ */
+const CHURN = `import { PerformanceObserver, constants } from "node:perf_hooks";
+let major = 0;
+const obs = new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) major++;
+});
+obs.observe({ entryTypes: ["gc"] });
+const keep = [];
+for (let i = 0; i < 20000 && major < 3; i++) {
+  keep.push(new Array(20000).fill({ i }));
+  if (keep.length > 100) keep.shift();
+  if (i % 50 === 49) await new Promise((r) => setImmediate(r));
+}
+obs.disconnect();
 `;
 
 const dirs: string[] = [];
