@@ -30,6 +30,8 @@ describe("holon tui", () => {
     const frame = () => ui.lastFrame() ?? "";
     try {
       await waitFor(() => frame().includes("· live"), { what: "live" });
+      // A fixed-height frame, one row short of the (given) terminal height.
+      expect(frame().split("\n")).toHaveLength(39);
       // The state line: the active workspace and its projection, the queue, the access mode.
       await waitFor(
         () => /workspace \S+ \(canonical_root\) · queue 0 · access local over unix/.test(frame()),

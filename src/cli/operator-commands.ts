@@ -90,6 +90,10 @@ export function registerOperatorCommands(program: Command): void {
     .option("--display <level>", "info (default), verbose or debug; /display 3|4|5 inside")
     .option("--connect <url>", "a remote host's URL (http://host:port); needs its token")
     .option("--token-file <path>", "with --connect: read the control token from a file")
+    .option(
+      "--alternate-screen <mode>",
+      "auto (default: on a terminal whose TERM is not dumb), always or never; overrides tui.alternate_screen",
+    )
     .addOption(home())
     .addOption(token())
     .action(action(async (agent, opts) => (await import("./tui.ts")).tui(agent, opts)));

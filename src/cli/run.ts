@@ -8,11 +8,16 @@ import type { RunOnceOptions, RunOnceResponse, RunProgress } from "../host/run-o
 import { resolveHome } from "../host/paths.ts";
 import type { CatalogEvent } from "../domain/events.ts";
 import {
+  IDLE,
+  nextActivity,
+  oneLine,
   painter,
   parseDisplayLevel,
   presentEvent,
+  renderActivity,
   renderItem,
   shows,
+  type ActivityState,
   type DisplayLevel,
 } from "../client/presentation.ts";
 import { tryConnect } from "./connect.ts";
@@ -86,7 +91,8 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
   // Human output: either a progress line rewritten in place, or (--display) the run's events
   // as the presentation layer shows them, on stderr so stdout stays the answer.
   const live = process.stderr.isTTY && format === "text" && !display;
-  const progress = live ? progressPrinter() : () => {};
+  const line = live ? progressLine() : undefined;
+  const progress = line ? line.progress : () => {};
   const paint = painter(process.stderr);
   const onEvent: ((e: CatalogEvent) => void) | undefined =
     format === "stream-json"
@@ -96,7 +102,7 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
             const it = presentEvent(e);
             if (shows(it, display)) process.stderr.write(renderItem(it, display, paint) + "\n");
           }
-        : undefined;
+        : line?.event;
 
   // Ctrl-C: the first aborts the turn (its commands are stopped) and exits non-zero once it
   // has; a second one exits at once.
@@ -122,6 +128,7 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     }
   } finally {
     process.off("SIGINT", onSigint);
+    line?.stop();
     if (live) process.stderr.write("\r\x1b[K");
   }
   if (format === "json") printJson(result);
@@ -264,13 +271,34 @@ function remoteRun(
   });
 }
 
-/** One status line on the terminal, rewritten in place. */
-function progressPrinter(): (p: RunProgress) => void {
+/**
+ * One status line on the terminal, rewritten in place: the run's clock, then what runs now
+ * (the presentation layer's activity line, from the run's events) with its own clock. Both
+ * keep moving while a tool runs: the line is redrawn every 100 ms, not only on events.
+ */
+function progressLine() {
   const started = Date.now();
-  return (p) => {
-    const secs = ((Date.now() - started) / 1000).toFixed(1);
-    const detail = (p.detail ?? p.phase).replace(/\s+/g, " ");
-    const width = (process.stderr.columns ?? 100) - 12;
-    process.stderr.write(`\r\x1b[K[${secs}s] ${detail.slice(0, Math.max(20, width))}`);
+  let activity: ActivityState = IDLE;
+  let fallback = "starting";
+  const draw = () => {
+    const secs = `[${((Date.now() - started) / 1000).toFixed(1)}s] `;
+    const width = Math.max(40, (process.stderr.columns ?? 100) - 1 - secs.length);
+    const detail = renderActivity(activity, Date.now(), width) ?? oneLine(fallback, width);
+    process.stderr.write(`\r\x1b[K${secs}${detail}`);
+  };
+  const timer = setInterval(draw, 100);
+  timer.unref();
+  return {
+    progress: (p: RunProgress) => {
+      fallback = p.detail ?? p.phase;
+      // Ctrl-C: what runs is being stopped, say that instead.
+      if (p.phase === "aborting") activity = IDLE;
+      draw();
+    },
+    event: (e: CatalogEvent) => {
+      activity = nextActivity(activity, e);
+      draw();
+    },
+    stop: () => clearInterval(timer),
   };
 }

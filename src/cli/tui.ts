@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ClientError, HolonClient } from "../client/client.ts";
+import { loadConfig } from "../host/config.ts";
 import { resolveHome } from "../host/paths.ts";
 import { controlToken, tryConnect } from "./connect.ts";
 import { CliError } from "./output.ts";
@@ -28,7 +29,10 @@ type TuiFlags = {
   tokenFile?: string;
   display?: string;
   connect?: string;
+  alternateScreen?: string;
 };
+
+const SCREEN_MODES = ["auto", "always", "never"];
 
 /** The host and port of a `--connect` URL (plain http: the control plane speaks no TLS). */
 export function parseConnectUrl(raw: string): { host: string; port: number; url: string } {
@@ -110,20 +114,36 @@ async function checkRemote(target: { host: string; port: number; url: string }, 
   }
 }
 
+/** Ink needs raw keys from a terminal and draws to one: without it, one line and stop. */
+function needTerminal(): void {
+  if (process.stdin.isTTY && process.stdout.isTTY) return;
+  // One line, no hint: a script that started it by mistake has one line to read.
+  throw new CliError(
+    `holon tui needs a terminal (its ${process.stdin.isTTY ? "output" : "input"} is not one); to follow an agent in a pipe or a log, use holon tail -f`,
+  );
+}
+
 export async function tui(agent: string | undefined, flags: TuiFlags): Promise<void> {
+  if (flags.alternateScreen !== undefined && !SCREEN_MODES.includes(flags.alternateScreen)) {
+    throw new CliError("--alternate-screen must be auto, always or never");
+  }
   const home = resolveHome(flags.home);
-  const args = [TUI_MAIN, "--home", home];
+  // The flag, else tui.alternate_screen from this home's config (auto when unset or unreadable).
+  const screen = flags.alternateScreen ?? loadConfig(home).values.tui.alternate_screen;
+  const args = [TUI_MAIN, "--home", home, "--alternate-screen", screen];
   const env = { ...process.env };
   if (flags.connect !== undefined) {
     const target = parseConnectUrl(flags.connect);
     const token = remoteToken(flags);
     await checkRemote(target, token);
+    needTerminal();
     args.push("--connect", target.url);
     env.HOLON_CONTROL_TOKEN = token;
   } else {
     if (flags.tokenFile !== undefined) {
       throw new CliError("--token-file is for --connect; a local console finds its token itself");
     }
+    needTerminal();
     if (!tryConnect(flags)) {
       process.stderr.write(
         `holon: no runtime is running for ${home} yet; the console waits for one (holon daemon start)\n`,

@@ -6,7 +6,10 @@
 // `info` results, failures and what needs attention; `verbose` activity (assistant text,
 // tools, tasks, work); `debug` adds runtime detail (provider rounds, state changes, ids);
 // `trace` is the raw event, for inspection only. The switch is exhaustive over the catalog:
-// a new event kind does not compile until it says how it is shown.
+// a new event kind does not compile until it says how it is shown. Two things more live
+// here so that every surface agrees: what a tool call is about (`toolSubject`: the command,
+// the patched files, the work item or child), and the live activity line folded from the
+// stream (`nextActivity`, `renderActivity`) that `run`'s progress and the TUI draw.
 import { styleText } from "node:util";
 import { assertNever } from "../domain/errors.ts";
 import { parseEvent, type CatalogEvent, type EventEnvelope } from "../domain/events.ts";
@@ -52,6 +55,8 @@ export type PresentationItem = {
   body: string | null;
   /** Extra detail for `debug`: ids, durations, token usage. */
   detail: string | null;
+  /** Text shown only at `debug` (under the body): a tool call's full command or arguments. */
+  debug_body: string | null;
 };
 
 const RANK: Record<DisplayLevel, number> = { info: 0, verbose: 1, debug: 2, trace: 3 };
@@ -85,7 +90,12 @@ function item(
   category: Category,
   title: string,
   summary: string,
-  more: { tone?: Tone; body?: string | null; detail?: string | null } = {},
+  more: {
+    tone?: Tone;
+    body?: string | null;
+    detail?: string | null;
+    debugBody?: string | null;
+  } = {},
 ): Shape {
   return {
     visibility,
@@ -95,6 +105,7 @@ function item(
     summary,
     body: more.body ?? null,
     detail: more.detail ?? null,
+    debug_body: more.debugBody ?? null,
   };
 }
 
@@ -267,28 +278,31 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
       });
     case "assistant_round_recorded": {
       const text = e.payload.text_preview.trim();
+      const calls = e.payload.tool_calls
+        ? e.payload.tool_calls.map((c) => callLabel(c.tool_name, c.arguments_preview))
+        : e.payload.tool_requests;
       if (!text) {
-        return item("debug", "assistant", "Tool calls", e.payload.tool_requests.join(", "), {
-          tone: "dim",
-        });
+        return item("debug", "assistant", "Tool calls", calls.join(", "), { tone: "dim" });
       }
       return item("verbose", "assistant", "Assistant", firstLine(text), {
         body: text,
-        detail: e.payload.tool_requests.length
-          ? `then ${e.payload.tool_requests.join(", ")}`
-          : null,
+        detail: calls.length ? `then ${calls.join(", ")}` : null,
       });
     }
     case "tool_executed":
-      return item("verbose", "tool", e.payload.tool_name, e.payload.summary_text, {
-        detail: `${ms(e.payload.duration_ms)}, call ${e.payload.call_id}`,
+    case "tool_execution_failed": {
+      const p = e.payload;
+      const subject = toolSubject(p.tool_name, p.arguments_preview, p.envelope.result);
+      const failed = e.type === "tool_execution_failed";
+      return item("verbose", "tool", p.tool_name, withSubject(subject.short, p.summary_text), {
+        tone: failed ? "warn" : "plain",
+        body: failed ? (p.tool_error?.recovery_hint ?? null) : null,
+        detail: failed
+          ? `${ms(p.duration_ms)}, ${p.tool_error?.kind ?? p.error ?? "error"}, call ${p.call_id}`
+          : `${ms(p.duration_ms)}, call ${p.call_id}`,
+        debugBody: subject.full,
       });
-    case "tool_execution_failed":
-      return item("verbose", "tool", e.payload.tool_name, e.payload.summary_text, {
-        tone: "warn",
-        body: e.payload.tool_error?.recovery_hint ?? null,
-        detail: `${ms(e.payload.duration_ms)}, ${e.payload.tool_error?.kind ?? e.payload.error ?? "error"}`,
-      });
+    }
     case "turn_terminal":
       return item(
         e.payload.kind === "aborted" ? "info" : "debug",
@@ -534,6 +548,251 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
   }
 }
 
+// ---------------------------------------------------------------------------
+// What a tool call is about. Shared by tool rows (tail, transcript, run --display, the TUI)
+// and the live activity line (run's progress, the TUI), so every surface names a call the
+// same way. Arguments arrive as the JSON text the model sent, possibly cut short (events carry
+// a bounded preview), so every reader here tolerates text that does not parse.
+
+const SUBJECT_CHARS = 80;
+
+/** A command or text on one line: whitespace runs become one space, cut with an ellipsis. */
+export function oneLine(text: string, max = SUBJECT_CHARS): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? line.slice(0, max - 1) + "…" : line;
+}
+
+function parseArgs(raw: string | undefined): Record<string, unknown> | undefined {
+  if (!raw) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    return v && typeof v === "object" && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const text = (v: unknown): string | undefined => (typeof v === "string" && v ? v : undefined);
+
+/** The files a patch names (`*** Update File:` headers or unified `---`/`+++` lines). */
+export function patchFiles(patch: string): string[] {
+  const files: string[] = [];
+  const add = (f: string | undefined) => {
+    const name = f?.trim().replace(/\t.*$/, "");
+    if (name && name !== "/dev/null" && !files.includes(name)) files.push(name);
+  };
+  // a deleted file shows only on its `---` line
+  const deletes = patch.includes("\n+++ /dev/null");
+  for (const line of patch.split("\n")) {
+    const codex = /^\*\*\* (?:Add|Update|Delete) File: (.+)$/.exec(line);
+    if (codex) add(codex[1]);
+    const plus = /^\+\+\+ (?:b\/)?(.+)$/.exec(line);
+    if (plus) add(plus[1]);
+    const minus = deletes ? /^--- (?:a\/)?(.+)$/.exec(line) : null;
+    if (minus) add(minus[1]);
+  }
+  return files;
+}
+
+function fileList(files: string[]): string {
+  const shown = files.slice(0, 4).join(", ");
+  return files.length > 4 ? `${shown} and ${files.length - 4} more` : shown;
+}
+
+/**
+ * What a call of `tool` is about: `short` for one line (the command shortened, the files a
+ * patch touches, the work item, task or child named), `full` for `debug` (the whole command,
+ * the patch as far as it was kept), or null when `short` says it all.
+ */
+export function toolSubject(
+  tool: string,
+  rawArgs: string | undefined,
+  result?: Record<string, unknown> | null,
+): { short: string; full: string | null } {
+  const a = parseArgs(rawArgs);
+  const done = (short: string, full: string | null = null) => ({
+    short,
+    full: full && full.trim() !== short ? full : null,
+  });
+  if (!a) {
+    // Cut short or freeform: say what can be read from the raw text.
+    if (!rawArgs) return done("");
+    if (tool === "ApplyPatch") {
+      const files = patchFiles(rawArgs.replaceAll("\\n", "\n"));
+      if (files.length) return done(fileList(files), rawArgs);
+    }
+    return done(oneLine(rawArgs), rawArgs);
+  }
+  const workdir = text(a.workdir);
+  switch (tool) {
+    case "ExecCommand": {
+      const cmd = text(a.cmd) ?? "";
+      return done(
+        oneLine(cmd),
+        `command:\n${cmd}` + (workdir ? `\nworkdir: ${workdir}` : "") + (a.tty ? "\ntty" : ""),
+      );
+    }
+    case "ExecCommandBatch": {
+      const cmds = (Array.isArray(a.items) ? a.items : []).map(
+        (i) => text((i as Record<string, unknown> | null)?.cmd) ?? "?",
+      );
+      return done(
+        `${cmds.length} command${cmds.length === 1 ? "" : "s"}: ${oneLine(cmds.join("; "))}`,
+        cmds.map((c, i) => `${i + 1}. ${c}`).join("\n"),
+      );
+    }
+    case "ApplyPatch": {
+      const fromResult = Array.isArray(result?.files)
+        ? (result.files as { path?: unknown; operation?: unknown }[])
+            .map((f) => text(f.path))
+            .filter((f): f is string => Boolean(f))
+        : [];
+      const patch = text(a.patch) ?? "";
+      const files = fromResult.length ? fromResult : patchFiles(patch);
+      return done(files.length ? fileList(files) : "(no file named)", patch);
+    }
+    case "CreateWorkItem":
+      return done(oneLine(text(a.objective) ?? "", 60));
+    case "UpdateWorkItem":
+    case "PickWorkItem":
+    case "CompleteWorkItem":
+    case "GetWorkItem": {
+      const id = text(a.work_item_id) ?? "the current work item";
+      const objective = text(a.objective);
+      return done(objective ? `${id}: ${oneLine(objective, 50)}` : id);
+    }
+    case "SpawnAgent": {
+      const child = text(result?.agent_id) ?? text(result?.child_agent_id) ?? text(a.agent_id);
+      const job = text(a.initial_message);
+      const parts = [child, job ? `"${oneLine(job, 50)}"` : undefined].filter(Boolean);
+      return done(parts.join(" ") || text(a.preset) || "", job ?? null);
+    }
+    case "AgentGet":
+      return done(text(a.agent_id) ?? "itself");
+    case "TaskInput":
+    case "TaskStop":
+    case "TaskStatus":
+    case "TaskOutput":
+      return done(text(a.task_id) ?? "");
+    case "UseWorkspace":
+      return done(
+        [text(a.path) ?? text(a.workspace_id), text(a.mode)].filter(Boolean).join(" ") || "",
+      );
+    case "MemorySearch":
+      return done(a.query !== undefined ? `"${oneLine(String(a.query), 60)}"` : "");
+    case "MemoryGet":
+      return done(text(a.source_ref) ?? "");
+    case "Sleep":
+      return done(typeof a.duration_ms === "number" ? ms(a.duration_ms) : "");
+    default: {
+      // A tool this version does not know (or one without arguments): its first text field.
+      const first = Object.values(a).find((v) => typeof v === "string" && v.trim());
+      return done(first ? oneLine(first as string) : "", Object.keys(a).length ? rawArgs : null);
+    }
+  }
+}
+
+/** `ExecCommand (npm test)`: a call named with its subject, for lists of calls. */
+function callLabel(tool: string, rawArgs: string | undefined): string {
+  const { short } = toolSubject(tool, rawArgs);
+  return short ? `${tool} (${short})` : tool;
+}
+
+function withSubject(subject: string, summary: string): string {
+  return subject ? `${subject} · ${summary}` : summary;
+}
+
+// ---------------------------------------------------------------------------
+// The live activity line: what the agent is doing right now and since when, folded from the
+// event stream. `run`'s progress line and the TUI draw it with a clock that keeps moving.
+
+export type Activity = {
+  /** `running ExecCommand: npm test`, `asking the model`, … */
+  label: string;
+  /** When it started (the event's time). */
+  since: string;
+};
+
+export type ActivityState = {
+  current: Activity | null;
+  /** The calls of the last model round that have not finished yet, in order. */
+  pending: { call_id: string; label: string }[];
+};
+
+export const IDLE: ActivityState = { current: null, pending: [] };
+
+function runningLabel(tool: string, rawArgs: string | undefined): string {
+  const { short } = toolSubject(tool, rawArgs);
+  return `running ${tool}${short ? `: ${short}` : ""}`;
+}
+
+/** The activity after event `e`; events that change nothing return `s` itself. */
+export function nextActivity(s: ActivityState, e: EventEnvelope): ActivityState {
+  const known = parseEvent(e);
+  if (!known) return s;
+  const at = (label: string, pending = s.pending): ActivityState => ({
+    current: { label, since: e.ts },
+    pending,
+  });
+  switch (known.type) {
+    case "message_processing_started":
+      return at("working", []);
+    case "turn_context_built":
+      return at("asking the model", []);
+    case "provider_retry_scheduled":
+      return { current: null, pending: [] };
+    case "assistant_round_recorded": {
+      const p = known.payload;
+      const pending = p.tool_calls
+        ? p.tool_calls.map((c) => ({
+            call_id: c.call_id,
+            label: runningLabel(c.tool_name, c.arguments_preview),
+          }))
+        : p.tool_requests.map((name, i) => ({ call_id: `#${i}`, label: `running ${name}` }));
+      return pending.length ? at(pending[0]!.label, pending) : at("answering", []);
+    }
+    case "tool_executed":
+    case "tool_execution_failed": {
+      const id = known.payload.call_id;
+      const i = s.pending.findIndex((c) => c.call_id === id || c.call_id.startsWith("#"));
+      const pending = i >= 0 ? [...s.pending.slice(0, i), ...s.pending.slice(i + 1)] : s.pending;
+      return pending.length ? at(pending[0]!.label, pending) : at("asking the model", []);
+    }
+    case "turn_terminal":
+    case "message_processed":
+    case "message_interrupted":
+    case "closure_decided":
+    case "runtime_error":
+      return s.current || s.pending.length ? IDLE : s;
+    default:
+      return s;
+  }
+}
+
+/** `4.2 s`, `3 min 07 s`. */
+export function elapsed(msCount: number): string {
+  const n = Math.max(0, msCount);
+  if (n < 60_000) return `${(n / 1000).toFixed(1)} s`;
+  const secs = Math.floor(n / 1000);
+  return `${Math.floor(secs / 60)} min ${String(secs % 60).padStart(2, "0")} s`;
+}
+
+/**
+ * The activity line at `nowMs`: `running ExecCommand: npm test · 4.2 s`, or null when idle.
+ * With `maxChars`, the label is cut so that the clock always shows.
+ */
+export function renderActivity(s: ActivityState, nowMs: number, maxChars?: number): string | null {
+  if (!s.current) return null;
+  const clock = ` · ${elapsed(nowMs - Date.parse(s.current.since))}`;
+  let label = s.current.label;
+  if (maxChars !== undefined && label.length + clock.length > maxChars) {
+    label = label.slice(0, Math.max(1, maxChars - clock.length - 1)) + "…";
+  }
+  return label + clock;
+}
+
 function taskLabel(t: TaskSnapshot): string {
   return t.summary ?? firstLine(t.command?.cmd ?? t.child_supervision?.child_agent_id ?? t.task_id);
 }
@@ -581,7 +840,9 @@ export function presentTranscriptEntry(e: StoredTranscriptEntry): PresentationIt
     }
     case "assistant_round": {
       const d = known.data;
-      const tools = d.tool_calls.map((c) => c.name ?? c.type).join(", ");
+      const tools = d.tool_calls
+        .map((c) => (c.name ? callLabel(c.name, c.arguments) : c.type))
+        .join(", ");
       const detail = `round ${d.round}, ${d.model_ref}, ${usageText(d.token_usage)}, stop ${d.stop_reason}`;
       if (!d.text.trim()) {
         return {
@@ -602,13 +863,21 @@ export function presentTranscriptEntry(e: StoredTranscriptEntry): PresentationIt
     }
     case "tool_execution": {
       const d = known.data;
+      const subject = toolSubject(d.tool_name, d.arguments, d.envelope.result);
       return {
         ...head,
-        ...item("verbose", "tool", d.tool_name, d.envelope.summary_text, {
-          tone: d.envelope.status === "error" ? "warn" : "plain",
-          body: d.rendered,
-          detail: `${ms(d.duration_ms)}, arguments ${d.arguments.length > 400 ? d.arguments.slice(0, 400) + "…" : d.arguments}`,
-        }),
+        ...item(
+          "verbose",
+          "tool",
+          d.tool_name,
+          withSubject(subject.short, d.envelope.summary_text),
+          {
+            tone: d.envelope.status === "error" ? "warn" : "plain",
+            body: d.rendered,
+            detail: `${ms(d.duration_ms)}, call ${d.call_id}`,
+            debugBody: subject.full,
+          },
+        ),
       };
     }
     case "turn_terminal": {
@@ -676,13 +945,16 @@ function clock(ts: string): string {
  * envelope instead: render it with `renderTrace`.
  */
 export function renderItem(it: PresentationItem, level: DisplayLevel, paint: Paint): string {
-  // A body that says no more than the summary is not repeated under it.
+  // A body that says no more than the summary is not repeated under it; a summary that is
+  // the body's first line is not repeated above it. A tool row keeps both: what the call
+  // was about, then what it returned.
   const body = it.body?.trim() && it.body.trim() !== it.summary ? it.body.trimEnd() : null;
+  const opensBody = body !== null && body.trimStart().startsWith(it.summary.replace(/…$/, ""));
   const head =
     paint("meta", clock(it.ts)) +
     " " +
     paint(it.tone === "dim" ? "dim" : it.tone, it.title) +
-    (it.summary && !body ? "  " + it.summary : "");
+    (it.summary && !opensBody ? "  " + it.summary : "");
   const lines = [head];
   if (body) {
     const bodyLines = body.split("\n");
@@ -690,6 +962,9 @@ export function renderItem(it: PresentationItem, level: DisplayLevel, paint: Pai
     for (const l of bodyLines.slice(0, max)) lines.push("  " + l);
     if (bodyLines.length > max)
       lines.push(paint("meta", `  … ${bodyLines.length - max} more line(s)`));
+  }
+  if ((level === "debug" || level === "trace") && it.debug_body) {
+    for (const l of it.debug_body.trimEnd().split("\n")) lines.push(paint("dim", "  " + l));
   }
   if (level === "debug" || level === "trace") {
     const meta = [`#${it.seq} ${it.source_event_kind}`, it.detail].filter(Boolean).join("  ");

@@ -116,7 +116,48 @@ const ToolExecutionPayload = z.object({
   tool_error: ToolError.optional(),
   /** What the model was shown for the failure. */
   error: z.string().optional(),
+  /** The call's arguments as the model sent them, bounded (see `ToolCallPreview`). */
+  arguments_preview: z.string().optional(),
 });
+
+/**
+ * A tool call as events carry it: its arguments as the model sent them when they fit in
+ * 4 KiB, otherwise re-serialized with long strings cut (still JSON when the model's was).
+ * The transcript keeps the arguments whole; this is what operator surfaces summarize.
+ */
+export const ToolCallPreview = z.object({
+  call_id: z.string(),
+  tool_name: z.string(),
+  arguments_preview: z.string(),
+});
+export type ToolCallPreview = z.infer<typeof ToolCallPreview>;
+
+export const MAX_ARGUMENTS_PREVIEW_CHARS = 4096;
+const MAX_PREVIEW_STRING_CHARS = 1024;
+
+/** The bounded `arguments_preview` of a call's raw arguments (linear in their length). */
+export function previewArguments(args: string): string {
+  const max = MAX_ARGUMENTS_PREVIEW_CHARS;
+  if (args.length <= max) return args;
+  const clip = (v: unknown, depth: number): unknown => {
+    if (typeof v === "string")
+      return v.length > MAX_PREVIEW_STRING_CHARS ? v.slice(0, MAX_PREVIEW_STRING_CHARS) + "…" : v;
+    if (depth > 4 || v === null || typeof v !== "object") return v;
+    if (Array.isArray(v)) return v.slice(0, 32).map((x) => clip(x, depth + 1));
+    return Object.fromEntries(
+      Object.entries(v)
+        .slice(0, 32)
+        .map(([k, x]) => [k, clip(x, depth + 1)]),
+    );
+  };
+  try {
+    const shorter = JSON.stringify(clip(JSON.parse(args), 0));
+    if (shorter.length <= max) return shorter;
+  } catch {
+    // not JSON (a freeform tool's input): cut below
+  }
+  return args.slice(0, max) + "…";
+}
 
 const TurnOutcomeKind = z.enum([
   "settled",
@@ -361,6 +402,8 @@ export const EventBody = z.discriminatedUnion("type", [
     round: z.number().int(),
     text_preview: z.string(),
     tool_requests: z.array(z.string()),
+    /** The calls of this round with their arguments (absent in logs of older versions). */
+    tool_calls: z.array(ToolCallPreview).optional(),
   }),
   kind("tool_executed", ToolExecutionPayload.shape),
   kind("tool_execution_failed", ToolExecutionPayload.shape),

@@ -9,16 +9,20 @@
 // restarts (client/follow.ts). Written with createElement: Node strips types, not JSX.
 import { resolve } from "node:path";
 import { createElement as h, useEffect, useRef, useState, type ReactElement } from "react";
-import { Box, Text, useApp, useInput } from "ink";
+import { Box, Text, useApp, useInput, useWindowSize } from "ink";
 import type { HolonClient } from "../client/client.ts";
 import { followEvents } from "../client/follow.ts";
 import {
+  IDLE,
+  nextActivity,
   noPaint,
   parseDisplayLevel,
   presentEvent,
   presentTranscriptEntry,
+  renderActivity,
   renderItem,
   shows,
+  type ActivityState,
   type DisplayLevel,
   type PresentationItem,
 } from "../client/presentation.ts";
@@ -31,9 +35,24 @@ export type TuiProps = {
   connect: () => HolonClient | undefined;
   agentId?: string | undefined;
   display?: DisplayLevel | undefined;
-  /** Conversation rows kept on screen. */
+  /** The terminal's height and width (default: the terminal's, followed on resize). */
   rows?: number;
+  columns?: number;
 };
+
+/** `tui.alternate_screen`: `auto` is the alternate screen on a terminal whose TERM is not dumb. */
+export function wantsAlternateScreen(
+  setting: string | undefined,
+  out: { isTTY?: boolean | undefined },
+  term: string | undefined,
+): boolean {
+  if (setting === "always") return true;
+  if (setting === "never") return false;
+  return Boolean(out.isTTY) && term !== "dumb";
+}
+
+/** Lines of the frame that are not the conversation: header, state, activity, notice, composer. */
+const CHROME_ROWS = 5;
 
 type Overlay =
   | "agents"
@@ -68,6 +87,7 @@ const HELP = [
   "Alt+Enter         interject into the running turn (or /interject <text>)",
   "Esc               close an overlay",
   "/display 3|4|5    info, verbose or debug (also the names)",
+  "PgUp / PgDn       scroll the conversation back and forward",
   "/agent <id>       switch agent",
   "/agents /transcript /events /tasks /work /timers /workspaces /actions /help   overlays",
   "/children [id]    lineage and private children of the agent (or of id), with their tasks",
@@ -134,6 +154,9 @@ export function App(props: TuiProps): ReactElement {
   const { exit } = useApp();
   const [agentId, setAgentId] = useState<string | undefined>(props.agentId);
   const [display, setDisplay] = useState<DisplayLevel>(props.display ?? "info");
+  // The stream's handler outlives renders: it reads the level through a ref.
+  const displayRef = useRef(display);
+  displayRef.current = display;
   const [items, setItems] = useState<PresentationItem[]>([]);
   const [input, setInputState] = useState("");
   // Keys can arrive faster than renders: the composer's text lives in a ref as well.
@@ -150,6 +173,11 @@ export function App(props: TuiProps): ReactElement {
   const [agentState, setAgentState] = useState<AgentStateView | undefined>(undefined);
   const [access, setAccess] = useState("");
   const [stateTick, setStateTick] = useState(0);
+  const [activity, setActivity] = useState<ActivityState>(IDLE);
+  const [now, setNow] = useState(() => Date.now());
+  // How many items the view is scrolled back from the newest (0 follows the stream).
+  const [scroll, setScroll] = useState(0);
+  const size = useWindowSize();
   const clientRef = useRef<HolonClient | undefined>(undefined);
 
   const client = (): HolonClient | undefined => {
@@ -218,6 +246,8 @@ export function App(props: TuiProps): ReactElement {
     if (!agentId) return;
     const ctl = new AbortController();
     setItems([]);
+    setActivity(IDLE);
+    setScroll(0);
     // Nothing of the previous agent stays on screen.
     setAgentStatus("");
     setAgentState(undefined);
@@ -234,7 +264,9 @@ export function App(props: TuiProps): ReactElement {
           .catch(() => undefined);
         if (res) {
           after = res.newest_seq;
-          setItems(res.events.reverse().map(presentEvent));
+          const history = res.events.reverse();
+          setItems(history.map(presentEvent));
+          setActivity(history.reduce(nextActivity, IDLE));
         }
         const st = await c.call<{ status: string }>("GET", `${path}/status`).catch(() => undefined);
         if (st) setAgentStatus(st.status);
@@ -249,7 +281,11 @@ export function App(props: TuiProps): ReactElement {
         maxDelayMs: 1000,
         onEvent: (e) => {
           if (e.type === "agent_state_changed") setAgentStatus(String(e.payload.to));
-          setItems((prev) => [...prev, presentEvent(e)].slice(-MAX_ITEMS));
+          const it = presentEvent(e);
+          setItems((prev) => [...prev, it].slice(-MAX_ITEMS));
+          setActivity((prev) => nextActivity(prev, e));
+          // Scrolled back, the view stays on what the operator is reading.
+          if (shows(it, displayRef.current)) setScroll((n) => (n > 0 ? n + 1 : n));
           refreshSoon();
         },
         onNotice: (n) => {
@@ -265,6 +301,15 @@ export function App(props: TuiProps): ReactElement {
     void run();
     return () => ctl.abort();
   }, [agentId]);
+
+  // The activity line's clock keeps moving while something runs.
+  const busy = activity.current !== null;
+  useEffect(() => {
+    if (!busy) return;
+    setNow(Date.now());
+    const t = setInterval(() => setNow(Date.now()), 200);
+    return () => clearInterval(t);
+  }, [busy]);
 
   const openOverlay = async (which: Overlay, arg = "") => {
     setOverlay(which);
@@ -506,6 +551,8 @@ export function App(props: TuiProps): ReactElement {
       setOverlay(null);
       return;
     }
+    if (key.pageUp) return setScroll((n) => Math.min(n + pageItems, Math.max(0, visibleCount - 1)));
+    if (key.pageDown) return setScroll((n) => Math.max(0, n - pageItems));
     const submit = (interject: boolean) => {
       const text = inputRef.current.trim();
       setInput("");
@@ -528,33 +575,62 @@ export function App(props: TuiProps): ReactElement {
   });
 
   const visible = items.filter((it) => shows(it, display));
-  const rows = props.rows ?? 20;
-  const shown = visible.slice(-rows);
+  // A fixed-height frame, one row short of the terminal: Ink then rewrites it in place, so
+  // the header stays on screen and nothing is reprinted into the scrollback.
+  const height = Math.max(CHROME_ROWS + 1, (props.rows ?? size.rows) - 1);
+  const width = props.columns ?? size.columns;
+  const convRows = height - CHROME_ROWS;
+  const visibleCount = visible.length;
+  const pageItems = Math.max(1, Math.floor(convRows / 2));
+  const back = Math.min(scroll, Math.max(0, visibleCount - 1));
+  // Items wrap to the width; the box keeps the newest rows and cuts older ones at its top.
+  const shown = visible.slice(Math.max(0, visibleCount - back - convRows), visibleCount - back);
+  const line = (key: string, text: string, style: Record<string, unknown> = {}) =>
+    h(Box, { key, height: 1, flexShrink: 0 }, h(Text, { wrap: "truncate-end", ...style }, text));
+  const activityText = renderActivity(activity, now, width - 3);
   return h(
     Box,
-    { flexDirection: "column" },
-    h(
-      Text,
-      { bold: true },
+    { flexDirection: "column", height, width },
+    line(
+      "header",
       `holon · ${agentId ?? "…"}${agentStatus ? ` (${agentStatus})` : ""} · ${display} · ${status}`,
+      { bold: true },
     ),
-    h(Text, { dimColor: true }, stateLine(agentState, access)),
-    overlay
-      ? h(OverlayBox, { title: overlay, lines: overlayLines })
-      : h(
-          Box,
-          { flexDirection: "column" },
-          ...(shown.length
-            ? shown.map((it) =>
-                h(
-                  Text,
-                  { key: `${it.source_event_kind}${it.seq}` },
-                  renderItem(it, display, noPaint),
-                ),
-              )
-            : [h(Text, { key: "empty", dimColor: true }, "(nothing yet at this display level)")]),
-        ),
-    notice ? h(Text, { dimColor: true }, notice) : null,
-    h(Text, null, `› ${input}`),
+    line("state", stateLine(agentState, access), { dimColor: true }),
+    h(
+      Box,
+      {
+        key: "body",
+        flexDirection: "column",
+        height: convRows,
+        flexShrink: 0,
+        overflow: "hidden",
+        justifyContent: overlay ? "flex-start" : "flex-end",
+      },
+      overlay
+        ? h(OverlayBox, { title: overlay, lines: overlayLines })
+        : shown.length
+          ? shown.map((it) =>
+              h(
+                Box,
+                { key: `${it.source_event_kind}${it.seq}`, flexShrink: 0 },
+                h(Text, { wrap: "wrap" }, renderItem(it, display, noPaint)),
+              ),
+            )
+          : h(Text, { dimColor: true }, "(nothing yet at this display level)"),
+    ),
+    line(
+      "activity",
+      activityText ? `● ${activityText}` : `○ idle${agentStatus ? ` (${agentStatus})` : ""}`,
+      activityText ? { color: "cyan" } : { dimColor: true },
+    ),
+    line("notice", back > 0 ? `scrolled back ${back} item(s); PgDn returns` : notice || " ", {
+      dimColor: true,
+    }),
+    h(
+      Box,
+      { key: "composer", height: 1, flexShrink: 0 },
+      h(Text, { wrap: "truncate-start" }, `› ${input}`),
+    ),
   );
 }

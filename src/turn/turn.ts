@@ -11,7 +11,12 @@ import {
   type TokenUsage,
 } from "../domain/provider.ts";
 import type { TurnOutcome } from "../domain/closure.ts";
-import type { EventPayload, EventType, NewEvent } from "../domain/events.ts";
+import {
+  previewArguments,
+  type EventPayload,
+  type EventType,
+  type NewEvent,
+} from "../domain/events.ts";
 import type {
   NewTranscriptEntry,
   TranscriptData,
@@ -367,6 +372,11 @@ class Turn {
           round: this.rounds,
           text_preview: text.length > 280 ? text.slice(0, 280) + "…" : text,
           tool_requests: calls.map((c) => c.name),
+          tool_calls: calls.map((c) => ({
+            call_id: c.call_id,
+            tool_name: c.name,
+            arguments_preview: previewArguments(c.arguments),
+          })),
         });
         const agent = store.agents.get(this.agent.agent_id)!;
         store.agents.put({
@@ -469,6 +479,7 @@ class Turn {
         summary_text: outcome.canonical.summary_text,
         duration_ms: outcome.duration_ms,
         envelope: outcome.canonical,
+        arguments_preview: previewArguments(args),
       };
       if (outcome.canonical.error) {
         payload.tool_error = outcome.canonical.error;
