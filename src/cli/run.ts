@@ -171,13 +171,14 @@ async function localRun(
   try {
     host = RuntimeHost.open({ home, autostartAgents: false });
   } catch (err) {
-    if (err instanceof HolonError) throw new CliError(err.message, err.hint);
+    if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
     throw err;
   }
   try {
     return await runOnce(host, opts, progress, signal, onEvent);
   } catch (err) {
-    if (err instanceof HolonError) throw new CliError(`${err.message} (${err.kind})`, err.hint);
+    if (err instanceof HolonError)
+      throw new CliError(`${err.message} (${err.kind})`, err.operatorHint ?? err.hint);
     throw err;
   } finally {
     await host.shutdown();
