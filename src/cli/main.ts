@@ -23,6 +23,24 @@ program
   .version(version)
   .showHelpAfterError();
 
+// Before any command: a state directory that cannot be one (HOLON_HOME naming a file) is
+// one clear line, not a raw EEXIST or ENOTDIR from whichever command ran into it first.
+program.hook("preAction", async (_program, command) => {
+  const flag = (command.optsWithGlobals() as { home?: unknown }).home;
+  const given = typeof flag === "string" ? flag : process.env.HOLON_HOME;
+  if (!given) return;
+  const { homeProblem } = await import("./connect.ts");
+  const { resolveHome } = await import("../host/paths.ts");
+  const problem = homeProblem(
+    resolveHome(given, {}),
+    typeof flag === "string" ? "--home" : "HOLON_HOME",
+  );
+  if (problem) {
+    process.stderr.write(`error: ${problem}\n`);
+    process.exit(1);
+  }
+});
+
 const home = () =>
   new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
 const token = () => new Option("--token <token>", "control token for a runtime in bearer mode");
