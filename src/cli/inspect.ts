@@ -16,6 +16,7 @@ import {
 } from "../client/presentation.ts";
 import { call, connect, tryConnect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
+import { checkPromptSize, readPrompt } from "./prompt-input.ts";
 import { formatCost } from "./usage.ts";
 import { waitingLines } from "./timer.ts";
 
@@ -97,14 +98,15 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
 }
 
 export async function prompt(
-  text: string,
-  flags: Flags & { agent?: string; priority?: string },
+  words: string[],
+  flags: Flags & { agent?: string; priority?: string; file?: string },
 ): Promise<void> {
-  if (!text.trim()) throw new CliError("the prompt is empty");
-  const client = connect(flags);
-  const agentId = await agentOrDefault(client, flags.agent);
+  const text = await readPrompt({ words, file: flags.file });
   const body: Record<string, unknown> = { text, surface: "cli_prompt" };
   if (flags.priority) body.priority = flags.priority;
+  checkPromptSize(text, body);
+  const client = connect(flags);
+  const agentId = await agentOrDefault(client, flags.agent);
   const res = await call(() =>
     client.call<{ message_id: string; agent_id: string }>(
       "POST",

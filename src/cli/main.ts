@@ -76,7 +76,8 @@ program
 program
   .command("prompt")
   .description("Send an operator prompt to an agent")
-  .argument("<text...>", "prompt text")
+  .argument("[text...]", "prompt text, or - to read it from standard input")
+  .option("--file <path>", "read the prompt from a file")
   .option("--agent <id>", "target agent (default agent when omitted)")
   .addOption(
     new Option("--priority <priority>", "queue priority").choices([
@@ -89,9 +90,7 @@ program
   .addOption(home())
   .addOption(token())
   .addOption(json())
-  .action(
-    action(async (text, opts) => (await import("./inspect.ts")).prompt(text.join(" "), opts)),
-  );
+  .action(action(async (words, opts) => (await import("./inspect.ts")).prompt(words, opts)));
 
 program
   .command("tail")
@@ -119,7 +118,8 @@ program
 program
   .command("run")
   .description("Run one prompt to completion and print the result")
-  .argument("<prompt...>", "what the agent should do")
+  .argument("[prompt...]", "what the agent should do, or - to read it from standard input")
+  .option("--file <path>", "read the prompt from a file")
   .option("--agent <id>", "use this existing public agent instead of a temporary one")
   .option("--create-agent", "create the --agent if it does not exist")
   .option("--max-turns <n>", "limit the number of model rounds")

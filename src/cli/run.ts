@@ -17,6 +17,7 @@ import {
 } from "../client/presentation.ts";
 import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
+import { checkPromptSize, readPrompt } from "./prompt-input.ts";
 
 type RunFlags = {
   agent?: string;
@@ -32,6 +33,7 @@ type RunFlags = {
   trust?: string;
   home?: string;
   token?: string;
+  file?: string;
 };
 
 const TRUST: Record<string, RunOnceOptions["trust"]> = {
@@ -42,8 +44,7 @@ const TRUST: Record<string, RunOnceOptions["trust"]> = {
 };
 
 export async function run(words: string[], flags: RunFlags): Promise<void> {
-  const text = words.join(" ");
-  if (!text.trim()) throw new CliError("the prompt is empty");
+  const text = await readPrompt({ words, file: flags.file });
   const opts: RunOnceOptions = { text };
   if (flags.agent) opts.agent_id = flags.agent;
   if (flags.createAgent) {
@@ -72,6 +73,12 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     if (flags.agent) throw new CliError("give --agent or --resume, not both");
     opts.resume = flags.resume;
   }
+  // The same limit with or without a host: the request /control/run would carry.
+  checkPromptSize(text, {
+    ...opts,
+    workspace_root: opts.workspace_root ?? process.cwd(),
+    stream_events: true,
+  });
   const format = flags.outputFormat ?? (flags.json ? "json" : "text");
   if (format !== "text" && format !== "json" && format !== "stream-json") {
     throw new CliError("--output-format must be text, json or stream-json");
