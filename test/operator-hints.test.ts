@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch } from "../src/tools/registry.ts";
-import { cleanupHomes, runCli, startRuntime, type TestRuntime } from "./helpers/home.ts";
+import { cleanupHomes, runCli, startRuntime, tempHome, type TestRuntime } from "./helpers/home.ts";
 import { toolContext } from "./helpers/tool-context.ts";
 
 const TOOL_NAMES = /\b(TaskList|TaskStatus|ListWorkItems|CreateWorkItem|UseWorkspace)\b/;
@@ -62,6 +62,19 @@ describe("operator hints and model hints", () => {
     expect(tool.recovery_hint).toContain("ListWorkItems");
     const done = await toolError("CompleteWorkItem", { work_item_id: id });
     expect(done.recovery_hint).toContain("CreateWorkItem");
+  });
+
+  it("a --workdir outside the execution root names the root and the attach command", async () => {
+    const outside = tempHome("holon-outside-");
+    const cli = await runCli(["task", "--workdir", outside, "true"], { env: env() });
+    expect(cli.code).toBe(1);
+    const root = rt.host.agents.get("main").agent_home;
+    expect(cli.stderr).toContain(
+      `working directory ${outside} is outside the execution root ${root}`,
+    );
+    expect(cli.stderr).toContain(
+      `hint: attach the directory to the agent first: holon workspace attach main ${outside}`,
+    );
   });
 
   it("a workspace inside the runtime's state directory: the operator is told to pick another", async () => {
