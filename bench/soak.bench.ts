@@ -25,7 +25,6 @@
 // package, and so a user's daemon, runs. A checkout's host carries a few MB more (Node's
 // compile cache holds the stripped sources of every module for the life of the process).
 // Per-sample rows go to bench/results/soak-<time>.json.
-import { execFileSync } from "node:child_process";
 import {
   mkdirSync,
   mkdtempSync,
@@ -41,6 +40,7 @@ import type { SoakLoadConfig, SoakWindow } from "./workers/soak-load.ts";
 import { round, summarize } from "./lib/stats.ts";
 import {
   Worker,
+  configureFakeProvider,
   cpuSeconds,
   descendants,
   dirBytes,
@@ -125,27 +125,6 @@ function rssParts(pid: number): { anon: number; file: number } {
   }
 }
 
-function configure(root: string, home: string, baseUrl: string): void {
-  const bin = join(root, "bin", "holon.js");
-  const run = (args: string[]) =>
-    execFileSync(process.execPath, [bin, ...args, "--home", home], { stdio: "pipe" });
-  run([
-    "config",
-    "providers",
-    "set",
-    "fake",
-    "--transport",
-    "openai_responses",
-    "--base-url",
-    baseUrl,
-    "--credential-source",
-    "none",
-    "--credential-kind",
-    "none",
-  ]);
-  run(["config", "set", "model.default", "fake/soak-model"]);
-}
-
 type WindowStats = {
   turnsPerMin: number;
   cpuMsPerTurn: number;
@@ -217,7 +196,7 @@ const bench: Benchmark = {
     let firstError: string | null = null;
     try {
       const { baseUrl } = await provider.next("ready", 20_000);
-      configure(ctx.root, home, baseUrl);
+      configureFakeProvider(ctx.root, home, baseUrl, "fake/soak-model");
       if (cpuProf) {
         rmSync(profDir, { recursive: true, force: true });
         mkdirSync(profDir, { recursive: true });

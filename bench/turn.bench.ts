@@ -6,36 +6,15 @@
 //    recording its result and building the next request). The cost of spawning `true` alone,
 //    measured in this run from a fresh small process, is subtracted.
 // 2. `holon run --json` for a one-round reply, spawned fresh each time (in-process host).
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEvent, type EventEnvelope } from "../src/domain/events.ts";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
-import { authHeaders, startHolon } from "./lib/proc.ts";
+import { authHeaders, configureFakeProvider, startHolon } from "./lib/proc.ts";
 import { round, summarize } from "./lib/stats.ts";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
-
-function configure(root: string, home: string, baseUrl: string): void {
-  const bin = join(root, "bin", "holon.js");
-  const run = (args: string[]) =>
-    execFileSync(process.execPath, [bin, ...args, "--home", home], { stdio: "pipe" });
-  run([
-    "config",
-    "providers",
-    "set",
-    "fake",
-    "--transport",
-    "openai_responses",
-    "--base-url",
-    baseUrl,
-    "--credential-source",
-    "none",
-    "--credential-kind",
-    "none",
-  ]);
-  run(["config", "set", "model.default", "fake/bench-model"]);
-}
 
 /**
  * Spawning `true` alone, timed in a fresh small Node process: fork cost grows with the
@@ -100,7 +79,7 @@ const bench: Benchmark = {
       // --- 1. per-round overhead -----------------------------------------------------
       const host = await startHolon(ctx.root);
       try {
-        configure(ctx.root, host.home!, fake.baseUrl("openai"));
+        configureFakeProvider(ctx.root, host.home!, fake.baseUrl("openai"), "fake/bench-model");
         const arrivals: number[] = [];
         for (let i = 0; i < rounds; i++) {
           fake.enqueue(() => {
@@ -235,7 +214,7 @@ const bench: Benchmark = {
       // The run works in the current directory, which may not lie inside HOLON_HOME.
       const work = mkdtempSync(join(tmpdir(), "holon-bench-work-"));
       try {
-        configure(ctx.root, home, fake.baseUrl("openai"));
+        configureFakeProvider(ctx.root, home, fake.baseUrl("openai"), "fake/bench-model");
         const runs = ctx.quick ? 5 : 15;
         const times: number[] = [];
         let ok = 0;

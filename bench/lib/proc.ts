@@ -115,6 +115,36 @@ async function spawnServer(
   };
 }
 
+/**
+ * Configure the scripted fake provider (OpenAI Responses wire) for a home through the real
+ * CLI, as a user would, and make `model` (e.g. `fake/bench-model`) the default.
+ */
+export function configureFakeProvider(
+  root: string,
+  home: string,
+  baseUrl: string,
+  model: string,
+): void {
+  const bin = join(root, "bin", "holon.js");
+  const run = (args: string[]) =>
+    execFileSync(process.execPath, [bin, ...args, "--home", home], { stdio: "pipe" });
+  run([
+    "config",
+    "providers",
+    "set",
+    "fake",
+    "--transport",
+    "openai_responses",
+    "--base-url",
+    baseUrl,
+    "--credential-source",
+    "none",
+    "--credential-kind",
+    "none",
+  ]);
+  run(["config", "set", "model.default", model]);
+}
+
 export type HolonOptions = {
   /** Serve this existing home instead of a fresh temporary one (kept when the server stops). */
   home?: string;
