@@ -2,12 +2,12 @@
 // node on the CLI, the `bin/holon.js` launcher run as a program (its sh preamble execs node),
 // and `npx holon` (npm exec, then sh, then the launcher). A terminal's Ctrl-C reaches every
 // process of the foreground process group, so the test signals the group, as the terminal does.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HOLON_BIN, REPO_ROOT, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import { HOLON_BIN, REPO_ROOT, runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { reply } from "./fake-provider/server.ts";
 
@@ -75,7 +75,59 @@ function shellStatus(code: number | null, signal: NodeJS.Signals | null): number
   return code ?? (signal ? 128 + constants.signals[signal] : null);
 }
 
+const hasPython = spawnSync("python3", ["--version"]).status === 0;
+
+/**
+ * A user at a terminal: an interactive bash in a pseudo-terminal runs `command`, Ctrl-C is
+ * typed once the command's pid file exists, and `echo $?` reports what the shell saw.
+ */
+const TERMINAL = String.raw`
+import os, pty, sys, time
+command, pid_file = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+out = b""
+def pump(until, timeout=60):
+    global out
+    end = time.time() + timeout
+    while time.time() < end:
+        if until():
+            return True
+        try:
+            import select
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if r:
+                out += os.read(fd, 65536)
+        except OSError:
+            break
+    return until()
+os.write(fd, (command + "\n").encode())
+pump(lambda: os.path.exists(pid_file) and os.path.getsize(pid_file) > 0)
+os.write(fd, b"\x03")
+os.write(fd, b'echo "STATUS=$?"\n')
+import re
+pump(lambda: re.search(rb"STATUS=\d+", out) is not None)
+os.write(fd, b"exit\n")
+sys.stdout.write(out.decode("utf8", "replace"))
+`;
+
 describe("Ctrl-C of holon run with a host running", () => {
+  it.skipIf(!hasPython)(
+    "typed at a terminal while `npx holon run` works: the shell sees 130",
+    async () => {
+      const pidFile = join(ws, `cmd-${Math.random().toString(36).slice(2)}.pid`);
+      const r = await runCli([], {
+        exec: ["python3", "-c", TERMINAL, `npx --no-install holon run 'LONG ${pidFile}'`, pidFile],
+        env: { HOLON_HOME: home },
+        timeoutMs: 90_000,
+      });
+      const status = /STATUS=(\d+)/.exec(r.stdout)?.[1];
+      expect(status, r.stdout + r.stderr).toBe("130");
+    },
+    120_000,
+  );
+
   it.each(LAUNCHERS)(
     "through %s exits 130 and the host stops the command",
     async (_, argv, extraEnv) => {
