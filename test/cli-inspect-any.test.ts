@@ -79,6 +79,13 @@ describe("inspecting private and temporary agents", () => {
     });
     expect(twin.status).toBe(200);
 
+    // Operator input is refused, but the refusal says what the agent is and what to do.
+    const start = await cli(["agent", "start", id]);
+    expect(start.code).toBe(1);
+    expect(start.stderr).toContain("the temporary agent of a holon run");
+    expect(start.stderr).toContain(`holon run --resume ${id}`);
+    expect(start.stderr).not.toContain("create it first");
+
     fake.enqueue(reply.text("second answer"));
     const resumed = await cli(["run", "--json", "--resume", id, "and again"]);
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -117,6 +124,10 @@ describe("inspecting private and temporary agents", () => {
       const status = await cli(["status", child, "--json"]);
       expect(status.code, status.stderr).toBe(0);
       expect(JSON.parse(status.stdout)).toMatchObject({ agent_id: child, visibility: "private" });
+      const input = await cli(["prompt", "--agent", child, "hello"]);
+      expect(input.code).toBe(1);
+      expect(input.stderr).toContain("a child of main");
+      expect(input.stderr).not.toContain("create it first");
       const get = await cli(["agent", "get", child, "--json"]);
       expect(get.code, get.stderr).toBe(0);
       expect(JSON.parse(get.stdout).identity.lineage_parent_agent_id).toBe("main");
