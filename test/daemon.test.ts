@@ -64,6 +64,21 @@ describe("holon daemon", () => {
     });
     expect(st.json.activity.state).toBe("idle");
     expect(typeof st.json.uptime_s).toBe("number");
+    // The plain form shows every field docs/cli.md lists for it.
+    const plain = (await daemon(home, "status")).stdout;
+    for (const field of [
+      `home:      ${home}`,
+      `state:     running, pid ${pid} (daemon), up `,
+      "health:    ok",
+      `endpoint:  http://${st.json.http_addr}  socket ${st.json.socket_path}`,
+      "access:    local",
+      `version:   ${st.json.version}`,
+      `--access local  token: generated  fingerprint ${st.json.config_fingerprint}`,
+      "activity:  idle:",
+      "last turn failure: none",
+      "last daemon failure: none",
+    ])
+      expect(plain, field).toContain(field);
 
     // Restart with a changed access mode replaces the process.
     const re = await daemon(home, "restart", "--port", "0", "--access", "tunnel", "--json");

@@ -473,21 +473,31 @@ export async function status(flags: { home?: string; json?: boolean }): Promise<
       `access:    ${live.access ?? "?"}${live.advertise_url ? `  advertised as ${live.advertise_url}` : ""}`,
       `version:   ${out.version}`,
     );
+    if (managed) {
+      const o = daemon!.options;
+      lines.push(
+        `options:   --host ${o.host} --port ${o.port} --access ${o.access}` +
+          `${o.advertise ? ` --advertise ${o.advertise}` : ""}  token: ${o.token_source}` +
+          `  fingerprint ${daemon!.fingerprint}`,
+      );
+    }
     if (runtime?.activity) {
       const a = runtime.activity as Record<string, number | string>;
       lines.push(
         `activity:  ${a.state}: ${a.active_agent_count} agents active, ${a.processing_agent_count} processing, ${a.waiting_agent_count} waiting, ${a.active_task_count} tasks`,
       );
     }
-    if (runtime?.last_failure)
-      lines.push(
-        `last turn failure: ${runtime.last_failure.occurred_at} ${runtime.last_failure.summary}`,
-      );
-  }
-  if (failure)
     lines.push(
-      `last ${failure.phase} failure: ${failure.occurred_at} ${failure.summary} (${failure.detail_hint})`,
+      runtime?.last_failure
+        ? `last turn failure: ${runtime.last_failure.occurred_at} ${runtime.last_failure.summary}`
+        : "last turn failure: none",
     );
+  }
+  lines.push(
+    failure
+      ? `last ${failure.phase} failure: ${failure.occurred_at} ${failure.summary} (${failure.detail_hint})`
+      : "last daemon failure: none",
+  );
   lines.push(`logs:      ${paths.logFile}  (holon daemon logs)`);
   process.stdout.write(lines.join("\n") + "\n");
 }

@@ -16,18 +16,26 @@ import {
 } from "../client/presentation.ts";
 import { call, connect, tryConnect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
+import { checkPromptSize, readPrompt } from "./prompt-input.ts";
 import { formatCost } from "./usage.ts";
 import { waitingLines } from "./timer.ts";
 
 type Flags = ClientFlags & { json?: boolean };
 
-function agentPath(agent: string | undefined): string {
-  return agent ? `/agents/${encodeURIComponent(agent)}` : "";
+/**
+ * The operator's read path for an agent: the /control twin, which names any agent
+ * `agent list --all` shows (private children, finished run agents), not only public ones.
+ */
+function operatorPath(agentId: string): string {
+  return `/control/agents/${encodeURIComponent(agentId)}`;
 }
 
 export async function status(agent: string | undefined, flags: Flags): Promise<void> {
   const client = connect(flags);
-  const s = await call(() => client.call<Record<string, any>>("GET", `${agentPath(agent)}/status`));
+  const agentId = await agentOrDefault(client, agent);
+  const s = await call(() =>
+    client.call<Record<string, any>>("GET", `${operatorPath(agentId)}/status`),
+  );
   if (flags.json) return printJson(s);
   const usage = s.token_usage ?? {};
   const lines = [
@@ -105,14 +113,15 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
 }
 
 export async function prompt(
-  text: string,
-  flags: Flags & { agent?: string; priority?: string },
+  words: string[],
+  flags: Flags & { agent?: string; priority?: string; file?: string },
 ): Promise<void> {
-  if (!text.trim()) throw new CliError("the prompt is empty");
-  const client = connect(flags);
-  const agentId = await agentOrDefault(client, flags.agent);
+  const text = await readPrompt({ words, file: flags.file });
   const body: Record<string, unknown> = { text, surface: "cli_prompt" };
   if (flags.priority) body.priority = flags.priority;
+  checkPromptSize(text, body);
+  const client = connect(flags);
+  const agentId = await agentOrDefault(client, flags.agent);
   const res = await call(() =>
     client.call<{ message_id: string; agent_id: string }>(
       "POST",
@@ -170,7 +179,7 @@ export async function tail(
   const res = await call(() =>
     client.call<{ events: EventLike[]; newest_seq: number }>(
       "GET",
-      `/agents/${encodeURIComponent(agentId)}/events?limit=${limit}&order=desc`,
+      `${operatorPath(agentId)}/events?limit=${limit}&order=desc`,
     ),
   );
   const events = res.events.reverse();
@@ -189,6 +198,7 @@ export async function tail(
   await followEvents({
     connect: () => tryConnect(flags),
     agentId,
+    operator: true,
     afterSeq: res.newest_seq,
     signal: controller.signal,
     onEvent: print,
@@ -220,10 +230,11 @@ export async function transcript(
   if (!Number.isInteger(limit) || limit < 1)
     throw new CliError("--limit must be a positive integer");
   const level = displayLevel(flags, "verbose");
+  const agentId = await agentOrDefault(client, agent);
   const res = await call(() =>
     client.call<{ entries: StoredTranscriptEntry[] }>(
       "GET",
-      `${agentPath(agent)}/transcript?limit=${limit}`,
+      `${operatorPath(agentId)}/transcript?limit=${limit}`,
     ),
   );
   if (flags.json) return printJson(res.entries);

@@ -23,6 +23,24 @@ program
   .version(version)
   .showHelpAfterError();
 
+// Before any command: a state directory that cannot be one (HOLON_HOME naming a file) is
+// one clear line, not a raw EEXIST or ENOTDIR from whichever command ran into it first.
+program.hook("preAction", async (_program, command) => {
+  const flag = (command.optsWithGlobals() as { home?: unknown }).home;
+  const given = typeof flag === "string" ? flag : process.env.HOLON_HOME;
+  if (!given) return;
+  const { homeProblem } = await import("./connect.ts");
+  const { resolveHome } = await import("../host/paths.ts");
+  const problem = homeProblem(
+    resolveHome(given, {}),
+    typeof flag === "string" ? "--home" : "HOLON_HOME",
+  );
+  if (problem) {
+    process.stderr.write(`error: ${problem}\n`);
+    process.exit(1);
+  }
+});
+
 const home = () =>
   new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
 const token = () => new Option("--token <token>", "control token for a runtime in bearer mode");
@@ -58,7 +76,8 @@ program
 program
   .command("prompt")
   .description("Send an operator prompt to an agent")
-  .argument("<text...>", "prompt text")
+  .argument("[text...]", "prompt text, or - to read it from standard input")
+  .option("--file <path>", "read the prompt from a file")
   .option("--agent <id>", "target agent (default agent when omitted)")
   .addOption(
     new Option("--priority <priority>", "queue priority").choices([
@@ -71,9 +90,7 @@ program
   .addOption(home())
   .addOption(token())
   .addOption(json())
-  .action(
-    action(async (text, opts) => (await import("./inspect.ts")).prompt(text.join(" "), opts)),
-  );
+  .action(action(async (words, opts) => (await import("./inspect.ts")).prompt(words, opts)));
 
 program
   .command("tail")
@@ -101,7 +118,8 @@ program
 program
   .command("run")
   .description("Run one prompt to completion and print the result")
-  .argument("<prompt...>", "what the agent should do")
+  .argument("[prompt...]", "what the agent should do, or - to read it from standard input")
+  .option("--file <path>", "read the prompt from a file")
   .option("--agent <id>", "use this existing public agent instead of a temporary one")
   .option("--create-agent", "create the --agent if it does not exist")
   .option("--max-turns <n>", "limit the number of model rounds")

@@ -22,6 +22,7 @@ import {
 } from "../client/presentation.ts";
 import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
+import { checkPromptSize, readPrompt } from "./prompt-input.ts";
 
 type RunFlags = {
   agent?: string;
@@ -37,6 +38,7 @@ type RunFlags = {
   trust?: string;
   home?: string;
   token?: string;
+  file?: string;
 };
 
 const TRUST: Record<string, RunOnceOptions["trust"]> = {
@@ -47,8 +49,7 @@ const TRUST: Record<string, RunOnceOptions["trust"]> = {
 };
 
 export async function run(words: string[], flags: RunFlags): Promise<void> {
-  const text = words.join(" ");
-  if (!text.trim()) throw new CliError("the prompt is empty");
+  const text = await readPrompt({ words, file: flags.file });
   const opts: RunOnceOptions = { text };
   if (flags.agent) opts.agent_id = flags.agent;
   if (flags.createAgent) {
@@ -77,6 +78,12 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     if (flags.agent) throw new CliError("give --agent or --resume, not both");
     opts.resume = flags.resume;
   }
+  // The same limit with or without a host: the request /control/run would carry.
+  checkPromptSize(text, {
+    ...opts,
+    workspace_root: opts.workspace_root ?? process.cwd(),
+    stream_events: true,
+  });
   const format = flags.outputFormat ?? (flags.json ? "json" : "text");
   if (format !== "text" && format !== "json" && format !== "stream-json") {
     throw new CliError("--output-format must be text, json or stream-json");
@@ -178,13 +185,14 @@ async function localRun(
   try {
     host = RuntimeHost.open({ home, autostartAgents: false });
   } catch (err) {
-    if (err instanceof HolonError) throw new CliError(err.message, err.hint);
+    if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
     throw err;
   }
   try {
     return await runOnce(host, opts, progress, signal, onEvent);
   } catch (err) {
-    if (err instanceof HolonError) throw new CliError(`${err.message} (${err.kind})`, err.hint);
+    if (err instanceof HolonError)
+      throw new CliError(`${err.message} (${err.kind})`, err.operatorHint ?? err.hint);
     throw err;
   } finally {
     await host.shutdown();

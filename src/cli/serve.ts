@@ -101,7 +101,7 @@ export function planServe(flags: ServeFlags): ServePlan {
     }).access;
     if (flags.advertise) parseAdvertise(flags.advertise);
   } catch (err) {
-    if (err instanceof HolonError) throw new CliError(err.message, err.hint);
+    if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
     throw err;
   }
   return { home, hostname, port, access, advertise: flags.advertise ?? null, token };
@@ -125,7 +125,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   try {
     host = RuntimeHost.open({ home });
   } catch (err) {
-    if (err instanceof HolonError) throw new CliError(err.message, err.hint);
+    if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
     throw err;
   }
 
@@ -159,7 +159,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     log.error({ err: err instanceof Error ? err.message : String(err) }, "runtime failed to start");
     unlog();
     await host.shutdown();
-    if (err instanceof HolonError) throw new CliError(err.message, err.hint);
+    if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
     throw err;
   }
   log.info(

@@ -61,8 +61,22 @@ function worktreeLine(w: Worktree): string {
   return `${w.worktree_id}  ${w.status.padEnd(8)} ${w.branch}  ${w.path}  (${changes}, ${w.commits_ahead} commit(s) ahead${w.missing ? ", directory missing" : ""})`;
 }
 
-async function attach(agent: string, path: string, flags: Flags) {
+async function attach(agent: string, path: string, flags: Flags & { use?: boolean }) {
   const req = await client(flags);
+  if (flags.use) {
+    // Attach (when new) and make it the execution root in one step, as the operator.
+    const used = await req<{
+      workspace_id: string;
+      workspace_anchor: string;
+      execution_root: string;
+      attached_now: boolean;
+    }>("POST", `/control/agents/${enc(agent)}/workspaces/use`, { path: resolve(path) });
+    if (flags.json) return printJson(used);
+    out(
+      `${used.attached_now ? "attached" : "already attached"}: ${used.workspace_id} ${used.workspace_anchor}; ${agent} now works in ${used.execution_root}`,
+    );
+    return;
+  }
   const res = await req<{
     workspace: { workspace_id: string; workspace_anchor: string; kind: string };
     attached_now: boolean;
@@ -148,9 +162,12 @@ export function registerWorkspaceCommands(program: Command): void {
   const ws = program
     .command("workspace")
     .description("Attach, list, leave and detach an agent's workspaces; review its worktrees");
-  common(ws.command("attach <agent> <path>").description("Attach a directory to the agent")).action(
-    action(attach),
-  );
+  common(
+    ws
+      .command("attach <agent> <path>")
+      .description("Attach a directory to the agent")
+      .option("--use", "also make it the agent's execution root: prompt and task then act in it"),
+  ).action(action(attach));
   common(
     ws
       .command("list <agent>")

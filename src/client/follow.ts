@@ -16,6 +16,11 @@ export type FollowOptions = {
   /** Find the host (again): a restarted host may have a new address or token. */
   connect: () => HolonClient | undefined;
   agentId: string;
+  /**
+   * Read through the operator's /control twin of the stream, which names any agent (private
+   * children, finished run agents); the public stream names public agents only.
+   */
+  operator?: boolean;
   afterSeq: number;
   onEvent: (e: EventEnvelope) => void;
   onNotice?: (n: FollowNotice) => void;
@@ -39,7 +44,7 @@ export async function followEvents(opts: FollowOptions): Promise<void> {
     if (client) {
       try {
         await client.stream(
-          `/agents/${encodeURIComponent(opts.agentId)}/events/stream`,
+          `${opts.operator ? "/control" : ""}/agents/${encodeURIComponent(opts.agentId)}/events/stream`,
           (type, data) => {
             if (type === "stream_overflow") {
               overflowed = true;

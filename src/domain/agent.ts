@@ -97,9 +97,30 @@ export type LifecycleHint = {
   resume_command?: string;
 };
 
-export function lifecycleHint(agentId: string, status: AgentStatus): LifecycleHint {
+/**
+ * The temporary agent of a `holon run` without `--agent`: private, no parent, id `run-…`.
+ * When its run ends it is stopped (reason `run_finished`) and kept for inspection;
+ * `holon run --resume <id>` continues it.
+ */
+export function isRunAgent(a: Pick<AgentRecord, "agent_id" | "visibility">): boolean {
+  return a.visibility === "private" && a.agent_id.startsWith("run-");
+}
+
+export function lifecycleHint(
+  agentId: string,
+  status: AgentStatus,
+  opts: { runAgent?: boolean } = {},
+): LifecycleHint {
   switch (status) {
     case "stopped":
+      if (opts.runAgent) {
+        return {
+          resume_required: true,
+          message:
+            "The run this temporary agent was made for has finished; it is kept for inspection until retention or deletion removes it.",
+          resume_command: `holon run --resume ${agentId} "<prompt>"`,
+        };
+      }
       return {
         resume_required: true,
         message:

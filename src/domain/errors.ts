@@ -1,5 +1,8 @@
 // Errors that cross a boundary carry a stable `kind`, a message and a hint.
-// HTTP maps them to a status code; the CLI prints message and hint.
+// HTTP maps them to a status code; the CLI prints message and hint. A service shared by
+// tools and operator routes may give two hints: `hint` names what the model can do (a tool
+// call) and reaches tool errors; `operatorHint` names what the operator can do (a `holon`
+// command) and reaches HTTP bodies and so the CLI. Each edge picks its own.
 
 export type ErrorBody = { kind: string; message: string; hint?: string };
 
@@ -7,23 +10,32 @@ export class HolonError extends Error {
   readonly kind: string;
   readonly status: number;
   readonly hint: string | undefined;
+  readonly operatorHint: string | undefined;
   readonly details: Record<string, unknown> | undefined;
 
   constructor(
     kind: string,
     message: string,
-    opts: { status?: number; hint?: string; details?: Record<string, unknown> } = {},
+    opts: {
+      status?: number;
+      hint?: string;
+      operatorHint?: string;
+      details?: Record<string, unknown>;
+    } = {},
   ) {
     super(message);
     this.kind = kind;
     this.status = opts.status ?? 400;
     this.hint = opts.hint;
+    this.operatorHint = opts.operatorHint;
     this.details = opts.details;
   }
 
+  /** The body an operator surface (HTTP, and through it the CLI) shows: the operator's hint. */
   toBody(): ErrorBody & Record<string, unknown> {
     const body: ErrorBody & Record<string, unknown> = { kind: this.kind, message: this.message };
-    if (this.hint) body.hint = this.hint;
+    const hint = this.operatorHint ?? this.hint;
+    if (hint) body.hint = hint;
     if (this.details) Object.assign(body, this.details);
     return body;
   }

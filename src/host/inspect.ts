@@ -1,6 +1,6 @@
 // Inspection projections: the concise AgentSummary (`/status`) and the bootstrap
 // snapshot (`/state`). Both are derived from durable records, never stored.
-import { lifecycleHint, type AgentRecord } from "../domain/agent.ts";
+import { isRunAgent, lifecycleHint, type AgentRecord } from "../domain/agent.ts";
 import { TERMINAL_TASK_STATUSES } from "../domain/task.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { taskSnapshot } from "../tasks/service.ts";
@@ -34,7 +34,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     agent_home: agent.agent_home,
     is_default: agent.agent_id === host.defaultAgentId,
     status: agent.status,
-    lifecycle_hint: lifecycleHint(agent.agent_id, agent.status),
+    lifecycle_hint: lifecycleHint(agent.agent_id, agent.status, { runAgent: isRunAgent(agent) }),
     current_run_id: agent.current_run_id ?? null,
     pending: store.messages.pendingCount(agent.agent_id),
     sleeping_until: agent.sleeping_until ?? null,

@@ -15,6 +15,8 @@ import {
   type TokenUsage,
 } from "../domain/provider.ts";
 import type { TrustLevel } from "../domain/message.ts";
+import { isRunAgent } from "../domain/agent.ts";
+import { transition } from "../agent/status.ts";
 import { executionBinding, isInside } from "../workspace/roots.ts";
 import type { RuntimeHost } from "./host.ts";
 
@@ -113,7 +115,7 @@ export async function runOnce(
       throw new HolonError("invalid_request", "give --agent or --resume, not both");
     }
     const existing = host.store.agents.get(opts.resume);
-    if (!existing || existing.visibility !== "private" || !opts.resume.startsWith("run-")) {
+    if (!existing || !isRunAgent(existing) || existing.archived_at) {
       throw new HolonError("unknown_agent", `no run agent named '${opts.resume}'`, {
         status: 404,
         hint: "pass the agent id an earlier `holon run` printed (run-…)",
@@ -122,6 +124,8 @@ export async function runOnce(
     agentId = opts.resume;
     temporary = true;
     if (workspaceRoot) host.agents.setWorkspace(agentId, workspaceRoot);
+    // A finished run left its agent stopped; resuming is the operator starting it again.
+    if (existing.status === "stopped") transition(host.store, agentId, "awake_idle", "run_resumed");
   } else if (opts.agent_id) {
     agentId = opts.agent_id;
     const existing = host.store.agents.get(agentId);
@@ -235,7 +239,13 @@ export async function runOnce(
     .activeForAgent(agentId)
     .map((t) => ({ task_id: t.id, status: t.status, summary: t.summary ?? null }));
   const kept = temporary && (Boolean(opts.keep) || stillRunning.length > 0);
-  if (temporary && !kept) await host.services.loops.retire(agentId);
+  if (temporary && !kept) {
+    // Nothing of the run still runs: its agent stops, and stays inspectable by id (status,
+    // tail, transcript, agent get) until it is deleted; `--resume` continues it.
+    await host.services.loops.retire(agentId);
+    if (host.store.agents.get(agentId)?.status !== "stopped")
+      transition(host.store, agentId, "stopped", "run_finished");
+  }
   return {
     ...summarize(host, agentId, messageId, events, Date.now() - started),
     temporary_agent: temporary,

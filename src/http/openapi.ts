@@ -64,6 +64,28 @@ function withDefault(doc: RouteDoc): RouteDoc[] {
   ];
 }
 
+/**
+ * The /control twin of a read route: the same answer for any agent the operator can list
+ * (private children and finished run agents too), behind the control token.
+ */
+function controlTwin(doc: RouteDoc): RouteDoc {
+  return {
+    ...doc,
+    path: `/control${doc.path}`,
+    summary: `${doc.summary} (any agent, private ones included)`,
+    access: "control",
+  };
+}
+
+function withControlTwin(doc: RouteDoc): RouteDoc[] {
+  return [doc, controlTwin(doc)];
+}
+
+/** A read route for a named agent, the default agent, and any agent under /control. */
+function agentRead(doc: RouteDoc): RouteDoc[] {
+  return [...withDefault(doc), controlTwin(doc)];
+}
+
 export const ROUTES: RouteDoc[] = [
   {
     method: "get",
@@ -108,21 +130,21 @@ export const ROUTES: RouteDoc[] = [
     ],
     ok: { status: 200, schema: S.AgentsListResponse },
   },
-  ...withDefault({
+  ...agentRead({
     method: "get",
     path: "/agents/:id/status",
     summary: "Agent summary",
     access: "read",
     ok: { status: 200, schema: S.AgentSummary },
   }),
-  ...withDefault({
+  ...agentRead({
     method: "get",
     path: "/agents/:id/state",
     summary: "Bootstrap snapshot",
     access: "read",
     ok: { status: 200, schema: S.AgentStateResponse },
   }),
-  ...withDefault({
+  ...agentRead({
     method: "get",
     path: "/agents/:id/briefs",
     summary: "Recent briefs, oldest first",
@@ -130,7 +152,7 @@ export const ROUTES: RouteDoc[] = [
     query: [Limit(1000, 50)],
     ok: { status: 200, schema: S.BriefsResponse },
   }),
-  ...withDefault({
+  ...agentRead({
     method: "get",
     path: "/agents/:id/transcript",
     summary: "Recent transcript entries, oldest first",
@@ -169,7 +191,7 @@ export const ROUTES: RouteDoc[] = [
     ],
     ok: { status: 202, schema: S.AcceptedResponse, description: "committed" },
   },
-  {
+  ...withControlTwin({
     method: "get",
     path: "/agents/:id/events",
     summary: "Page the durable event log",
@@ -186,8 +208,8 @@ export const ROUTES: RouteDoc[] = [
       },
     ],
     ok: { status: 200, schema: S.EventsResponse },
-  },
-  {
+  }),
+  ...withControlTwin({
     method: "get",
     path: "/agents/:id/events/stream",
     summary: "Server-Sent Events: replay after a cursor, then live",
@@ -210,7 +232,7 @@ export const ROUTES: RouteDoc[] = [
       description:
         "`id:` is the event_seq, `event:` the type, `data:` the event as in x-event-data",
     },
-  },
+  }),
   {
     method: "post",
     path: "/control/agents/:id/prompt",

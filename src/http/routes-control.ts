@@ -1,6 +1,7 @@
 // Authenticated control routes: operator prompts, lifecycle, agent creation, runtime.
 import type { Context, Hono } from "hono";
 import { z } from "zod";
+import { isRunAgent } from "../domain/agent.ts";
 import { HolonError } from "../domain/errors.ts";
 import { Priority, TrustLevel } from "../domain/message.ts";
 import { agentSummary, runtimeStatus } from "../host/inspect.ts";
@@ -40,6 +41,26 @@ export const AbortBody = z.strictObject({
 });
 
 export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): void {
+  // The operator's input goes to public agents only. A private one (a child, a finished
+  // run's agent) is still refused as unknown, but the operator, already authenticated, is
+  // told what it is and what to do instead of being sent to create an agent that exists.
+  const inputTarget = (agentId: string) => {
+    const agent = host.store.agents.get(agentId);
+    if (agent && agent.visibility !== "public") {
+      throw new HolonError(
+        "unknown_agent",
+        `agent '${agentId}' is private (${isRunAgent(agent) ? "the temporary agent of a holon run" : `a child of ${agent.supervisor_agent_id ?? agent.lineage_parent_agent_id ?? "another agent"}`}) and takes no operator input`,
+        {
+          status: 404,
+          hint: isRunAgent(agent)
+            ? `continue it with: holon run --resume ${agentId} "<prompt>"; inspect it with: holon status ${agentId}`
+            : `it takes its input from its parent; inspect it with: holon status ${agentId}`,
+        },
+      );
+    }
+    return host.agents.getPublic(agentId);
+  };
+
   // Over TCP a control request carries the token; over the Unix socket it is the local user.
   const admissionOf = (c: Context<AppEnv>) =>
     c.get("auth").token_ok ? ("control_authenticated" as const) : ("local_process" as const);
@@ -48,7 +69,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(PromptBody, await readJson(c));
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
+    inputTarget(agentId);
     const origin = body.actor_id
       ? { kind: "operator" as const, actor_id: body.actor_id }
       : { kind: "operator" as const };
@@ -87,7 +108,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(ControlBody, await readJson(c));
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
+    inputTarget(agentId);
     return c.json({ ok: true, ...host.lifecycle.control(agentId, body.action) });
   });
 
@@ -95,7 +116,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(WakeBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
+    inputTarget(agentId);
     const result = host.lifecycle.control(agentId, "wake", body.source ?? "operator", {
       reason: body.reason,
       admission: admissionOf(c),
@@ -123,7 +144,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(AbortBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
+    inputTarget(agentId);
     const result = host.lifecycle.abortCurrentRun(agentId, body.run_id);
     return c.json({ ok: true, ...result, mode: "stop_after_abort" }, 202);
   });

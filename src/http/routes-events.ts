@@ -16,9 +16,19 @@ function projectionOf(c: Context<AppEnv>): EventProjectionName {
 }
 
 export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext): void {
-  app.get("/agents/:id/events", (c) => {
+  // Public reads name public agents only; the /control twins name any agent (private
+  // children, finished run agents) for the operator, behind the control token.
+  const publicAgent = (c: Context<AppEnv>) => {
     requireRead(c);
-    const agent = host.agents.getPublic(c.req.param("id"));
+    return host.agents.getPublic(c.req.param("id")!);
+  };
+  const anyAgent = (c: Context<AppEnv>) => {
+    requireControl(c);
+    return host.agents.get(c.req.param("id")!);
+  };
+
+  const page = (resolve: typeof publicAgent) => (c: Context<AppEnv>) => {
+    const agent = resolve(c);
     const projection = projectionOf(c);
     const order = c.req.query("order") ?? "desc";
     if (order !== "asc" && order !== "desc") {
@@ -43,11 +53,10 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
       oldest_available_seq: removedThrough + 1,
       events: events.map((e) => project(e, projection)),
     });
-  });
+  };
 
-  app.get("/agents/:id/events/stream", (c) => {
-    requireRead(c);
-    const agent = host.agents.getPublic(c.req.param("id"));
+  const stream = (resolve: typeof publicAgent) => (c: Context<AppEnv>) => {
+    const agent = resolve(c);
     const projection = projectionOf(c);
     const fromQuery = intParam(c, "after_seq", { min: 0 });
     const lastEventId = c.req.header("last-event-id");
@@ -58,13 +67,13 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
       }
       afterSeq = Number.parseInt(lastEventId.trim(), 10);
     }
-    const stream = hub.open(host.store, agent.agent_id, {
+    const body = hub.open(host.store, agent.agent_id, {
       afterSeq,
       projection,
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       signal: c.req.raw.signal,
     });
-    return new Response(stream, {
+    return new Response(body, {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache",
@@ -72,5 +81,10 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
         "x-accel-buffering": "no",
       },
     });
-  });
+  };
+
+  app.get("/agents/:id/events", page(publicAgent));
+  app.get("/agents/:id/events/stream", stream(publicAgent));
+  app.get("/control/agents/:id/events", page(anyAgent));
+  app.get("/control/agents/:id/events/stream", stream(anyAgent));
 }

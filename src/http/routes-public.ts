@@ -90,10 +90,20 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     return c.json({ ok: true, agents: host.agents.list({ all }) });
   });
 
-  const status = (c: Context<AppEnv>) => c.json(agentSummary(host, resolveAgent(c)));
-  const state = (c: Context<AppEnv>) => c.json(agentState(host, resolveAgent(c)));
-  const briefs = (c: Context<AppEnv>) => {
-    const agent = resolveAgent(c);
+  // The operator's view of any agent `agent list --all` shows (private children, finished
+  // run agents): the same reads under /control, behind the control token. The public
+  // routes keep private agents hidden, as the spec's visibility rules say.
+  const resolveAny = (c: Context<AppEnv>) => {
+    requireControl(c);
+    return host.agents.get(c.req.param("id") ?? host.defaultAgentId);
+  };
+  type Resolve = (c: Context<AppEnv>) => ReturnType<typeof resolveAgent>;
+
+  const status = (resolve: Resolve) => (c: Context<AppEnv>) =>
+    c.json(agentSummary(host, resolve(c)));
+  const state = (resolve: Resolve) => (c: Context<AppEnv>) => c.json(agentState(host, resolve(c)));
+  const briefs = (resolve: Resolve) => (c: Context<AppEnv>) => {
+    const agent = resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1000 }) ?? 50;
     return c.json({
       ok: true,
@@ -101,8 +111,8 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
       briefs: host.store.briefs.recent(agent.agent_id, limit),
     });
   };
-  const transcript = (c: Context<AppEnv>) => {
-    const agent = resolveAgent(c);
+  const transcript = (resolve: Resolve) => (c: Context<AppEnv>) => {
+    const agent = resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1000 }) ?? 100;
     return c.json({
       ok: true,
@@ -110,8 +120,8 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
       entries: host.store.transcript.recent(agent.agent_id, limit),
     });
   };
-  const tasks = (c: Context<AppEnv>) => {
-    const agent = resolveAgent(c);
+  const tasks = (resolve: Resolve) => (c: Context<AppEnv>) => {
+    const agent = resolve(c);
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
@@ -127,8 +137,9 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     ["transcript", transcript],
     ["tasks", tasks],
   ] as const) {
-    app.get(`/agents/:id/${path}`, handler);
-    app.get(`/${path}`, handler);
+    app.get(`/agents/:id/${path}`, handler(resolveAgent));
+    app.get(`/${path}`, handler(resolveAgent));
+    if (path !== "tasks") app.get(`/control/agents/:id/${path}`, handler(resolveAny));
   }
 
   const enqueue = async (c: Context<AppEnv>) => {

@@ -59,7 +59,7 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const body = validate(StartBody, await readJson(c));
     const agent = host.agents.getPublic(c.req.param("id"));
     const { root, cwd } = executionRoot(agent);
-    const workdir = confinedWorkdir(root, cwd, body.workdir);
+    const workdir = confinedWorkdir(root, cwd, body.workdir, agent.agent_id);
     let task;
     try {
       task = tasks().start({

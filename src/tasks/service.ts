@@ -192,7 +192,8 @@ export class TaskService implements AgentOwnedWork {
     if (!task || task.agent_id !== agentId) {
       throw new HolonError("unknown_task", `no task '${taskId}' for agent '${agentId}'`, {
         status: 404,
-        hint: "list the agent's tasks with TaskList (or GET /agents/:id/tasks)",
+        hint: "list the agent's tasks with TaskList",
+        operatorHint: `list the agent's tasks: holon task list --all --agent ${agentId}`,
       });
     }
     return task;

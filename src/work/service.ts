@@ -95,6 +95,7 @@ export class WorkService {
       throw new HolonError("unknown_work_item", `no work item '${id}' for agent '${agentId}'`, {
         status: 404,
         hint: "list your work items (ListWorkItems) and use one of their ids",
+        operatorHint: `list the agent's work items: holon work list ${agentId}`,
         details: { work_item_id: id, field: "work_item_id" },
       });
     }
@@ -110,6 +111,7 @@ export class WorkService {
         {
           status: 409,
           hint: "create a new work item for follow-up work (CreateWorkItem)",
+          operatorHint: `queue a new one for follow-up work: holon work add ${agentId} "<objective>"`,
           details: { work_item_id: id, field: "work_item_id" },
         },
       );

@@ -328,6 +328,7 @@ export class WorkspaceService {
         "pass exactly one of path or workspace_id",
         {
           hint: 'UseWorkspace(path="/abs/dir") or UseWorkspace(workspace_id="agent_home")',
+          operatorHint: "give either a path or a workspace id",
         },
       );
     }
@@ -856,6 +857,7 @@ export class WorkspaceService {
         {
           details: { path },
           hint: 'use UseWorkspace(workspace_id="agent_home") for the agent\'s own home',
+          operatorHint: `choose a directory outside ${home}`,
         },
       );
     }

@@ -115,7 +115,13 @@ export function isInside(root: string, target: string): boolean {
 }
 
 /** Resolve `workdir` (relative to `cwd`) and refuse anything outside the execution root. */
-export function confinedWorkdir(root: string, cwd: string, workdir: string | undefined): string {
+export function confinedWorkdir(
+  root: string,
+  cwd: string,
+  workdir: string | undefined,
+  /** The agent, when an operator asked: the refusal then names the command that attaches. */
+  agentId?: string,
+): string {
   const target =
     workdir === undefined ? cwd : isAbsolute(workdir) ? workdir : resolve(cwd, workdir);
   let real: string;
@@ -138,10 +144,15 @@ export function confinedWorkdir(root: string, cwd: string, workdir: string | und
   if (!isInside(rootReal, real)) {
     throw new HolonError(
       "execution_root_violation",
-      "requested working directory is outside the current execution root",
+      `working directory ${real} is outside the execution root ${root}`,
       {
         details: { workdir: workdir ?? null, execution_root: root, field: "workdir" },
         hint: "omit workdir or use a relative path inside the active workspace",
+        ...(agentId
+          ? {
+              operatorHint: `attach the directory to the agent first: holon workspace attach ${agentId} ${real}`,
+            }
+          : {}),
       },
     );
   }

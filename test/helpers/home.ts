@@ -98,7 +98,7 @@ export function runCli(
   args: string[],
   opts: {
     env?: Record<string, string>;
-    input?: string;
+    input?: string | Buffer;
     cwd?: string;
     timeoutMs?: number;
     /** Run this command line instead of `node bin/holon.js <args>` (e.g. under `script`). */
@@ -122,6 +122,8 @@ export function runCli(
       clearTimeout(timer);
       resolvePromise({ code, stdout, stderr });
     });
+    // A command may stop reading its input early (a refused oversized prompt): not an error.
+    child.stdin.on("error", () => {});
     child.stdin.end(opts.input ?? "");
   });
 }
