@@ -85,6 +85,7 @@ export class RuntimeHost {
     host.services.agentPlane.recover(); // supervised children run again
     scheduler.start();
     host.services.retention.start();
+    host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
     return host;
   }
 

@@ -19,6 +19,7 @@ import { SkillActivationsRepo, WorkspacesRepo } from "./workspaces.ts";
 import { TimersRepo } from "./timers.ts";
 import { TriggersRepo } from "./triggers.ts";
 import { WorkItemsRepo } from "./work-items.ts";
+import { AsksRepo } from "./asks.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -39,6 +40,7 @@ export class Store {
   readonly triggers: TriggersRepo;
   readonly workItems: WorkItemsRepo;
   readonly memory: MemoryRepo;
+  readonly asks: AsksRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -78,6 +80,7 @@ export class Store {
     this.triggers = new TriggersRepo(this.db);
     this.workItems = new WorkItemsRepo(this.db);
     this.memory = new MemoryRepo(this.db);
+    this.asks = new AsksRepo(this.db);
   }
 
   /**
