@@ -31,7 +31,7 @@ export const AskSource = z.enum([
 export type AskSource = z.infer<typeof AskSource>;
 
 /** Who decided: the operator through the control plane or a binding, or a parent agent. */
-export const AskDecider = z.discriminatedUnion("kind", [
+export const AskDecider = z.union([
   z.object({ kind: z.literal("operator"), via: z.literal("control") }),
   z.object({
     kind: z.literal("operator"),

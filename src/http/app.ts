@@ -17,6 +17,7 @@ import { workspaceRoutes } from "./routes-workspaces.ts";
 import { usageRoutes } from "./routes-usage.ts";
 import { operatorRoutes } from "./routes-operator.ts";
 import { memoryRoutes } from "./routes-memory.ts";
+import { askRoutes } from "./routes-asks.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -64,6 +65,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   usageRoutes(app, ctx);
   operatorRoutes(app, ctx);
   memoryRoutes(app, ctx);
+  askRoutes(app, ctx); // the operator's inbox: asks across agents, and their decisions
   openApiRoute(app);
   return { app, hub };
 }

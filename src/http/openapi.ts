@@ -32,6 +32,7 @@ import { AGENT_ROUTE_DOCS } from "./routes-agents.ts";
 import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
 import { MEMORY_ROUTE_DOCS } from "./routes-memory.ts";
+import { ASK_ROUTE_DOCS } from "./routes-asks.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -409,6 +410,7 @@ export const ROUTES: RouteDoc[] = [
   ...USAGE_ROUTE_DOCS,
   ...MEMORY_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,
+  ...ASK_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

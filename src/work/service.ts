@@ -417,6 +417,9 @@ export class WorkService {
 
   operatorUnblock(agentId: string, id: string): WorkItemRecord {
     return this.store.tx(() => {
+      this.item(agentId, id);
+      // The operator lifting the blocker also settles what an ask held it for.
+      this.asks?.withdrawForItem(id, "unblocked_by_operator");
       const item = this.update(agentId, id, { blocked_by: null }, "operator");
       this.noteProgress(agentId, "operator_unblocked");
       this.wakeIdle(agentId);
