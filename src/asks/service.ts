@@ -490,9 +490,10 @@ function decider(by: AskCredential): AskDecider {
 /** The message that carries a decision to the agent, with the decider's authority. */
 function decisionMessage(ask: AskRecord, by: AskCredential, notes: string[]): MessageDraft {
   const subject = ask.work_item_id ? ` about work item ${ask.work_item_id}` : "";
-  const who = by.kind === "agent" ? `Your supervisor ${by.agent_id}` : "The operator";
   const lines = [
-    `${who} decided ask ${ask.id}${subject} (${ask.about}): ${ask.decision}`,
+    by.kind === "agent"
+      ? `Follow-up from your supervisor ${by.agent_id}, answering your ask ${ask.id}${subject} (${ask.about}):\n${ask.decision}`
+      : `The operator decided your ask ${ask.id}${subject} (${ask.about}): ${ask.decision}`,
     ...(ask.reason ? [`Reason: ${ask.reason}`] : []),
     ...notes,
   ];
