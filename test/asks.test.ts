@@ -132,6 +132,43 @@ describe("runaway loops end in an ask", () => {
     }
   });
 
+  it("a turn on a work item that reaches its round limit halts the item with an ask, not a failure", async () => {
+    const { rt } = await runtime();
+    try {
+      const work = rt.host.services.work;
+      const item = work.create("main", { objective: "spin", plan_status: "ready" }, "operator");
+      work.pick("main", item.id, "operator");
+      // The model never stops calling a tool: 100 rounds (the default limit), then the halt.
+      fake.setFallback(() =>
+        reply.tools([{ name: "GetWorkItem", arguments: { work_item_id: item.id } }]),
+      );
+      const before = fake.requests.length;
+      await rt.req("POST", "/control/agents/main/prompt", { text: "go" });
+      const ask = await waitFor(() => rt.host.services.asks.list()[0], {
+        what: "the round-limit ask",
+        timeoutMs: 30_000,
+      });
+      await idle(rt);
+      expect(fake.requests.length - before).toBe(100);
+      expect(ask).toMatchObject({
+        source: "max_turns",
+        work_item_id: item.id,
+        options: ["continue N", "block item", "cancel item"],
+      });
+      expect(ask.about).toContain("100 model rounds");
+      expect(rt.host.store.agents.get("main")!.closure).toMatchObject({
+        outcome: "waiting",
+        waiting_reason: "awaiting_operator_input",
+      });
+      // No failure brief: the ask is what the operator sees.
+      expect(rt.host.store.briefs.recent("main", 10).some((b) => b.kind === "failure")).toBe(false);
+      expect(work.item("main", item.id).blocked_by).toContain(`(ask ${ask.id})`);
+    } finally {
+      fake.setFallback(null);
+      await rt.close();
+    }
+  });
+
   it("bad decisions get clear errors and change nothing", async () => {
     const { rt, cli } = await runtime({ HOLON_WORK_MAX_CONTINUATIONS: "1" });
     fake.setFallback(() => reply.text("later"));
