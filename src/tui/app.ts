@@ -8,6 +8,7 @@
 // Closing it changes nothing in the runtime; it follows the event stream across host
 // restarts (client/follow.ts). Written with createElement: Node strips types, not JSX.
 import { resolve } from "node:path";
+import { asksIndicator, pendingAsks, type PendingAsk } from "./asks.ts";
 import { createElement as h, useEffect, useRef, useState, type ReactElement } from "react";
 import { Box, Text, useApp, useInput } from "ink";
 import type { HolonClient } from "../client/client.ts";
@@ -149,6 +150,7 @@ export function App(props: TuiProps): ReactElement {
   const [notice, setNotice] = useState("");
   const [agentState, setAgentState] = useState<AgentStateView | undefined>(undefined);
   const [access, setAccess] = useState("");
+  const [asks, setAsks] = useState<PendingAsk[] | undefined>(undefined);
   const [stateTick, setStateTick] = useState(0);
   const clientRef = useRef<HolonClient | undefined>(undefined);
 
@@ -187,15 +189,17 @@ export function App(props: TuiProps): ReactElement {
     const c = client();
     if (!c) return;
     void (async () => {
-      const [st, hs] = await Promise.all([
+      const [st, hs, pending] = await Promise.all([
         c
           .call<AgentStateView>("GET", `/agents/${encodeURIComponent(agentId)}/state`)
           .catch(() => undefined),
         c
           .call<{ auth?: { access?: string; transport?: string } }>("GET", "/handshake")
           .catch(() => undefined),
+        pendingAsks(c),
       ]);
       if (stop) return;
+      setAsks(pending);
       if (st) setAgentState(st);
       if (hs?.auth) setAccess(`${hs.auth.access ?? "?"} over ${hs.auth.transport ?? "?"}`);
     })();
@@ -539,6 +543,9 @@ export function App(props: TuiProps): ReactElement {
       `holon · ${agentId ?? "…"}${agentStatus ? ` (${agentStatus})` : ""} · ${display} · ${status}`,
     ),
     h(Text, { dimColor: true }, stateLine(agentState, access)),
+    asksIndicator(asks, agentId)
+      ? h(Text, { color: "yellow" }, asksIndicator(asks, agentId))
+      : null,
     overlay
       ? h(OverlayBox, { title: overlay, lines: overlayLines })
       : h(
