@@ -124,19 +124,12 @@ describe("asks across a restart", () => {
     }
   }, 60_000);
 
-  it("a bridge decides through its active binding; a revoked binding or another actor is refused", async () => {
+  it("a new binding gets what is pending; a bridge decides through it; a revoked binding or another actor is refused", async () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const cb = await callbackServer([]);
     const rt = await startRuntime({ home });
     try {
-      const b = await rt.req("POST", "/control/agents/main/operator-bindings", {
-        transport: "agentinbox",
-        operator_actor_id: "operator:jo",
-        delivery_callback_url: cb.url,
-        delivery_token: TOKEN,
-      });
-      const bindingId = b.json.binding.binding_id as string;
       const asks = rt.host.services.asks;
       const ask = asks.open({
         agent_id: "main",
@@ -147,6 +140,14 @@ describe("asks across a restart", () => {
         detail: "main spent $5.00 of $5.00 this week.",
         options: ["raise"],
       });
+      // Opened before the binding existed: the new binding gets it at once.
+      const b = await rt.req("POST", "/control/agents/main/operator-bindings", {
+        transport: "agentinbox",
+        operator_actor_id: "operator:jo",
+        delivery_callback_url: cb.url,
+        delivery_token: TOKEN,
+      });
+      const bindingId = b.json.binding.binding_id as string;
       await waitFor(
         () => asks.get(ask.id).deliveries[bindingId]?.status === "accepted_by_transport",
         {

@@ -165,6 +165,10 @@ export class OperatorTransportService {
       delivery_token: input.delivery_token,
     };
     this.write([...all, binding]);
+    // What already waits on this operator goes to the new binding too.
+    for (const ask of this.asks?.pendingFor(agentId) ?? []) {
+      if (ask.state === "pending") void this.attemptAsk(binding, ask, 1);
+    }
     return view(binding);
   }
 
