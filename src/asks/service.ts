@@ -498,6 +498,8 @@ function decisionMessage(ask: AskRecord, by: AskCredential, notes: string[]): Me
     ...notes,
   ];
   const metadata = { ask_id: ask.id, ask_decision: ask.decision };
+  // A decision is what the agent waited for: it goes ahead of ordinary queued input.
+  const priority = "next" as const;
   const body = { type: "text" as const, text: lines.join("\n") };
   if (by.kind === "agent") {
     return {
@@ -509,6 +511,7 @@ function decisionMessage(ask: AskRecord, by: AskCredential, notes: string[]): Me
       body,
       surface: "runtime_system",
       admission: "runtime_owned",
+      priority,
       ...(by.task_id ? { task_id: by.task_id } : {}),
       metadata: { ...metadata, supervisor_input: true },
     };
@@ -521,6 +524,7 @@ function decisionMessage(ask: AskRecord, by: AskCredential, notes: string[]): Me
     body,
     surface: binding ? "remote_operator_transport" : "http_control_prompt",
     admission: binding ? "operator_transport_authenticated" : "control_authenticated",
+    priority,
     metadata: binding
       ? { ...metadata, operator_transport: { binding_id: by.binding_id } }
       : metadata,
