@@ -21,17 +21,12 @@ import type { WorkService } from "./service.ts";
 /** Consecutive self-continuations without progress before the guard stops them. */
 export const DEFAULT_MAX_CONTINUATIONS = 20;
 
-type Decision = { signal: WorkSignal | undefined; halted: WorkSignal | undefined };
-
 export class WorkRunObserver implements RunObserver {
   private readonly store: Store;
   private readonly work: WorkService;
   private readonly maxContinuations: () => number;
   /** run id → the item the run was bound to at its start. */
   private readonly bound = new Map<string, string>();
-  /** run id → what closureFacts decided, for onClosure (same transaction). */
-  private readonly decided = new Map<string, Decision>();
-
   private readonly asks: AskService | undefined;
 
   constructor(deps: {
@@ -182,11 +177,6 @@ export class WorkRunObserver implements RunObserver {
   }
 
   closureFacts(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts {
-    const decision: Decision = { signal: undefined, halted: undefined };
-    // closureFacts and onClosure run in one synchronous transaction, so nothing older is
-    // still needed (a run that ended in a stop never reaches onClosure).
-    this.decided.clear();
-    this.decided.set(run.run_id, decision);
     const agentId = run.agent_id;
     if (!this.store.workItems.hasAny(agentId)) return {};
     const facts: PlaneFacts = {};
@@ -194,7 +184,6 @@ export class WorkRunObserver implements RunObserver {
     const guard = this.store.workItems.agentState(agentId);
     const limit = guard.allowance ?? this.maxContinuations();
     if (signal && guard.continuations_without_progress >= limit) {
-      decision.halted = signal;
       // Only a settled turn would have continued: that is where the guard halts the item
       // with an ask (then the agent may still go on with another runnable item).
       const item = this.store.workItems.get(signal.work_item_id);
@@ -220,7 +209,6 @@ export class WorkRunObserver implements RunObserver {
       }
       return facts;
     }
-    decision.signal = signal;
     facts.work_signal = signal;
     return facts;
   }
@@ -237,7 +225,6 @@ export class WorkRunObserver implements RunObserver {
   }
 
   onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void {
-    this.decided.delete(run.run_id);
     const signal = run.closure.work_signal;
     if (run.closure.outcome !== "continuable" || !signal) return;
     const item = this.store.workItems.get(signal.work_item_id);
