@@ -191,6 +191,18 @@ describe("child supervision", () => {
       { what: "the child to complete", timeoutMs: 20_000 },
     );
     expect(done.child_supervision.state).toBe("completed");
+    // The child's question was an input ask; the parent's TaskInput decided it (a parent may
+    // answer its child's input asks, never its budget asks).
+    const asked = (await r.req("GET", `/control/asks?state=decided&agent=${child}`)).json.asks;
+    expect(asked).toEqual([
+      expect.objectContaining({
+        kind: "input",
+        source: "needs_input",
+        detail: "Which option, 1 or 2?",
+        decision: "take option 2",
+        decided_by: { kind: "agent", agent_id: "main" },
+      }),
+    ]);
     const out = await r.req("GET", `/agents/main/tasks/${waiting.task_id}/output`);
     expect(out.json.task).toMatchObject({ result_source: "completion_report" });
     expect(out.json.task.output_preview).toContain("REPORT-D");

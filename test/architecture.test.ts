@@ -15,6 +15,7 @@ const LAYERS: string[][] = [
   ["providers", "workspace"],
   ["agent"],
   ["memory"],
+  ["asks"],
   ["waiting", "tasks", "work", "context", "telemetry"],
   ["tools"],
   ["turn"],

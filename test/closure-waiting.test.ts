@@ -126,6 +126,52 @@ describe("closure derivation (table)", () => {
       undefined,
     ],
     [
+      "an ask about one work item leaves other runnable work continuable",
+      { kind: "await_operator", detail: "ask:a1", ask_id: "a1", scope: "work_item" },
+      {
+        work_signal: { work_item_id: "w2", status: "queued", reactivation_mode: "activate_queued" },
+      },
+      "continuable",
+      undefined,
+    ],
+    [
+      "an ask about one work item with nothing else runnable waits for the operator",
+      { kind: "await_operator", detail: "ask:a1", ask_id: "a1", scope: "work_item" },
+      {},
+      "waiting",
+      "awaiting_operator_input",
+    ],
+    [
+      "an agent-scope ask waits even with runnable work",
+      { kind: "await_operator", detail: "ask:a1", ask_id: "a1", scope: "agent" },
+      {
+        work_signal: { work_item_id: "w2", status: "queued", reactivation_mode: "activate_queued" },
+      },
+      "waiting",
+      "awaiting_operator_input",
+    ],
+    [
+      "an operator wait a decided ask no longer holds is not carried",
+      { kind: "settled" },
+      {
+        prior: waitingOn("awaiting_operator_input"),
+        continuation: { class: "local_continuation" },
+      },
+      "completed",
+      undefined,
+    ],
+    [
+      "an operator wait an ask still holds is carried",
+      { kind: "settled" },
+      {
+        prior: waitingOn("awaiting_operator_input"),
+        continuation: { class: "local_continuation" },
+        operator_wait: "ask:a1",
+      },
+      "waiting",
+      "awaiting_operator_input",
+    ],
+    [
       "runnable work is continuable",
       { kind: "settled" },
       {

@@ -1,6 +1,6 @@
 // Work-queue activation: an idle agent with queued runnable work is woken to pick it, one
 // item after the other; a blocked item never wakes it; and the runaway guard stops a model
-// that would continue forever without progress, with an action_required brief.
+// that would continue forever without progress, halting the item with an ask.
 import { describe, expect, it } from "vitest";
 import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -127,10 +127,9 @@ describe("work-queue activation", () => {
     fake.setFallback(() => reply.text("Still thinking about it."));
     try {
       await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "keep going" });
-      await waitFor(
-        () => rt.host.store.briefs.recent(agent, 50).find((b) => b.kind === "action_required"),
-        { what: "the guard's action_required brief" },
-      );
+      const ask = await waitFor(() => rt.host.services.asks.list()[0], {
+        what: "the guard's ask",
+      });
       await idle(rt, agent, 4);
       const admitted = events(rt, agent, "work_activation").filter(
         (e) => e.payload.disposition === "admitted",
@@ -140,27 +139,21 @@ describe("work-queue activation", () => {
         (e) => e.payload.disposition === "halted",
       );
       expect(halted).toHaveLength(1);
-      const brief = rt.host.store.briefs
-        .recent(agent, 50)
-        .find((b) => b.kind === "action_required")!;
-      expect(brief.work_item_id).toBe(item.id);
-      expect(brief.text).toContain("3 times in a row without progress");
+      expect(ask.work_item_id).toBe(item.id);
+      expect(ask.detail).toContain("3 times in a row without progress");
       const c = rt.host.store.agents.get(agent)!.closure!;
-      expect(c.outcome).toBe("completed");
+      expect(c).toMatchObject({ outcome: "waiting", waiting_reason: "awaiting_operator_input" });
       expect(c.work_signal).toBeUndefined();
       expect(rt.host.store.workItems.agentState(agent).halted_at).toBeDefined();
-      // An operator message is progress: the agent may continue again.
+      // An operator message no longer restarts the loop: the halt holds until the ask is
+      // answered (test/asks.test.ts answers it).
       await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "try once more" });
-      await waitFor(
-        () =>
-          events(rt, agent, "work_activation").filter((e) => e.payload.disposition === "admitted")
-            .length > 3,
-        {
-          what: "a continuation after the operator spoke",
-        },
-      );
-      work.complete(agent, item.id, { by: "operator", note: "stop" });
       await idle(rt, agent, 5);
+      expect(
+        events(rt, agent, "work_activation").filter((e) => e.payload.disposition === "admitted"),
+      ).toHaveLength(3);
+      work.complete(agent, item.id, { by: "operator", note: "stop" });
+      expect(rt.host.services.asks.get(ask.id).state).toBe("withdrawn");
     } finally {
       fake.setFallback(null);
       await rt.close();

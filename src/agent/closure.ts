@@ -95,7 +95,11 @@ export function deriveClosure(outcome: TurnOutcome, facts: ClosureFacts): Closur
     evidence.push(`operator_wait:${facts.operator_wait}`);
     return waiting("awaiting_operator_input");
   }
-  if (outcome.kind === "await_operator" || carried === "awaiting_operator_input") {
+  // A turn that ended on an ask about one work item leaves the agent free for other
+  // runnable items; only when none is left does it wait for the operator.
+  const itemAsk =
+    outcome.kind === "await_operator" && outcome.scope === "work_item" && facts.work_signal;
+  if ((outcome.kind === "await_operator" && !itemAsk) || carried === "awaiting_operator_input") {
     evidence.push(
       outcome.kind === "await_operator"
         ? `await_operator:${outcome.detail}`
@@ -142,7 +146,7 @@ export function deriveClosure(outcome: TurnOutcome, facts: ClosureFacts): Closur
   }
   // 6. runnable work: only a turn that settled is continued by work state alone; an
   // explicit rest, a sleep, any wait or a failure is not re-activated.
-  if (facts.work_signal && outcome.kind === "settled") {
+  if (facts.work_signal && (outcome.kind === "settled" || itemAsk)) {
     evidence.push(`work_item:${facts.work_signal.work_item_id}`);
     return decide({ outcome: "continuable", work_signal: facts.work_signal });
   }
@@ -163,6 +167,9 @@ function carriedWait(facts: ClosureFacts): WaitingReason | undefined {
       return facts.reentry_task_ids.length > 0 ? prior.waiting_reason : undefined;
     case "awaiting_timer":
       return facts.sleep_wake_at ? prior.waiting_reason : undefined;
+    case "awaiting_operator_input":
+      // Held by an ask (a plane says so); once it is decided or withdrawn the wait is over.
+      return facts.operator_wait ? prior.waiting_reason : undefined;
     default:
       return prior.waiting_reason;
   }

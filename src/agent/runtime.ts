@@ -71,12 +71,21 @@ export interface RunObserver {
 
 export type RunInfo = { agent_id: string; run_id: string; message: QueuedMessage };
 
+/**
+ * The ask gate (src/asks/ satisfies it): while an agent-scope ask holds the agent, no model
+ * turn runs. Messages are still admitted and kept in the queue; they run once it is lifted.
+ */
+export interface AgentGate {
+  gatedBy(agentId: string): string | undefined;
+}
+
 export type LoopDeps = {
   store: Store;
   executor: TurnExecutor;
   sleep: SleepDeadlines;
   /** The planes' hooks, in order (host/services.ts lists them). */
   observers?: RunObserver[];
+  gate?: AgentGate;
 };
 
 type CurrentRun = {
@@ -197,6 +206,13 @@ export class AgentRuntime {
       await this.waitForKick();
       return true;
     }
+    const gate = this.deps.gate?.gatedBy(this.agentId);
+    if (gate) {
+      // Held by an ask: what arrives stays queued; nothing runs until it is lifted.
+      this.restGated(agent, gate);
+      await this.waitForKick();
+      return true;
+    }
     const next = this.store.messages.peekNext(this.agentId);
     if (!next) {
       if (this.admittedAtIdle()) return true;
@@ -282,6 +298,13 @@ export class AgentRuntime {
     transition(this.store, this.agentId, to, "queue_empty", {
       clear,
       ...(wakeAt ? { sleeping_until: wakeAt } : {}),
+    });
+  }
+
+  private restGated(agent: AgentRecord, askId: string): void {
+    if (agent.status === "asleep" && !agent.current_run_id) return;
+    transition(this.store, this.agentId, "asleep", `awaiting_operator: ask ${askId}`, {
+      clear: ["current_run_id", "sleeping_until"],
     });
   }
 

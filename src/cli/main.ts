@@ -9,6 +9,7 @@ import { registerWorkspaceCommands } from "./workspace.ts";
 import { registerSkillsCommands } from "./skills.ts";
 import { registerTimerCommands } from "./timer.ts";
 import { registerWorkCommands } from "./work.ts";
+import { registerAskCommands } from "./asks.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
 
 // package.json sits two levels up from src/cli/ and from dist/cli/ alike.
@@ -273,6 +274,7 @@ registerWorkspaceCommands(program);
 registerSkillsCommands(program);
 registerTimerCommands(program);
 registerWorkCommands(program);
+registerAskCommands(program);
 registerOperatorCommands(program);
 
 await program.parseAsync(process.argv);

@@ -25,6 +25,13 @@ type Item = {
   completed_at?: string;
   plan_artifact: { path: string; bytes: number; preview: string; preview_complete: boolean };
   completion_report: { text: string; source: string } | null;
+  held_by_asks?: {
+    ask_id: string;
+    kind: string;
+    source: string;
+    about: string;
+    options: string[];
+  }[];
 };
 
 const STATES = ["current", "open", "queued", "blocked", "waiting_for_operator", "completed", "all"];
@@ -70,6 +77,13 @@ function detail(i: Item): string {
     lines.push(`todos:     ${i.todo_progress.done}/${i.todo_progress.total} done`);
     const mark: Record<string, string> = { completed: "x", in_progress: ">", pending: " " };
     for (const t of i.todo_list) lines.push(`  [${mark[t.state] ?? "?"}] ${t.text}`);
+  }
+  for (const a of i.held_by_asks ?? []) {
+    const halted = a.source === "runaway_guard" || a.source === "max_turns";
+    lines.push(
+      `${halted ? "halted:    " : "asks you:  "}${a.about} (ask ${a.ask_id})`,
+      `           answer: holon asks answer ${a.ask_id} ${a.options.length ? `"${a.options.join('" | "')}"` : '"<your answer>"'}`,
+    );
   }
   if (i.blocked_by) {
     lines.push(`blocked:   ${i.blocked_by}`);

@@ -471,6 +471,60 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
               detail: `${e.payload.attempts} attempt(s)`,
             },
           );
+    case "ask_opened":
+      return item("info", "operator", "Asks you", `${e.payload.ask.id}: ${e.payload.ask.about}`, {
+        tone: "accent",
+        body: e.payload.ask.detail,
+        detail: [
+          `${e.payload.ask.kind}, ${e.payload.ask.scope}`,
+          e.payload.ask.options.length ? `options: ${e.payload.ask.options.join(" | ")}` : "",
+          `answer: holon asks answer ${e.payload.ask.id} <answer>`,
+        ]
+          .filter(Boolean)
+          .join("; "),
+      });
+    case "ask_decided":
+      return item(
+        "info",
+        "operator",
+        "Ask decided",
+        `${e.payload.ask.id}: ${e.payload.ask.decision ?? ""}`,
+        {
+          tone: "good",
+          detail: e.payload.ask.reason ?? null,
+        },
+      );
+    case "ask_expired":
+      return item(
+        "info",
+        "operator",
+        "Ask expired",
+        `${e.payload.ask.id}: ${e.payload.ask.about}`,
+        {
+          tone: "warn",
+        },
+      );
+    case "ask_withdrawn":
+      return item(
+        "verbose",
+        "operator",
+        "Ask withdrawn",
+        `${e.payload.ask.id}: ${e.payload.ask.reason ?? ""}`,
+        {
+          tone: "dim",
+        },
+      );
+    case "ask_delivery_recorded":
+      return item(
+        e.payload.status === "accepted_by_transport" ? "verbose" : "info",
+        e.payload.status === "accepted_by_transport" ? "result" : "failure",
+        e.payload.status === "accepted_by_transport" ? "Ask delivered" : "Ask delivery failed",
+        `${e.payload.ask_id} to ${e.payload.binding_id}${e.payload.failure ? `: ${e.payload.failure}` : ""}`,
+        {
+          tone: e.payload.status === "accepted_by_transport" ? "dim" : "warn",
+          detail: `${e.payload.attempts} attempt(s)`,
+        },
+      );
     case "runtime_service_shutdown_requested":
       return item("info", "runtime", "Runtime shutting down", "requested over the control plane", {
         tone: "warn",

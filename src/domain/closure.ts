@@ -90,8 +90,20 @@ export type TurnOutcome =
   | { kind: "await_tasks"; task_ids: string[] }
   /** Rest until something outside changes (a waiting intent or trigger). */
   | { kind: "await_external"; detail: string }
-  /** Rest until the operator answers. */
-  | { kind: "await_operator"; detail: string }
+  /**
+   * Rest until the operator answers: an ask (src/asks/) holds the agent (`scope: agent`) or
+   * only a work item (`scope: work_item`, other runnable items may still be worked on).
+   * `cause: max_turns` is a turn bound to a work item that reached its round limit: the
+   * work plane opens the item's ask.
+   */
+  | {
+      kind: "await_operator";
+      detail: string;
+      ask_id?: string | undefined;
+      scope?: "agent" | "work_item" | undefined;
+      cause?: "max_turns" | undefined;
+      rounds?: number | undefined;
+    }
   | { kind: "failed"; summary: string }
   /** Aborted by the operator, a stop, or shutdown (shutdown leaves the message interrupted). */
   | { kind: "aborted"; reason: string }

@@ -8,6 +8,7 @@
 // not crash on them. `parseEvent()` narrows a stored envelope to the catalog, or says no.
 import { z } from "zod";
 import { AgentKind, AgentOwnership, AgentStatus, AgentVisibility, ProfilePreset } from "./agent.ts";
+import { AskRecord } from "./ask.ts";
 import { BriefRecord } from "./brief.ts";
 import { ClosureDecision, ContinuationResolution } from "./closure.ts";
 import {
@@ -573,6 +574,22 @@ export const EventBody = z.discriminatedUnion("type", [
     peer: z.string().nullable(),
     /** Refusals of the same kind left unrecorded since the previous one (rate limit). */
     suppressed_before: z.number().int(),
+  }),
+
+  // Asks (src/asks/): durable requests to a person; each carries the ask as it now stands.
+  kind("ask_opened", { ask: AskRecord }),
+  /** Decided; the message that carried the decision to the agent. */
+  kind("ask_decided", { ask: AskRecord, message_id: z.string().nullable() }),
+  /** Expired unanswered; for an input ask, the message that told the agent. */
+  kind("ask_expired", { ask: AskRecord, message_id: z.string().nullable() }),
+  kind("ask_withdrawn", { ask: AskRecord }),
+  /** The ask submitted to an operator transport binding's callback (or given up on). */
+  kind("ask_delivery_recorded", {
+    ask_id: z.string(),
+    binding_id: z.string(),
+    status: z.enum(["accepted_by_transport", "failed_to_submit"]),
+    attempts: z.number().int(),
+    failure: z.string().nullable(),
   }),
 
   // The waiting plane: timers, wake hints, external trigger capabilities

@@ -154,6 +154,19 @@ export const WorkItemView = WorkItemRecord.omit({ todo_list: true }).extend({
       created_at: z.string(),
     })
     .nullable(),
+  /** Asks that hold the item (a question, a runaway halt, a budget stop), when any. */
+  held_by_asks: z
+    .array(
+      z.object({
+        ask_id: z.string(),
+        kind: z.string(),
+        source: z.string(),
+        state: z.string(),
+        about: z.string(),
+        options: z.array(z.string()),
+      }),
+    )
+    .optional(),
 });
 export type WorkItemView = z.infer<typeof WorkItemView>;
 

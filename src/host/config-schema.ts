@@ -67,6 +67,7 @@ const ConfigFileBase = z.strictObject({
     .strictObject({ attach_policy: z.enum(["any_readable", "operator_attached"]).optional() })
     .optional(),
   control_token: z.string().min(1).optional(),
+  asks: z.strictObject({ expiry_hours: PositiveInt.optional() }).optional(),
   agents: z
     .strictObject({
       max_spawn_depth: PositiveInt.optional(),
@@ -214,6 +215,8 @@ export type EffectiveConfig = {
   telemetry: { metrics: { enabled: boolean; max_agents: number } };
   /** The agent plane: how deep spawning may nest, how many live children one agent has. */
   agents: { max_spawn_depth: number; max_live_children: number };
+  /** Asks (src/asks/): how long an unanswered ask stands before it expires. */
+  asks: { expiry_hours: number };
 };
 
 /** Where an effective value came from. */
@@ -320,6 +323,7 @@ export function effectiveConfig(
         max_spawn_depth: file.agents?.max_spawn_depth ?? 1,
         max_live_children: file.agents?.max_live_children ?? 8,
       },
+      asks: { expiry_hours: file.asks?.expiry_hours ?? 168 },
     },
     overrides,
     warnings,
@@ -469,6 +473,14 @@ export const KEY_DEFS: readonly KeyDef[] = [
     type: "integer",
     default: 8,
     description: "Private children one agent may supervise at the same time",
+    schema: PositiveInt,
+  },
+  {
+    key: "asks.expiry_hours",
+    type: "integer",
+    default: 168,
+    description:
+      "Hours an unanswered ask stands before it expires (an expired budget ask keeps holding; an expired question tells the agent)",
     schema: PositiveInt,
   },
   ...RETENTION_KEY_DEFS,

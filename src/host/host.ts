@@ -112,6 +112,7 @@ export class RuntimeHost {
     scheduler.start();
     host.services.retention.start();
     host.services.storageWatch.start();
+    host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
     return host;
   }
 

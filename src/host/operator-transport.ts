@@ -8,7 +8,11 @@
 // turn's outcome. Bindings live in <home>/operator-bindings.json (0600: it holds the
 // callback tokens Holon must send, so they cannot be stored hashed); at most
 // MAX_BINDINGS_PER_AGENT per agent, revoked ones pruned beyond MAX_REVOKED_KEPT.
-// Retries are in memory: a delivery still retrying when the host stops is not resumed.
+// Brief retries are in memory: a delivery still retrying when the host stops is not resumed.
+// Asks are different (they wait on a person, maybe for days): each pending ask goes to the
+// active bindings of its agent (and of the agents above a private child), with the ask id
+// as Idempotency-Key, and which bindings accepted it is kept on the ask; at start every
+// pending ask goes again to each binding that has not accepted it (`redeliverAsks`).
 import { classifyStorageError } from "../store/health.ts";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -18,6 +22,8 @@ import type { Clock } from "../domain/clock.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { CatalogEvent } from "../domain/events.ts";
 import type { Store } from "../store/db.ts";
+import type { AskRecord } from "../domain/ask.ts";
+import type { AskService } from "../asks/service.ts";
 import { atomicWriteFile } from "../store/files.ts";
 
 export const MAX_BINDINGS_PER_AGENT = 16;
@@ -73,6 +79,7 @@ export type OperatorTransportDeps = {
   clock: Clock;
   fetch?: typeof fetch;
   retryDelaysMs?: number[];
+  asks?: AskService | undefined;
 };
 
 const view = ({ delivery_token: _t, ...b }: StoredBinding): OperatorBinding => b;
@@ -84,6 +91,7 @@ export class OperatorTransportService {
   private readonly clock: Clock;
   private readonly fetch: typeof fetch;
   private readonly delays: number[];
+  private readonly asks: AskService | undefined;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private readonly unlisten: () => void;
   private closed = false;
@@ -95,6 +103,7 @@ export class OperatorTransportService {
     this.clock = deps.clock;
     this.fetch = deps.fetch ?? fetch;
     this.delays = deps.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
+    this.asks = deps.asks;
     this.unlisten = this.store.onEvents((events) => this.onEvents(events));
   }
 
@@ -157,6 +166,10 @@ export class OperatorTransportService {
       delivery_token: input.delivery_token,
     };
     this.write([...all, binding]);
+    // What already waits on this operator goes to the new binding too.
+    for (const ask of this.asks?.pendingFor(agentId) ?? []) {
+      if (ask.state === "pending") void this.attemptAsk(binding, ask, 1);
+    }
     return view(binding);
   }
 
@@ -218,6 +231,10 @@ export class OperatorTransportService {
   private onEvents(events: CatalogEvent[]): void {
     if (this.closed) return;
     for (const e of events) {
+      if (e.type === "ask_opened") {
+        this.deliverAsk(e.payload.ask);
+        continue;
+      }
       if (e.type !== "brief_created" || e.payload.brief.kind === "ack") continue;
       const targets = this.read().filter(
         (b) => b.target_agent_id === e.agent_id && b.status === "active",
@@ -239,6 +256,150 @@ export class OperatorTransportService {
         void this.attempt(b, intent, brief.id, 1);
       }
     }
+  }
+
+  /** At start: every pending ask to each binding that has not accepted it yet. */
+  redeliverAsks(): number {
+    if (!this.asks) return 0;
+    let n = 0;
+    for (const ask of this.asks.list({ state: "pending", limit: 500 })) n += this.deliverAsk(ask);
+    return n;
+  }
+
+  /** The bindings an agent's asks go to: its own, and for a private child its supervisors'. */
+  private bindingsFor(agentId: string): StoredBinding[] {
+    const chain = new Set<string>();
+    let id: string | undefined = agentId;
+    while (id && !chain.has(id) && chain.size < 16) {
+      chain.add(id);
+      id = this.store.agents.get(id)?.supervisor_agent_id;
+    }
+    return this.read().filter((b) => b.status === "active" && chain.has(b.target_agent_id));
+  }
+
+  private deliverAsk(ask: AskRecord): number {
+    if (this.closed || ask.state !== "pending") return 0;
+    const targets = this.bindingsFor(ask.agent_id).filter(
+      (b) => ask.deliveries[b.binding_id]?.status !== "accepted_by_transport",
+    );
+    for (const b of targets) void this.attemptAsk(b, ask, 1);
+    return targets.length;
+  }
+
+  private async attemptAsk(b: StoredBinding, ask: AskRecord, n: number): Promise<void> {
+    const options = ask.options.length ? `\nOptions: ${ask.options.join(" | ")}` : "";
+    const intent = {
+      delivery_intent_id: ask.id,
+      binding_id: b.binding_id,
+      route_id: b.default_route_id,
+      target_agent_id: ask.agent_id,
+      kind: "operator_ask",
+      text: `${ask.about}\n\n${ask.detail}${options}\nAnswer: holon asks answer ${ask.id} "<answer>"`,
+      ask: {
+        ask_id: ask.id,
+        kind: ask.kind,
+        scope: ask.scope,
+        work_item_id: ask.work_item_id ?? null,
+        about: ask.about,
+        detail: ask.detail,
+        options: ask.options,
+        free_text: ask.free_text,
+        expires_at: ask.expires_at,
+        decision_path: `/control/asks/${ask.id}/decision`,
+      },
+      created_at: ask.created_at,
+      correlation_id: null,
+      causation_id: null,
+    };
+    let failure: string;
+    try {
+      const res = await this.fetch(b.delivery_callback_url, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${b.delivery_token}`,
+          "idempotency-key": ask.id,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify(intent),
+        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+        redirect: "error",
+      });
+      await res.text().catch(() => "");
+      if (res.ok) return this.noteAsk(ask.id, b, "accepted_by_transport", n, null);
+      failure = `HTTP ${res.status}`;
+    } catch (err) {
+      failure = err instanceof Error ? err.message : String(err);
+    }
+    if (this.closed) return;
+    const delay = this.delays[n - 1];
+    if (delay === undefined) return this.noteAsk(ask.id, b, "failed_to_submit", n, failure);
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      if (this.closed) return;
+      // Decided or withdrawn meanwhile: nothing left to ask.
+      if (this.store.asks.get(ask.id)?.state !== "pending") return;
+      void this.attemptAsk(b, ask, n + 1);
+    }, delay);
+    t.unref?.();
+    this.timers.add(t);
+  }
+
+  private noteAsk(
+    askId: string,
+    b: StoredBinding,
+    status: "accepted_by_transport" | "failed_to_submit",
+    attempts: number,
+    failure: string | null,
+  ): void {
+    if (this.closed) return;
+    try {
+      this.asks?.noteDelivery(
+        askId,
+        b.binding_id,
+        status,
+        attempts,
+        failure?.slice(0, 500) ?? null,
+      );
+    } catch {
+      // the store closed meanwhile: the host is stopping (the next start delivers again)
+    }
+  }
+
+  /**
+   * A binding that decides an ask: it must be active, its operator the actor, and bound to
+   * the ask's agent or an agent above it. Returns the credential the ask service takes.
+   */
+  bindingCredential(
+    askAgentId: string,
+    bindingId: string,
+    actorId: string,
+  ): { kind: "operator"; via: "operator_binding"; binding_id: string; actor_id: string } {
+    const b = this.read().find((x) => x.binding_id === bindingId);
+    if (!b || !this.bindingsFor(askAgentId).some((x) => x.binding_id === bindingId)) {
+      if (b?.status === "revoked") {
+        throw new HolonError("binding_revoked", `operator binding '${bindingId}' is revoked`, {
+          status: 403,
+        });
+      }
+      throw new HolonError(
+        "unknown_binding",
+        `no active operator binding '${bindingId}' for this ask's agent`,
+        { status: 403 },
+      );
+    }
+    if (actorId !== b.operator_actor_id) {
+      throw new HolonError(
+        "actor_mismatch",
+        `actor '${actorId}' is not the operator of binding '${b.binding_id}'`,
+        { status: 403 },
+      );
+    }
+    return {
+      kind: "operator",
+      via: "operator_binding",
+      binding_id: b.binding_id,
+      actor_id: actorId,
+    };
   }
 
   private async attempt(

@@ -314,6 +314,11 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "task_reattached_after_restart":
     case "runtime_service_shutdown_requested":
     case "operator_delivery_recorded":
+    case "ask_opened":
+    case "ask_decided":
+    case "ask_expired":
+    case "ask_withdrawn":
+    case "ask_delivery_recorded":
     case "http_request_refused":
     case "retention_applied":
     case "storage_outage":

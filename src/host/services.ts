@@ -35,6 +35,8 @@ import { WorkspaceService } from "../workspace/registry.ts";
 import { TemplateService } from "../context/templates.ts";
 import { AgentPlane, ChildClosureObserver } from "../tasks/children.ts";
 import { WORK_RECHECK, WorkService } from "../work/service.ts";
+import { WorkAskEffects } from "../work/asks.ts";
+import { ASK_EXPIRY, AskService } from "../asks/service.ts";
 import { DEFAULT_MAX_CONTINUATIONS, WorkRunObserver } from "../work/observer.ts";
 import { workRecheckHandler } from "../work/recheck.ts";
 import { reminderSettings, staleReminderHook } from "../work/reminder.ts";
@@ -112,7 +114,19 @@ export function buildServices(opts: ServiceOptions) {
     baseUrl: baseUrlFromRuntimeFile(paths.runtimeFile),
     defaultAgentId: opts.defaultAgentId,
   });
-  const work = new WorkService({ store, deadlines: scheduler, ingress });
+  // Asks: the one way anything waits on a person (budget stops, questions, runaway halts).
+  // The work plane holds the item an ask is about; its effects are looked up at call time.
+  const asks: AskService = new AskService({
+    store,
+    ingress,
+    signals,
+    deadlines: scheduler,
+    expiryHours: () => config.current().values.asks.expiry_hours,
+    effects: () => [workAsks],
+  });
+  handlers.set(ASK_EXPIRY, asks.expiryHandler());
+  const work = new WorkService({ store, deadlines: scheduler, ingress, asks });
+  const workAsks = new WorkAskEffects({ store, work, deadlines: scheduler });
   // Context management: the request budget per model and turn-local compaction.
   const contextLimitsOf = (agent: { model_override?: string | null | undefined }) =>
     agentContextLimits(config, agent.model_override ?? null);
@@ -190,6 +204,7 @@ export function buildServices(opts: ServiceOptions) {
         onContextOverflow: (info) => compactor.noteOverflow(info.run_id, info.model_ref),
         afterProviderCall: (info) =>
           compactor.noteUsage(info.run_id, info.model_ref, info.token_usage),
+        gate: (agentId) => asks.gatedBy(agentId),
         budget: () => {
           const rt = config.current().values.runtime;
           return {
@@ -203,6 +218,7 @@ export function buildServices(opts: ServiceOptions) {
     new WorkRunObserver({
       store,
       work,
+      asks,
       maxContinuations: () =>
         positiveInt(opts.env.HOLON_WORK_MAX_CONTINUATIONS) ?? DEFAULT_MAX_CONTINUATIONS,
     }),
@@ -213,7 +229,7 @@ export function buildServices(opts: ServiceOptions) {
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   // The agent plane (issue 15): a child's terminal closure settles its supervision task.
   observers.push(new ChildClosureObserver({ store, ingress, tasks, workspaces, work }));
-  const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
+  const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals);
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),
     stagingRoot: join(opts.home, "agents", ".staging"),
@@ -240,8 +256,10 @@ export function buildServices(opts: ServiceOptions) {
     sleep,
     defaultAgentId: opts.defaultAgentId,
     limits: () => config.current().values.agents,
+    asks,
     waits: {
       cancelForAgent(agentId, reason) {
+        asks.withdrawForAgent(agentId, reason);
         const cancelled = timers.list(agentId).active.map((t) => {
           timers.cancel(agentId, t.timer_id, reason);
           return t.timer_id;
@@ -261,10 +279,13 @@ export function buildServices(opts: ServiceOptions) {
     sleep,
     // Agent stop cancels its command tasks and stops the children it supervises.
     owned: {
-      cancelForAgent: async (agentId, reason) => [
-        ...(await tasks.cancelForAgent(agentId, reason)),
-        ...(await agentPlane.cancelForAgent(agentId, reason)),
-      ],
+      cancelForAgent: async (agentId, reason) => {
+        asks.withdrawForAgent(agentId, reason); // what a stopped agent asked no longer stands
+        return [
+          ...(await tasks.cancelForAgent(agentId, reason)),
+          ...(await agentPlane.cancelForAgent(agentId, reason)),
+        ];
+      },
     },
     wake: wakeHints,
   });
@@ -310,6 +331,7 @@ export function buildServices(opts: ServiceOptions) {
     store,
     ingress: core.ingress,
     clock: opts.clock,
+    asks,
   });
   return {
     ...core,
@@ -325,6 +347,7 @@ export function buildServices(opts: ServiceOptions) {
     retention,
     storageWatch,
     work,
+    asks,
     usage,
     operatorTransport,
     metrics,

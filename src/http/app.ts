@@ -18,6 +18,7 @@ import { usageRoutes } from "./routes-usage.ts";
 import { operatorRoutes } from "./routes-operator.ts";
 import { memoryRoutes } from "./routes-memory.ts";
 import { metricsRoutes } from "./routes-metrics.ts";
+import { askRoutes } from "./routes-asks.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -68,6 +69,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   operatorRoutes(app, ctx);
   memoryRoutes(app, ctx);
   metricsRoutes(app, ctx);
+  askRoutes(app, ctx); // the operator's inbox: asks across agents, and their decisions
   openApiRoute(app);
   return { app, hub };
 }

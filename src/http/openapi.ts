@@ -33,6 +33,7 @@ import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
 import { MEMORY_ROUTE_DOCS } from "./routes-memory.ts";
 import { METRICS_ROUTE_DOCS } from "./routes-metrics.ts";
+import { ASK_ROUTE_DOCS } from "./routes-asks.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -433,6 +434,7 @@ export const ROUTES: RouteDoc[] = [
   ...MEMORY_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,
   ...METRICS_ROUTE_DOCS,
+  ...ASK_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

@@ -21,6 +21,7 @@ import { TriggersRepo } from "./triggers.ts";
 import { WorkItemsRepo } from "./work-items.ts";
 import { HolonError } from "../domain/errors.ts";
 import { classifyStorageError, StorageHealth } from "./health.ts";
+import { AsksRepo } from "./asks.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -43,6 +44,7 @@ export class Store {
   readonly memory: MemoryRepo;
   /** Whether writes can go through (a full disk, a read-only home, a replaced file). */
   readonly health: StorageHealth;
+  readonly asks: AsksRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -89,6 +91,7 @@ export class Store {
     this.workItems = new WorkItemsRepo(this.db);
     this.memory = new MemoryRepo(this.db);
     this.health.pinFile();
+    this.asks = new AsksRepo(this.db);
   }
 
   /**

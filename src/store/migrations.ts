@@ -327,4 +327,24 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX context_episodes_agent ON context_episodes (agent_id, seq);
     `,
   },
+  {
+    version: 11,
+    name: "asks: durable operator requests",
+    sql: `
+      CREATE TABLE asks (
+        id TEXT PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        holding INTEGER NOT NULL,
+        gates_agent INTEGER NOT NULL,
+        work_item_id TEXT,
+        created_at TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+      CREATE INDEX asks_agent_holding ON asks (agent_id, holding, created_at);
+      CREATE INDEX asks_item ON asks (work_item_id, holding) WHERE work_item_id IS NOT NULL;
+      CREATE INDEX asks_state ON asks (state, created_at);
+      CREATE INDEX asks_created ON asks (created_at);
+    `,
+  },
 ];

@@ -15,6 +15,11 @@ export const WorkAgentState = z.object({
   last_progress: z.string().optional(),
   /** Set when the guard stopped continuing; cleared by the next progress. */
   halted_at: z.string().optional(),
+  /**
+   * The operator's `continue N` on a runaway ask: the guard halts after N continuations
+   * without progress instead of its configured limit; cleared by the next progress.
+   */
+  allowance: z.number().int().positive().optional(),
   /** The newest runs bound to a work item (for the prompt's process trace), oldest first. */
   bound_runs: z.array(z.object({ run_id: z.string(), work_item_id: z.string() })).optional(),
 });

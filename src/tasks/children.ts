@@ -24,6 +24,8 @@ import type { WorkspaceService } from "../workspace/registry.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { AGENT_HOME_WORKSPACE_ID } from "../domain/workspace.ts";
 import { childSupervision, taskSnapshot, type TaskService } from "./service.ts";
+import type { AskService } from "../asks/service.ts";
+import { matchOption } from "../domain/ask.ts";
 
 /** Limits from config (`agents.*`). */
 export type AgentLimits = { max_spawn_depth: number; max_live_children: number };
@@ -235,6 +237,8 @@ export class ChildClosureObserver implements RunObserver {
 }
 
 export type AgentPlaneDeps = ChildDeps & {
+  /** A supervisor's input answers its child's pending input ask (src/asks/). */
+  asks?: AskService | undefined;
   agents: AgentDirectory;
   loops: AgentLoops;
   sleep: SleepDeadlines;
@@ -570,16 +574,31 @@ export class AgentPlane {
     if (!child || child.archived_at) return { accepted: false, reason: "child_gone" };
     if (child.status === "stopped") return { accepted: false, reason: "child_stopped" };
     const envelope = store.tx(() => {
-      const m = this.deps.ingress.admit({
-        agent_id: child.agent_id,
-        kind: "internal_followup",
-        origin: { kind: "task", task_id: task.id },
-        body: { type: "text", text: `Follow-up from your supervisor ${task.agent_id}:\n${text}` },
-        surface: "runtime_system",
-        admission: "runtime_owned",
-        task_id: task.id,
-        metadata: { supervisor_input: true },
-      });
+      // The child asked a question: the supervisor's input is its answer (a parent may
+      // decide its child's input asks, never a budget ask).
+      const asked = this.deps.asks
+        ?.pendingFor(child.agent_id)
+        .find(
+          (a) =>
+            a.kind === "input" &&
+            a.state === "pending" &&
+            (a.free_text || matchOption(a.options, text) !== undefined),
+        );
+      const m = asked
+        ? this.answerAsk(asked.id, task, text)
+        : this.deps.ingress.admit({
+            agent_id: child.agent_id,
+            kind: "internal_followup",
+            origin: { kind: "task", task_id: task.id },
+            body: {
+              type: "text",
+              text: `Follow-up from your supervisor ${task.agent_id}:\n${text}`,
+            },
+            surface: "runtime_system",
+            admission: "runtime_owned",
+            task_id: task.id,
+            metadata: { supervisor_input: true },
+          });
       const current = store.tasks.get(task.id)!;
       if (current.child?.needs_input) {
         const next = { ...current, child: { ...current.child, needs_input: false } };
@@ -593,6 +612,17 @@ export class AgentPlane {
       return m;
     });
     return { accepted: true, message_id: envelope.id };
+  }
+
+  private answerAsk(askId: string, task: TaskRecord, text: string): { id: string } {
+    const asks = this.deps.asks!;
+    const r = asks.decide(
+      askId,
+      { decision: text },
+      { kind: "agent", agent_id: task.agent_id, task_id: task.id },
+    );
+    if (!r.message_id) throw new HolonError("child_stopped", "the child no longer takes input");
+    return { id: r.message_id };
   }
 
   /** TaskStop on a child task: abort its run, stop it, settle the task as cancelled. */

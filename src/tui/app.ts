@@ -8,6 +8,7 @@
 // Closing it changes nothing in the runtime; it follows the event stream across host
 // restarts (client/follow.ts). Written with createElement: Node strips types, not JSX.
 import { resolve } from "node:path";
+import { asksIndicator, pendingAsks, type PendingAsk } from "./asks.ts";
 import { createElement as h, useEffect, useRef, useState, type ReactElement } from "react";
 import { Box, Text, useApp, useInput, useWindowSize } from "ink";
 import type { HolonClient } from "../client/client.ts";
@@ -172,6 +173,7 @@ export function App(props: TuiProps): ReactElement {
   const [notice, setNotice] = useState("");
   const [agentState, setAgentState] = useState<AgentStateView | undefined>(undefined);
   const [access, setAccess] = useState("");
+  const [asks, setAsks] = useState<PendingAsk[] | undefined>(undefined);
   const [stateTick, setStateTick] = useState(0);
   const [activity, setActivity] = useState<ActivityState>(IDLE);
   const [now, setNow] = useState(() => Date.now());
@@ -215,15 +217,17 @@ export function App(props: TuiProps): ReactElement {
     const c = client();
     if (!c) return;
     void (async () => {
-      const [st, hs] = await Promise.all([
+      const [st, hs, pending] = await Promise.all([
         c
           .call<AgentStateView>("GET", `/agents/${encodeURIComponent(agentId)}/state`)
           .catch(() => undefined),
         c
           .call<{ auth?: { access?: string; transport?: string } }>("GET", "/handshake")
           .catch(() => undefined),
+        pendingAsks(c),
       ]);
       if (stop) return;
+      setAsks(pending);
       if (st) setAgentState(st);
       if (hs?.auth) setAccess(`${hs.auth.access ?? "?"} over ${hs.auth.transport ?? "?"}`);
     })();
@@ -624,9 +628,12 @@ export function App(props: TuiProps): ReactElement {
       activityText ? `● ${activityText}` : `○ idle${agentStatus ? ` (${agentStatus})` : ""}`,
       activityText ? { color: "cyan" } : { dimColor: true },
     ),
-    line("notice", back > 0 ? `scrolled back ${back} item(s); PgDn returns` : notice || " ", {
-      dimColor: true,
-    }),
+    // The notice line: scrolling first, then a passing notice, then asks waiting on the operator.
+    back > 0 || notice || !asksIndicator(asks, agentId)
+      ? line("notice", back > 0 ? `scrolled back ${back} item(s); PgDn returns` : notice || " ", {
+          dimColor: true,
+        })
+      : line("notice", asksIndicator(asks, agentId)!, { color: "yellow" }),
     h(
       Box,
       { key: "composer", height: 1, flexShrink: 0 },

@@ -96,6 +96,12 @@ export type TurnDeps = {
     run_id: string;
     model_ref: string | undefined;
   }) => boolean;
+  /**
+   * The ask gate (src/asks/): an agent-scope ask that holds the agent. Consulted before
+   * every provider request, so an ask opened while a turn runs (a budget freeze) stops it
+   * before its next call; the turn then ends waiting for the operator.
+   */
+  gate?: (agentId: string) => string | undefined;
   /** Told the usage a provider reported for a request (token estimate calibration). */
   afterProviderCall?: (info: {
     agent_id: string;
@@ -276,7 +282,26 @@ class Turn {
     for (;;) {
       this.drainInterjections("before_provider_request");
       if (this.req.signal.aborted) return this.aborted();
+      const gated = this.deps.gate?.(this.agent.agent_id);
+      if (gated) return this.gated(gated, "agent", lastText);
       if (this.rounds >= maxRounds) {
+        // A turn working on a work item halts with an ask on that item (the work plane opens
+        // it); a one-shot run or a turn on no item fails as before.
+        if (this.agent.current_work_item_id && message.delivery_surface !== "run_once") {
+          this.store.tx(() =>
+            this.terminal("aborted", lastText, {
+              reason: "max_rounds_exceeded",
+              max_rounds: maxRounds,
+            }),
+          );
+          return {
+            kind: "await_operator",
+            detail: `max_turns:${maxRounds}`,
+            scope: "work_item",
+            cause: "max_turns",
+            rounds: maxRounds,
+          };
+        }
         return this.fail(
           `The turn stopped after ${maxRounds} model rounds without finishing (round limit reached).`,
           { kind: "max_rounds_exceeded", max_rounds: maxRounds },
@@ -300,11 +325,22 @@ class Turn {
           // The context budget could not be met: fail explicitly rather than send a request
           // the provider would refuse.
           if (!(err instanceof HolonError)) throw err;
+          // The hook opened an ask instead of sending (a budget stop): wait for its decision.
+          if (err.kind === "ask_opened" && typeof err.details?.ask_id === "string") {
+            this.rounds--;
+            const scope = err.details.scope === "work_item" ? "work_item" : "agent";
+            return this.gated(err.details.ask_id, scope, lastText);
+          }
           return this.fail(`The turn cannot continue: ${err.message}.`, {
             kind: err.kind,
             ...err.details,
           });
         }
+      }
+      const gatedNow = this.deps.gate?.(this.agent.agent_id);
+      if (gatedNow) {
+        this.rounds--;
+        return this.gated(gatedNow, "agent", lastText);
       }
       const providerStartedAt = store.clock.now();
       const t0 = performance.now();
@@ -576,6 +612,14 @@ class Turn {
       }
     });
     return { kind: "aborted", reason };
+  }
+
+  /** An ask holds the agent (or the hook opened one): end the turn waiting for its decision. */
+  private gated(askId: string, scope: "agent" | "work_item", lastText: string): TurnOutcome {
+    this.store.tx(() =>
+      this.terminal("aborted", lastText, { reason: "awaiting_operator", ask_id: askId }),
+    );
+    return { kind: "await_operator", detail: `ask:${askId}`, ask_id: askId, scope };
   }
 
   /** Rate-limited everywhere: end the turn unfinished; the message runs again at `retryAt`. */

@@ -22,8 +22,13 @@ export type HandledDeadline = {
   admitted(envelope: MessageEnvelope): void;
 };
 
-/** Turns a due deadline into what the agent receives; null drops it (recorded). */
-export type DeadlineHandler = (deadline: Deadline) => MessageDraft | HandledDeadline | null;
+/**
+ * Turns a due deadline into what the agent receives; null drops it (recorded); "handled"
+ * says the handler did all there was to do itself (an ask that expires without a message).
+ */
+export type DeadlineHandler = (
+  deadline: Deadline,
+) => MessageDraft | HandledDeadline | "handled" | null;
 
 export type NewDeadline = {
   agent_id: string;
@@ -136,6 +141,7 @@ export class DeadlineScheduler {
     if (!this.store.deadlines.delete(d.id)) return; // already cancelled or fired
     const handler = this.handlers.get(d.kind);
     const out = handler ? handler(d) : null;
+    if (out === "handled") return;
     if (out && "draft" in out && "admitted" in out) {
       out.admitted(this.ingress.admit(out.draft));
     } else if (out) {

@@ -2,20 +2,24 @@
 // current item when it starts; at its end refresh the bound item's plan descriptor and
 // commit its blocker state from runtime facts (never completion); tell the closure whether
 // runnable work remains (`work_signal`) or the operator is needed (`operator_wait`); and
-// when the closure is `continuable`, admit the runtime-owned tick that continues the work,
-// unless the runaway guard says the agent has continued too long without progress.
+// when the closure is `continuable`, admit the runtime-owned tick that continues the work.
+// Asks (src/asks/) are how this plane waits on a person, always about one item: an item the
+// agent left `needs_input` at a turn's end becomes an input ask with the turn's question;
+// the runaway guard (too many self-continuations without progress) and a turn that hit its
+// round limit halt the item with an input ask offering `continue N`, `block item` or
+// `cancel item`. A held item is blocked; other runnable items still run. The halt lasts
+// until the ask is answered: an ordinary prompt no longer restarts the loop.
 import type { ClosureDecision, TurnOutcome, WorkSignal } from "../domain/closure.ts";
 import { schedulingState, type WorkItemRecord } from "../domain/work-item.ts";
-import { createBrief } from "../agent/briefs.ts";
 import type { PlaneFacts } from "../agent/closure.ts";
 import type { RunInfo, RunObserver } from "../agent/runtime.ts";
 import type { Store } from "../store/db.ts";
+import type { AskService } from "../asks/service.ts";
+import { RUNAWAY_OPTIONS } from "../domain/ask.ts";
 import type { WorkService } from "./service.ts";
 
 /** Consecutive self-continuations without progress before the guard stops them. */
 export const DEFAULT_MAX_CONTINUATIONS = 20;
-
-type Decision = { signal: WorkSignal | undefined; halted: WorkSignal | undefined };
 
 export class WorkRunObserver implements RunObserver {
   private readonly store: Store;
@@ -23,17 +27,24 @@ export class WorkRunObserver implements RunObserver {
   private readonly maxContinuations: () => number;
   /** run id → the item the run was bound to at its start. */
   private readonly bound = new Map<string, string>();
-  /** run id → what closureFacts decided, for onClosure (same transaction). */
-  private readonly decided = new Map<string, Decision>();
+  private readonly asks: AskService | undefined;
 
-  constructor(deps: { store: Store; work: WorkService; maxContinuations: () => number }) {
+  constructor(deps: {
+    store: Store;
+    work: WorkService;
+    maxContinuations: () => number;
+    asks?: AskService | undefined;
+  }) {
     this.store = deps.store;
     this.work = deps.work;
     this.maxContinuations = deps.maxContinuations;
+    this.asks = deps.asks;
   }
 
   beforeRun(run: RunInfo): void {
-    if (run.message.kind === "operator_prompt") {
+    // An operator message is progress, except the one carrying an ask's decision: a
+    // `continue N` must not be turned into a fresh full allowance by its own message.
+    if (run.message.kind === "operator_prompt" && run.message.metadata?.ask_id === undefined) {
       this.work.noteProgress(run.agent_id, "operator_message");
     }
     const current = this.work.currentItem(run.agent_id);
@@ -52,7 +63,11 @@ export class WorkRunObserver implements RunObserver {
   afterRun(run: RunInfo & { outcome: TurnOutcome }): void {
     const id = this.bound.get(run.run_id);
     this.bound.delete(run.run_id);
-    if (!id) return;
+    if (id) this.commitTurnEnd(run, id);
+    this.askForInput(run, id);
+  }
+
+  private commitTurnEnd(run: RunInfo & { outcome: TurnOutcome }, id: string): void {
     const outcome = run.outcome.kind;
     const skip = (reason: "not_a_model_turn" | "turn_did_not_finish" | "item_gone"): void => {
       this.store.appendEvent(run.agent_id, {
@@ -63,6 +78,10 @@ export class WorkRunObserver implements RunObserver {
     };
     const item = this.store.workItems.get(id);
     if (!item) return skip("item_gone");
+    // A turn that hit its round limit on this item halts it with an ask.
+    if (run.outcome.kind === "await_operator" && run.outcome.cause === "max_turns") {
+      this.haltWithAsk(run, item, "max_turns", run.outcome.rounds ?? 0);
+    }
     // Only a real model turn that reached its end commits anything: a liveness tick or a
     // turn that failed, was aborted or is to be retried leaves the item as it was.
     const turnEnd = modelTurnEnd(run.outcome);
@@ -94,51 +113,118 @@ export class WorkRunObserver implements RunObserver {
     });
   }
 
+  /**
+   * The `needs_input` path: an open item (the run's or the current one) left needing input
+   * at the end of a model turn becomes an input ask, its question the turn's last text.
+   */
+  private askForInput(run: RunInfo & { outcome: TurnOutcome }, boundId: string | undefined): void {
+    if (!this.asks || modelTurnEnd(run.outcome) !== "ok") return;
+    const ids = new Set<string>();
+    if (boundId) ids.add(boundId);
+    const current = this.store.agents.get(run.agent_id)?.current_work_item_id;
+    if (current) ids.add(current);
+    let question: string | undefined;
+    for (const id of ids) {
+      const item = this.store.workItems.get(id);
+      if (!item || item.state !== "open" || item.plan_status !== "needs_input") continue;
+      if (this.asks.holdingItem(id).length > 0) continue;
+      question ??= lastAssistantText(this.store, run.agent_id, run.run_id);
+      this.asks.open({
+        agent_id: run.agent_id,
+        kind: "input",
+        source: "needs_input",
+        scope: "work_item",
+        work_item_id: id,
+        about: `Question on work item ${id}: ${clip(item.objective, 200)}`,
+        detail:
+          question ||
+          `The agent marked work item ${id} ("${item.objective}") as needing input without writing a question.`,
+        free_text: true,
+      });
+    }
+  }
+
+  /** Halt an item with a runaway ask (guard or round limit), once. */
+  private haltWithAsk(
+    run: RunInfo,
+    item: WorkItemRecord,
+    source: "runaway_guard" | "max_turns",
+    n: number,
+  ): boolean {
+    if (!this.asks || item.state !== "open") return false;
+    if (this.asks.holdingItem(item.id).length > 0) return false;
+    const what =
+      source === "runaway_guard"
+        ? `the agent continued itself ${n} times in a row without progress (no todo changed state, the plan did not change, and no item was picked, blocked or completed)`
+        : `a turn on it reached its limit of ${n} model rounds without finishing`;
+    this.asks.open({
+      agent_id: run.agent_id,
+      kind: "input",
+      source,
+      scope: "work_item",
+      work_item_id: item.id,
+      about: `Halted work item ${item.id}: ${source === "runaway_guard" ? `${n} continuations without progress` : `${n} model rounds in one turn`}`,
+      detail:
+        `Stopped working on ${item.id} ("${clip(item.objective, 300)}"): ${what}. ` +
+        `It stays halted, across prompts and restarts, until you answer: ` +
+        `"continue N" lets it go on for N more self-continuations, "block item" parks it, ` +
+        `"cancel item" closes it. The agent may work on its other items meanwhile.`,
+      options: [...RUNAWAY_OPTIONS],
+      free_text: false,
+      details: { continuations_without_progress: n, run_id: run.run_id },
+    });
+    return true;
+  }
+
   closureFacts(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts {
-    const decision: Decision = { signal: undefined, halted: undefined };
-    // closureFacts and onClosure run in one synchronous transaction, so nothing older is
-    // still needed (a run that ended in a stop never reaches onClosure).
-    this.decided.clear();
-    this.decided.set(run.run_id, decision);
     const agentId = run.agent_id;
     if (!this.store.workItems.hasAny(agentId)) return {};
     const facts: PlaneFacts = {};
-    const current = this.work.currentItem(agentId);
-    let signal: WorkSignal | undefined;
-    if (current && schedulingState(current) === "runnable") {
-      signal = {
-        work_item_id: current.id,
-        status: "active",
-        reactivation_mode: "continue_active",
-      };
-    } else {
-      if (current && schedulingState(current) === "waiting_operator") {
+    let signal = this.signal(agentId);
+    const guard = this.store.workItems.agentState(agentId);
+    const limit = guard.allowance ?? this.maxContinuations();
+    if (signal && guard.continuations_without_progress >= limit) {
+      // Only a settled turn would have continued: that is where the guard halts the item
+      // with an ask (then the agent may still go on with another runnable item).
+      const item = this.store.workItems.get(signal.work_item_id);
+      if (
+        run.outcome.kind === "settled" &&
+        item &&
+        this.haltWithAsk(run, item, "runaway_guard", guard.continuations_without_progress)
+      ) {
+        this.recordHalt(run, signal, guard.continuations_without_progress);
+        signal = this.signal(agentId);
+      } else {
+        signal = undefined;
+      }
+    }
+    if (!signal) {
+      // Nothing runnable: the agent waits for the operator when an ask holds one of its
+      // items (or an item still needs input).
+      const held = this.asks?.pendingFor(agentId)[0];
+      const current = this.work.currentItem(agentId);
+      if (held) facts.operator_wait = `ask:${held.id}`;
+      else if (current && schedulingState(current) === "waiting_operator") {
         facts.operator_wait = `work_item:${current.id}:needs_input`;
       }
-      const queued = this.work.runnableQueued(agentId)[0];
-      if (queued && !facts.operator_wait) {
-        signal = {
-          work_item_id: queued.id,
-          status: "queued",
-          reactivation_mode: "activate_queued",
-        };
-      }
-    }
-    if (!signal) return facts;
-    const guard = this.store.workItems.agentState(agentId);
-    if (guard.continuations_without_progress >= this.maxContinuations()) {
-      decision.halted = signal;
       return facts;
     }
-    decision.signal = signal;
     facts.work_signal = signal;
     return facts;
   }
 
+  /** The runnable work that would continue next: the current item, else the oldest queued. */
+  private signal(agentId: string): WorkSignal | undefined {
+    const current = this.work.currentItem(agentId);
+    if (current && schedulingState(current) === "runnable") {
+      return { work_item_id: current.id, status: "active", reactivation_mode: "continue_active" };
+    }
+    const queued = this.work.runnableQueued(agentId)[0];
+    if (!queued) return undefined;
+    return { work_item_id: queued.id, status: "queued", reactivation_mode: "activate_queued" };
+  }
+
   onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void {
-    const decision = this.decided.get(run.run_id);
-    this.decided.delete(run.run_id);
-    if (decision?.halted && run.outcome.kind === "settled") this.halt(run, decision.halted);
     const signal = run.closure.work_signal;
     if (run.closure.outcome !== "continuable" || !signal) return;
     const item = this.store.workItems.get(signal.work_item_id);
@@ -146,35 +232,25 @@ export class WorkRunObserver implements RunObserver {
     this.work.admitTick(run.agent_id, signal.reactivation_mode, item);
   }
 
-  /** The guard stops continuing: once per halt, an action_required brief says why. */
-  private halt(run: RunInfo, signal: WorkSignal): void {
+  /** The guard halted an item: its event, and a fresh count for the agent's other items. */
+  private recordHalt(run: RunInfo, signal: WorkSignal, n: number): void {
     const agentId = run.agent_id;
     const state = this.store.workItems.agentState(agentId);
-    if (state.halted_at) return;
-    const now = this.store.clock.now().toISOString();
-    this.store.workItems.putAgentState(agentId, { ...state, halted_at: now });
-    const item: WorkItemRecord | undefined = this.store.workItems.get(signal.work_item_id);
-    const n = state.continuations_without_progress;
+    const { allowance: _spent, ...rest } = state;
+    this.store.workItems.putAgentState(agentId, {
+      ...rest,
+      continuations_without_progress: 0,
+      halted_at: this.store.clock.now().toISOString(),
+    });
     this.store.appendEvent(agentId, {
       type: "work_activation",
-      provenance: { work_item_id: signal.work_item_id },
+      provenance: { work_item_id: signal.work_item_id, message_id: run.message.id },
       payload: {
         mode: signal.reactivation_mode,
         work_item_id: signal.work_item_id,
         disposition: "halted",
         continuations_without_progress: n,
       },
-    });
-    createBrief(this.store, {
-      agent_id: agentId,
-      kind: "action_required",
-      text:
-        `Stopped continuing work item ${signal.work_item_id}${item ? ` ("${item.objective}")` : ""}: ` +
-        `the agent continued itself ${n} times in a row without progress (no todo changed state, ` +
-        `the plan did not change, and no item was picked, blocked or completed). ` +
-        `Send it a message, or block or close the item (holon work block|done ${agentId} ${signal.work_item_id}).`,
-      related_message_id: run.message.id,
-      work_item_id: signal.work_item_id,
     });
   }
 }
@@ -202,10 +278,28 @@ function modelTurnEnd(outcome: TurnOutcome): "ok" | "not_a_model_turn" | "turn_d
 function runtimeBlocker(outcome: TurnOutcome): string | undefined {
   switch (outcome.kind) {
     case "await_operator":
+      // A wait on an ask is held by the ask itself (work/asks.ts), or holds the whole agent.
+      if (outcome.scope !== undefined) return undefined;
       return `waiting for the operator: ${outcome.detail}`;
     case "await_external":
       return `waiting for an external change: ${outcome.detail}`;
     default:
       return undefined;
   }
+}
+
+/** The last non-empty assistant text of a run (the question a needs-input turn ends on). */
+function lastAssistantText(store: Store, agentId: string, runId: string): string {
+  const rounds = store.transcript
+    .forRun(agentId, runId)
+    .filter((e) => e.kind === "assistant_round");
+  for (let i = rounds.length - 1; i >= 0; i--) {
+    const text = rounds[i]!.data.text;
+    if (typeof text === "string" && text.trim()) return text.trim();
+  }
+  return "";
+}
+
+function clip(text: string, n: number): string {
+  return text.length > n ? text.slice(0, n) + "…" : text;
 }

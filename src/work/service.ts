@@ -20,6 +20,7 @@ import {
 } from "../domain/work-item.ts";
 import { createBrief } from "../agent/briefs.ts";
 import type { Ingress } from "../agent/ingress.ts";
+import type { AskService } from "../asks/service.ts";
 import type { Store } from "../store/db.ts";
 import { describePlan, planPath, removePlanDir, writePlan } from "./plan.ts";
 
@@ -71,11 +72,19 @@ export class WorkService {
   private readonly store: Store;
   private readonly deadlines: WorkDeadlines;
   private readonly ingress: Ingress;
+  /** Asks about an item are withdrawn when it completes (src/asks/). */
+  private readonly asks: AskService | undefined;
 
-  constructor(deps: { store: Store; deadlines: WorkDeadlines; ingress: Ingress }) {
+  constructor(deps: {
+    store: Store;
+    deadlines: WorkDeadlines;
+    ingress: Ingress;
+    asks?: AskService | undefined;
+  }) {
     this.store = deps.store;
     this.deadlines = deps.deadlines;
     this.ingress = deps.ingress;
+    this.asks = deps.asks;
   }
 
   private now(): string {
@@ -237,6 +246,20 @@ export class WorkService {
           "pass blocked_by with the reason together with recheck_after",
         );
       }
+      if (patch.blocked_by !== undefined && by === "agent") {
+        const held = this.asks?.holdingItem(id)[0];
+        if (held) {
+          throw new HolonError(
+            "held_by_ask",
+            `work item '${id}' is held by ask ${held.id} (${held.about}); only its decision lifts the blocker`,
+            {
+              status: 409,
+              hint: "work on another runnable item meanwhile; the decision arrives as a message",
+              details: { work_item_id: id, ask_id: held.id, field: "blocked_by" },
+            },
+          );
+        }
+      }
       if (patch.blocked_by !== undefined) {
         if (patch.blocked_by === null) {
           if (item.blocked_by !== undefined) {
@@ -374,6 +397,8 @@ export class WorkService {
         this.setFocus(agentId, undefined, how.by);
       }
       this.noteProgress(agentId, "completed");
+      // Whatever an ask about this item waited for no longer matters.
+      this.asks?.withdrawForItem(id, "work_item_completed");
       const pruned = this.store.workItems.pruneCompleted(agentId, WORK_LIMITS.completed_kept);
       const agentHome = this.agent(agentId).agent_home;
       for (const old of pruned) removePlanDir(planPath(agentHome, old));
@@ -394,6 +419,9 @@ export class WorkService {
 
   operatorUnblock(agentId: string, id: string): WorkItemRecord {
     return this.store.tx(() => {
+      this.item(agentId, id);
+      // The operator lifting the blocker also settles what an ask held it for.
+      this.asks?.withdrawForItem(id, "unblocked_by_operator");
       const item = this.update(agentId, id, { blocked_by: null }, "operator");
       this.noteProgress(agentId, "operator_unblocked");
       this.wakeIdle(agentId);
@@ -458,7 +486,11 @@ export class WorkService {
   /** Progress resets the runaway guard (and lifts a halt). Inside the caller's tx. */
   noteProgress(agentId: string, why: string): void {
     this.store.tx(() => {
-      const { halted_at: _lifted, ...state } = this.store.workItems.agentState(agentId);
+      const {
+        halted_at: _lifted,
+        allowance: _spent,
+        ...state
+      } = this.store.workItems.agentState(agentId);
       this.store.workItems.putAgentState(agentId, {
         ...state,
         continuations_without_progress: 0,
@@ -565,6 +597,19 @@ export class WorkService {
       todo_progress: todoProgress(todo_list),
       completion_report: this.completionReport(item),
     };
+    if (item.state === "open" && this.asks) {
+      const held = this.asks.holdingItem(item.id);
+      if (held.length > 0) {
+        out.held_by_asks = held.map((a) => ({
+          ask_id: a.id,
+          kind: a.kind,
+          source: a.source,
+          state: a.state,
+          about: a.about,
+          options: a.options,
+        }));
+      }
+    }
     if (opts.include_todo_list !== false) out.todo_list = todo_list;
     return out;
   }
