@@ -60,11 +60,23 @@ describe("reads change nothing", () => {
         { authorization: "" },
       );
 
+      // An ask waiting on the operator (as a work item's question opens one).
+      const ask = rt.host.services.asks.open({
+        agent_id: "main",
+        kind: "input",
+        source: "needs_input",
+        scope: "work_item",
+        work_item_id: work.json.work_item.id,
+        about: "which database?",
+        detail: "staging or production",
+      });
+
       const doc = (await rt.req("GET", "/openapi.json")).json;
       const params: Record<string, string> = {
         id: "main",
         task_id: taskId,
         work_item_id: work.json.work_item.id,
+        ask_id: ask.id,
       };
       const gets = Object.entries(doc.paths as Record<string, { get?: unknown }>)
         .filter(([, ops]) => ops.get)
