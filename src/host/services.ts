@@ -14,6 +14,7 @@ import { callProvider, createDefaultTransports } from "../providers/fallback.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../providers/retry.ts";
 import { Store } from "../store/db.ts";
 import { TaskService } from "../tasks/service.ts";
+import { SandboxService } from "../sandbox/service.ts";
 import { buildRegistry } from "../tools/builtin.ts";
 import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
@@ -85,8 +86,21 @@ export function buildServices(opts: ServiceOptions) {
     worktreeArea: join(opts.home, "execution-roots"),
     attachPolicy: () => config.current().values.workspaces.attach_policy,
   });
+  // Every command an agent runs is confined by the sandbox its settings and the host's ask for.
+  const sandbox = new SandboxService({
+    config: () => config.current().values.sandbox,
+    holonHome: opts.home,
+    userHome: opts.env.HOME ?? homedir(),
+    pathEnv: opts.env.PATH,
+  });
   // A task records where it runs with the same snapshot (and policy) a turn records.
-  const tasks = new TaskService(store, ingress, policy, (agent) => workspaces.snapshot(agent));
+  const tasks = new TaskService(
+    store,
+    ingress,
+    policy,
+    (agent) => workspaces.snapshot(agent),
+    sandbox,
+  );
   const skills = new SkillService({
     store,
     userHome: opts.env.HOME ?? homedir(),
@@ -282,6 +296,7 @@ export function buildServices(opts: ServiceOptions) {
   return {
     ...core,
     workspaces,
+    sandbox,
     skills,
     executor,
     loops,
