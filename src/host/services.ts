@@ -80,18 +80,19 @@ export function buildServices(opts: ServiceOptions) {
   const ingress = new Ingress(store, signals);
   // Commands: a scrubbed environment and bounded output, from the live configuration.
   const policy = commandPolicy(config);
-  const workspaces = new WorkspaceService({
-    store,
-    holonHome: opts.home,
-    worktreeArea: join(opts.home, "execution-roots"),
-    attachPolicy: () => config.current().values.workspaces.attach_policy,
-  });
   // Every command an agent runs is confined by the sandbox its settings and the host's ask for.
   const sandbox = new SandboxService({
     config: () => config.current().values.sandbox,
     holonHome: opts.home,
     userHome: opts.env.HOME ?? homedir(),
     pathEnv: opts.env.PATH,
+  });
+  const workspaces = new WorkspaceService({
+    store,
+    holonHome: opts.home,
+    worktreeArea: join(opts.home, "execution-roots"),
+    attachPolicy: () => config.current().values.workspaces.attach_policy,
+    sandbox: (agent) => sandbox.summary(agent),
   });
   // A task records where it runs with the same snapshot (and policy) a turn records.
   const tasks = new TaskService(
