@@ -30,6 +30,7 @@ const bench: Benchmark = {
         port: host.port,
         path: "/agents/main/events/stream",
         subscribers,
+        token: host.token,
       });
       const ready = await subs.next("ready", 30_000);
       ctx.log(`${ready.connected}/${subscribers} subscribers connected`);

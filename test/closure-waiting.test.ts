@@ -408,7 +408,9 @@ describe("sleep deadlines across a crash", () => {
     });
     expect(res.status).toBe(202);
     const wakeAt = await waitFor(async () => {
-      const st = (await (await fetch(`${s.url}/agents/main/state`)).json()) as {
+      const st = (await (
+        await fetch(`${s.url}/agents/main/state`, { headers: s.auth })
+      ).json()) as {
         sleep_wake_at: string | null;
       };
       return st.sleep_wake_at;
@@ -424,7 +426,9 @@ describe("sleep deadlines across a crash", () => {
     const readyAt = Date.now();
     await waitFor(
       async () => {
-        const briefs = (await (await fetch(`${s.url}/agents/main/briefs`)).json()) as {
+        const briefs = (await (
+          await fetch(`${s.url}/agents/main/briefs`, { headers: s.auth })
+        ).json()) as {
           briefs: { text: string }[];
         };
         return briefs.briefs.some((b) => b.text === "awake again");

@@ -177,7 +177,9 @@ describe("workspace roots", () => {
         cwd: parent,
       });
       expect(created.code, created.stderr).toBe(0);
-      const status = await (await fetch(`${s.url}/agents/builder/status`)).json();
+      const status = await (
+        await fetch(`${s.url}/agents/builder/status`, { headers: s.auth })
+      ).json();
       expect(JSON.stringify(status)).toContain(join(parent, "app"));
       const missing = await runCli(["agent", "create", "other", "--workspace-root", "nope"], {
         env,
@@ -217,10 +219,14 @@ describe("no provider configured", () => {
       expect(prompt.stderr).toMatch(/no model provider is configured/);
       expect(prompt.stderr).toContain("holon config set model.default");
       expect(prompt.stderr).toContain("holon config credentials set");
-      const briefs: any = await (await fetch(`${s.url}/agents/main/briefs`)).json();
+      const briefs: any = await (
+        await fetch(`${s.url}/agents/main/briefs`, { headers: s.auth })
+      ).json();
       const { waitFor } = await import("./helpers/home.ts");
       await waitFor(async () => {
-        const b: any = await (await fetch(`${s.url}/agents/main/briefs`)).json();
+        const b: any = await (
+          await fetch(`${s.url}/agents/main/briefs`, { headers: s.auth })
+        ).json();
         return b.briefs.some((x: any) => /No model provider is configured/.test(x.text));
       });
       expect(briefs.ok).toBe(true);

@@ -16,7 +16,7 @@ describe("crash safety", () => {
     const client = async (n: number) => {
       for (let i = 0; !killed; i++) {
         try {
-          const res = await fetch(`${url}/enqueue`, {
+          const res = await fetch(`${url}/agents/main/enqueue`, {
             method: "POST",
             headers: { "content-type": "application/json" },
             body: JSON.stringify({ text: `c${n}-${i}` }),

@@ -195,7 +195,7 @@ describe("command environment", () => {
       });
       await waitFor(
         async () => {
-          const st = (await (await fetch(`${s.url}/status`)).json()) as any;
+          const st = (await (await fetch(`${s.url}/status`, { headers: s.auth })).json()) as any;
           return st.status !== "awake_running" && st.pending === 0;
         },
         { what: "the agent to settle" },
@@ -207,8 +207,12 @@ describe("command environment", () => {
       expect(wire).toContain(`PLAIN_VAR=${VISIBLE.PLAIN_VAR}`);
       expect(wire).toContain(`SHOW_ME_TOKEN=${VISIBLE.SHOW_ME_TOKEN}`);
 
-      const events = await (await fetch(`${s.url}/agents/main/events?limit=1000`)).text();
-      const transcript = await (await fetch(`${s.url}/agents/main/transcript?limit=1000`)).text();
+      const events = await (
+        await fetch(`${s.url}/agents/main/events?limit=1000`, { headers: s.auth })
+      ).text();
+      const transcript = await (
+        await fetch(`${s.url}/agents/main/transcript?limit=1000`, { headers: s.auth })
+      ).text();
       expect(transcript).toContain("PLAIN_VAR");
 
       // The spawn helper and its spares: their own environments are clean too.

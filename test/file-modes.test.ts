@@ -88,7 +88,7 @@ describe("file modes", () => {
       for (const id of ids) {
         await waitFor(
           async () => {
-            const r = await fetch(`${s.url}/agents/main/tasks/${id}`);
+            const r = await fetch(`${s.url}/agents/main/tasks/${id}`, { headers: s.auth });
             return ((await r.json()) as any).task.status !== "running";
           },
           { what: `task ${id} to finish` },

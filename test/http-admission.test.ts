@@ -292,7 +292,7 @@ describe("webhook and operator ingress", () => {
   it("a webhook is an integration signal only when its sender authenticated", async () => {
     const anon = await rt.req(
       "POST",
-      "/enqueue",
+      "/agents/main/enqueue",
       { kind: "webhook_event", json: {} },
       {
         authorization: "",

@@ -145,7 +145,9 @@ describe("DNS rebinding", () => {
 
     // SSH tunnels change the port; the names stay loopback.
     for (const host of ["localhost:7878", "127.0.0.1:1", "[::1]:9101", "LOCALHOST", "127.0.0.1"]) {
-      const res = await rawRequest({ url: rt.url }, "GET", "/status", { headers: { host } });
+      const res = await rawRequest({ url: rt.url }, "GET", "/status", {
+        headers: { host, authorization: `Bearer ${rt.token}` },
+      });
       expect(res.status, host).toBe(200);
     }
     expect(refusals().map((e) => e.payload.kind)).toEqual([
@@ -201,8 +203,20 @@ describe("local mode trusts the user, not the machine", () => {
       "unauthorized",
     ]);
 
-    // Reads and public ingress stay open on loopback, as the spec has them.
-    expect((await rt.req("GET", "/status", undefined, { authorization: "" })).status).toBe(200);
+    // Reads need the token too (a departure from the spec's local mode: another user on the
+    // machine reaches loopback TCP); public enqueue stays open on loopback.
+    for (const path of ["/", "/status", "/agents/main/events", "/openapi.json"]) {
+      const read = await rt.req("GET", path, undefined, { authorization: "" });
+      expect(read.status, path).toBe(401);
+    }
+    const publicEnqueue = await rt.req(
+      "POST",
+      "/agents/main/enqueue",
+      { text: "public" },
+      { authorization: "" },
+    );
+    expect(publicEnqueue.status).toBe(202);
+    expect((await rt.req("GET", "/status")).status).toBe(200);
     // The handshake says what a TCP client must send.
     const hs = await rt.req("GET", "/handshake", undefined, { authorization: "" });
     expect(hs.json.auth).toMatchObject({ mode: "local", required: true, access: "local" });
@@ -294,6 +308,36 @@ describe("another user on the same machine", () => {
       ]);
       expect(tcp.stdout).toBe("401");
       expect(messageCount()).toBe(0);
+    },
+  );
+
+  it.runIf(root)(
+    "reads nothing over TCP: every read and stream but the handshake needs the token",
+    async () => {
+      await rt.req("POST", "/control/agents/main/prompt", { text: "operator secret prompt 7731" });
+      const get = (path: string) =>
+        asNobody(["curl", "-s", "--max-time", "2", "-w", "\n%{http_code}", `${rt.url}${path}`]);
+      for (const path of [
+        "/",
+        "/openapi.json",
+        "/models",
+        "/agents/list",
+        "/status",
+        "/agents/main/status",
+        "/agents/main/state",
+        "/agents/main/events",
+        "/agents/main/transcript",
+        "/agents/main/briefs",
+        "/agents/main/tasks",
+        "/agents/main/events/stream",
+        "/usage",
+      ]) {
+        const r = await get(path);
+        expect(r.stdout.split("\n").at(-1), path).toBe("401");
+        expect(r.stdout).not.toContain("7731");
+      }
+      const hs = await get("/handshake");
+      expect(hs.stdout.split("\n").at(-1)).toBe("200");
     },
   );
 });

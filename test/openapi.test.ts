@@ -101,9 +101,10 @@ describe("GET /openapi.json", () => {
     expect(doc.openapi).toBe("3.1.0");
   });
 
-  it("follows the read rule: loopback without a token reads it, like the other read routes", async () => {
+  it("follows the read rule: over TCP it needs the token, like every other read route", async () => {
     const res = await rt.req("GET", "/openapi.json", undefined, { authorization: "" });
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(401);
+    expect((await rt.req("GET", "/openapi.json")).status).toBe(200);
   });
 
   it("every real answer validates against the schema the document gives for it", async () => {

@@ -182,7 +182,9 @@ describe("query plans on a turn's path", () => {
       }
       await rt.req("GET", "/agents/main/events?after_seq=3&order=asc&limit=5");
       await rt.req("GET", `/agents/main/tasks/${taskId}/output`);
-      const sse = await openSse(`${rt.url}/agents/main/events/stream?after_seq=1`);
+      const sse = await openSse(`${rt.url}/agents/main/events/stream?after_seq=1`, {
+        authorization: `Bearer ${rt.token}`,
+      });
       for await (const _ of sse.frames) break;
       sse.close();
       const runId = rt.host.store.transcript.recent("main", 1)[0]!.run_id!;

@@ -156,7 +156,9 @@ describe("retention", () => {
         ["?after_seq=1", {}],
         ["", { "last-event-id": String(oldThrough - 1) }],
       ] as const) {
-        const res = await fetch(stream + query, { headers });
+        const res = await fetch(stream + query, {
+          headers: { ...headers, authorization: `Bearer ${rt.token}` },
+        });
         expect(res.status).toBe(410);
         const body = (await res.json()) as any;
         expect(body.error).toMatchObject({
@@ -169,7 +171,9 @@ describe("retention", () => {
         expect(body.error.hint).toMatch(/\/agents\/main\/state/);
       }
       // Resuming exactly at the edge still works, with no gap.
-      const edge = await openSse(`${stream}?after_seq=${oldThrough}`);
+      const edge = await openSse(`${stream}?after_seq=${oldThrough}`, {
+        authorization: `Bearer ${rt.token}`,
+      });
       expect(edge.status).toBe(200);
       for await (const f of edge.frames) {
         expect(Number(f.id)).toBe(oldThrough + 1);

@@ -131,12 +131,16 @@ describe("Ctrl-C on holon run", () => {
       await waitFor(() => !alive(pid), { what: "the host to stop the command" });
       await waitFor(
         async () => {
-          const st: any = await (await fetch(`${s.url}/agents/main/status`)).json();
+          const st: any = await (
+            await fetch(`${s.url}/agents/main/status`, { headers: s.auth })
+          ).json();
           return st.status !== "awake_running" && st.status !== "stopped";
         },
         { what: "the agent to be idle again, not stopped" },
       );
-      const t: any = await (await fetch(`${s.url}/agents/main/transcript?limit=100`)).json();
+      const t: any = await (
+        await fetch(`${s.url}/agents/main/transcript?limit=100`, { headers: s.auth })
+      ).json();
       expect(JSON.stringify(t.entries)).toContain("aborted");
     } finally {
       const exited = new Promise((r) => (s.proc as ChildProcess).once("exit", r));

@@ -15,7 +15,8 @@ describe("event stream", () => {
     // some history
     for (let i = 0; i < 20; i++) await rt.req("POST", "/enqueue", { text: `h${i}` });
 
-    const first = await openSse(streamUrl + "?after_seq=0");
+    const auth = { authorization: `Bearer ${rt.token}` };
+    const first = await openSse(streamUrl + "?after_seq=0", auth);
     expect(first.status).toBe(200);
     const seen: number[] = [];
     let producing = true;
@@ -35,7 +36,7 @@ describe("event stream", () => {
     }
     first.close();
 
-    const second = await openSse(streamUrl, { "last-event-id": lastId });
+    const second = await openSse(streamUrl, { "last-event-id": lastId, ...auth });
     const producerDone = producer.then(() => (producing = false));
     await producerDone;
     const newest = rt.host.store.events.newestSeq("main");
@@ -52,7 +53,9 @@ describe("event stream", () => {
     const rt = await startRuntime({ executor: () => parked });
     rt.host.lifecycle.control("main", "pause");
     const before = rt.host.store.events.newestSeq("main");
-    const s = await openSse(rt.url + "/agents/main/events/stream");
+    const s = await openSse(rt.url + "/agents/main/events/stream", {
+      authorization: `Bearer ${rt.token}`,
+    });
     await rt.req("POST", "/enqueue", { text: "new" });
     const it = s.frames[Symbol.asyncIterator]();
     const next = await it.next();

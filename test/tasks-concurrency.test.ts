@@ -48,7 +48,7 @@ describe("concurrent tasks", () => {
     const records = await waitFor(
       async () => {
         peak = Math.max(peak, rssKb(pid));
-        const res = await fetch(`${s.url}/agents/main/tasks`);
+        const res = await fetch(`${s.url}/agents/main/tasks`, { headers: s.auth });
         const tasks = ((await res.json()) as any).tasks as any[];
         const mine = tasks.filter((t) => ids.includes(t.task_id));
         return mine.length === 20 && mine.every((t) => t.status !== "running") ? mine : null;

@@ -321,7 +321,9 @@ describe("restart during a turn", () => {
     });
     const { message_id } = (await res.json()) as { message_id: string };
     await waitFor(async () => {
-      const st = (await (await fetch(`${s.url}/status`)).json()) as { status: string };
+      const st = (await (await fetch(`${s.url}/status`, { headers: s.auth })).json()) as {
+        status: string;
+      };
       return st.status === "awake_running";
     });
     const exited = new Promise((r) => s.proc.once("exit", r));

@@ -149,7 +149,9 @@ describe("run and model commands against a running host", () => {
         final_text: "answered by the daemon",
       });
       // the run went through the host: the agent and its brief live there
-      const briefs = (await (await fetch(`${s.url}/agents/builder/briefs`)).json()) as any;
+      const briefs = (await (
+        await fetch(`${s.url}/agents/builder/briefs`, { headers: s.auth })
+      ).json()) as any;
       expect(briefs.briefs.at(-1).text).toBe("answered by the daemon");
       // a missing agent without --create-agent is refused clearly
       const missing = await runCli(["run", "--agent", "ghost", "hi"], { env });

@@ -221,13 +221,16 @@ describe("external trigger capability", () => {
     expect(countOf()).toBe(start);
     expect(rt.host.agents.get("main").pending_wake_hint).toBeUndefined();
 
-    // a new capability is made when asked for; the old URL stays dead
-    const fresh = await triggerUrl(rt);
-    expect(fresh).not.toBe(url);
+    // reading does not bring a revoked capability back; rotating makes a new one, and the
+    // old URL stays dead
+    const none = await rt.req("GET", "/control/agents/main/external-trigger");
+    expect(none.status).toBe(404);
+    expect(none.json.error.kind).toBe("no_external_trigger");
     const rotated = (await rt.req("POST", "/control/agents/main/external-trigger/rotate", {})).json
       .external_trigger.trigger_url;
-    expect(rotated).not.toBe(fresh);
-    expect((await deliver(fresh, "{}")).status).toBe(404);
+    expect(rotated).not.toBe(url);
+    expect(await triggerUrl(rt)).toBe(rotated);
+    expect((await deliver(url, "{}")).status).toBe(404);
 
     // a stopped agent takes nothing: 409 with resume guidance, no delivery recorded
     await rt.req("POST", "/control/agents/main/control", { action: "stop" });

@@ -51,7 +51,9 @@ describe("timers across a crash", () => {
     spawned.push(again.proc);
     await waitFor(
       async () => {
-        const b = (await (await fetch(`${again.url}/agents/main/briefs`)).json()) as {
+        const b = (await (
+          await fetch(`${again.url}/agents/main/briefs`, { headers: again.auth })
+        ).json()) as {
           briefs: { text: string }[];
         };
         return b.briefs.some((x) => x.text === "the deploy finished");

@@ -148,6 +148,7 @@ function handleFrame(frame: string, now: number, stream: { lastId: string }): vo
 
 function openStream(agentId: string, state = { lastId: "" }, onOpen?: () => void): void {
   const headers: Record<string, string> = { accept: "text/event-stream" };
+  if (cfg.token) headers.authorization = `Bearer ${cfg.token}`;
   if (state.lastId) headers["last-event-id"] = state.lastId;
   const req = request(
     {

@@ -3,14 +3,22 @@
 // by hand (id line, event line, the envelope's "ts") to keep per-event cost small.
 //
 // IPC protocol:
-//   parent → { type: "open", hostname, port, path, subscribers }
+//   parent → { type: "open", hostname, port, path, subscribers, token }
 //   worker → { type: "ready", connected }
 //   parent → { type: "finish", fromSeq, toSeq, timeoutMs }   (expect (fromSeq, toSeq])
 //   worker → { type: "result", ...SubscribersResult }
 import { request, type ClientRequest } from "node:http";
 import { summarize, type Summary } from "../lib/stats.ts";
 
-type OpenMsg = { type: "open"; hostname: string; port: number; path: string; subscribers: number };
+type OpenMsg = {
+  type: "open";
+  hostname: string;
+  port: number;
+  path: string;
+  subscribers: number;
+  /** The host's control token: the event stream over TCP needs it. */
+  token: string | null;
+};
 type FinishMsg = { type: "finish"; fromSeq: number; toSeq: number; timeoutMs: number };
 
 export type SubscribersResult = {
@@ -96,7 +104,10 @@ function open(msg: OpenMsg): void {
         port: msg.port,
         path: msg.path,
         agent: false,
-        headers: { accept: "text/event-stream" },
+        headers: {
+          accept: "text/event-stream",
+          ...(msg.token ? { authorization: `Bearer ${msg.token}` } : {}),
+        },
       },
       (res) => {
         if (res.statusCode !== 200) sub.error = `HTTP ${res.statusCode}`;

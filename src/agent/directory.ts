@@ -41,6 +41,8 @@ export type DirectoryDeps = {
   checkModelRef(modelRef: string): void;
   /** Renders a new home from a template (context/templates.ts). */
   homes: HomeInitializer;
+  /** Mints a public agent's default external trigger (waiting/triggers.ts), in the creating transaction. */
+  triggers: { provisionDefault(agentId: string): unknown };
 };
 
 export class AgentDirectory {
@@ -103,11 +105,14 @@ export class AgentDirectory {
 
   /**
    * Make sure every agent home has its layout; the default agent gets the holon-default
-   * AGENTS.md when it has none (an existing one is never overwritten).
+   * AGENTS.md when it has none (an existing one is never overwritten). Run at start, so it
+   * also gives a public agent that never had an external trigger its default one.
    */
   ensureHomes(): void {
     for (const a of this.store.agents.list()) {
       if (a.archived_at) continue;
+      // Agents made before triggers were minted at creation get theirs once, here.
+      if (a.visibility === "public") this.deps.triggers.provisionDefault(a.agent_id);
       const isDefault = a.agent_id === this.deps.defaultAgentId;
       const seed =
         isDefault && !existsSync(join(a.agent_home, "AGENTS.md"))
@@ -219,6 +224,7 @@ export class AgentDirectory {
         });
       }
       transition(store, agentId, "awake_idle", "created");
+      if (visibility === "public") this.deps.triggers.provisionDefault(agentId);
     });
   }
 

@@ -163,7 +163,7 @@ async function trigger(
   if (flags.json) return printJson(d);
   if (flags.revoke) {
     process.stdout.write(
-      `revoked ${d.external_trigger_id}; its URL no longer works (a new one is made when next asked for)\n`,
+      `revoked ${d.external_trigger_id}; its URL no longer works (make a new one with holon agent trigger ${c.agentId} --rotate)\n`,
     );
     return;
   }

@@ -4,9 +4,9 @@
 import type { ExternalTriggerDescriptor } from "../domain/waiting.ts";
 import { promptFile, type PromptContributor } from "./section.ts";
 
-/** Where the descriptor comes from (waiting/triggers.ts provisions it on first use). */
+/** Where the descriptor comes from (waiting/triggers.ts; null when the agent has none). */
 export type TriggerDescriptors = {
-  descriptor(agentId: string, reveal: boolean): ExternalTriggerDescriptor;
+  descriptor(agentId: string, reveal: boolean): ExternalTriggerDescriptor | null;
 };
 
 export function externalTriggerContributor(triggers: TriggerDescriptors): PromptContributor {
@@ -15,7 +15,7 @@ export function externalTriggerContributor(triggers: TriggerDescriptors): Prompt
     contribute: ({ agent }) => {
       if (agent.visibility !== "public") return [];
       const d = triggers.descriptor(agent.agent_id, true);
-      if (d.trigger_url === null || d.status !== "active") return [];
+      if (d === null || d.trigger_url === null || d.status !== "active") return [];
       return [
         {
           placement: "context",

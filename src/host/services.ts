@@ -239,6 +239,7 @@ export function buildServices(opts: ServiceOptions) {
     agentHome: (agentId) => agentHomeDir(opts.home, agentId),
     checkModelRef: (ref) => config.checkModelRef(ref),
     homes: templates,
+    triggers,
   });
   const agentPlane = new AgentPlane({
     store,

@@ -8,10 +8,14 @@
 //      saying cross-site), except on webhook and callback routes, which prove themselves;
 //   3. a request body that is not JSON (415), so a form post or `text/plain` fetch never
 //      reaches a JSON route (callback URLs excepted: they take any body);
-//   4. over TCP, a `/control/*` request without the control token, and in the token-required
-//      access modes any request but the handshake or a callback URL (itself the capability)
-//      without it. The Unix socket is guarded by
-//      its file modes instead (directory 0700, socket 0600).
+//   4. over TCP, any request without the control token except the few that must reach the
+//      host without one: the handshake (how a client learns what to send), public enqueue
+//      and webhooks (public ingress: admitted as untrusted external evidence, and in the
+//      token-required access modes they need the token too) and callback URLs (the URL is
+//      the capability). Reads are not open: an agent's events, transcript and briefs carry
+//      the operator's prompts and command output, and another user on the machine can reach
+//      loopback TCP. The Unix socket is guarded by its file modes instead (directory 0700,
+//      socket 0600).
 // Every refusal is answered with a stable error kind and recorded as an audit event; nothing
 // is admitted. The per-request auth state computed here is what the routes read.
 import { networkInterfaces } from "node:os";
@@ -53,6 +57,13 @@ const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1"];
 /** Routes that authenticate callers by their own token or signature, not by origin. */
 function isMachineIngress(path: string): boolean {
   return path.startsWith("/webhooks/") || path.startsWith("/callbacks/");
+}
+
+/** Public ingress: the only routes besides the handshake and callbacks open without a token. */
+function isPublicIngress(method: string, path: string): boolean {
+  return (
+    path.startsWith("/webhooks/") || (method === "POST" && /^\/agents\/[^/]+\/enqueue$/.test(path))
+  );
 }
 
 /**
@@ -259,7 +270,8 @@ export function guardRequest(
   // 4. Tokens. The handshake stays open so a client can learn what to send.
   if (transport === "tcp" && path !== "/handshake" && !isCapabilityUrl(path)) {
     const control = path.startsWith("/control/");
-    if ((control || auth.mode === "bearer" || !local) && !tokenOk) {
+    const open = isPublicIngress(req.method, path) && auth.mode !== "bearer" && local;
+    if (!open && !tokenOk) {
       return refuse(
         new HolonError(
           "unauthorized",

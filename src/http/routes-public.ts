@@ -11,6 +11,7 @@ import {
   intParam,
   readJson,
   requireControl,
+  requireIngress,
   requireRead,
   validate,
   type AppEnv,
@@ -53,7 +54,10 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     return host.agents.getPublic(c.req.param("id") ?? host.defaultAgentId);
   };
 
-  app.get("/", (c) => c.json({ ok: true, default_agent: host.defaultAgentId }));
+  app.get("/", (c) => {
+    requireRead(c);
+    return c.json({ ok: true, default_agent: host.defaultAgentId });
+  });
 
   app.get("/handshake", (c) => {
     const auth = c.get("auth");
@@ -128,7 +132,9 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
   }
 
   const enqueue = async (c: Context<AppEnv>) => {
-    requireRead(c);
+    // `/enqueue` (the default agent) is not public ingress: the guard asks for the token.
+    if (c.req.param("id") === undefined) requireRead(c);
+    else requireIngress(c);
     const agentId = c.req.param("id") ?? host.defaultAgentId;
     const raw = await readJson(c);
     const body = validate(EnqueueBody, raw);
@@ -208,7 +214,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
   app.post("/enqueue", enqueue);
 
   app.post("/webhooks/generic/:agent_id", async (c) => {
-    requireRead(c);
+    requireIngress(c);
     const agentId = c.req.param("agent_id");
     const payload = await readJson(c);
     host.agents.getPublic(agentId);

@@ -119,12 +119,24 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   };
   app.post("/control/agents/:id/timers/:timer_id/cancel", cancel);
 
-  // The agent's default capability (provisioned on first use), with its secret URL.
+  // The agent's active capability, with its secret URL. A read provisions nothing: an agent
+  // without one (its capability was revoked) gets one only from rotate.
   app.get("/control/agents/:id/external-trigger", (c) => {
     requireControl(c);
     const agentId = c.req.param("id");
     host.agents.getPublic(agentId);
-    return c.json({ ok: true, external_trigger: svc().triggers.descriptor(agentId, true) });
+    const d = svc().triggers.descriptor(agentId, true);
+    if (!d) {
+      throw new HolonError(
+        "no_external_trigger",
+        `agent '${agentId}' has no active external trigger`,
+        {
+          status: 404,
+          hint: `make a new one with: holon agent trigger ${agentId} --rotate`,
+        },
+      );
+    }
+    return c.json({ ok: true, external_trigger: d });
   });
 
   app.post("/control/agents/:id/external-trigger/rotate", (c) => {
@@ -218,7 +230,8 @@ export const WAITING_ROUTE_DOCS: RouteDoc[] = [
   {
     method: "get",
     path: "/control/agents/:id/external-trigger",
-    summary: "The agent's external trigger capability with its secret URL (provisioned if missing)",
+    summary:
+      "The agent's active external trigger capability with its secret URL (404 when it has none)",
     access: "control",
     ok: { status: 200, schema: TriggerResponse },
   },

@@ -233,10 +233,22 @@ export function requireControl(c: Context<AppEnv>): void {
 }
 
 /**
- * Read routes and public ingress: over TCP in a token-required access mode (tunnel, lan,
- * tailnet), or from a non-loopback peer, the token.
+ * Read routes: over TCP the token, in every access mode, since what they return (prompts,
+ * command output, briefs) is as private as what control routes change; over the Unix socket
+ * nothing. (The guard enforces the same before routing; this keeps a route safe when it is
+ * reached without the guard, as `app.request` in process does.)
  */
 export function requireRead(c: Context<AppEnv>): void {
+  const auth = c.get("auth");
+  if (auth.transport === "tcp" && !auth.token_ok) throw unauthorized("this route");
+}
+
+/**
+ * Public ingress (public enqueue, webhooks): open over loopback TCP in local mode, where what
+ * it admits is untrusted external evidence; the token in the token-required access modes
+ * (tunnel, lan, tailnet) and from a non-loopback peer.
+ */
+export function requireIngress(c: Context<AppEnv>): void {
   const auth = c.get("auth");
   if (auth.transport === "tcp" && (auth.mode === "bearer" || !auth.local) && !auth.token_ok)
     throw unauthorized("this route");

@@ -5,6 +5,13 @@
 // CJK character, two characters a token for other non-ASCII text. Either way a small overhead
 // per conversation item is added, and a `TokenCalibration` corrects the result with the input
 // tokens the provider reports for requests it was counted for.
+//
+// The exact tokenizer is never handed caller text whole: its cost per character is high
+// (up to ~10 µs for CJK or emoji, and its byte-pair merging grows faster than linearly
+// within one run of text without spaces), and it runs on the host's main thread. So a text
+// is cut into pieces of at most EXACT_PIECE_CHARS, only its first EXACT_TEXT_CHARS are counted
+// exactly, and the rest is estimated, scaled by the ratio the exact part showed. The work per
+// text is therefore bounded by a constant, and whatever a caller sends costs linear time.
 import { createRequire } from "node:module";
 import type { ConversationItem, ProviderRequest, ToolSpec } from "../providers/model.ts";
 
@@ -25,12 +32,67 @@ export function tokenCounterFor(modelRef: string | null | undefined): TokenCount
       const lib = createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as {
         countTokens(text: string): number;
       };
-      o200k = (text) => lib.countTokens(text);
+      o200k = boundedExactCounter((text) => lib.countTokens(text));
     } catch {
       o200k = estimateTokens; // the library is missing: estimate
     }
   }
   return o200k;
+}
+
+/** The longest piece of text the exact tokenizer is ever given. */
+export const EXACT_PIECE_CHARS = 512;
+/** How much of one text is counted exactly; the rest is estimated. */
+export const EXACT_TEXT_CHARS = 8192;
+
+/**
+ * Cuts `text` into pieces of at most `max` characters, preferring to cut just before
+ * whitespace (where the tokenizer's own pre-split would cut too, so a cut costs nothing)
+ * and never inside a surrogate pair. A cut elsewhere can split one token in two: the count
+ * is high by at most one token a piece.
+ */
+export function* textPieces(text: string, max = EXACT_PIECE_CHARS): Generator<string> {
+  let start = 0;
+  while (text.length - start > max) {
+    let end = start + max;
+    const floor = start + (max >> 1);
+    let ws = end;
+    while (ws > floor && !isSpace(text.charCodeAt(ws))) ws--;
+    if (ws > floor) end = ws;
+    else if (isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    yield text.slice(start, end);
+    start = end;
+  }
+  if (start < text.length) yield start === 0 ? text : text.slice(start);
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
+}
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+/**
+ * An exact counter made safe for caller text: `exact` only ever sees pieces of at most
+ * EXACT_PIECE_CHARS, and at most EXACT_TEXT_CHARS of one text in all (see the header).
+ */
+export function boundedExactCounter(exact: TokenCounter): TokenCounter {
+  return (text) => {
+    if (text.length <= EXACT_PIECE_CHARS) return exact(text);
+    let head = text;
+    if (text.length > EXACT_TEXT_CHARS) {
+      let cut = EXACT_TEXT_CHARS;
+      if (isHighSurrogate(text.charCodeAt(cut - 1))) cut--;
+      head = text.slice(0, cut);
+    }
+    let n = 0;
+    for (const piece of textPieces(head)) n += exact(piece);
+    if (head === text) return n;
+    const estimatedHead = estimateTokens(head);
+    const ratio = estimatedHead > 0 ? Math.min(3, Math.max(0.5, n / estimatedHead)) : 1;
+    return n + Math.ceil(estimateTokens(text.slice(head.length)) * ratio);
+  };
 }
 
 /** Overhead per conversation item (role markers, ids, wrapping). */

@@ -55,7 +55,7 @@ export function waitingSummary(deps: WaitingDeps, agent: AgentRecord): WaitingSu
   };
 }
 
-/** The `/state` fields: timers, derived waiting intents, the external trigger (provisioned). */
+/** The `/state` fields: timers, derived waiting intents, the external trigger (if any). */
 export function waitingState(deps: WaitingDeps, agent: AgentRecord) {
   const { active, finished } = deps.timers.list(agent.agent_id, 50);
   const sleepAt = deps.sleep.pending(agent.agent_id);
@@ -86,8 +86,9 @@ export function waitingState(deps: WaitingDeps, agent: AgentRecord) {
       count: agent.pending_wake_hint.count,
     });
   }
-  const triggers =
-    agent.visibility === "public" ? [deps.triggers.descriptor(agent.agent_id, false)] : [];
+  const trigger =
+    agent.visibility === "public" ? deps.triggers.descriptor(agent.agent_id, false) : null;
+  const triggers = trigger ? [trigger] : [];
   return {
     timers: [...active, ...finished],
     waiting_intents: intents,

@@ -1,5 +1,6 @@
 // External trigger capabilities: each agent's secret wake URL. The default capability is
-// provisioned lazily (the first time a surface or the prompt asks for it), holds a random
+// provisioned when a public agent is created (and once at start for an agent that never had
+// one), never by a read: a client that only looks changes nothing. It holds a random
 // 256-bit token and has fixed `wake_hint` delivery: a call to the URL becomes a wake hint
 // with the raw body and its provenance, never an operator instruction. The token is kept
 // (the database is owner-only) so the URL can be shown again; a presented token is found by
@@ -168,11 +169,17 @@ export class TriggerService {
     this.limiter = new MissLimiter({ now: () => opts.store.clock.now().getTime() });
   }
 
-  /** The agent's active capability, provisioned if it has none (one transaction). */
-  ensure(agentId: string): ExternalTriggerRecord {
-    const existing = this.store.triggers.active(agentId);
-    if (existing) return existing;
-    return this.store.tx(() => this.store.triggers.active(agentId) ?? this.mint(agentId));
+  /**
+   * Provision the default capability of an agent that never had one (joins the caller's
+   * transaction). An agent whose capability was revoked keeps none until the operator
+   * rotates it: revocation is not undone behind the operator's back.
+   */
+  provisionDefault(agentId: string): ExternalTriggerRecord | undefined {
+    return this.store.tx(() => {
+      if (this.store.triggers.active(agentId) || this.store.triggers.revoked(agentId, 1).length)
+        return undefined;
+      return this.mint(agentId);
+    });
   }
 
   /** The active capability without provisioning one. */
@@ -196,9 +203,10 @@ export class TriggerService {
     };
   }
 
-  /** The agent's default descriptor (provisioned when missing). */
-  descriptor(agentId: string, reveal: boolean): ExternalTriggerDescriptor {
-    return this.describe(this.ensure(agentId), reveal);
+  /** The agent's active descriptor, or null when it has none (nothing is provisioned). */
+  descriptor(agentId: string, reveal: boolean): ExternalTriggerDescriptor | null {
+    const t = this.current(agentId);
+    return t ? this.describe(t, reveal) : null;
   }
 
   /** Revoke the active capability and mint a new one (one transaction). */
@@ -212,7 +220,7 @@ export class TriggerService {
 
   /**
    * CancelExternalTrigger: revoke the agent's capability (or the named one). The URL stops
-   * working at once; a new capability is provisioned only when something asks for one.
+   * working at once; a new capability exists only once the operator rotates it.
    */
   revoke(agentId: string, triggerId?: string, reason = "operator_revoked"): ExternalTriggerRecord {
     return this.store.tx(() => {
