@@ -45,7 +45,10 @@ beforeAll(async () => {
   const home = tempHome();
   writeFileSync(
     join(home, "credentials.json"),
-    JSON.stringify({ version: 1, profiles: { "x:default": { kind: "api_key", material: "FIXTURE-CRED" } } }),
+    JSON.stringify({
+      version: 1,
+      profiles: { "x:default": { kind: "api_key", material: "FIXTURE-CRED" } },
+    }),
     { mode: 0o600 },
   );
   rt = await startRuntime({ home, env: { ...process.env, HOLON_HOME: home, HOME: userHome } });
@@ -80,7 +83,12 @@ describe.skipIf(!enabled)("escapes from the sandbox", () => {
     const snap = rt.host.services.workspaces.snapshot(rt.host.agents.get("main"));
     expect(snap.policy).toMatchObject({
       backend: "host_bwrap",
-      enforcement: { shell_filesystem: "enforced", secrets: "enforced", child_processes: "enforced", network: "not_enforced" },
+      enforcement: {
+        shell_filesystem: "enforced",
+        secrets: "enforced",
+        child_processes: "enforced",
+        network: "not_enforced",
+      },
     });
   });
 

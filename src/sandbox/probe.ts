@@ -21,7 +21,14 @@ export type SandboxProbe = {
 const cache = new Map<string, SandboxProbe>();
 
 function onPath(name: string, pathEnv: string | undefined): string | null {
-  if (name.includes("/")) return name;
+  if (name.includes("/")) {
+    try {
+      accessSync(name, constants.X_OK);
+      return name;
+    } catch {
+      return null;
+    }
+  }
   for (const dir of (pathEnv ?? "/usr/local/bin:/usr/bin:/bin").split(delimiter)) {
     if (dir === "") continue;
     const p = join(dir, name);
