@@ -15,6 +15,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { spawnSync } from "node:child_process";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
 import { readProcessRecord } from "../src/tasks/process.ts";
@@ -67,6 +68,13 @@ afterAll(async () => {
   rmSync(userHome, { recursive: true, force: true });
   cleanupHomes();
 });
+
+/** A tool an attempt uses must exist, or the attempt proves nothing (CI installs them). */
+function has(tool: string): boolean {
+  const found = spawnSync("sh", ["-c", `command -v ${tool}`]).status === 0;
+  if (!found && process.env["CI"]) throw new Error(`CI must install ${tool} for the escape tests`);
+  return found;
+}
 
 async function exec(cmd: string) {
   const out = await dispatch(registry, "ExecCommand", JSON.stringify({ cmd }), ctx);
@@ -164,7 +172,7 @@ describe.skipIf(!enabled)("escapes from the sandbox", () => {
       `kill -0 ${pid}`,
       `kill -9 ${pid}`,
       `cat /proc/${pid}/environ`,
-      `timeout 5 strace -p ${pid} -e trace=none`,
+      ...(has("strace") ? [`timeout 5 strace -p ${pid} -e trace=none`] : []),
     ]) {
       const r = await exec(cmd);
       expect(r.status, cmd).not.toBe(0);
@@ -173,7 +181,7 @@ describe.skipIf(!enabled)("escapes from the sandbox", () => {
     expect(() => process.kill(pid, 0)).not.toThrow();
   });
 
-  it("cannot reach the control socket", async () => {
+  it.skipIf(!has("curl"))("cannot reach the control socket", async () => {
     const sock = join(rt.home, "run", "holon.sock");
     const r = await exec(
       `[ -S ${sock} ] && echo SOCKET-VISIBLE; curl -s --unix-socket ${sock} http://x/agents/other/transcript`,

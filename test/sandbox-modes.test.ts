@@ -5,7 +5,7 @@
 // bubblewrap refuses commands with the reason, `auto` runs them and says they are unconfined.
 import { afterAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { RuntimeHost } from "../src/host/host.ts";
@@ -15,6 +15,7 @@ import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch } from "../src/tools/registry.ts";
 import {
   cleanupHomes,
+  REPO_ROOT,
   runCli,
   spawnServe,
   startRuntime,
@@ -191,6 +192,34 @@ describe.skipIf(!enabled)("the sandbox through the product", () => {
     ]);
     await s.kill("SIGTERM");
   }, 60_000);
+});
+
+describe.skipIf(!enabled)("normal work inside the sandbox", () => {
+  it("npm ci and npm test of a package run confined, with the user's npm cache", async () => {
+    const rt = await startRuntime({ env: { ...process.env, HOLON_HOME: tempHome() } });
+    try {
+      const pkg = tempHome("holon-pkg-");
+      cpSync(join(REPO_ROOT, "test", "fixtures", "sandbox-pkg"), pkg, { recursive: true });
+      const ctx = { ...toolContext(rt.host), execution_root: pkg, cwd: pkg };
+      const out = await dispatch(
+        buildRegistry(),
+        "ExecCommand",
+        JSON.stringify({
+          cmd: "npm ci --no-audit --no-fund --offline && npm test && cat /proc/1/comm",
+          yield_time_ms: 120_000,
+        }),
+        ctx,
+      );
+      const r = out.canonical.result as any;
+      expect(r.exit_status, `${r.stdout_preview}${r.stderr_preview}`).toBe(0);
+      expect(r.stdout_preview).toContain("fixture tests passed");
+      expect(r.stdout_preview).toContain("bwrap"); // it ran confined
+      expect(readFileSync(join(pkg, "built.txt"), "utf8")).toBe("built\n");
+      expect(existsSync("/tmp/sandbox-fixture.txt")).toBe(false); // its /tmp was its own
+    } finally {
+      await rt.close();
+    }
+  }, 150_000);
 });
 
 describe("without a usable bubblewrap", () => {
