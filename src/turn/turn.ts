@@ -233,6 +233,7 @@ class Turn {
     const maxRounds = maxRoundsOf(message);
 
     const buildStart = performance.now();
+    const snapshot = (this.deps.executionSnapshot ?? executionSnapshot)(this.agent);
     const { frame, loaded } = buildFrame(this.deps.contributors, {
       store,
       agent: this.agent,
@@ -240,6 +241,7 @@ class Turn {
       executionRoot,
       cwd,
       tools: this.specs,
+      executionPolicy: snapshot.policy,
     });
     const incoming = renderIncoming(message);
     this.conversation.push({ type: "user_text", text: incoming });
@@ -262,7 +264,7 @@ class Turn {
         loaded_agents_md: loaded,
         execution_root: executionRoot,
         cwd,
-        execution_snapshot: (this.deps.executionSnapshot ?? executionSnapshot)(this.agent),
+        execution_snapshot: snapshot,
       });
     });
 
