@@ -55,7 +55,8 @@ const bench: Benchmark = {
         const t0 = performance.now();
         const out = await dispatch(registry, "ExecCommand", JSON.stringify({ cmd: "true" }), c);
         const ms = performance.now() - t0;
-        if ((out.canonical.result as any)?.exit_status !== 0) throw new Error("true failed");
+        if ((out.canonical.result as any)?.exit_status !== 0)
+          throw new Error(`true failed: ${JSON.stringify(out.canonical).slice(0, 600)}`);
         return ms;
       };
       const n = ctx.quick ? 30 : 200;
@@ -99,6 +100,27 @@ const bench: Benchmark = {
         round(d.p90),
         "ms",
         "paired extra time of the confined start (miss), p90",
+      );
+      // The same pairs with spare wrappers off: unconfined then spawns cold too, so the
+      // difference is bubblewrap's own cost (namespaces, mounts), not the spare's saving.
+      process.env["HOLON_SPAWN_HELPER"] = "0";
+      const coldDiff: number[] = [];
+      try {
+        for (let i = 0; i < n + 5; i++) {
+          const [x, y] =
+            i % 2 === 0
+              ? [await once(confined), await once(plain)]
+              : swap(await once(plain), await once(confined));
+          if (i >= 5) coldDiff.push(x - y);
+        }
+      } finally {
+        delete process.env["HOLON_SPAWN_HELPER"];
+      }
+      r.metric(
+        "extra_vs_cold_p50_ms",
+        round(summarize(coldDiff).p50),
+        "ms",
+        "paired extra time against an unconfined cold start (bubblewrap alone), median",
       );
       r.target(
         "extra on a spare hit ≤ 2 ms (no sandbox spares yet: this is the miss)",

@@ -333,7 +333,7 @@ function spawnSandboxed(
   cwd: string,
   dir: string,
   draft: DraftRecord,
-): { child: ChildProcess; pid: number } {
+): { child: ChildProcess; pid: number; stat: SpareLikeStat } {
   // The files the wrapper writes exist now, so they can be bound writable into a directory
   // that is otherwise read-only inside.
   const exitPath = join(dir, FILES.exit);
@@ -385,8 +385,13 @@ function spawnSandboxed(
     }
     throw new ProcessStartError(`the sandbox could not be set up: ${why || "bubblewrap exited"}`);
   }
-  return { child, pid: init };
+  // The init leads its own session and group (--new-session), though perhaps not yet: the
+  // record says what it will be, and a stop that comes first also kills the init itself.
+  const started = readProcStat(init)?.start_ticks ?? -1;
+  return { child, pid: init, stat: { pgrp: init, session: init, start_ticks: started } };
 }
+
+type SpareLikeStat = { pgrp: number; session: number; start_ticks: number };
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
@@ -400,14 +405,11 @@ function awaitSandboxInit(statusPath: string, outer: number): number | null {
     } catch {
       // not yet
     }
+    // bubblewrap writes the init's pid right after creating it, before it sets the sandbox
+    // up: so the wait is short (the event loop is blocked only that long). The file is beyond
+    // the command's reach, so the pid is bubblewrap's word.
     const m = /"child-pid":\s*(\d+)/.exec(text);
-    if (m !== null) {
-      const pid = Number(m[1]);
-      // bubblewrap wrote it, but check the pid is its child before the record names it, and
-      // wait until it leads its own session (--new-session), which the record says it does.
-      const st = readProcStat(pid);
-      if (st?.ppid === outer && st.session === pid && st.pgrp === pid) return pid;
-    }
+    if (m !== null) return Number(m[1]);
     const o = readProcStat(outer);
     if (o === null || o.state === "Z" || Date.now() > deadline) return null;
     Atomics.wait(pause, 0, 0, 0.2); // a fraction of a millisecond between reads
@@ -504,6 +506,7 @@ function startRecorded(
   let child: ExitSource;
   let pid: number | undefined;
   let spare: ReturnType<typeof takeSpare> = null;
+  let sandboxStat: SpareLikeStat | null = null;
   const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
   const env: CommandEnv =
     spec.env === undefined
@@ -535,6 +538,7 @@ function startRecorded(
       const started = spawnSandboxed(spec.sandbox, env.env, spec.cwd, dir, draft);
       child = started.child;
       pid = started.pid;
+      sandboxStat = started.stat;
       draft.sandbox = spec.sandbox.digest;
     } else {
       spare = spec.env === undefined ? takeSpare(env.key) : null;
@@ -593,7 +597,14 @@ function startRecorded(
     );
   }
   try {
-    const handle = track(dir, specFd, draft, pid, spare?.stat ?? readProcStat(pid), child);
+    const handle = track(
+      dir,
+      specFd,
+      draft,
+      pid,
+      sandboxStat ?? spare?.stat ?? readProcStat(pid),
+      child,
+    );
     // A spare learns its directory only now that the record naming its pid exists.
     spare?.launch(dir);
     return handle;
@@ -940,6 +951,15 @@ export async function stopProcess(
     }
     const k = targets();
     signalSessions(k.sessions, k.groups, "SIGKILL");
+    // A sandbox's init ends its whole PID namespace; killed by pid too, in case the stop came
+    // before it had made its session (see spawnSandboxed).
+    if (rec.sandbox !== undefined && !rec.tty && isSameLiveProcess(rec.pid, rec.start_ticks)) {
+      try {
+        process.kill(rec.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
     await pollUntil(
       () => members().length === 0 && (st.child === null || st.status !== null),
       killWaitMs,
