@@ -67,3 +67,23 @@ export const SandboxSummary = z.object({
   network: SandboxNetwork,
 });
 export type SandboxSummary = z.infer<typeof SandboxSummary>;
+
+/** The part of the summary every turn and task records in its execution snapshot (small). */
+export const SandboxSnapshot = SandboxSummary.pick({
+  mode: true,
+  mode_source: true,
+  state: true,
+  reason: true,
+  network: true,
+});
+export type SandboxSnapshot = z.infer<typeof SandboxSnapshot>;
+
+export function sandboxSnapshot(s: SandboxSummary): SandboxSnapshot {
+  return {
+    mode: s.mode,
+    mode_source: s.mode_source,
+    state: s.state,
+    reason: s.reason,
+    network: s.network,
+  };
+}

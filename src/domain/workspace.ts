@@ -2,7 +2,7 @@
 // entry, managed worktree records, the execution snapshot recorded on turns and tasks, and
 // skill activation records. `agent_home` is the built-in workspace every agent falls back to.
 import { z } from "zod";
-import { SandboxSummary } from "./sandbox.ts";
+import { SandboxSnapshot } from "./sandbox.ts";
 
 /** The fixed id of the built-in fallback workspace. It is never registered, exited or detached. */
 export const AGENT_HOME_WORKSPACE_ID = "agent_home";
@@ -107,7 +107,7 @@ export const ExecutionPolicySnapshot = z.object({
   }),
   note: z.string(),
   /** The sandbox's mode, state and reasons (absent in snapshots older than the sandbox). */
-  sandbox: SandboxSummary.optional(),
+  sandbox: SandboxSnapshot.optional(),
 });
 export type ExecutionPolicySnapshot = z.infer<typeof ExecutionPolicySnapshot>;
 

@@ -5,7 +5,7 @@ import { realpathSync, statSync } from "node:fs";
 import path, { isAbsolute, resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { AgentRecord } from "../domain/agent.ts";
-import type { SandboxSummary } from "../domain/sandbox.ts";
+import { sandboxSnapshot, type SandboxSummary } from "../domain/sandbox.ts";
 import {
   AGENT_HOME_WORKSPACE_ID,
   type ExecutionPolicySnapshot,
@@ -77,7 +77,7 @@ export function executionPolicy(
         "host_bwrap: commands run confined by bubblewrap: they write only the execution root, the " +
         "agent's home and the configured writable paths, cannot see HOLON_HOME or the hidden " +
         "credential paths, and have no capabilities in their own PID namespace. The network is the host's.",
-      sandbox,
+      sandbox: sandboxSnapshot(sandbox),
     };
   }
   const base: ExecutionPolicySnapshot = {
@@ -99,7 +99,7 @@ export function executionPolicy(
       "processes. Commands get an environment without the host's credentials, but that is not a sandbox.",
   };
   if (sandbox !== undefined) {
-    base.sandbox = sandbox;
+    base.sandbox = sandboxSnapshot(sandbox);
     base.note += ` Sandbox: ${sandbox.reason ?? "not enforced"}.`;
   }
   return base;
