@@ -34,11 +34,12 @@ export type SandboxProfileInput = {
   hiddenPaths: readonly string[];
 };
 
-/** The files and options of one start (the process directory is the process layer's). */
+/**
+ * The files and options of one start. The process directory is in the agent's `.holon/`,
+ * read-only inside; only these files of it are writable.
+ */
 export type SandboxStart = {
-  /** The process directory (read-only inside, except `writable`). */
-  dir: string;
-  /** Files in `dir` the wrapper writes (they must exist). */
+  /** Files of the process directory the wrapper writes (they must exist). */
   writable: readonly string[];
   /** A PTY keeps the session its terminal made (its own, not the host's). */
   tty: boolean;
@@ -197,8 +198,6 @@ export function sandboxProfile(input: SandboxProfileInput): SandboxLaunch {
       }
       // 6. this command's own files
       for (const f of start.writable) a.push("--bind", f, f);
-      // The process directory's parent chain is inside the agent's .holon/ (read-only).
-      void start.dir;
       a.push("--setenv", "TMPDIR", "/tmp");
       if (start.statusFd !== null) a.push("--json-status-fd", String(start.statusFd));
       a.push("--", ...inner);

@@ -350,7 +350,6 @@ function spawnSandboxed(
   const logPath = join(dir, FILES.sandboxLog);
   const logFd = openSync(logPath, "a", 0o600);
   const argv = sandbox.argv(["/bin/sh", "-c", WRAPPER_SCRIPT, "holon-wrap", dir], {
-    dir,
     writable,
     tty: false,
     statusFd: 3,
@@ -554,7 +553,6 @@ function startRecorded(
     // Confined: the supervisor (outside) runs bubblewrap as the terminal's child, so the
     // terminal and its transcript stay the host's and only the shell is confined.
     const argv = spec.sandbox?.argv([draft.shell, ...draft.shell_args], {
-      dir,
       writable: [],
       tty: true,
       statusFd: null,
