@@ -12,6 +12,7 @@ const SRC = resolve(import.meta.dirname, "../src");
 const LAYERS: string[][] = [
   ["domain"],
   ["store"],
+  ["sandbox"],
   ["providers", "workspace"],
   ["agent"],
   ["memory"],

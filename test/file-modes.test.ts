@@ -1,7 +1,15 @@
 // Private files: everything Holon itself keeps under HOLON_HOME is owner-only (files 0600,
 // directories 0700), whether the host or the CLI wrote it, and state left with wider modes is
 // narrowed at start. Agent and workspace content keeps its modes.
-import { chmodSync, lstatSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join, relative } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { cleanupHomes, runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
@@ -63,6 +71,12 @@ describe("file modes", () => {
 
     const workspace = join(parent, "ws");
     mkdirSync(workspace);
+    // The workspace is outside the agent's root: a sandboxed command may write it only when
+    // the configuration says so.
+    const cfgPath = join(home, "config.json");
+    const cfgJson = JSON.parse(readFileSync(cfgPath, "utf8"));
+    cfgJson.sandbox = { writable_paths: [workspace] };
+    writeFileSync(cfgPath, JSON.stringify(cfgJson));
     const s = await spawnServe(home);
     try {
       const post = async (body: unknown) => {

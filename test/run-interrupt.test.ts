@@ -2,7 +2,7 @@
 // exits non-zero once that is done; a second one exits at once. With a running host, the
 // client going away makes the host abort the run and stop its commands.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -69,6 +69,12 @@ function startRun(home: string, args: string[], cwd: string) {
 async function setup() {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+  // These tests follow the command by the pid it writes ($$) into a file outside its root:
+  // both need it unconfined (the sandbox has its own PID namespace and its own /tmp).
+  const cfgPath = join(home, "config.json");
+  const cfg = JSON.parse(readFileSync(cfgPath, "utf8"));
+  cfg.sandbox = { mode: "off" };
+  writeFileSync(cfgPath, JSON.stringify(cfg));
   const ws = join(tempHome("holon-ws-"), "ws"); // outside the state directory
   mkdirSync(ws);
   return { home, ws, pidFile: join(ws, "cmd.pid") };

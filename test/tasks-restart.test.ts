@@ -66,7 +66,8 @@ describe("command tasks across host restarts", () => {
     const home = tempHome();
     const first = await serve(home);
     // The task waits for a gate, so it is still running whatever the second host's start-up takes.
-    const gate = join(home, "gate");
+    // The gate is in the agent's home: a sandboxed command cannot see the rest of HOLON_HOME.
+    const gate = join(home, "agents", "main", "gate");
     const created = await first.req("POST", "/control/agents/main/tasks", {
       cmd: `while [ ! -e ${gate} ]; do sleep 0.05; done; echo done`,
     });

@@ -177,9 +177,10 @@ describe("workspaces end to end", () => {
       workspace_anchor: repo,
       execution_root: worktreePath,
       projection_kind: "git_worktree_root",
+      // host_bwrap where bubblewrap confines commands (the sandbox's own tests cover which)
       policy: {
-        backend: "host_local",
-        enforcement: { shell_filesystem: "not_enforced", runtime_resolved_paths: "enforced" },
+        backend: rt.host.services.sandbox.probe().available ? "host_bwrap" : "host_local",
+        enforcement: { runtime_resolved_paths: "enforced" },
       },
     });
     expect(JSON.stringify(sent2[0]!.body)).toContain("Repository rule: be careful.");

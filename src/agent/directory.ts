@@ -5,6 +5,11 @@ import { existsSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { AgentId, type AgentListEntry, type AgentRecord } from "../domain/agent.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
+import {
+  AGENT_SANDBOX_KEYS,
+  AgentSandboxSettings,
+  type SandboxSummary,
+} from "../domain/sandbox.ts";
 import type { Store } from "../store/db.ts";
 import type { AgentLoops } from "./loops.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
@@ -188,6 +193,8 @@ export class AgentDirectory {
         total_input_tokens: 0,
         total_output_tokens: 0,
         total_model_rounds: 0,
+        // Born with the sandbox: no `sandbox_enabled` event, nothing changed for it.
+        sandbox_enabled_at: now,
       };
       if (opts.lineage_parent_agent_id)
         record.lineage_parent_agent_id = opts.lineage_parent_agent_id;
@@ -245,8 +252,80 @@ export class AgentDirectory {
     });
   }
 
+  /**
+   * An agent-level setting (the sandbox's, for now), validated and recorded with an
+   * `agent_settings_changed` event in one transaction; `undefined` returns it to the host's
+   * value. Only control routes call this: nothing an agent writes becomes its configuration.
+   */
+  setSetting(agentId: string, key: string, value: unknown): AgentRecord {
+    const field = agentSettingField(key);
+    const parsed = value === undefined ? undefined : validateSetting(key, field, value);
+    const store = this.store;
+    return store.tx(() => {
+      const agent = this.get(agentId);
+      const own: AgentSandboxSettings = { ...agent.sandbox };
+      const previous = own[field] ?? null;
+      if (parsed === undefined) delete own[field];
+      else (own as Record<string, unknown>)[field] = parsed;
+      const next: AgentRecord = { ...agent, updated_at: store.clock.now().toISOString() };
+      if (Object.keys(own).length === 0) delete next.sandbox;
+      else next.sandbox = own;
+      store.agents.put(next);
+      store.appendEvent(agentId, {
+        type: "agent_settings_changed",
+        payload: { key, previous, value: parsed ?? null },
+      });
+      return next;
+    });
+  }
+
+  /**
+   * The first start with the sandbox: record once per agent what it now holds (the
+   * `sandbox_enabled` event), so status can say what changed.
+   */
+  markSandboxEnabled(agentId: string, summary: SandboxSummary): void {
+    const store = this.store;
+    store.tx(() => {
+      const agent = store.agents.get(agentId);
+      if (agent === undefined || agent.sandbox_enabled_at !== undefined) return;
+      const at = store.clock.now().toISOString();
+      store.agents.put({ ...agent, sandbox_enabled_at: at });
+      store.appendEvent(agentId, {
+        type: "sandbox_enabled",
+        payload: {
+          backend: summary.backend,
+          mode: summary.mode,
+          state: summary.state,
+          reason: summary.reason,
+        },
+      });
+    });
+  }
+
   setCwd(agentId: string, cwd: string): void {
     this.get(agentId);
     this.deps.workspaces.setCwd(agentId, cwd);
   }
+}
+
+/** The field of the agent's sandbox settings a key names, or a 400 naming the keys there are. */
+function agentSettingField(key: string): keyof AgentSandboxSettings {
+  if (!(AGENT_SANDBOX_KEYS as readonly string[]).includes(key)) {
+    throw new HolonError("unknown_setting", `'${key}' is not an agent setting`, {
+      hint: `agent settings: ${AGENT_SANDBOX_KEYS.join(", ")}`,
+    });
+  }
+  return key.slice("sandbox.".length) as keyof AgentSandboxSettings;
+}
+
+function validateSetting(key: string, field: keyof AgentSandboxSettings, value: unknown): unknown {
+  const r = AgentSandboxSettings.shape[field].safeParse(value);
+  if (!r.success) {
+    throw new HolonError(
+      "invalid_setting",
+      `invalid value for ${key}: ${r.error.issues.map((i) => i.message).join("; ")}`,
+      { hint: key === "sandbox.mode" ? "one of off, auto, required" : "a JSON list of paths" },
+    );
+  }
+  return r.data;
 }

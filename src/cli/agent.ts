@@ -238,3 +238,44 @@ export async function modelClear(agent: string | undefined, flags: Flags): Promi
   );
   printModel(agentId, res.model, flags.json);
 }
+
+type SettingsReply = {
+  agent_id: string;
+  settings: { sandbox: Record<string, unknown> };
+  sandbox: { backend: string; mode: string; state: string; reason: string | null };
+};
+
+/** A value as the operator typed it: JSON when it parses (lists), else the text itself. */
+function settingValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
+
+async function putSetting(agent: string, key: string, value: unknown, flags: Flags) {
+  const client = connect(flags);
+  const res = await call(() =>
+    client.call<SettingsReply>("POST", `/control/agents/${encodeURIComponent(agent)}/settings`, {
+      key,
+      value,
+    }),
+  );
+  if (flags.json) return printJson(res);
+  const s = res.sandbox;
+  process.stdout.write(
+    `${res.agent_id}: ${key} = ${JSON.stringify(value ?? null)}\n` +
+      `sandbox: ${s.state} (${s.backend}, mode ${s.mode})${s.reason ? ` — ${s.reason}` : ""}\n`,
+  );
+}
+
+/** `holon agent set <agent> <key> <value>`: one of the agent's own settings, as an event. */
+export async function settingSet(agent: string, key: string, value: string, flags: Flags) {
+  await putSetting(agent, key, settingValue(value), flags);
+}
+
+/** `holon agent unset <agent> <key>`: back to the host's value. */
+export async function settingUnset(agent: string, key: string, flags: Flags) {
+  await putSetting(agent, key, null, flags);
+}

@@ -340,6 +340,24 @@ async function cmdDoctor(opts: HomeOpts) {
     checks.push({ check: `provider ${p.id}`, status: "fail", detail: p.reason ?? "unusable" });
   }
 
+  // The sandbox: what this machine confines under the host's settings (agents may override
+  // the mode; `holon status` shows theirs).
+  const { SandboxService } = await import("../sandbox/service.ts");
+  const sandbox = new SandboxService({
+    config: () => values.sandbox,
+    holonHome: home,
+    userHome: process.env["HOME"] ?? "/",
+    pathEnv: process.env["PATH"],
+  }).summary(null);
+  checks.push({
+    check: "sandbox",
+    status: sandbox.state === "enforced" ? "ok" : sandbox.mode === "required" ? "fail" : "warn",
+    detail:
+      sandbox.state === "enforced"
+        ? `enforced (${sandbox.backend}, mode ${sandbox.mode}): shell_filesystem, secrets and child_processes enforced; network not_enforced (mode on)`
+        : `not_enforced: ${sandbox.reason}`,
+  });
+
   // The runtime, the store's files and the disk (cli/debug.ts).
   checks.push(...(await (await import("./debug.ts")).runtimeChecks(home)));
 
@@ -352,6 +370,7 @@ async function cmdDoctor(opts: HomeOpts) {
     candidates,
     providers: providers.filter((p) => p.configured || candidates.some((c) => c.provider === p.id)),
     retry_policy: RETRY_POLICY,
+    sandbox,
   };
   if (opts.json) printJson(report);
   else {

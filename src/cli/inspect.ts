@@ -63,6 +63,7 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
   }
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
+  lines.push(...sandboxLines(s));
   if (s.sleeping_until) lines.push(`wakes at: ${s.sleeping_until}`);
   if (s.closure) {
     const c = s.closure;
@@ -110,6 +111,28 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
     );
   }
   process.stdout.write(lines.join("\n") + "\n");
+}
+
+const WEEK_MS = 7 * 24 * 3600_000;
+
+/** The sandbox line of `holon status`, and for a week after an upgrade, what changed. */
+function sandboxLines(s: Record<string, any>): string[] {
+  const sb = s.sandbox;
+  if (!sb) return [];
+  const out = [
+    sb.state === "enforced"
+      ? `sandbox:  enforced (${sb.backend}, mode ${sb.mode} from ${sb.mode_source}; network ${sb.network})`
+      : `sandbox:  not_enforced (mode ${sb.mode} from ${sb.mode_source}): ${sb.reason}`,
+  ];
+  const at = sb.enabled_at as string | null;
+  if (at && at !== s.created_at && Date.now() - Date.parse(at) < WEEK_MS) {
+    out.push(
+      sb.state === "enforced"
+        ? `changed:  since ${at} this agent's commands run inside bubblewrap: they can write only its workspace, home and caches, and no longer see HOLON_HOME or ~/.ssh-style credentials`
+        : `changed:  since ${at} the sandbox is available but not enforced for this agent (see above)`,
+    );
+  }
+  return out;
 }
 
 export async function prompt(

@@ -239,6 +239,34 @@ agentCmd
   .addOption(json())
   .action(action(async (agent, opts) => (await import("./agent.ts")).abort(agent, opts)));
 
+agentCmd
+  .command("set")
+  .description(
+    "Change one of the agent's own settings (recorded as an event): sandbox.mode (off|auto|required), sandbox.writable_paths, sandbox.hidden_paths (JSON lists of paths)",
+  )
+  .argument("<agent>", "agent id")
+  .argument("<key>", "setting, e.g. sandbox.mode")
+  .argument("<value>", "new value (read as JSON when it parses, else as text)")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(
+    action(async (agent, key, value, opts) =>
+      (await import("./agent.ts")).settingSet(agent, key, value, opts),
+    ),
+  );
+agentCmd
+  .command("unset")
+  .description("Return one of the agent's own settings to the host's value")
+  .argument("<agent>", "agent id")
+  .argument("<key>", "setting, e.g. sandbox.mode")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(
+    action(async (agent, key, opts) => (await import("./agent.ts")).settingUnset(agent, key, opts)),
+  );
+
 const modelCmd = agentCmd.command("model").description("Per-agent model override");
 modelCmd
   .command("get")

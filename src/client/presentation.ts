@@ -137,6 +137,25 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
       return item("info", "runtime", "Model", e.payload.override_model ?? "runtime default", {
         detail: e.payload.previous ? `was ${e.payload.previous}` : null,
       });
+    case "agent_settings_changed":
+      return item(
+        "info",
+        "runtime",
+        "Setting",
+        `${e.payload.key} = ${JSON.stringify(e.payload.value ?? null)}`,
+        {
+          detail: `was ${JSON.stringify(e.payload.previous ?? null)}`,
+        },
+      );
+    case "sandbox_enabled":
+      return item(
+        "info",
+        "runtime",
+        "Sandbox",
+        e.payload.state === "enforced"
+          ? `commands now run confined (${e.payload.backend}, mode ${e.payload.mode})`
+          : `not enforced (mode ${e.payload.mode}): ${e.payload.reason ?? ""}`,
+      );
     case "workspace_attached":
       return item("verbose", "workspace", "Workspace attached", e.payload.workspace_root);
     case "workspace_detached":

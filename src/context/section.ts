@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { MessageEnvelope } from "../domain/message.ts";
+import type { ExecutionPolicySnapshot } from "../domain/workspace.ts";
 import type { ToolSpec } from "../providers/model.ts";
 import type { Store } from "../store/db.ts";
 
@@ -14,6 +15,8 @@ export type PromptContext = {
   message: MessageEnvelope;
   executionRoot: string;
   cwd: string;
+  /** The execution policy of this turn (backend, what the sandbox enforces); absent: host_local. */
+  executionPolicy?: ExecutionPolicySnapshot;
   tools: ToolSpec[];
 };
 

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ClosureDecision, ContinuationResolution } from "./closure.ts";
 import { ActiveWorkspaceEntry, WorktreeSession } from "./workspace.ts";
 import { WakeHint } from "./waiting.ts";
+import { AgentSandboxSettings } from "./sandbox.ts";
 
 export const AgentStatus = z.enum([
   "booting",
@@ -88,6 +89,10 @@ export const AgentRecord = z.object({
   spawn_depth: z.number().int().optional(),
   /** Set when the agent was archived: stopped, kept, hidden from lists. */
   archived_at: z.string().optional(),
+  /** The agent's own sandbox settings (changed only through control routes). */
+  sandbox: AgentSandboxSettings.optional(),
+  /** When the host first ran this agent with the sandbox (the `sandbox_enabled` event). */
+  sandbox_enabled_at: z.string().optional(),
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 

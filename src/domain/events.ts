@@ -24,6 +24,7 @@ import {
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "./provider.ts";
 import { TaskSnapshot } from "./task.ts";
 import { TimerRecord } from "./waiting.ts";
+import { SandboxMode } from "./sandbox.ts";
 import {
   ExecutionSnapshot,
   ProjectionKind,
@@ -230,6 +231,18 @@ export const EventBody = z.discriminatedUnion("type", [
   kind("agent_model_changed", {
     previous: z.string().nullable(),
     override_model: z.string().nullable(),
+  }),
+  // The sandbox (src/sandbox/): an agent's own setting changed, and the first start with it.
+  kind("agent_settings_changed", {
+    key: z.string(),
+    previous: z.unknown(),
+    value: z.unknown(),
+  }),
+  kind("sandbox_enabled", {
+    backend: z.enum(["host_local", "host_bwrap"]),
+    mode: SandboxMode,
+    state: z.enum(["enforced", "not_enforced"]),
+    reason: z.string().nullable(),
   }),
   kind("workspace_attached", {
     /** The workspace anchor (the only field older records carry). */

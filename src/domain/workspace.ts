@@ -2,6 +2,7 @@
 // entry, managed worktree records, the execution snapshot recorded on turns and tasks, and
 // skill activation records. `agent_home` is the built-in workspace every agent falls back to.
 import { z } from "zod";
+import { SandboxSnapshot } from "./sandbox.ts";
 
 /** The fixed id of the built-in fallback workspace. It is never registered, exited or detached. */
 export const AGENT_HOME_WORKSPACE_ID = "agent_home";
@@ -85,10 +86,12 @@ export const Enforcement = z.enum(["enforced", "not_enforced"]);
 
 /**
  * The execution policy as it actually holds: `host_local` runs commands on this machine,
- * confines the paths the runtime itself resolves, and does not confine what a command does.
+ * confines the paths the runtime itself resolves, and does not confine what a command does;
+ * `host_bwrap` runs them on this machine inside bubblewrap (src/sandbox/), a separate
+ * contract whose `enforcement` says field by field what it confines, and `sandbox` why.
  */
 export const ExecutionPolicySnapshot = z.object({
-  backend: z.literal("host_local"),
+  backend: z.enum(["host_local", "host_bwrap"]),
   process_execution: z.literal("exposed"),
   background_tasks: z.literal("available"),
   managed_worktrees: z.enum(["available", "unavailable"]),
@@ -103,6 +106,8 @@ export const ExecutionPolicySnapshot = z.object({
     child_processes: Enforcement,
   }),
   note: z.string(),
+  /** The sandbox's mode, state and reasons (absent in snapshots older than the sandbox). */
+  sandbox: SandboxSnapshot.optional(),
 });
 export type ExecutionPolicySnapshot = z.infer<typeof ExecutionPolicySnapshot>;
 

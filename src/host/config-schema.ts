@@ -8,6 +8,12 @@ import {
   effectiveRetention,
   type RetentionPolicy,
 } from "./retention-config.ts";
+import {
+  SANDBOX_KEY_DEFS,
+  SandboxFileSchema,
+  effectiveSandbox,
+  type SandboxConfig,
+} from "../sandbox/config.ts";
 import { CREDENTIAL_KINDS, CREDENTIAL_SOURCES, PROVIDER_TRANSPORTS } from "../providers/types.ts";
 import { isBuiltinProvider } from "../providers/builtin.ts";
 import {
@@ -63,6 +69,7 @@ const ConfigFileBase = z.strictObject({
     })
     .optional(),
   retention: RetentionFileSchema.optional(),
+  sandbox: SandboxFileSchema.optional(),
   workspaces: z
     .strictObject({ attach_policy: z.enum(["any_readable", "operator_attached"]).optional() })
     .optional(),
@@ -206,6 +213,8 @@ export type EffectiveConfig = {
     max_command_output_bytes: number;
   };
   retention: RetentionPolicy;
+  /** Host-level sandbox settings (src/sandbox/config.ts); agents may override some. */
+  sandbox: SandboxConfig;
   workspaces: { attach_policy: "any_readable" | "operator_attached" };
   control_token: string | null;
   /** Context management (src/memory/budget.ts ContextSettings). */
@@ -305,6 +314,7 @@ export function effectiveConfig(
         max_tool_output_tokens: maxTool,
       },
       retention: effectiveRetention(file.retention),
+      sandbox: effectiveSandbox(file.sandbox),
       workspaces: { attach_policy: file.workspaces?.attach_policy ?? "any_readable" },
       control_token: controlToken,
       context: {
@@ -484,6 +494,7 @@ export const KEY_DEFS: readonly KeyDef[] = [
     schema: PositiveInt,
   },
   ...RETENTION_KEY_DEFS,
+  ...SANDBOX_KEY_DEFS,
   {
     key: "control_token",
     type: "string",

@@ -101,6 +101,13 @@ export class RuntimeHost {
       agents.create(agents.defaultAgentId, {}, "default");
     }
     agents.ensureHomes();
+    // The sandbox is probed once, now; each agent's first start with it is recorded.
+    const sandbox = host.services.sandbox;
+    sandbox.probe();
+    for (const a of store.agents.list()) {
+      if (a.sandbox_enabled_at === undefined)
+        agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
+    }
     if (opts.autostartAgents !== false) {
       for (const agent of store.agents.list()) {
         if (agent.visibility === "public" && !agent.archived_at) loops.start(agent.agent_id);

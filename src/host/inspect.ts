@@ -52,6 +52,11 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     },
     model: host.services.config.modelState(agent.model_override ?? null),
     workspace: workspaceView(agent),
+    sandbox: {
+      ...host.services.sandbox.summary(agent),
+      settings: agent.sandbox ?? {},
+      enabled_at: agent.sandbox_enabled_at ?? null,
+    },
     active_task_ids: tasks.filter((t) => !TERMINAL_TASK_STATUSES.has(t.status)).map((t) => t.id),
     last_failure: agent.last_failure ?? null,
     // Whether the runtime can write at all (a full disk refuses writes: store/health.ts).

@@ -28,6 +28,7 @@ export function promptPreview(host: RuntimeHost, agent: AgentRecord, text?: stri
     executionRoot: execution_root,
     cwd,
     tools,
+    executionPolicy: services.workspaces.snapshot(agent).policy,
   });
   const sections = built.sections.map(({ contributor, section }) => ({
     contributor,

@@ -16,6 +16,7 @@ import { callProvider, createDefaultTransports } from "../providers/fallback.ts"
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../providers/retry.ts";
 import { Store } from "../store/db.ts";
 import { TaskService } from "../tasks/service.ts";
+import { SandboxService } from "../sandbox/service.ts";
 import { buildRegistry } from "../tools/builtin.ts";
 import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
@@ -84,14 +85,28 @@ export function buildServices(opts: ServiceOptions) {
   const ingress = new Ingress(store, signals);
   // Commands: a scrubbed environment and bounded output, from the live configuration.
   const policy = commandPolicy(config);
+  // Every command an agent runs is confined by the sandbox its settings and the host's ask for.
+  const sandbox = new SandboxService({
+    config: () => config.current().values.sandbox,
+    holonHome: opts.home,
+    userHome: opts.env.HOME ?? homedir(),
+    pathEnv: opts.env.PATH,
+  });
   const workspaces = new WorkspaceService({
     store,
     holonHome: opts.home,
     worktreeArea: join(opts.home, "execution-roots"),
     attachPolicy: () => config.current().values.workspaces.attach_policy,
+    sandbox: (agent) => sandbox.summary(agent),
   });
   // A task records where it runs with the same snapshot (and policy) a turn records.
-  const tasks = new TaskService(store, ingress, policy, (agent) => workspaces.snapshot(agent));
+  const tasks = new TaskService(
+    store,
+    ingress,
+    policy,
+    (agent) => workspaces.snapshot(agent),
+    sandbox,
+  );
   const skills = new SkillService({
     store,
     userHome: opts.env.HOME ?? homedir(),
@@ -336,6 +351,7 @@ export function buildServices(opts: ServiceOptions) {
   return {
     ...core,
     workspaces,
+    sandbox,
     skills,
     executor,
     loops,

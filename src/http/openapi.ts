@@ -21,6 +21,7 @@ import {
   CreateBody,
   ModelBody,
   PromptBody,
+  SettingBody,
   RunBody,
   WakeBody,
 } from "./routes-control.ts";
@@ -311,6 +312,15 @@ export const ROUTES: RouteDoc[] = [
   },
   {
     method: "post",
+    path: "/control/agents/:id/settings",
+    summary:
+      "Change one of the agent's own settings (sandbox.mode, sandbox.writable_paths, sandbox.hidden_paths); value null returns it to the host's",
+    access: "control",
+    body: { schema: SettingBody },
+    ok: { status: 200, schema: S.SettingsResponse },
+  },
+  {
+    method: "post",
     path: "/control/agents/:id/model/clear",
     summary: "Clear the agent's model override",
     access: "control",
@@ -473,6 +483,7 @@ function namedSchemas(): Map<z.ZodType, string> {
     [RunBody, "RunBody"],
     [ModelBody, "ModelBody"],
     [ClearBody, "ClearBody"],
+    [SettingBody, "SettingBody"],
     [StartBody, "StartBody"],
     [InputBody, "InputBody"],
   ]);

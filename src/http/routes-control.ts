@@ -239,6 +239,12 @@ export function runRoute(app: Hono<AppEnv>, { host }: AppContext): void {
 
 export const ModelBody = z.strictObject({ model: z.string().min(1), trust: TrustLevel.optional() });
 export const ClearBody = z.strictObject({ trust: TrustLevel.optional() });
+/** An agent-level setting (`sandbox.mode`, …); `value: null` returns it to the host's value. */
+export const SettingBody = z.strictObject({
+  key: z.string().min(1).max(200),
+  value: z.unknown(),
+  trust: TrustLevel.optional(),
+});
 
 export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/model", async (c) => {
@@ -252,6 +258,21 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       ok: true,
       agent_id: agent.agent_id,
       model: host.services.config.modelState(agent.model_override ?? null),
+    });
+  });
+  app.post("/control/agents/:id/settings", async (c) => {
+    requireControl(c);
+    const body = validate(SettingBody, await readJson(c));
+    const agent = host.agents.setSetting(
+      host.agents.getPublic(c.req.param("id")).agent_id,
+      body.key,
+      body.value ?? undefined,
+    );
+    return c.json({
+      ok: true,
+      agent_id: agent.agent_id,
+      settings: { sandbox: agent.sandbox ?? {} },
+      sandbox: host.services.sandbox.summary(agent),
     });
   });
   app.post("/control/agents/:id/model/clear", async (c) => {

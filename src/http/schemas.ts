@@ -19,6 +19,7 @@ import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/
 import { TaskKind, TaskSnapshot, TaskStatus } from "../domain/task.ts";
 import { TranscriptEntry } from "../domain/transcript.ts";
 import { ProjectionKind, WorktreeSession } from "../domain/workspace.ts";
+import { AgentSandboxSettings, SandboxSummary } from "../domain/sandbox.ts";
 import {
   ExternalTriggerDescriptor,
   TimerRecord,
@@ -194,6 +195,11 @@ export const AgentSummary = z.object({
   }),
   model: AgentModelState,
   workspace: Workspace,
+  /** What the sandbox holds for this agent's commands, its own settings, its first start. */
+  sandbox: SandboxSummary.extend({
+    settings: AgentSandboxSettings,
+    enabled_at: z.string().nullable(),
+  }),
   active_task_ids: z.array(z.string()),
   last_failure: AgentRecord.shape.last_failure.unwrap().nullable(),
   storage: StorageStatus,
@@ -382,6 +388,12 @@ export const RunLine = z.discriminatedUnion("type", [
 ]);
 
 export const ModelResponse = z.object({ ok: Ok, agent_id: z.string(), model: AgentModelState });
+export const SettingsResponse = z.object({
+  ok: Ok,
+  agent_id: z.string(),
+  settings: z.object({ sandbox: AgentSandboxSettings }),
+  sandbox: SandboxSummary,
+});
 
 export const TaskStartResponse = z.object({ ok: Ok, agent_id: z.string(), task: TaskSnapshot });
 export const TaskResponse = z.object({ ok: Ok, task: TaskSnapshot });

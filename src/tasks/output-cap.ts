@@ -25,6 +25,7 @@ import {
 } from "node:fs";
 import { basename, join } from "node:path";
 import { atomicWriteFile } from "../store/files.ts";
+import { exitRecorded } from "./process-wrapper.ts";
 
 export const DEFAULT_OUTPUT_CAP = 64 * 1024 * 1024;
 /** Below this the head and tail would be too small to be useful. */
@@ -170,7 +171,7 @@ function tick(): void {
     capNow(w.dir, w.files, w.cap);
     // A process that ended (its status is recorded), or whose directory is gone, needs no
     // more watching.
-    if (existsSync(join(w.dir, "exit")) || !existsSync(w.dir)) unwatchOutput(w.dir);
+    if (exitRecorded(join(w.dir, "exit")) || !existsSync(w.dir)) unwatchOutput(w.dir);
   }
 }
 

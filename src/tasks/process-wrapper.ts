@@ -152,14 +152,22 @@ export function readExitFile(path: string): ExitStatus | null {
   }
 }
 
+/**
+ * Whether `<dir>/exit` holds a status. A sandboxed command's process directory is read-only
+ * to it, so its wrapper writes into an `exit` file the host created empty (and bound writable
+ * into the sandbox): an empty file is "not yet written", like an absent one.
+ */
+export function exitRecorded(path: string): boolean {
+  try {
+    return statSync(path).size > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Write `<dir>/exit` from Node (host or supervisor): temp file, fsync, rename. Never overwrites. */
 export function writeExitFile(path: string, rec: RecordedExit): boolean {
-  try {
-    statSync(path);
-    return false; // someone (the wrapper) already recorded it
-  } catch {
-    // absent: write it
-  }
+  if (exitRecorded(path)) return false; // someone (the wrapper) already recorded it
   atomicWriteFile(path, JSON.stringify(rec) + "\n");
   return true;
 }

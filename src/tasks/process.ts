@@ -36,6 +36,16 @@
 //   pty.json        PTY: pid and start ticks of the terminal's child (written by the supervisor)
 //   launch.json     PTY: launch parameters for the supervisor (0600; deleted once read)
 //   supervisor.log  PTY: the supervisor's own diagnostics
+//   sandbox.json    sandboxed: bubblewrap's status lines (the sandbox init's pid, its exit code)
+//   sandbox.log     sandboxed: bubblewrap's own errors (a sandbox that could not be set up)
+//
+// Sandboxed commands (spec.sandbox, from src/sandbox/): the wrapper runs inside bubblewrap
+// in its own PID namespace. The record names the sandbox's init by its pid outside
+// (bubblewrap's --json-status-fd): it leads the session and the group every process of the
+// command is in, so reattach, stop and input work unchanged, and it lives exactly as long as
+// the command does. The directory is read-only inside (so a command cannot rewrite its own
+// record); the files the wrapper writes exist before it starts and are bound writable, and an
+// empty `exit` is "not yet written" (exitRecorded). Sandboxed starts never use a spare.
 import { ChildProcess, spawn, execFileSync } from "node:child_process";
 import {
   closeSync,
@@ -63,6 +73,7 @@ import {
 } from "./process-proc.ts";
 import {
   WRAPPER_SCRIPT,
+  exitRecorded,
   readExitFile,
   wrapperParams,
   statusFromShell,
@@ -80,6 +91,7 @@ import {
 import { scrubEnv, type CommandEnv } from "./env.ts";
 import { DEFAULT_OUTPUT_CAP, droppedBytes, unwatchOutput, watchOutput } from "./output-cap.ts";
 import { discardViaSpawner, ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
+import type { SandboxLaunch } from "../sandbox/profile.ts";
 import { atomicWriteFile } from "../store/files.ts";
 
 export type { ExitStatus } from "./process-wrapper.ts";
@@ -113,6 +125,8 @@ export type ProcessSpec = {
   rows?: number;
   /** Environment rules and output cap (the task service passes the configured ones). */
   policy?: CommandPolicy;
+  /** Start confined under this profile (the sandbox decides; null or absent: unconfined). */
+  sandbox?: SandboxLaunch | null;
 };
 
 export type ProcessHandle = {
@@ -156,6 +170,8 @@ export type PersistedProcess = {
   output_path: string;
   stdin_path: string | null;
   started_at: string;
+  /** The sandbox profile digest when the command runs confined (absent: unconfined). */
+  sandbox?: string;
 };
 
 export type ReattachResult =
@@ -204,6 +220,8 @@ export const PROCESS_FILES = {
   pty: "pty.json",
   launch: "launch.json",
   supervisorLog: "supervisor.log",
+  sandboxStatus: "sandbox.json",
+  sandboxLog: "sandbox.log",
 } as const;
 const FILES = PROCESS_FILES;
 
@@ -304,6 +322,100 @@ function spawnWrapper(env: Record<string, string>, cwd: string, dir: string): Ch
 }
 
 /**
+ * Start the wrapper confined: bubblewrap with the profile's command line, its status on fd 3
+ * (a host-owned file the sandbox cannot write), its own errors in sandbox.log. Returns once
+ * bubblewrap names the sandbox's init (a few milliseconds: the start is synchronous, like
+ * every start here), or throws with bubblewrap's error when it could not set the sandbox up.
+ */
+function spawnSandboxed(
+  sandbox: SandboxLaunch,
+  env: Record<string, string>,
+  cwd: string,
+  dir: string,
+  draft: DraftRecord,
+): { child: ChildProcess; pid: number; stat: SpareLikeStat } {
+  // The files the wrapper writes exist now, so they can be bound writable into a directory
+  // that is otherwise read-only inside.
+  const exitPath = join(dir, FILES.exit);
+  closeSync(openSync(exitPath, "wx", 0o600));
+  const writable = [draft.output_path, exitPath];
+  if (draft.stderr_path !== null) writable.push(draft.stderr_path);
+  if (draft.stdin_path !== null) {
+    const holder = join(dir, FILES.holder);
+    closeSync(openSync(holder, "wx", 0o600));
+    writable.push(draft.stdin_path, holder);
+  }
+  const statusPath = join(dir, FILES.sandboxStatus);
+  const statusFd = openSync(statusPath, "wx", 0o600);
+  const logPath = join(dir, FILES.sandboxLog);
+  const logFd = openSync(logPath, "a", 0o600);
+  const argv = sandbox.argv(["/bin/sh", "-c", WRAPPER_SCRIPT, "holon-wrap", dir], {
+    writable,
+    tty: false,
+    statusFd: 3,
+  });
+  let child: ChildProcess;
+  try {
+    child = spawn(argv[0]!, argv.slice(1), {
+      cwd,
+      env,
+      detached: true,
+      stdio: ["ignore", "ignore", logFd, statusFd],
+    });
+  } finally {
+    closeSync(statusFd);
+    closeSync(logFd);
+  }
+  child.on("error", () => {});
+  const outer = child.pid;
+  if (outer === undefined) throw new ProcessStartError(`could not start bubblewrap (${argv[0]})`);
+  const init = awaitSandboxInit(statusPath, outer);
+  if (init === null) {
+    try {
+      process.kill(outer, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    let why = "";
+    try {
+      why = readFileSync(logPath, "utf8").trim().slice(0, 500);
+    } catch {
+      // no log
+    }
+    throw new ProcessStartError(`the sandbox could not be set up: ${why || "bubblewrap exited"}`);
+  }
+  // The init leads its own session and group (--new-session), though perhaps not yet: the
+  // record says what it will be, and a stop that comes first also kills the init itself.
+  const started = readProcStat(init)?.start_ticks ?? -1;
+  return { child, pid: init, stat: { pgrp: init, session: init, start_ticks: started } };
+}
+
+type SpareLikeStat = { pgrp: number; session: number; start_ticks: number };
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** The sandbox init's pid from bubblewrap's status file; null when bubblewrap gave up. */
+function awaitSandboxInit(statusPath: string, outer: number): number | null {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    let text = "";
+    try {
+      text = readFileSync(statusPath, "utf8");
+    } catch {
+      // not yet
+    }
+    // bubblewrap writes the init's pid right after creating it, before it sets the sandbox
+    // up: so the wait is short (the event loop is blocked only that long). The file is beyond
+    // the command's reach, so the pid is bubblewrap's word.
+    const m = /"child-pid":\s*(\d+)/.exec(text);
+    if (m !== null) return Number(m[1]);
+    const o = readProcStat(outer);
+    if (o === null || o.state === "Z" || Date.now() > deadline) return null;
+    Atomics.wait(pause, 0, 0, 0.2); // a fraction of a millisecond between reads
+  }
+}
+
+/**
  * Remove a finished process's directory in the background, for callers that have read all
  * they need from it: by the spawn helper when it runs, else by async removal here.
  */
@@ -393,6 +505,7 @@ function startRecorded(
   let child: ExitSource;
   let pid: number | undefined;
   let spare: ReturnType<typeof takeSpare> = null;
+  let sandboxStat: SpareLikeStat | null = null;
   const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
   const env: CommandEnv =
     spec.env === undefined
@@ -419,20 +532,37 @@ function startRecorded(
       }),
       { mode: 0o600 },
     );
-    spare = spec.env === undefined ? takeSpare(env.key) : null;
-    if (spare === null) {
-      child = spawnWrapper(env.env, spec.cwd, dir);
-      if (spec.env === undefined) ensureSpawner(env);
+    if (spec.sandbox) {
+      // Confined: a cold bubblewrap start (see the header); the record names its init.
+      const started = spawnSandboxed(spec.sandbox, env.env, spec.cwd, dir, draft);
+      child = started.child;
+      pid = started.pid;
+      sandboxStat = started.stat;
+      draft.sandbox = spec.sandbox.digest;
     } else {
-      child = spare.child;
-      pid = spare.stat.pid;
+      spare = spec.env === undefined ? takeSpare(env.key) : null;
+      if (spare === null) {
+        child = spawnWrapper(env.env, spec.cwd, dir);
+        if (spec.env === undefined) ensureSpawner(env);
+      } else {
+        child = spare.child;
+        pid = spare.stat.pid;
+      }
     }
   } else {
+    // Confined: the supervisor (outside) runs bubblewrap as the terminal's child, so the
+    // terminal and its transcript stay the host's and only the shell is confined.
+    const argv = spec.sandbox?.argv([draft.shell, ...draft.shell_args], {
+      writable: [],
+      tty: true,
+      statusFd: null,
+    });
+    if (spec.sandbox) draft.sandbox = spec.sandbox.digest;
     writeJsonAtomic(
       join(dir, FILES.launch),
       {
-        shell: draft.shell,
-        args: draft.shell_args,
+        shell: argv?.[0] ?? draft.shell,
+        args: argv?.slice(1) ?? draft.shell_args,
         cwd: spec.cwd,
         env: env.env,
         cols: spec.cols ?? 120,
@@ -456,7 +586,7 @@ function startRecorded(
     child.on("error", () => {
       // reported through the missing pid below or through the exit event
     });
-    pid = child.pid;
+    if (!spec.sandbox || draft.tty) pid = child.pid; // a sandbox's pid is its init's (above)
     child.unref();
   }
   if (pid === undefined) {
@@ -465,7 +595,14 @@ function startRecorded(
     );
   }
   try {
-    const handle = track(dir, specFd, draft, pid, spare?.stat ?? readProcStat(pid), child);
+    const handle = track(
+      dir,
+      specFd,
+      draft,
+      pid,
+      sandboxStat ?? spare?.stat ?? readProcStat(pid),
+      child,
+    );
     // A spare learns its directory only now that the record naming its pid exists.
     spare?.launch(dir);
     return handle;
@@ -527,7 +664,7 @@ function settleChildExit(
   signal: NodeJS.Signals | null,
 ): ExitStatus {
   const exitPath = join(dir, FILES.exit);
-  if (rec.kind === "wrapper" && code !== null && existsSync(exitPath)) {
+  if (rec.kind === "wrapper" && code !== null && exitRecorded(exitPath)) {
     // The wrapper exits with exactly the status it recorded: no need to read the file back.
     return statusFromShell(code, nowIso());
   }
@@ -812,6 +949,15 @@ export async function stopProcess(
     }
     const k = targets();
     signalSessions(k.sessions, k.groups, "SIGKILL");
+    // A sandbox's init ends its whole PID namespace; killed by pid too, in case the stop came
+    // before it had made its session (see spawnSandboxed).
+    if (rec.sandbox !== undefined && !rec.tty && isSameLiveProcess(rec.pid, rec.start_ticks)) {
+      try {
+        process.kill(rec.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
     await pollUntil(
       () => members().length === 0 && (st.child === null || st.status !== null),
       killWaitMs,
@@ -859,7 +1005,7 @@ export async function stopProcess(
 
 function inputRefusal(handle: ProcessHandle, st: Internal): string | null {
   if (!st.rec.accepts_input || handle.stdin_path === null) return "input_not_enabled";
-  if (peekExit(handle) !== null || existsSync(join(handle.dir, FILES.exit)))
+  if (peekExit(handle) !== null || exitRecorded(join(handle.dir, FILES.exit)))
     return "process_exited";
   if (existsSync(join(handle.dir, FILES.closed))) return "input_closed";
   return null;
@@ -948,6 +1094,9 @@ export async function closeInput(handle: ProcessHandle): Promise<InputResult> {
     }
     return Number.isInteger(holder) && holder > 0;
   }, 2000);
+  // A sandboxed wrapper wrote the holder's pid as its own PID namespace numbers it.
+  if (st.rec.sandbox !== undefined && Number.isInteger(holder))
+    holder = outerPid(holder, st.rec.sid);
   const hs = Number.isInteger(holder) ? readProcStat(holder) : null;
   // Only end the holder if it is still a member of this process's session.
   if (hs === null || hs.session !== st.rec.sid) {
@@ -964,6 +1113,19 @@ export async function closeInput(handle: ProcessHandle): Promise<InputResult> {
     // already gone
   }
   return { accepted: true, bytes_written: 0 };
+}
+
+/** The pid outside of the member of session `sid` whose innermost pid is `inner` (NaN: none). */
+function outerPid(inner: number, sid: number): number {
+  for (const m of scanMembers([sid])) {
+    try {
+      const line = /^NSpid:\s*(.+)$/m.exec(readFileSync(`/proc/${m.pid}/status`, "latin1"))?.[1];
+      if (line !== undefined && Number(line.trim().split(/\s+/).at(-1)) === inner) return m.pid;
+    } catch {
+      // gone
+    }
+  }
+  return NaN;
 }
 
 /** The persisted record of a process directory (null when absent or unreadable). */

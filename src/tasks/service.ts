@@ -41,7 +41,9 @@ const SNAPSHOT_CHARS = 8_000;
 /** A process directory named like a task id (see processDir). */
 const TASK_ID = /^task_[A-Za-z0-9]+$/;
 
-import { executionSnapshot } from "../workspace/roots.ts";
+import { executionBinding, executionSnapshot } from "../workspace/roots.ts";
+import type { SandboxService } from "../sandbox/service.ts";
+import type { SandboxLaunch } from "../sandbox/profile.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { ExecutionSnapshot } from "../domain/workspace.ts";
 
@@ -82,16 +84,30 @@ export class TaskService implements AgentOwnedWork {
   /** The execution snapshot a new task records (the workspace plane's, with its policy). */
   private readonly snapshot: (agent: AgentRecord) => ExecutionSnapshot;
 
+  /** Decides how each command is confined (null: every command runs unconfined). */
+  private readonly sandbox: SandboxService | null;
+
   constructor(
     store: Store,
     ingress: Ingress,
     policy: CommandPolicy = BUILTIN_COMMAND_POLICY,
     snapshot: (agent: AgentRecord) => ExecutionSnapshot = (agent) => executionSnapshot(agent),
+    sandbox: SandboxService | null = null,
   ) {
     this.store = store;
     this.ingress = ingress;
     this.policy = policy;
     this.snapshot = snapshot;
+    this.sandbox = sandbox;
+  }
+
+  /**
+   * The sandbox profile a command of `agent` in `executionRoot` starts under; null when it
+   * runs unconfined. Throws `sandbox_unavailable` when the agent's mode is `required` and the
+   * machine cannot confine: every start path asks here, so none can skip the sandbox.
+   */
+  sandboxFor(agent: AgentRecord, executionRoot: string): SandboxLaunch | null {
+    return this.sandbox?.launchFor(agent, executionRoot) ?? null;
   }
 
   /** Have spare command wrappers ready, with the environment commands get now. */
@@ -136,6 +152,7 @@ export class TaskService implements AgentOwnedWork {
       acceptsInput: spec.accepts_input,
       output: "merged",
       policy: this.policy,
+      sandbox: this.sandboxFor(agent, executionBinding(agent).execution_root),
     });
     return this.adopt(spec, handle);
   }

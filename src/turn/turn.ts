@@ -244,6 +244,7 @@ class Turn {
     const maxRounds = maxRoundsOf(message);
 
     const buildStart = performance.now();
+    const snapshot = (this.deps.executionSnapshot ?? executionSnapshot)(this.agent);
     const { frame, loaded } = buildFrame(this.deps.contributors, {
       store,
       agent: this.agent,
@@ -251,6 +252,7 @@ class Turn {
       executionRoot,
       cwd,
       tools: this.specs,
+      executionPolicy: snapshot.policy,
     });
     const incoming = renderIncoming(message);
     this.conversation.push({ type: "user_text", text: incoming });
@@ -273,7 +275,7 @@ class Turn {
         loaded_agents_md: loaded,
         execution_root: executionRoot,
         cwd,
-        execution_snapshot: (this.deps.executionSnapshot ?? executionSnapshot)(this.agent),
+        execution_snapshot: snapshot,
       });
     });
 

@@ -6,6 +6,7 @@
 import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import type { AgentRecord } from "../domain/agent.ts";
+import type { SandboxSummary } from "../domain/sandbox.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import {
   AGENT_HOME_WORKSPACE_ID,
@@ -52,6 +53,8 @@ export type WorkspaceDeps = {
   worktreeArea: string;
   /** Read per call, so a config change applies to the next attach. */
   attachPolicy(): AttachPolicy;
+  /** What the sandbox holds for this agent's commands (src/sandbox/), for the snapshot. */
+  sandbox?: (agent: AgentRecord) => SandboxSummary;
 };
 
 export type UseRequest = {
@@ -162,7 +165,10 @@ export class WorkspaceService {
 
   /** The execution snapshot of the agent's current binding, with the effective policy. */
   snapshot(agent: AgentRecord): ExecutionSnapshot {
-    return executionSnapshot(agent, executionPolicy(this.deps.attachPolicy()));
+    return executionSnapshot(
+      agent,
+      executionPolicy(this.deps.attachPolicy(), this.deps.sandbox?.(agent)),
+    );
   }
 
   // -- operator surfaces ---------------------------------------------------------------

@@ -5,6 +5,7 @@ import { realpathSync, statSync } from "node:fs";
 import path, { isAbsolute, resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { AgentRecord } from "../domain/agent.ts";
+import { sandboxSnapshot, type SandboxSummary } from "../domain/sandbox.ts";
 import {
   AGENT_HOME_WORKSPACE_ID,
   type ExecutionPolicySnapshot,
@@ -56,11 +57,30 @@ export function executionBinding(agent: AgentRecord): ExecutionBinding {
   };
 }
 
-/** The honest policy of the `host_local` backend. */
+/**
+ * The honest policy: `host_local` (no sandbox, or the sandbox could not confine), or
+ * `host_bwrap` when the sandbox confines this agent's commands (`sandbox` says what and why).
+ */
 export function executionPolicy(
   attachPolicy: ExecutionPolicySnapshot["attach_policy"] = "any_readable",
+  sandbox?: SandboxSummary,
 ): ExecutionPolicySnapshot {
-  return {
+  if (sandbox !== undefined && sandbox.backend === "host_bwrap") {
+    return {
+      backend: "host_bwrap",
+      process_execution: "exposed",
+      background_tasks: "available",
+      managed_worktrees: "available",
+      attach_policy: attachPolicy,
+      enforcement: { runtime_resolved_paths: "enforced", ...sandbox.enforcement },
+      note:
+        "host_bwrap: commands run confined by bubblewrap: they write only the execution root, the " +
+        "agent's home and the configured writable paths, cannot see HOLON_HOME or the hidden " +
+        "credential paths, and have no capabilities in their own PID namespace. The network is the host's.",
+      sandbox: sandboxSnapshot(sandbox),
+    };
+  }
+  const base: ExecutionPolicySnapshot = {
     backend: "host_local",
     process_execution: "exposed",
     background_tasks: "available",
@@ -78,6 +98,11 @@ export function executionPolicy(
       "a running command can read and write anything its user can, reach the network and start " +
       "processes. Commands get an environment without the host's credentials, but that is not a sandbox.",
   };
+  if (sandbox !== undefined) {
+    base.sandbox = sandboxSnapshot(sandbox);
+    base.note += ` Sandbox: ${sandbox.reason ?? "not enforced"}.`;
+  }
+  return base;
 }
 
 /** The execution snapshot a turn and a task record, so a restart resumes in the same place. */

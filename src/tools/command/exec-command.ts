@@ -94,6 +94,8 @@ export async function runCommand(
       tty: input.tty,
       acceptsInput: input.accepts_input,
       policy: ctx.tasks.policy,
+      // Confined like every command of this agent (a refusal under `required` throws here).
+      sandbox: ctx.tasks.sandboxFor(ctx.agent, ctx.execution_root),
     });
   } catch (err) {
     if (err instanceof ProcessStartError) {
