@@ -17,6 +17,7 @@ const LAYERS: string[][] = [
   ["memory"],
   ["waiting", "tasks", "work", "context"],
   ["tools"],
+  ["policy"],
   ["turn"],
   ["host"],
   ["client"],

@@ -5,6 +5,7 @@ import { existsSync, readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { AgentId, type AgentListEntry, type AgentRecord } from "../domain/agent.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
+import type { AuthorityClass } from "../domain/message.ts";
 import type { Store } from "../store/db.ts";
 import type { AgentLoops } from "./loops.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
@@ -18,6 +19,8 @@ export type CreateAgentOptions = {
   /** Private children: who supervises them (their parent). Implies parent_supervised. */
   supervisor_agent_id?: string;
   spawn_depth?: number;
+  /** Taint: the policy authority of the turn that spawned it, when below operator instruction. */
+  policy_authority_floor?: AuthorityClass | undefined;
   /** Template selector: id, absolute path or tree URL (context/templates.ts). */
   template?: string;
   /** Start the loop now (default: when loops are open). */
@@ -193,6 +196,8 @@ export class AgentDirectory {
         record.lineage_parent_agent_id = opts.lineage_parent_agent_id;
       if (opts.supervisor_agent_id) record.supervisor_agent_id = opts.supervisor_agent_id;
       if (opts.spawn_depth) record.spawn_depth = opts.spawn_depth;
+      if (opts.policy_authority_floor && opts.policy_authority_floor !== "operator_instruction")
+        record.policy_authority_floor = opts.policy_authority_floor;
       store.agents.put(record);
       store.appendEvent(agentId, {
         type: "agent_created",

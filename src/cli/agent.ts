@@ -238,3 +238,37 @@ export async function modelClear(agent: string | undefined, flags: Flags): Promi
   );
   printModel(agentId, res.model, flags.json);
 }
+
+/**
+ * `holon agent set <agent> <key> <value>`: one agent-level leash setting. The value is read as
+ * JSON when it is JSON (lists and hooks must be), else as a plain string; `null` clears it.
+ */
+export async function setSetting(
+  agent: string,
+  key: string,
+  value: string,
+  flags: Flags,
+): Promise<void> {
+  const client = connect(flags);
+  let parsed: unknown = value;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    // a plain string, e.g. `ask` for permissions.mode
+  }
+  const res = await call(() =>
+    client.call<{
+      agent_id: string;
+      key: string;
+      permissions: unknown;
+      hooks: unknown;
+      leash: { mode: string; advisory: boolean; rules: Record<string, number> };
+    }>("POST", `/control/agents/${encodeURIComponent(agent)}/settings`, { key, value: parsed }),
+  );
+  if (flags.json) return printJson(res);
+  const l = res.leash;
+  process.stdout.write(
+    `${res.agent_id}: ${key} ${parsed === null ? "cleared" : "set"}\n` +
+      `leash: mode ${l.mode}${l.advisory ? " (advisory: no sandbox enforces it)" : ""}, rules ${l.rules.allow} allow / ${l.rules.ask} ask / ${l.rules.deny} deny\n`,
+  );
+}

@@ -220,6 +220,26 @@ agentCmd
   .addOption(json())
   .action(action(async (agent, opts) => (await import("./agent.ts")).abort(agent, opts)));
 
+agentCmd
+  .command("set")
+  .description(
+    "Change an agent-level leash setting: permissions.mode (trusted|ask|read_only), permissions.allow|ask|deny (JSON list of rules), hooks (JSON); null clears",
+  )
+  .argument("<agent>", "agent id")
+  .argument(
+    "<key>",
+    "permissions.mode, permissions.allow, permissions.ask, permissions.deny or hooks",
+  )
+  .argument("<value>", "the value (JSON for lists and hooks)")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(
+    action(async (agent, key, value, opts) =>
+      (await import("./agent.ts")).setSetting(agent, key, value, opts),
+    ),
+  );
+
 const modelCmd = agentCmd.command("model").description("Per-agent model override");
 modelCmd
   .command("get")

@@ -126,6 +126,12 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
       return item("info", "runtime", "Model", e.payload.override_model ?? "runtime default", {
         detail: e.payload.previous ? `was ${e.payload.previous}` : null,
       });
+    case "agent_setting_changed":
+      return item("info", "runtime", "Setting", `${e.payload.key} = ${JSON.stringify(e.payload.value)}`);
+    case "hook_failed":
+      return item("info", "runtime", `${e.payload.hook_event} hook failed`, e.payload.reason, {
+        detail: e.payload.detail,
+      });
     case "workspace_attached":
       return item("verbose", "workspace", "Workspace attached", e.payload.workspace_root);
     case "workspace_detached":

@@ -189,6 +189,21 @@ export const EventBody = z.discriminatedUnion("type", [
     previous: z.string().nullable(),
     override_model: z.string().nullable(),
   }),
+  // The action leash (src/policy/): an agent-level setting changed through a control route.
+  kind("agent_setting_changed", {
+    key: z.string(),
+    previous: z.unknown(),
+    value: z.unknown(),
+  }),
+  // A hook that failed, timed out or printed too much (PreToolUse then refused the call).
+  kind("hook_failed", {
+    hook_event: z.string(),
+    command: z.string(),
+    reason: z.enum(["timeout", "output_too_large", "exit_code", "spawn_failed", "invalid_output"]),
+    detail: z.string(),
+    exit_code: z.number().int().nullable(),
+    run_id: z.string().nullable(),
+  }),
   kind("workspace_attached", {
     /** The workspace anchor (the only field older records carry). */
     workspace_root: z.string(),

@@ -58,6 +58,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     last_continuation: agent.last_continuation ?? null,
     current_work_item: currentWorkItemSummary(host, agent),
     waiting: waitingSummary(host.services, agent),
+    leash: host.services.leash.status(agent),
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;

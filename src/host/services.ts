@@ -49,6 +49,10 @@ import { OperatorTransportService } from "./operator-transport.ts";
 import { RetentionJob } from "./retention.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
+import { ActionLeash, type HostLeashSettings } from "../policy/leash.ts";
+import { UnavailableApprovalGate } from "../policy/approval.ts";
+import { scrubEnv } from "../tasks/env.ts";
+import { commandEnvPolicy } from "./command-policy.ts";
 import { homedir } from "node:os";
 
 const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
@@ -137,6 +141,27 @@ export function buildServices(opts: ServiceOptions) {
     externalTriggerContributor(triggers),
   ];
   const registry = buildRegistry();
+  const toolNames: ReadonlySet<string> = new Set(registry.list().map((t) => t.name));
+  // The action leash: rules, taint, hooks; approvals go through the gate (fail closed here).
+  const leash = new ActionLeash({
+    store,
+    knownTools: () => toolNames,
+    host: () => hostLeashSettings(config),
+    gate: new UnavailableApprovalGate(),
+    env: () => scrubEnv(opts.env, commandEnvPolicy(config)),
+    snapshot: (agent) => workspaces.snapshot(agent),
+    admitFollowup: (agent, text, authority) => {
+      ingress.admit({
+        agent_id: agent.agent_id,
+        kind: "internal_followup",
+        origin: { kind: "system", subsystem: "stop_hook" },
+        body: { type: "text", text: `A Stop hook asked you to continue: ${text}` },
+        surface: "runtime_system",
+        admission: "runtime_owned",
+        metadata: { stop_hook_followup: true, policy_authority: authority },
+      });
+    },
+  });
   const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
@@ -173,6 +198,7 @@ export function buildServices(opts: ServiceOptions) {
         callModel: modelCall(opts.env, opts.clock, transports),
         contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),
+        leash,
         afterTool: (call) => {
           skills.noteToolCall(call);
           compactor.noteToolCall(call);
@@ -301,6 +327,18 @@ export function buildServices(opts: ServiceOptions) {
     memoryIndex,
     contributors,
     registry,
+    leash,
+  };
+}
+
+/** Host-level leash settings from the live configuration. */
+function hostLeashSettings(config: ConfigSource): HostLeashSettings {
+  const file = config.current().file ?? {};
+  const { external_evidence_mode, ...permissions } = file.permissions ?? {};
+  return {
+    permissions,
+    external_evidence_mode: external_evidence_mode ?? "ask",
+    hooks: file.hooks ?? {},
   };
 }
 

@@ -22,6 +22,7 @@ import {
   ModelBody,
   PromptBody,
   RunBody,
+  SettingBody,
   WakeBody,
 } from "./routes-control.ts";
 import { EnqueueBody, PublicOrigin } from "./routes-public.ts";
@@ -287,6 +288,14 @@ export const ROUTES: RouteDoc[] = [
   },
   {
     method: "post",
+    path: "/control/agents/:id/settings",
+    summary: "Change one agent-level leash setting (permissions.mode/allow/ask/deny, hooks)",
+    access: "control",
+    body: { schema: SettingBody },
+    ok: { status: 200, schema: S.AgentSettingsResponse },
+  },
+  {
+    method: "post",
     path: "/control/agents/:id/model/clear",
     summary: "Clear the agent's model override",
     access: "control",
@@ -447,6 +456,7 @@ function namedSchemas(): Map<z.ZodType, string> {
     [RunBody, "RunBody"],
     [ModelBody, "ModelBody"],
     [ClearBody, "ClearBody"],
+    [SettingBody, "SettingBody"],
     [StartBody, "StartBody"],
     [InputBody, "InputBody"],
   ]);

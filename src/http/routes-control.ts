@@ -219,7 +219,28 @@ export function runRoute(app: Hono<AppEnv>, { host }: AppContext): void {
 export const ModelBody = z.strictObject({ model: z.string().min(1), trust: TrustLevel.optional() });
 export const ClearBody = z.strictObject({ trust: TrustLevel.optional() });
 
+export const SettingBody = z.strictObject({
+  key: z.string().min(1).max(100),
+  /** JSON value; null clears the setting. */
+  value: z.unknown(),
+});
+
 export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
+  // Agent-level leash settings (permissions, hooks): only the operator, recorded as events.
+  app.post("/control/agents/:id/settings", async (c) => {
+    requireControl(c);
+    const body = validate(SettingBody, await readJson(c));
+    const id = host.agents.getPublic(c.req.param("id")).agent_id;
+    const agent = host.services.leash.setAgentSetting(id, body.key, body.value ?? null);
+    return c.json({
+      ok: true,
+      agent_id: agent.agent_id,
+      key: body.key,
+      permissions: agent.permissions ?? null,
+      hooks: agent.hooks ?? null,
+      leash: host.services.leash.status(agent),
+    });
+  });
   app.post("/control/agents/:id/model", async (c) => {
     requireControl(c);
     const body = validate(ModelBody, await readJson(c));

@@ -2,6 +2,12 @@
 // bodies are the schemas the routes validate with; responses reuse the domain schemas
 // (agents, tasks, briefs, the event and transcript catalogs) so the document cannot drift
 // from the records it describes.
+import {
+  ExternalEvidenceMode,
+  HookSettings,
+  PermissionMode,
+  PermissionSettings,
+} from "../domain/policy.ts";
 import { z } from "zod";
 import {
   AgentKind,
@@ -138,6 +144,34 @@ const Workspace = z.object({
   worktree_session: WorktreeSession.nullable(),
 });
 
+/** The action leash as status shows it (policy/leash.ts `status`). */
+export const LeashStatus = z.object({
+  mode: PermissionMode,
+  external_evidence_mode: ExternalEvidenceMode,
+  sandbox_enforced: z.boolean(),
+  /** True when the mode restricts but nothing confines a command that ignores it. */
+  advisory: z.boolean(),
+  rules: z.object({ allow: z.number().int(), ask: z.number().int(), deny: z.number().int() }),
+  rules_digest: z.string(),
+  hooks: z.object({ host: z.number().int(), agent: z.number().int() }),
+  workspace: z.object({
+    config_path: z.string(),
+    error: z.string().nullable(),
+    ignored_allow_rules: z.array(z.string()),
+    hooks_awaiting_approval: z.number().int(),
+  }),
+});
+
+/** `POST /control/agents/:id/settings`. */
+export const AgentSettingsResponse = z.object({
+  ok: Ok,
+  agent_id: z.string(),
+  key: z.string(),
+  permissions: PermissionSettings.nullable(),
+  hooks: HookSettings.nullable(),
+  leash: LeashStatus,
+});
+
 /** host/inspect.ts agentSummary: `GET /agents/:id/status`. */
 export const AgentSummary = z.object({
   agent_id: z.string(),
@@ -180,6 +214,7 @@ export const AgentSummary = z.object({
   last_continuation: AgentRecord.shape.last_continuation.unwrap().nullable(),
   current_work_item: CurrentWorkItemSummary.nullable(),
   waiting: WaitingSummary,
+  leash: LeashStatus,
 });
 
 /** host/inspect.ts agentState: `GET /agents/:id/state`, the bootstrap snapshot. */
