@@ -127,7 +127,12 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
         detail: e.payload.previous ? `was ${e.payload.previous}` : null,
       });
     case "agent_setting_changed":
-      return item("info", "runtime", "Setting", `${e.payload.key} = ${JSON.stringify(e.payload.value)}`);
+      return item(
+        "info",
+        "runtime",
+        "Setting",
+        `${e.payload.key} = ${JSON.stringify(e.payload.value)}`,
+      );
     case "hook_failed":
       return item("info", "runtime", `${e.payload.hook_event} hook failed`, e.payload.reason, {
         detail: e.payload.detail,

@@ -343,15 +343,13 @@ export const KEY_DEFS: readonly KeyDef[] = [
       "Default permission mode of every agent: trusted (rules only), ask (anything not allowed asks), read_only",
     schema: PermissionMode,
   },
-  ...(["allow", "ask", "deny"] as const).map(
-    (list): KeyDef => ({
-      key: `permissions.${list}`,
-      type: "string_list",
-      default: [],
-      description: `Host-level ${list} rules, e.g. ["ExecCommand(git push:*)", "ApplyPatch(src/**)"]`,
-      schema: RuleListSchema,
-    }),
-  ),
+  ...(["allow", "ask", "deny"] as const).map((list): KeyDef => ({
+    key: `permissions.${list}`,
+    type: "string_list",
+    default: [],
+    description: `Host-level ${list} rules, e.g. ["ExecCommand(git push:*)", "ApplyPatch(src/**)"]`,
+    schema: RuleListSchema,
+  })),
   {
     key: "permissions.external_evidence_mode",
     type: "enum",
