@@ -43,11 +43,13 @@ export type TaintSources = {
 export function turnAuthority(message: QueuedMessage, sources: TaintSources): Authority {
   const carried = authorityOf(message.metadata?.policy_authority);
   const isSleep = message.origin.kind === "system" && message.origin.subsystem === "sleep";
+  // An operator instruction re-confirms a tainted agent: its own turn runs at full authority.
+  const operator = message.authority_class === "operator_instruction";
   return lowestAuthority(
     message.authority_class,
     carried,
     sources.workItem,
-    sources.agentFloor,
+    operator ? undefined : sources.agentFloor,
     isSleep ? sources.sleepCarry : undefined,
   );
 }
