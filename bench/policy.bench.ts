@@ -56,12 +56,19 @@ const bench: Benchmark = {
       if (i >= warm) samples.push(dt * 1000);
       if (v.decision === "ask") asked++;
     }
+    // The machine is shared and loaded: the best mean over batches of 1,000 calls is the
+    // figure least disturbed by other processes; it is reported beside the percentiles.
+    let best = Infinity;
+    for (let i = 0; i + 1_000 <= samples.length; i += 1_000) {
+      best = Math.min(best, samples.slice(i, i + 1_000).reduce((a, b) => a + b, 0) / 1_000);
+    }
     samples.sort((a, b) => a - b);
     const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
     r.metric("rules", total, "count", "rules in the effective policy");
     r.metric("eval_p50_us", round(percentile(samples, 50), 2), "µs", "per call p50");
     r.metric("eval_p99_us", round(percentile(samples, 99), 2), "µs", "per call p99");
     r.metric("eval_mean_us", round(mean, 2), "µs", "per call mean");
+    r.metric("eval_best_batch_us", round(best, 2), "µs", "per call, best batch of 1,000");
     r.target("p50 ≤ 20 µs per call with 100 rules, parsing included", "eval_p50_us", "<=", 20);
     r.check("100 rules loaded", total === 100, `${total}`);
     r.check("some calls asked (the rules were really consulted)", asked > 0, `${asked}`);

@@ -94,18 +94,25 @@ function analyzeScript(p: Parser, source: string, depth: number, out: ShellAnaly
 }
 
 function walk(p: Parser, node: Node, depth: number, out: ShellAnalysis): void {
-  // An explicit stack: deeply nested input must not overflow the JS stack.
-  const stack: Node[] = [node];
-  while (stack.length > 0) {
-    if (out.parts.length > MAX_PARTS) {
-      out.parse_error = true;
-      return;
+  // A cursor, not child arrays: it allocates a node object only where a command or an error
+  // is found, and it cannot overflow the JS stack on deeply nested input.
+  const cursor = node.walk();
+  try {
+    for (;;) {
+      if (out.parts.length > MAX_PARTS) {
+        out.parse_error = true;
+        return;
+      }
+      const type = cursor.nodeType;
+      if (type === "command") commandPart(p, cursor.currentNode, depth, out);
+      else if (type === "ERROR") out.parts.push(dynamicPart(cursor.currentNode.text.slice(0, 200)));
+      if (cursor.gotoFirstChild()) continue;
+      while (!cursor.gotoNextSibling()) {
+        if (!cursor.gotoParent()) return;
+      }
     }
-    const n = stack.pop()!;
-    if (n.type === "command") commandPart(p, n, depth, out);
-    else if (n.type === "ERROR") out.parts.push(dynamicPart(n.text.slice(0, 200)));
-    const children = n.children;
-    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
+  } finally {
+    cursor.delete();
   }
 }
 
