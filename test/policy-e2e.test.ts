@@ -2,7 +2,7 @@
 // host, the scripted fake provider asking for tool calls, and the tool results the model gets
 // back. Nothing that a rule, the taint or a hook holds back runs: the marker files prove it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -104,6 +104,20 @@ describe("rules", () => {
     expect(unknownKey.code).not.toBe(0);
     expect(rt.host.agents.get("main").permissions).toEqual(before);
     expect(rt.host.store.events.newestSeq("main")).toBe(seq);
+  });
+
+  it("host rules come from config.json: a bad one is refused by holon config set, a good one applies", async () => {
+    const bad = await cli("config", "set", "permissions.deny", '["ExecCommand(rm -rf $(x))"]');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("invalid rule");
+    const good = await cli("config", "set", "permissions.deny", '["ExecCommand(touch ran-h:*)"]');
+    expect(good.code, good.stderr).toBe(0);
+    const from = fake.requests.length;
+    fake.enqueue(exec("echo a; touch ran-h", "ch"), reply.text("ok"));
+    await settled(await prompt("touch"));
+    expect(existsSync(join(ws, "ran-h"))).toBe(false);
+    expect(toolResults(from).join("\n")).toContain("host rule ExecCommand(touch ran-h:*)");
+    expect((await cli("config", "unset", "permissions.deny")).code).toBe(0);
   });
 
   it("a workspace rule cannot allow anything; its hooks await approval; status says advisory", async () => {
@@ -300,6 +314,34 @@ describe("hooks", () => {
       const r = await cli("agent", "set", "main", "hooks", JSON.stringify(bad));
       expect(r.code).not.toBe(0);
     }
+  });
+
+  it("SubagentStop runs on the supervisor's hooks when a child settles", async () => {
+    await setHooks({
+      SubagentStop: [{ hooks: [{ type: "command", command: "cat > subagent-stop.json" }] }],
+    });
+    fake.enqueue(
+      reply.tools([
+        { name: "SpawnAgent", arguments: { initial_message: "say hi" }, call_id: "sp1" },
+      ]),
+      reply.text("spawned"),
+      reply.text("hi"),
+    );
+    await settled(await prompt("spawn a helper"));
+    const input = await waitFor(
+      () =>
+        existsSync(join(ws, "subagent-stop.json")) &&
+        readFileSync(join(ws, "subagent-stop.json"), "utf8"),
+      { timeoutMs: 30_000, what: "the SubagentStop hook" },
+    );
+    const parsed = JSON.parse(String(input));
+    expect(parsed).toMatchObject({
+      hook_event_name: "SubagentStop",
+      agent_id: "main",
+      transcript_path: null,
+    });
+    expect(parsed.child_agent_id).toEqual(expect.any(String));
+    await setHooks(null);
   });
 
   it("a blocking Stop hook admits exactly one runtime follow-up", async () => {

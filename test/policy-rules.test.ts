@@ -4,6 +4,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { effectivePolicy, evaluate, parseRule, type PolicyLayer } from "../src/policy/rules.ts";
 import { analyzeShell, loadShellParser } from "../src/policy/shell.ts";
 import type { PermissionSettings } from "../src/domain/policy.ts";
+import type { QueuedMessage } from "../src/domain/message.ts";
+import { modeFor, turnAuthority } from "../src/policy/taint.ts";
+import { BUILTIN_TOOL_NAMES } from "../src/policy/config.ts";
+import { buildRegistry } from "../src/tools/builtin.ts";
 
 const TOOLS = new Set([
   "ExecCommand",
@@ -210,4 +214,76 @@ describe("bad rules are refused with the reason", () => {
   ])("%s", (text, why) => {
     expect(() => parseRule(text, "agent", TOOLS)).toThrow(why);
   });
+});
+
+describe("taint", () => {
+  const base = {
+    id: "m",
+    agent_id: "a",
+    created_at: "",
+    kind: "system_tick",
+    origin: { kind: "system", subsystem: "work_queue" },
+    trust: "trusted_system",
+    authority_class: "runtime_instruction",
+    priority: "normal",
+    trigger_kind: "system_tick",
+    body: { type: "text", text: "" },
+    seq: 1,
+    status: "queued",
+  } as const satisfies QueuedMessage;
+  it.each([
+    ["the message's own class", base, {}, "runtime_instruction"],
+    ["a tainted work item", base, { workItem: "external_evidence" }, "external_evidence"],
+    ["a tainted child", base, { agentFloor: "integration_signal" }, "integration_signal"],
+    [
+      "an operator instruction re-confirms a tainted child",
+      {
+        ...base,
+        authority_class: "operator_instruction",
+        kind: "operator_prompt",
+        origin: { kind: "operator" },
+      },
+      { agentFloor: "external_evidence" },
+      "operator_instruction",
+    ],
+    [
+      "a sleep wake inherits the turn that slept",
+      { ...base, origin: { kind: "system", subsystem: "sleep" } },
+      { sleepCarry: "external_evidence" },
+      "external_evidence",
+    ],
+    [
+      "the carry only applies to sleep wakes",
+      base,
+      { sleepCarry: "external_evidence" },
+      "runtime_instruction",
+    ],
+    [
+      "stored metadata can lower, never raise",
+      {
+        ...base,
+        authority_class: "external_evidence",
+        metadata: { policy_authority: "operator_instruction" },
+      },
+      {},
+      "external_evidence",
+    ],
+  ] as const)("%s", (_n, message, sources, want) => {
+    expect(turnAuthority(message as unknown as QueuedMessage, sources)).toBe(want);
+  });
+  it("external evidence asks unless configured otherwise; integration signals keep the agent's mode", () => {
+    expect(modeFor("trusted", "external_evidence", "ask")).toBe("ask");
+    expect(modeFor("read_only", "external_evidence", "ask")).toBe("read_only");
+    expect(modeFor("trusted", "external_evidence", "agent_mode")).toBe("trusted");
+    expect(modeFor("trusted", "integration_signal", "ask")).toBe("trusted");
+  });
+});
+
+it("the tool names rules may name are the built-in catalog's", () => {
+  expect([...BUILTIN_TOOL_NAMES].sort()).toEqual(
+    buildRegistry()
+      .list()
+      .map((t) => t.name)
+      .sort(),
+  );
 });

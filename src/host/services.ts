@@ -236,6 +236,7 @@ export function buildServices(opts: ServiceOptions) {
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   // The agent plane (issue 15): a child's terminal closure settles its supervision task.
   observers.push(new ChildClosureObserver({ store, ingress, tasks, workspaces, work }));
+  observers.push(leash.subagentObserver()); // SubagentStop hooks of the supervisor
   const loops = new AgentLoops({ store, executor, sleep, observers }, signals);
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),

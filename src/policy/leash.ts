@@ -8,6 +8,7 @@
 // Hooks of the host and the agent are operator code and run; hooks in a workspace's
 // `.holon.json` do not (they await an operator approval; see workspace-config.ts).
 import type { AgentRecord } from "../domain/agent.ts";
+import type { RunObserver } from "../agent/runtime.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import type { EventPayload } from "../domain/events.ts";
 import type { AuthorityClass, QueuedMessage } from "../domain/message.ts";
@@ -588,6 +589,26 @@ export class ActionLeash implements ToolGuard {
       cwd,
     );
     if (r.blocked && !active) this.deps.admitFollowup(agent, r.blocked, authority);
+  }
+
+  /**
+   * A run observer that fires SubagentStop on the supervisor when a private child settles
+   * (completed or failed). The hooks run after the settling transaction, never inside it.
+   */
+  subagentObserver(): RunObserver {
+    return {
+      onClosure: (run) => {
+        if (run.closure.outcome !== "completed" && run.closure.outcome !== "failed") return;
+        const store = this.deps.store;
+        const child = store.agents.get(run.agent_id);
+        const parentId = child?.supervisor_agent_id;
+        const parent = parentId ? store.agents.get(parentId) : undefined;
+        if (!child || !parent) return;
+        if (matchingHooks([this.deps.host().hooks, parent.hooks], "SubagentStop").length === 0)
+          return;
+        setImmediate(() => void this.subagentStop(parent, child.agent_id));
+      },
+    };
   }
 
   /** SubagentStop, on the supervisor's hooks, when a child settles. */
