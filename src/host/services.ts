@@ -332,15 +332,27 @@ export function buildServices(opts: ServiceOptions) {
   };
 }
 
+/** One settings object per configuration read, so the leash can reuse what it derived. */
+const leashSettings = new WeakMap<object, HostLeashSettings>();
+const NO_FILE = {};
+
 /** Host-level leash settings from the live configuration. */
 function hostLeashSettings(config: ConfigSource): HostLeashSettings {
-  const file = config.current().file ?? {};
-  const { external_evidence_mode, ...permissions } = file.permissions ?? {};
-  return {
-    permissions,
-    external_evidence_mode: external_evidence_mode ?? "ask",
-    hooks: file.hooks ?? {},
-  };
+  const file = config.current().file ?? NO_FILE;
+  let settings = leashSettings.get(file);
+  if (!settings) {
+    const f = file as { permissions?: Record<string, unknown>; hooks?: HostLeashSettings["hooks"] };
+    const { external_evidence_mode, ...permissions } = (f.permissions ?? {}) as {
+      external_evidence_mode?: HostLeashSettings["external_evidence_mode"];
+    } & HostLeashSettings["permissions"];
+    settings = {
+      permissions,
+      external_evidence_mode: external_evidence_mode ?? "ask",
+      hooks: f.hooks ?? {},
+    };
+    leashSettings.set(file, settings);
+  }
+  return settings;
 }
 
 /** The tightest budget among the models a turn of this agent may use. */

@@ -157,17 +157,31 @@ export class ActionLeash implements ToolGuard {
     };
   }
 
+  /** The last effective policy per agent, reused while none of its three levels changed. */
+  private readonly policies = new Map<
+    string,
+    { host: object; agent: object | undefined; ws: WorkspaceSettings; policy: EffectivePolicy }
+  >();
+
   private policyFor(
     agent: AgentRecord,
     root: string,
   ): { policy: EffectivePolicy; ws: WorkspaceSettings } {
     const ws = readWorkspaceSettings(root);
+    const host = this.deps.host().permissions;
+    const hit = this.policies.get(agent.agent_id);
+    if (hit && hit.host === host && hit.agent === agent.permissions && hit.ws === ws) {
+      return { policy: hit.policy, ws };
+    }
     const layers: PolicyLayer[] = [
-      { source: "host", settings: this.deps.host().permissions },
+      { source: "host", settings: host },
       { source: "agent", settings: agent.permissions ?? {} },
     ];
     if (ws.permissions) layers.push({ source: "workspace", settings: ws.permissions });
-    return { policy: effectivePolicy(layers, this.deps.knownTools()), ws };
+    const policy = effectivePolicy(layers, this.deps.knownTools());
+    if (this.policies.size > 1_000) this.policies.clear();
+    this.policies.set(agent.agent_id, { host, agent: agent.permissions, ws, policy });
+    return { policy, ws };
   }
 
   // -------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ export type WorkspaceSettings = {
 };
 
 const cache = new Map<string, { stamp: string; value: WorkspaceSettings }>();
+const absentCache = new Map<string, WorkspaceSettings>();
 
 export function readWorkspaceSettings(root: string): WorkspaceSettings {
   const path = join(root, WORKSPACE_CONFIG_FILE);
@@ -39,7 +40,14 @@ export function readWorkspaceSettings(root: string): WorkspaceSettings {
       return failed(path, `${WORKSPACE_CONFIG_FILE} is larger than ${MAX_BYTES} bytes`);
     }
   } catch {
-    return { path, permissions: null, pending_hooks: 0, error: null };
+    // Absent: one object per path, so callers can tell "unchanged" by identity.
+    let absent = absentCache.get(path);
+    if (!absent) {
+      absent = { path, permissions: null, pending_hooks: 0, error: null };
+      if (absentCache.size > 256) absentCache.clear();
+      absentCache.set(path, absent);
+    }
+    return absent;
   }
   const hit = cache.get(path);
   if (hit && hit.stamp === stamp) return hit.value;
