@@ -246,6 +246,20 @@ describe("hooks", () => {
     expect(results).toContain("bypasses safety checks");
   });
 
+  it("a published SessionStart hook script runs unmodified and adds context the model sees", async () => {
+    const script = resolve(
+      import.meta.dirname,
+      "fixtures/third_party/sskim91-dotfiles/temporal-context.sh",
+    );
+    await setHooks({ SessionStart: [{ hooks: [{ type: "command", command: `bash ${script}` }] }] });
+    const from = fake.requests.length;
+    fake.enqueue(reply.text("ok"));
+    await settled(await prompt("what time is it"));
+    const sent = JSON.stringify(fake.requests.slice(from).map((r) => r.body));
+    expect(sent).toMatch(/\[hook context\] Current time and date: \d\d:\d\d:\d\d \d{4}-\d\d-\d\d/);
+    await setHooks(null);
+  });
+
   it("JSON output: additionalContext reaches the model, updatedInput is checked against the schema", async () => {
     await setHooks({
       PreToolUse: [
