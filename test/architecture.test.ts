@@ -19,6 +19,7 @@ const LAYERS: string[][] = [
   ["asks"],
   ["waiting", "tasks", "work", "context", "telemetry"],
   ["tools"],
+  ["policy"],
   ["turn"],
   ["host"],
   ["client"],

@@ -183,7 +183,7 @@ describe.skipIf(!enabled)("the sandbox through the product", () => {
       state: "enforced",
     });
     const events = (await s.req("GET", "/agents/main/events?limit=200")).json.events.filter(
-      (e: any) => e.type === "agent_settings_changed",
+      (e: any) => e.type === "agent_setting_changed",
     );
     events.sort((a: any, b: any) => a.event_seq - b.event_seq);
     expect(events.map((e: any) => e.payload)).toEqual([

@@ -10,6 +10,7 @@ import {
   AgentSandboxSettings,
   type SandboxSummary,
 } from "../domain/sandbox.ts";
+import type { AuthorityClass } from "../domain/message.ts";
 import type { Store } from "../store/db.ts";
 import type { AgentLoops } from "./loops.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
@@ -23,6 +24,8 @@ export type CreateAgentOptions = {
   /** Private children: who supervises them (their parent). Implies parent_supervised. */
   supervisor_agent_id?: string;
   spawn_depth?: number;
+  /** Taint: the policy authority of the turn that spawned it, when below operator instruction. */
+  policy_authority_floor?: AuthorityClass | undefined;
   /** Template selector: id, absolute path or tree URL (context/templates.ts). */
   template?: string;
   /** Start the loop now (default: when loops are open). */
@@ -200,6 +203,8 @@ export class AgentDirectory {
         record.lineage_parent_agent_id = opts.lineage_parent_agent_id;
       if (opts.supervisor_agent_id) record.supervisor_agent_id = opts.supervisor_agent_id;
       if (opts.spawn_depth) record.spawn_depth = opts.spawn_depth;
+      if (opts.policy_authority_floor && opts.policy_authority_floor !== "operator_instruction")
+        record.policy_authority_floor = opts.policy_authority_floor;
       store.agents.put(record);
       store.appendEvent(agentId, {
         type: "agent_created",
@@ -254,7 +259,7 @@ export class AgentDirectory {
 
   /**
    * An agent-level setting (the sandbox's, for now), validated and recorded with an
-   * `agent_settings_changed` event in one transaction; `undefined` returns it to the host's
+   * `agent_setting_changed` event in one transaction; `undefined` returns it to the host's
    * value. Only control routes call this: nothing an agent writes becomes its configuration.
    */
   setSetting(agentId: string, key: string, value: unknown): AgentRecord {
@@ -272,7 +277,7 @@ export class AgentDirectory {
       else next.sandbox = own;
       store.agents.put(next);
       store.appendEvent(agentId, {
-        type: "agent_settings_changed",
+        type: "agent_setting_changed",
         payload: { key, previous, value: parsed ?? null },
       });
       return next;

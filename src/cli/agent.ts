@@ -243,6 +243,7 @@ type SettingsReply = {
   agent_id: string;
   settings: { sandbox: Record<string, unknown> };
   sandbox: { backend: string; mode: string; state: string; reason: string | null };
+  leash: { mode: string; advisory: boolean; rules: Record<string, number> };
 };
 
 /** A value as the operator typed it: JSON when it parses (lists), else the text itself. */
@@ -264,9 +265,11 @@ async function putSetting(agent: string, key: string, value: unknown, flags: Fla
   );
   if (flags.json) return printJson(res);
   const s = res.sandbox;
+  const l = res.leash;
   process.stdout.write(
-    `${res.agent_id}: ${key} = ${JSON.stringify(value ?? null)}\n` +
-      `sandbox: ${s.state} (${s.backend}, mode ${s.mode})${s.reason ? ` — ${s.reason}` : ""}\n`,
+    `${res.agent_id}: ${key} ${value === null ? "cleared" : `= ${JSON.stringify(value)}`}\n` +
+      `sandbox: ${s.state} (${s.backend}, mode ${s.mode})${s.reason ? ` — ${s.reason}` : ""}\n` +
+      `leash: mode ${l.mode}${l.advisory ? " (advisory: no sandbox enforces it)" : ""}, rules ${l.rules.allow} allow / ${l.rules.ask} ask / ${l.rules.deny} deny\n`,
   );
 }
 

@@ -64,6 +64,18 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
   lines.push(...sandboxLines(s));
+  if (s.leash) {
+    const l = s.leash;
+    lines.push(
+      `leash:    ${l.advisory ? "advisory" : l.mode === "trusted" ? "trusted" : "enforced"} (mode ${l.mode}; rules ${l.rules.allow} allow / ${l.rules.ask} ask / ${l.rules.deny} deny; hooks ${l.hooks.host + l.hooks.agent})` +
+        (l.workspace.hooks_awaiting_approval
+          ? `; ${l.workspace.hooks_awaiting_approval} workspace hook(s) await approval and do not run`
+          : "") +
+        (l.workspace.error
+          ? `; ${l.workspace.config_path}: ${l.workspace.error} (asking for everything)`
+          : ""),
+    );
+  }
   if (s.sleeping_until) lines.push(`wakes at: ${s.sleeping_until}`);
   if (s.closure) {
     const c = s.closure;

@@ -242,10 +242,10 @@ agentCmd
 agentCmd
   .command("set")
   .description(
-    "Change one of the agent's own settings (recorded as an event): sandbox.mode (off|auto|required), sandbox.writable_paths, sandbox.hidden_paths (JSON lists of paths)",
+    "Change one of the agent's own settings (recorded as an event): sandbox.mode (off|auto|required), sandbox.writable_paths, sandbox.hidden_paths (JSON lists of paths), permissions.mode (trusted|ask|read_only), permissions.allow|ask|deny (JSON lists of rules), hooks (JSON)",
   )
   .argument("<agent>", "agent id")
-  .argument("<key>", "setting, e.g. sandbox.mode")
+  .argument("<key>", "setting, e.g. sandbox.mode or permissions.deny")
   .argument("<value>", "new value (read as JSON when it parses, else as text)")
   .addOption(home())
   .addOption(token())

@@ -137,7 +137,7 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
       return item("info", "runtime", "Model", e.payload.override_model ?? "runtime default", {
         detail: e.payload.previous ? `was ${e.payload.previous}` : null,
       });
-    case "agent_settings_changed":
+    case "agent_setting_changed":
       return item(
         "info",
         "runtime",
@@ -156,6 +156,10 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
           ? `commands now run confined (${e.payload.backend}, mode ${e.payload.mode})`
           : `not enforced (mode ${e.payload.mode}): ${e.payload.reason ?? ""}`,
       );
+    case "hook_failed":
+      return item("info", "runtime", `${e.payload.hook_event} hook failed`, e.payload.reason, {
+        detail: e.payload.detail,
+      });
     case "workspace_attached":
       return item("verbose", "workspace", "Workspace attached", e.payload.workspace_root);
     case "workspace_detached":

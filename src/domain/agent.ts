@@ -4,6 +4,8 @@ import { ClosureDecision, ContinuationResolution } from "./closure.ts";
 import { ActiveWorkspaceEntry, WorktreeSession } from "./workspace.ts";
 import { WakeHint } from "./waiting.ts";
 import { AgentSandboxSettings } from "./sandbox.ts";
+import { AuthorityClass } from "./message.ts";
+import { HookSettings, PermissionSettings } from "./policy.ts";
 
 export const AgentStatus = z.enum([
   "booting",
@@ -93,6 +95,17 @@ export const AgentRecord = z.object({
   sandbox: AgentSandboxSettings.optional(),
   /** When the host first ran this agent with the sandbox (the `sandbox_enabled` event). */
   sandbox_enabled_at: z.string().optional(),
+  /** Agent-level permission mode and rules (`holon agent set`; src/policy/). */
+  permissions: PermissionSettings.optional(),
+  /** Agent-level hooks (`holon agent set <id> hooks …`). */
+  hooks: HookSettings.optional(),
+  /**
+   * Taint: the lowest authority every turn of this agent runs under, set when a tainted turn
+   * spawned it; an operator instruction to the agent clears it.
+   */
+  policy_authority_floor: AuthorityClass.optional(),
+  /** The policy authority of the agent's last turn, inherited by the sleep wake it asked for. */
+  policy_authority_carry: AuthorityClass.optional(),
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 

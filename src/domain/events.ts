@@ -232,8 +232,9 @@ export const EventBody = z.discriminatedUnion("type", [
     previous: z.string().nullable(),
     override_model: z.string().nullable(),
   }),
-  // The sandbox (src/sandbox/): an agent's own setting changed, and the first start with it.
-  kind("agent_settings_changed", {
+  // An agent's own setting changed through the control route: the sandbox (src/sandbox/)
+  // and the action leash (src/policy/) keys alike.
+  kind("agent_setting_changed", {
     key: z.string(),
     previous: z.unknown(),
     value: z.unknown(),
@@ -243,6 +244,15 @@ export const EventBody = z.discriminatedUnion("type", [
     mode: SandboxMode,
     state: z.enum(["enforced", "not_enforced"]),
     reason: z.string().nullable(),
+  }),
+  // A hook that failed, timed out or printed too much (PreToolUse then refused the call).
+  kind("hook_failed", {
+    hook_event: z.string(),
+    command: z.string(),
+    reason: z.enum(["timeout", "output_too_large", "exit_code", "spawn_failed", "invalid_output"]),
+    detail: z.string(),
+    exit_code: z.number().int().nullable(),
+    run_id: z.string().nullable(),
   }),
   kind("workspace_attached", {
     /** The workspace anchor (the only field older records carry). */

@@ -3,6 +3,7 @@
 // runnable) is derived here from the record and the agent's focus pointer, never stored.
 // The plan body lives in a file under the agent's home; the record keeps its descriptor.
 import { z } from "zod";
+import { AuthorityClass } from "./message.ts";
 
 export const WorkItemState = z.enum(["open", "completed"]);
 export type WorkItemState = z.infer<typeof WorkItemState>;
@@ -48,6 +49,11 @@ export const WorkItemRecord = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   completed_at: z.string().optional(),
+  /**
+   * Taint: the policy authority of the turn that created the item, when below operator
+   * instruction; the turns its ticks trigger inherit it until an operator re-confirms it.
+   */
+  policy_authority: AuthorityClass.optional(),
 });
 export type WorkItemRecord = z.infer<typeof WorkItemRecord>;
 

@@ -39,6 +39,8 @@ export {
   normalizeProviderEntry,
 } from "../providers/config.ts";
 export type { CatalogEntry, ProviderEntry } from "../providers/config.ts";
+import { ExternalEvidenceMode, PermissionMode } from "../domain/policy.ts";
+import { HostHooksSchema, HostPermissionsSchema, RuleListSchema } from "../policy/config.ts";
 
 const ConfigFileBase = z.strictObject({
   model: z
@@ -103,6 +105,10 @@ const ConfigFileBase = z.strictObject({
         .optional(),
     })
     .optional(),
+  /** The action leash, host level (src/policy/): permission mode, rules, taint handling. */
+  permissions: HostPermissionsSchema.optional(),
+  /** Hooks run around tool calls and turns (Claude Code's shape). */
+  hooks: HostHooksSchema.optional(),
 });
 
 /** Cross-field rules: auth shape, custom providers, `auth` vs flat fields. */
@@ -360,6 +366,38 @@ const providerField = (
 });
 
 export const KEY_DEFS: readonly KeyDef[] = [
+  {
+    key: "permissions.mode",
+    type: "enum",
+    default: "trusted",
+    values: ["trusted", "ask", "read_only"],
+    description:
+      "Default permission mode of every agent: trusted (rules only), ask (anything not allowed asks), read_only",
+    schema: PermissionMode,
+  },
+  ...(["allow", "ask", "deny"] as const).map((list): KeyDef => ({
+    key: `permissions.${list}`,
+    type: "string_list",
+    default: [],
+    description: `Host-level ${list} rules, e.g. ["ExecCommand(git push:*)", "ApplyPatch(src/**)"]`,
+    schema: RuleListSchema,
+  })),
+  {
+    key: "permissions.external_evidence_mode",
+    type: "enum",
+    default: "ask",
+    values: ["ask", "read_only", "agent_mode"],
+    description:
+      "How a turn triggered by external evidence (public enqueue, unauthenticated webhook) runs: ask, read_only, or the agent's own mode",
+    schema: ExternalEvidenceMode,
+  },
+  {
+    key: "hooks",
+    type: "json_object",
+    description:
+      'Host-level hooks: {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "..."}]}]}',
+    schema: HostHooksSchema,
+  },
   {
     key: "model.default",
     type: "model_ref",

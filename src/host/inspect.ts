@@ -66,6 +66,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     current_work_item: currentWorkItemSummary(host, agent),
     waiting: waitingSummary(host.services, agent),
     prompt_cache: host.services.cacheHealth.statusOf(agent.agent_id),
+    leash: host.services.leash.status(agent),
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;

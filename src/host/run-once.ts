@@ -276,8 +276,9 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "agent_created":
     case "agent_state_changed":
     case "agent_model_changed":
-    case "agent_settings_changed":
+    case "agent_setting_changed":
     case "sandbox_enabled":
+    case "hook_failed":
     case "agent_spawned":
     case "agent_template_applied":
     case "agent_archived":

@@ -55,6 +55,10 @@ import { RetentionJob } from "./retention.ts";
 import { StorageWatch } from "./storage-watch.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
+import { ActionLeash, type HostLeashSettings } from "../policy/leash.ts";
+import { UnavailableApprovalGate } from "../policy/approval.ts";
+import { scrubEnv } from "../tasks/env.ts";
+import { commandEnvPolicy } from "./command-policy.ts";
 import { homedir } from "node:os";
 
 const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
@@ -169,6 +173,28 @@ export function buildServices(opts: ServiceOptions) {
     externalTriggerContributor(triggers),
   ];
   const registry = buildRegistry();
+  const toolNames: ReadonlySet<string> = new Set(registry.list().map((t) => t.name));
+  // The action leash: rules, taint, hooks; approvals go through the gate (fail closed here).
+  const leash = new ActionLeash({
+    store,
+    knownTools: () => toolNames,
+    host: () => hostLeashSettings(config),
+    gate: new UnavailableApprovalGate(),
+    env: () => scrubEnv(opts.env, commandEnvPolicy(config)),
+    snapshot: (agent) => workspaces.snapshot(agent),
+    sandboxEnforced: (agent) => sandbox.summary(agent).state === "enforced",
+    admitFollowup: (agent, text, authority) => {
+      ingress.admit({
+        agent_id: agent.agent_id,
+        kind: "internal_followup",
+        origin: { kind: "system", subsystem: "stop_hook" },
+        body: { type: "text", text: `A Stop hook asked you to continue: ${text}` },
+        surface: "runtime_system",
+        admission: "runtime_owned",
+        metadata: { stop_hook_followup: true, policy_authority: authority },
+      });
+    },
+  });
   const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
@@ -205,6 +231,7 @@ export function buildServices(opts: ServiceOptions) {
         callModel: modelCall(opts.env, opts.clock, transports),
         contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),
+        leash,
         afterTool: (call) => {
           skills.noteToolCall(call);
           compactor.noteToolCall(call);
@@ -244,6 +271,7 @@ export function buildServices(opts: ServiceOptions) {
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   // The agent plane (issue 15): a child's terminal closure settles its supervision task.
   observers.push(new ChildClosureObserver({ store, ingress, tasks, workspaces, work }));
+  observers.push(leash.subagentObserver()); // SubagentStop hooks of the supervisor
   const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals);
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),
@@ -374,7 +402,31 @@ export function buildServices(opts: ServiceOptions) {
     memoryIndex,
     contributors,
     registry,
+    leash,
   };
+}
+
+/** One settings object per configuration read, so the leash can reuse what it derived. */
+const leashSettings = new WeakMap<object, HostLeashSettings>();
+const NO_FILE = {};
+
+/** Host-level leash settings from the live configuration. */
+function hostLeashSettings(config: ConfigSource): HostLeashSettings {
+  const file = config.current().file ?? NO_FILE;
+  let settings = leashSettings.get(file);
+  if (!settings) {
+    const f = file as { permissions?: Record<string, unknown>; hooks?: HostLeashSettings["hooks"] };
+    const { external_evidence_mode, ...permissions } = (f.permissions ?? {}) as {
+      external_evidence_mode?: HostLeashSettings["external_evidence_mode"];
+    } & HostLeashSettings["permissions"];
+    settings = {
+      permissions,
+      external_evidence_mode: external_evidence_mode ?? "ask",
+      hooks: f.hooks ?? {},
+    };
+    leashSettings.set(file, settings);
+  }
+  return settings;
 }
 
 /** The tightest budget among the models a turn of this agent may use. */

@@ -314,10 +314,10 @@ export const ROUTES: RouteDoc[] = [
     method: "post",
     path: "/control/agents/:id/settings",
     summary:
-      "Change one of the agent's own settings (sandbox.mode, sandbox.writable_paths, sandbox.hidden_paths); value null returns it to the host's",
+      "Change one of the agent's own settings (sandbox.mode, sandbox.writable_paths, sandbox.hidden_paths, permissions.mode/allow/ask/deny, hooks); value null returns it to the host's",
     access: "control",
     body: { schema: SettingBody },
-    ok: { status: 200, schema: S.SettingsResponse },
+    ok: { status: 200, schema: S.AgentSettingsResponse },
   },
   {
     method: "post",

@@ -260,19 +260,24 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       model: host.services.config.modelState(agent.model_override ?? null),
     });
   });
+  // The agent's own settings (sandbox.*, permissions.*, hooks): only the operator, each change
+  // recorded as an event; each key family validates its own values.
   app.post("/control/agents/:id/settings", async (c) => {
     requireControl(c);
     const body = validate(SettingBody, await readJson(c));
-    const agent = host.agents.setSetting(
-      host.agents.getPublic(c.req.param("id")).agent_id,
-      body.key,
-      body.value ?? undefined,
-    );
+    const id = host.agents.getPublic(c.req.param("id")).agent_id;
+    const agent = body.key.startsWith("sandbox.")
+      ? host.agents.setSetting(id, body.key, body.value ?? undefined)
+      : host.services.leash.setAgentSetting(id, body.key, body.value ?? null);
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
+      key: body.key,
       settings: { sandbox: agent.sandbox ?? {} },
       sandbox: host.services.sandbox.summary(agent),
+      permissions: agent.permissions ?? null,
+      hooks: agent.hooks ?? null,
+      leash: host.services.leash.status(agent),
     });
   });
   app.post("/control/agents/:id/model/clear", async (c) => {

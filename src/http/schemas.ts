@@ -2,6 +2,12 @@
 // bodies are the schemas the routes validate with; responses reuse the domain schemas
 // (agents, tasks, briefs, the event and transcript catalogs) so the document cannot drift
 // from the records it describes.
+import {
+  ExternalEvidenceMode,
+  HookSettings,
+  PermissionMode,
+  PermissionSettings,
+} from "../domain/policy.ts";
 import { z } from "zod";
 import {
   AgentKind,
@@ -159,6 +165,37 @@ export const StorageStatus = z.object({
     .nullable(),
 });
 
+/** The action leash as status shows it (policy/leash.ts `status`). */
+export const LeashStatus = z.object({
+  mode: PermissionMode,
+  external_evidence_mode: ExternalEvidenceMode,
+  sandbox_enforced: z.boolean(),
+  /** True when the mode restricts but nothing confines a command that ignores it. */
+  advisory: z.boolean(),
+  rules: z.object({ allow: z.number().int(), ask: z.number().int(), deny: z.number().int() }),
+  rules_digest: z.string(),
+  hooks: z.object({ host: z.number().int(), agent: z.number().int() }),
+  workspace: z.object({
+    config_path: z.string(),
+    error: z.string().nullable(),
+    ignored_allow_rules: z.array(z.string()),
+    hooks_awaiting_approval: z.number().int(),
+  }),
+});
+
+/** `POST /control/agents/:id/settings`. */
+/** `POST /control/agents/:id/settings`: the agent's own settings after the change. */
+export const AgentSettingsResponse = z.object({
+  ok: Ok,
+  agent_id: z.string(),
+  key: z.string(),
+  settings: z.object({ sandbox: AgentSandboxSettings }),
+  sandbox: SandboxSummary,
+  permissions: PermissionSettings.nullable(),
+  hooks: HookSettings.nullable(),
+  leash: LeashStatus,
+});
+
 /** host/inspect.ts agentSummary: `GET /agents/:id/status`. */
 export const AgentSummary = z.object({
   agent_id: z.string(),
@@ -218,6 +255,7 @@ export const AgentSummary = z.object({
       first_changed: z.object({ run_id: z.string(), round: z.number().int(), at: z.string() }),
     })
     .nullable(),
+  leash: LeashStatus,
 });
 
 /** host/inspect.ts agentState: `GET /agents/:id/state`, the bootstrap snapshot. */
@@ -388,13 +426,6 @@ export const RunLine = z.discriminatedUnion("type", [
 ]);
 
 export const ModelResponse = z.object({ ok: Ok, agent_id: z.string(), model: AgentModelState });
-export const SettingsResponse = z.object({
-  ok: Ok,
-  agent_id: z.string(),
-  settings: z.object({ sandbox: AgentSandboxSettings }),
-  sandbox: SandboxSummary,
-});
-
 export const TaskStartResponse = z.object({ ok: Ok, agent_id: z.string(), task: TaskSnapshot });
 export const TaskResponse = z.object({ ok: Ok, task: TaskSnapshot });
 

@@ -10,6 +10,7 @@
 // is asked to continue (recover), so a supervised child is never silently dropped.
 import { rmSync } from "node:fs";
 import type { AgentRecord } from "../domain/agent.ts";
+import type { AuthorityClass } from "../domain/message.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import { TERMINAL_TASK_STATUSES, type TaskRecord, type TaskStatus } from "../domain/task.ts";
 import type { WorkItemRecord } from "../domain/work-item.ts";
@@ -53,6 +54,8 @@ export type SpawnRequest = {
   context_mode: "fresh" | "fork";
   template?: string | undefined;
   parent_message_id?: string | undefined;
+  /** Taint: the spawning turn's policy authority; the child's turns inherit it. */
+  policy_authority?: AuthorityClass | undefined;
 };
 
 type ChildDeps = {
@@ -312,6 +315,7 @@ export class AgentPlane {
       {
         lineage_parent_agent_id: parent.agent_id,
         ...(req.template ? { template: req.template } : {}),
+        policy_authority_floor: req.policy_authority,
       },
       "named",
     );
@@ -388,6 +392,7 @@ export class AgentPlane {
         supervisor_agent_id: parent.agent_id,
         spawn_depth: depth,
         ...(req.template ? { template: req.template } : {}),
+        policy_authority_floor: req.policy_authority,
         start: true,
       },
       "child",

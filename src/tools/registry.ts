@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
 import type { AgentRecord } from "../domain/agent.ts";
-import type { QueuedMessage } from "../domain/message.ts";
+import type { AuthorityClass, QueuedMessage } from "../domain/message.ts";
 import type { TaskService } from "../tasks/service.ts";
 import type { AgentPlane } from "../tasks/children.ts";
 import type { SkillService } from "../context/skills.ts";
@@ -36,7 +36,33 @@ export type ToolContext = {
   tasks: TaskService;
   /** The plane services tools may call (work, workspaces, timers…), built in host/services.ts. */
   services: ToolServices;
+  /**
+   * The turn's policy authority (taint, src/policy/taint.ts): what a call creates (a work
+   * item, a child) stores it. Absent outside a turn: the message's own authority class.
+   */
+  policy_authority?: AuthorityClass;
+  /** The action leash (rules, hooks, approvals): consulted around every call. */
+  guard?: ToolGuard;
 };
+
+/** What the guard lets through: the (possibly hook-rewritten) input, or the call's result. */
+export type GuardDecision =
+  | { kind: "run"; input: unknown; context: string | null }
+  | { kind: "result"; canonical: CanonicalToolResult };
+
+/**
+ * The one place a call is checked (src/policy/leash.ts implements it): before a validated
+ * call runs, and after it ran (PostToolUse hooks). Tools never check permissions themselves.
+ */
+export interface ToolGuard {
+  before(def: ToolDefinition, input: unknown, ctx: ToolContext): Promise<GuardDecision>;
+  after(
+    def: ToolDefinition,
+    input: unknown,
+    canonical: CanonicalToolResult,
+    ctx: ToolContext,
+  ): Promise<string | null>;
+}
 
 /**
  * The services a tool can reach, one field per plane. A plane adds its field here and its
@@ -172,8 +198,33 @@ export async function dispatch(
     );
   }
 
+  let input: unknown = validated.data;
+  const context: string[] = [];
+  if (ctx.guard) {
+    const g = await ctx.guard.before(def, input, ctx);
+    if (g.kind === "result") return finish(g.canonical, def);
+    input = g.input;
+    if (g.context) context.push(g.context);
+  }
+  const done = await execute(def, input, ctx, finish);
+  if (ctx.guard) {
+    const after = await ctx.guard.after(def, input, done.canonical, ctx);
+    if (after) context.push(after);
+  }
+  // Hook context reaches the model beside the result, never inside the stored envelope.
+  if (context.length) done.rendered += context.map((c) => `\n\n[hook context] ${c}`).join("");
+  return done;
+}
+
+async function execute(
+  def: ToolDefinition,
+  input: unknown,
+  ctx: ToolContext,
+  finish: (canonical: CanonicalToolResult, def?: ToolDefinition) => DispatchResult,
+): Promise<DispatchResult> {
+  const name = def.name;
   try {
-    const out = await def.execute(validated.data, ctx);
+    const out = await def.execute(input, ctx);
     const done = finish(successResult(name, out.summary_text, out.result), def);
     if (out.request) done.request = out.request;
     return done;

@@ -42,6 +42,8 @@ import type { ExecutionSnapshot } from "../domain/workspace.ts";
 import type { CanonicalToolResult } from "../tools/envelope.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
 import { sourceSchema } from "../providers/schema.ts";
+import type { AuthorityClass } from "../domain/message.ts";
+import type { ActionLeash } from "../policy/leash.ts";
 
 export type ModelCallResult =
   | {
@@ -83,6 +85,8 @@ export type TurnDeps = {
   beforeProviderCall?: PreProviderHook;
   /** The execution snapshot recorded on `turn_context_built` (default: the host_local policy). */
   executionSnapshot?: (agent: AgentRecord) => ExecutionSnapshot;
+  /** The action leash: rules, taint, hooks and approvals around every call (src/policy/). */
+  leash?: ActionLeash;
   /** Told about every finished tool call, after its record is durable (skill activation). */
   afterTool?: (call: ToolCallDone) => void;
   /** Tools this agent's profile leaves out of its catalog (a private child: SpawnAgent). */
@@ -196,6 +200,8 @@ class Turn {
   private readonly candidates: ModelCandidate[];
   private readonly startedAt: number;
   private readonly turnIndex: number;
+  /** The lowest authority among what this turn consumes (taint, src/policy/taint.ts). */
+  private readonly authority: AuthorityClass;
 
   constructor(deps: TurnDeps, specs: ToolSpec[], req: TurnRequest, candidates: ModelCandidate[]) {
     this.deps = deps;
@@ -205,6 +211,8 @@ class Turn {
     this.agent = req.agent;
     this.startedAt = deps.store.clock.now().getTime();
     this.turnIndex = req.agent.total_message_count + 1;
+    this.authority =
+      deps.leash?.turnAuthority(req.agent, req.message) ?? req.message.authority_class;
   }
 
   private get store(): Store {
@@ -278,6 +286,18 @@ class Turn {
         execution_snapshot: snapshot,
       });
     });
+
+    if (this.deps.leash) {
+      this.deps.leash.noteTurnAuthority(this.agent.agent_id, message, this.authority);
+      const start = await this.deps.leash.turnStart(this.agent, message, this.req.run_id, incoming);
+      if (start.blocked !== null) {
+        return this.fail(`The prompt was blocked by a UserPromptSubmit hook: ${start.blocked}`, {
+          kind: "prompt_blocked_by_hook",
+        });
+      }
+      for (const c of start.context)
+        this.conversation.push({ type: "user_text", text: `[hook context] ${c}` });
+    }
 
     const candidates = this.candidates;
     let lastText = "";
@@ -430,7 +450,7 @@ class Turn {
         this.drainInterjections("after_provider_round");
         // An interjection that arrived with the final answer gets its own round.
         if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) continue;
-        return this.complete(lastText, text);
+        return this.completed(lastText, text);
       }
 
       this.drainInterjections("before_tool_execution", true);
@@ -447,7 +467,7 @@ class Turn {
       }
       this.flushDeferredInterjections();
       this.drainInterjections("after_tool_results");
-      if (this.sleep) return this.complete(lastText, text);
+      if (this.sleep) return this.completed(lastText, text);
     }
   }
 
@@ -497,6 +517,8 @@ class Turn {
       budget: this.deps.budget(),
       tasks: this.deps.tasks,
       services: this.deps.toolServices,
+      policy_authority: this.authority,
+      ...(this.deps.leash ? { guard: this.deps.leash } : {}),
     });
     if (outcome.request?.kind === "sleep")
       this.sleep = { duration_ms: outcome.request.duration_ms };
@@ -564,6 +586,13 @@ class Turn {
     const next: AgentRecord = { ...agent };
     if (this.usage) next.last_turn_token_usage = this.usage;
     store.agents.put(next);
+  }
+
+  /** The terminal record, then the Stop hooks (which may admit one follow-up). */
+  private async completed(lastText: string, finalRoundText: string): Promise<TurnOutcome> {
+    const outcome = this.complete(lastText, finalRoundText);
+    await this.deps.leash?.turnStop(this.agent, this.req.message, this.req.run_id, this.authority);
+    return outcome;
   }
 
   private complete(lastText: string, finalRoundText: string): TurnOutcome {

@@ -3,6 +3,7 @@
 // (operator) both come here; nothing else writes work items. Progress (a todo changing
 // state, a new plan hash, a pick, a block, a completion) resets the runaway guard.
 import type { AgentRecord } from "../domain/agent.ts";
+import type { AuthorityClass } from "../domain/message.ts";
 export type { WorkItemView } from "../domain/work-item.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import {
@@ -137,7 +138,13 @@ export class WorkService {
   // ---------------------------------------------------------------------------
   // Mutations
 
-  create(agentId: string, input: CreateInput, by: "agent" | "operator"): WorkItemRecord {
+  /** `authority`: the creating turn's policy authority (taint); stored when below operator. */
+  create(
+    agentId: string,
+    input: CreateInput,
+    by: "agent" | "operator",
+    authority?: AuthorityClass,
+  ): WorkItemRecord {
     const agent = this.agent(agentId);
     const objective = checkObjective(input.objective);
     const todos = checkTodos(input.todo_list ?? []);
@@ -166,6 +173,7 @@ export class WorkService {
       plan_artifact: describePlan(path, now),
       todo_list: todos,
       created_by: by,
+      ...(authority && authority !== "operator_instruction" ? { policy_authority: authority } : {}),
       revision: 1,
       created_at: now,
       updated_at: now,
@@ -224,6 +232,11 @@ export class WorkService {
       const next: WorkItemRecord = { ...item };
       const changes: string[] = [];
       let progress: string | undefined;
+      // An operator's update re-confirms a tainted item: its ticks run at full authority again.
+      if (by === "operator" && item.policy_authority !== undefined) {
+        delete next.policy_authority;
+        changes.push("policy_authority");
+      }
       if (patch.objective !== undefined) {
         next.objective = checkObjective(patch.objective);
         if (next.objective !== item.objective) changes.push("objective");

@@ -49,6 +49,7 @@ export const spawnAgentTool: ToolDefinition<typeof Input> = {
       context_mode: input.context ?? "fresh",
       template: input.template,
       parent_message_id: ctx.message.id,
+      policy_authority: ctx.policy_authority,
     });
     const summary =
       "supervision_task_id" in r
