@@ -117,6 +117,12 @@ describe("a host fed the worst texts keeps answering", () => {
       fake.setFallback(() => reply.text("ok", { input_tokens: 1000, output_tokens: 1 }));
       rt = await startRuntime({ home });
       const runtime = rt;
+      // One ordinary turn first: loading the o200k tables is a one-time cost of the first
+      // count (over a second on a loaded machine), not what this test is about.
+      const warm = fake.requests.length;
+      const warmUp = await runtime.req("POST", "/control/agents/main/prompt", { text: "warm up" });
+      expect(warmUp.status).toBe(202);
+      await waitFor(() => fake.requests.length > warm, { what: "the warm-up turn" });
       const before = fake.requests.length;
 
       let stop = false;
