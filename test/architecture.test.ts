@@ -15,6 +15,7 @@ const LAYERS: string[][] = [
   ["providers", "workspace"],
   ["agent"],
   ["memory"],
+  ["budget"],
   ["waiting", "tasks", "work", "context"],
   ["tools"],
   ["turn"],

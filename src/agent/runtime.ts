@@ -178,7 +178,10 @@ export class AgentRuntime {
       this.kicked = false;
       const agent = this.store.agents.get(this.agentId);
       if (!agent) return;
-      if (agent.status === "paused" || agent.status === "stopped") {
+      // A budget hold (src/budget/gate.ts): ingress is admitted and kept, no turn runs until
+      // the hold clears (raised, unfrozen, or its window turned over), which kicks the loop.
+      if (agent.status === "paused" || agent.status === "stopped" || agent.budget_hold) {
+        if (agent.budget_hold) this.restIfIdle(agent);
         await this.waitForKick();
         continue;
       }

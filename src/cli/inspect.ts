@@ -45,6 +45,12 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
     .catch(() => null);
   if (spent)
     lines.push(`cost:     ${formatCost(spent.total.cost_usd)} (all kept history; holon usage)`);
+  if (s.budget && (s.budget.scopes?.length || s.budget.hold)) {
+    const { budgetLines } = await import("./budget.ts");
+    lines.push(
+      ...budgetLines(s.budget).map((l, i) => (i === 0 ? `budget:   ${l}` : `          ${l}`)),
+    );
+  }
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
   if (s.sleeping_until) lines.push(`wakes at: ${s.sleeping_until}`);

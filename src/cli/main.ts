@@ -9,6 +9,7 @@ import { registerWorkspaceCommands } from "./workspace.ts";
 import { registerSkillsCommands } from "./skills.ts";
 import { registerTimerCommands } from "./timer.ts";
 import { registerWorkCommands } from "./work.ts";
+import { registerBudgetCommands } from "./budget.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
 
 // package.json sits two levels up from src/cli/ and from dist/cli/ alike.
@@ -105,6 +106,9 @@ program
   .option("--agent <id>", "use this existing public agent instead of a temporary one")
   .option("--create-agent", "create the --agent if it does not exist")
   .option("--max-turns <n>", "limit the number of model rounds")
+  .option("--max-tokens <n>", "budget: stop (exit 3) before tokens would pass this, like 200k")
+  .option("--max-budget-usd <amount>", "budget: stop (exit 3) before dollars would pass this")
+  .option("--max-time <duration>", "budget: stop (exit 3) after this much wall time, like 10m")
   .option("--workspace-root <path>", "workspace to work in (default: the current directory)")
   .option("--cwd <path>", "working directory inside the workspace")
   .addOption(
@@ -255,6 +259,7 @@ registerWorkspaceCommands(program);
 registerSkillsCommands(program);
 registerTimerCommands(program);
 registerWorkCommands(program);
+registerBudgetCommands(program);
 registerOperatorCommands(program);
 
 await program.parseAsync(process.argv);

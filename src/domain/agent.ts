@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ClosureDecision, ContinuationResolution } from "./closure.ts";
 import { ActiveWorkspaceEntry, WorktreeSession } from "./workspace.ts";
 import { WakeHint } from "./waiting.ts";
+import { AgentBudgets, BudgetHold, BudgetReservation } from "./budget.ts";
 
 export const AgentStatus = z.enum([
   "booting",
@@ -88,6 +89,14 @@ export const AgentRecord = z.object({
   spawn_depth: z.number().int().optional(),
   /** Set when the agent was archived: stopped, kept, hidden from lists. */
   archived_at: z.string().optional(),
+  /** The agent's budgets (src/budget/); changed only through control routes. */
+  budgets: AgentBudgets.optional(),
+  /** A child's budget carved from its parent's remainder (SpawnAgent `budget`). */
+  budget_reservation: BudgetReservation.optional(),
+  /** Set while a budget stops the agent before its next provider call (or a freeze). */
+  budget_hold: BudgetHold.optional(),
+  /** The parent's work item when this child was spawned (the ledger's work item chain). */
+  spawn_work_item_id: z.string().optional(),
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 

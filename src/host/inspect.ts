@@ -58,6 +58,8 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     last_continuation: agent.last_continuation ?? null,
     current_work_item: currentWorkItemSummary(host, agent),
     waiting: waitingSummary(host.services, agent),
+    // Spent / reserved / limit per budget scope, and the hold that stops it, if any.
+    budget: host.services.budgets.view(agent.agent_id),
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;

@@ -15,6 +15,7 @@ import {
   type TokenUsage,
 } from "../domain/provider.ts";
 import type { TrustLevel } from "../domain/message.ts";
+import { checkLimits, hasLimits, type BudgetLimits } from "../domain/budget.ts";
 import { executionBinding, isInside } from "../workspace/roots.ts";
 import type { RuntimeHost } from "./host.ts";
 
@@ -25,6 +26,8 @@ export type RunOnceOptions = {
   workspace_root?: string | undefined;
   cwd?: string | undefined;
   max_turns?: number | undefined;
+  /** The run's own budget; when it runs out the run fails (`failure_artifact.kind` budget_exhausted). */
+  budget?: BudgetLimits | undefined;
   trust?: TrustLevel | undefined;
   /** Keep the temporary agent's loop after the run (its background work is then processed). */
   keep?: boolean | undefined;
@@ -103,6 +106,12 @@ export async function runOnce(
   onEvent?: (e: CatalogEvent) => void,
 ): Promise<RunOnceResponse> {
   if (!opts.text.trim()) throw new HolonError("invalid_request", "the prompt is empty");
+  const runBudget = opts.budget === undefined ? undefined : checkLimits(opts.budget, "run budget");
+  // A dollar budget needs priced models: refused before anything is created.
+  if (runBudget) {
+    const named = host.store.agents.get(opts.resume ?? opts.agent_id ?? "");
+    host.services.budgets.checkPriced(named ?? {}, runBudget);
+  }
   const workspaceRoot = opts.workspace_root
     ? checkWorkspaceRoot(opts.workspace_root, "--workspace-root")
     : undefined;
@@ -197,6 +206,7 @@ export async function runOnce(
   try {
     const metadata: Record<string, unknown> = {};
     if (opts.max_turns !== undefined) metadata.max_turns = opts.max_turns;
+    if (hasLimits(runBudget)) metadata.run_budget = runBudget;
     const envelope = host.ingress.admit({
       agent_id: agentId,
       kind: "operator_prompt",
@@ -304,6 +314,12 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "operator_delivery_recorded":
     case "http_request_refused":
     case "retention_applied":
+    case "budget_set":
+    case "budget_raised":
+    case "budget_exhausted":
+    case "budget_hold_cleared":
+    case "budget_warning":
+    case "budget_reservation_returned":
     case "timer_created":
     case "timer_fired":
     case "timer_cancelled":

@@ -19,6 +19,7 @@ import { SkillActivationsRepo, WorkspacesRepo } from "./workspaces.ts";
 import { TimersRepo } from "./timers.ts";
 import { TriggersRepo } from "./triggers.ts";
 import { WorkItemsRepo } from "./work-items.ts";
+import { LedgerRepo } from "./ledger.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -39,6 +40,7 @@ export class Store {
   readonly triggers: TriggersRepo;
   readonly workItems: WorkItemsRepo;
   readonly memory: MemoryRepo;
+  readonly ledger: LedgerRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -78,6 +80,7 @@ export class Store {
     this.triggers = new TriggersRepo(this.db);
     this.workItems = new WorkItemsRepo(this.db);
     this.memory = new MemoryRepo(this.db);
+    this.ledger = new LedgerRepo(this.db);
   }
 
   /**

@@ -37,6 +37,9 @@ import type { ExecutionSnapshot } from "../domain/workspace.ts";
 import type { CanonicalToolResult } from "../tools/envelope.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
 import { sourceSchema } from "../providers/schema.ts";
+import type { BudgetVerdict, GateContext } from "../budget/gate.ts";
+import type { CallRecord } from "../budget/ledger.ts";
+import type { BudgetHold } from "../domain/budget.ts";
 
 export type ModelCallResult =
   | {
@@ -91,6 +94,13 @@ export type TurnDeps = {
     run_id: string;
     model_ref: string | undefined;
   }) => boolean;
+  /**
+   * The budget gate, after the pre-provider hook (so it sees the request as sent): says
+   * whether the call may go out, and records a hold when it may not.
+   */
+  budgetCheck?: (request: ProviderRequest, ctx: GateContext) => BudgetVerdict;
+  /** Writes the call's spend ledger row; runs inside the round's transaction. */
+  recordCall?: (call: CallRecord) => void;
   /** Told the usage a provider reported for a request (token estimate calibration). */
   afterProviderCall?: (info: {
     agent_id: string;
@@ -185,6 +195,8 @@ class Turn {
   private readonly candidates: ModelCandidate[];
   private readonly startedAt: number;
   private readonly turnIndex: number;
+  /** When the last provider call ended (or the turn started): a ledger row's wall time. */
+  private lastCallEnd: number;
 
   constructor(deps: TurnDeps, specs: ToolSpec[], req: TurnRequest, candidates: ModelCandidate[]) {
     this.deps = deps;
@@ -193,6 +205,7 @@ class Turn {
     this.req = req;
     this.agent = req.agent;
     this.startedAt = deps.store.clock.now().getTime();
+    this.lastCallEnd = this.startedAt;
     this.turnIndex = req.agent.total_message_count + 1;
   }
 
@@ -301,6 +314,19 @@ class Turn {
           });
         }
       }
+      if (this.deps.budgetCheck) {
+        const verdict = this.deps.budgetCheck(request, {
+          agent: this.agent,
+          run_id: this.req.run_id,
+          round: this.rounds,
+          message,
+        });
+        if (!verdict.ok) {
+          this.rounds--; // no call was made
+          return this.budgetStop(verdict.action, verdict.hold);
+        }
+        request = verdict.request;
+      }
       const providerStartedAt = store.clock.now();
       const t0 = performance.now();
       const result = await this.deps.callModel({ candidates, request, signal: this.req.signal });
@@ -368,6 +394,17 @@ class Turn {
           text_preview: text.length > 280 ? text.slice(0, 280) + "…" : text,
           tool_requests: calls.map((c) => c.name),
         });
+        const callEnd = store.clock.now().getTime();
+        this.deps.recordCall?.({
+          agent_id: this.agent.agent_id,
+          run_id: this.req.run_id,
+          round: this.rounds,
+          kind: "round",
+          model_ref: result.model_ref,
+          usage: roundUsage ?? null,
+          elapsed_ms: callEnd - this.lastCallEnd,
+        });
+        this.lastCallEnd = callEnd;
         const agent = store.agents.get(this.agent.agent_id)!;
         store.agents.put({
           ...agent,
@@ -577,6 +614,35 @@ class Turn {
       });
     });
     return { kind: "retry_at", retry_at: retryAt, reason: "provider_rate_limited" };
+  }
+
+  /**
+   * A budget stopped the call before it was sent. A run's budget fails the run; an agent's
+   * or a work item's ends the turn, unfinished, at zero cost: the agent waits for the
+   * operator (or the window's turn) and the item waits blocked while other work may run.
+   */
+  private budgetStop(
+    action: "hold_agent" | "hold_work_item" | "fail_run",
+    hold: BudgetHold,
+  ): TurnOutcome {
+    if (action === "fail_run") {
+      return this.fail(`The run stopped before a model call: ${hold.summary}.`, {
+        kind: "budget_exhausted",
+        budget_hold: hold,
+      });
+    }
+    this.store.tx(() => {
+      this.terminal("aborted", "", { reason: "budget_exhausted" });
+      createBrief(this.store, {
+        agent_id: this.agent.agent_id,
+        kind: "failure",
+        text: `Stopped before a model call: ${hold.summary}. Raise it with \`holon budget raise ${this.agent.agent_id}\`.`,
+        related_message_id: this.req.message.id,
+      });
+    });
+    return action === "hold_agent"
+      ? { kind: "await_operator", detail: hold.summary }
+      : { kind: "rest" };
   }
 
   private fail(summary: string, diagnostics: Record<string, unknown>): TurnOutcome {
