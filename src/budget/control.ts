@@ -127,9 +127,13 @@ export class BudgetControl {
     const agent = this.agent(agentId);
     const limits = checkLimits(input.limits, "budget");
     if (!hasLimits(limits)) {
-      throw new HolonError("invalid_budget", "name at least one limit: tokens, usd, rounds or time", {
-        hint: "for example: holon budget set main --tokens 2M --per day",
-      });
+      throw new HolonError(
+        "invalid_budget",
+        "name at least one limit: tokens, usd, rounds or time",
+        {
+          hint: "for example: holon budget set main --tokens 2M --per day",
+        },
+      );
     }
     const tz = input.time_zone !== undefined ? checkTimeZone(input.time_zone) : undefined;
     this.checkPriced(agent, limits);
@@ -168,6 +172,12 @@ export class BudgetControl {
       });
     }
     const target = this.resolveScope(agent, input.scope);
+    // The raise and the holds it lifts commit together: never a raised limit still held.
+    this.store.tx(() => this.applyRaise(target, added));
+    return this.view(agentId);
+  }
+
+  private applyRaise(target: ReturnType<BudgetControl["resolveScope"]>, added: BudgetLimits) {
     if (target.kind === "work_item") {
       const item = target.item;
       const limits = addLimits(item.budget, added, target.scope);
@@ -192,7 +202,7 @@ export class BudgetControl {
         `The operator raised the budget of work item ${item.id}; it is runnable again. Continue it.`,
       );
       this.clearScope(target.scope, "raised");
-      return this.view(agentId);
+      return;
     }
     const owner = this.agent(target.agent_id);
     if (target.kind === "reservation") {
@@ -222,7 +232,6 @@ export class BudgetControl {
       });
     }
     this.clearScope(target.scope, "raised");
-    return this.view(agentId);
   }
 
   private resolveScope(
@@ -246,7 +255,8 @@ export class BudgetControl {
         hint: `holon budget unfreeze ${agent.agent_id}`,
       });
     }
-    if (["total", "day", "week", "month"].includes(s)) s = scopeName(agent.agent_id, s as BudgetPeriod);
+    if (["total", "day", "week", "month"].includes(s))
+      s = scopeName(agent.agent_id, s as BudgetPeriod);
     if (s === "reservation") s = `reservation:${agent.agent_id}`;
     const m = /^(agent|reservation|work_item):([^:]+)(?::(day|week|month))?$/.exec(s);
     if (!m) {
@@ -279,7 +289,11 @@ export class BudgetControl {
           status: 409,
         });
       }
-      return { kind: "reservation", scope: `reservation:${owner.agent_id}`, agent_id: owner.agent_id };
+      return {
+        kind: "reservation",
+        scope: `reservation:${owner.agent_id}`,
+        agent_id: owner.agent_id,
+      };
     }
     const p = (period ?? "total") as BudgetPeriod;
     if (!hasLimits(owner.budgets?.[p])) {
@@ -288,7 +302,12 @@ export class BudgetControl {
         hint: `set one with: holon budget set ${owner.agent_id} --tokens … ${p === "total" ? "" : `--per ${p}`}`,
       });
     }
-    return { kind: "period", scope: scopeName(owner.agent_id, p), agent_id: owner.agent_id, period: p };
+    return {
+      kind: "period",
+      scope: scopeName(owner.agent_id, p),
+      agent_id: owner.agent_id,
+      period: p,
+    };
   }
 
   private isAncestor(candidate: string, agent: AgentRecord): boolean {

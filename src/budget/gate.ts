@@ -89,8 +89,7 @@ export class BudgetGate {
   onExhausted: (hold: BudgetHold, where: { agent_id: string; work_item_id?: string }) => void =
     () => {};
   /** Called when a hold is cleared: the seam where the budget ask is withdrawn or answered. */
-  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => void =
-    () => {};
+  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => void = () => {};
 
   constructor(opts: {
     store: Store;
@@ -214,7 +213,7 @@ export class BudgetGate {
         action: "fail_run",
       });
     }
-    const itemId = agent.current_work_item_id;
+    const itemId = workItemOf(agent, ctx.message);
     if (itemId) {
       const item = this.store.workItems.get(itemId);
       if (item?.state === "open" && hasLimits(item.budget)) {
@@ -409,7 +408,7 @@ export class BudgetGate {
         payload: { scope: hold.scope, reason },
       });
       this.deadlines.cancelKey(windowKey(agentId));
-      if (a.status !== "stopped") this.ingress.admit(wakeDraft(agentId, note));
+      if (a.status !== "stopped") this.ingress.admit(wakeDraft(agentId, note, "operator"));
       return hold;
     });
     if (cleared) this.onCleared(cleared.scope, { agent_id: agentId });
@@ -433,7 +432,8 @@ export class BudgetGate {
         payload: { scope: hold.scope, work_item_id: itemId, reason },
       });
       const a = store.agents.get(agentId);
-      if (a && a.status !== "stopped") this.ingress.admit(wakeDraft(agentId, note));
+      if (a && a.status !== "stopped")
+        this.ingress.admit(wakeDraft(agentId, note, "system", itemId));
       return hold;
     });
     if (cleared) this.onCleared(cleared.scope, { agent_id: agentId, work_item_id: itemId });
@@ -468,11 +468,40 @@ export class BudgetGate {
   }
 }
 
+/**
+ * The work item a call is for: the agent's current item, else the item the message was
+ * admitted for (a work-queue tick about a queued item the model has not picked yet).
+ */
+export function workItemOf(agent: AgentRecord, message: QueuedMessage): string | undefined {
+  return agent.current_work_item_id ?? message.work_item_id;
+}
+
 export function windowKey(agentId: string): string {
   return `budget-window:${agentId}`;
 }
 
-function wakeDraft(agentId: string, text: string) {
+/**
+ * The message that wakes a held agent. The operator's own decision (raise, unfreeze)
+ * speaks with operator authority, which answers the operator wait the hold left; a
+ * window's turn, and a work item released while its agent went on, are runtime ticks
+ * (the item's tick is bound to it, so its spend counts against it).
+ */
+function wakeDraft(
+  agentId: string,
+  text: string,
+  by: "operator" | "system" = "system",
+  workItemId?: string,
+) {
+  if (by === "operator") {
+    return {
+      agent_id: agentId,
+      kind: "operator_prompt" as const,
+      origin: { kind: "operator" as const },
+      body: { type: "text" as const, text },
+      surface: "http_control_prompt" as const,
+      admission: "control_authenticated" as const,
+    };
+  }
   return {
     agent_id: agentId,
     kind: "system_tick" as const,
@@ -480,6 +509,7 @@ function wakeDraft(agentId: string, text: string) {
     body: { type: "text" as const, text },
     surface: "runtime_system" as const,
     admission: "runtime_owned" as const,
+    ...(workItemId ? { work_item_id: workItemId } : {}),
   };
 }
 

@@ -50,6 +50,8 @@ export type CallRecord = {
   usage: TokenUsage | null;
   elapsed_ms: number;
   estimated?: boolean;
+  /** The work item the call is for (default: the agent's current item). */
+  work_item_id?: string | null | undefined;
 };
 
 type Window = Exclude<BudgetPeriod, "total">;
@@ -104,7 +106,8 @@ export class SpendLedger {
       run_id: call.run_id,
       round: call.round,
       kind: call.kind,
-      work_item_id: agent?.current_work_item_id ?? null,
+      work_item_id:
+        call.work_item_id !== undefined ? call.work_item_id : (agent?.current_work_item_id ?? null),
       parent_agent_ids: lin.agents,
       parent_work_item_ids: lin.items,
       model_ref: call.model_ref,

@@ -37,7 +37,7 @@ import type { ExecutionSnapshot } from "../domain/workspace.ts";
 import type { CanonicalToolResult } from "../tools/envelope.ts";
 import { buildFrame, renderIncoming } from "./prompt.ts";
 import { sourceSchema } from "../providers/schema.ts";
-import type { BudgetVerdict, GateContext } from "../budget/gate.ts";
+import { workItemOf, type BudgetVerdict, type GateContext } from "../budget/gate.ts";
 import type { CallRecord } from "../budget/ledger.ts";
 import type { BudgetHold } from "../domain/budget.ts";
 
@@ -395,7 +395,9 @@ class Turn {
           tool_requests: calls.map((c) => c.name),
         });
         const callEnd = store.clock.now().getTime();
+        const agentNow = store.agents.get(this.agent.agent_id) ?? this.agent;
         this.deps.recordCall?.({
+          work_item_id: workItemOf(agentNow, message) ?? null,
           agent_id: this.agent.agent_id,
           run_id: this.req.run_id,
           round: this.rounds,
