@@ -51,6 +51,8 @@ export type GateContext = {
   run_id: string;
   round: number;
   message: QueuedMessage;
+  /** The turn's model candidates (looked up again when absent). */
+  candidates?: ModelCandidate[] | undefined;
 };
 
 /** The run budget a `holon run` carries in its message (`metadata.run_budget`). */
@@ -121,7 +123,9 @@ export class BudgetGate {
     // What this request may cost: estimated input + its max output, at the dearest model.
     const input = this.inputEstimate(ctx.run_id) ?? estimateRequest(request);
     const cfg = this.config();
-    const usable = this.candidates(agent).filter((c) => c.unavailable_reason === undefined);
+    const usable = (ctx.candidates ?? this.candidates(agent)).filter(
+      (c) => c.unavailable_reason === undefined,
+    );
     let maxOut = 0;
     let usdNeed: number | null = 0;
     let unpriced: string | undefined;

@@ -248,12 +248,22 @@ function midnightIn(y: number, mo: number, d: number, timeZone: string): Date {
   return new Date(guess);
 }
 
+type Win = { key: string; start: Date; end: Date };
+/** The last window computed per period and zone: most calls fall inside it (no Intl work). */
+const lastWindow = new Map<string, Win>();
+
 /** The window that holds `now`: its key and its [start, end) instants. Weeks start Monday. */
-export function windowOf(
-  period: Exclude<BudgetPeriod, "total">,
-  now: Date,
-  timeZone: string,
-): { key: string; start: Date; end: Date } {
+export function windowOf(period: Exclude<BudgetPeriod, "total">, now: Date, timeZone: string): Win {
+  const cacheKey = `${period}\u0000${timeZone}`;
+  const hit = lastWindow.get(cacheKey);
+  const t = now.getTime();
+  if (hit && t >= hit.start.getTime() && t < hit.end.getTime()) return hit;
+  const w = computeWindow(period, now, timeZone);
+  lastWindow.set(cacheKey, w);
+  return w;
+}
+
+function computeWindow(period: Exclude<BudgetPeriod, "total">, now: Date, timeZone: string): Win {
   const p = partsIn(now, timeZone);
   let sy = p.y;
   let smo = p.mo;

@@ -320,6 +320,7 @@ class Turn {
           run_id: this.req.run_id,
           round: this.rounds,
           message,
+          candidates,
         });
         if (!verdict.ok) {
           this.rounds--; // no call was made
