@@ -168,13 +168,14 @@ describe("budgets end to end", () => {
     try {
       const set = await rt.req("POST", "/control/agents/main/budget", {
         period: "day",
-        limits: { rounds: 2 },
+        limits: { rounds: 5 },
       });
       expect(set.status, JSON.stringify(set.json)).toBe(200);
       let n = 0;
       fake.setFallback(() =>
-        ++n <= 3 ? busy(1000) : reply.text("finished", { input_tokens: 10 }),
+        ++n <= 6 ? busy(1000) : reply.text("finished", { input_tokens: 10 }),
       );
+      const before = fake.requests.length;
       const p = await rt.req("POST", "/control/agents/main/prompt", { text: "long job" });
       expect(p.status).toBe(202);
       const hold = await waitFor(() => rt.host.store.agents.get("main")?.budget_hold, {
@@ -185,14 +186,17 @@ describe("budgets end to end", () => {
         dimension: "rounds",
         until: "2026-01-11T00:00:00.000Z",
       });
-      expect(n).toBe(2);
+      expect(n).toBe(5);
+      // At 80% (4 of 5 rounds) the agent was told once, after the conversation.
+      const sent = fake.requests.slice(before).map((r) => r.raw.includes("Budget note:"));
+      expect(sent).toEqual([false, false, false, false, true]);
       // Ingress is kept while held; no model call runs.
       const later = await rt.req("POST", "/control/agents/main/prompt", { text: "and this" });
       expect(later.status).toBe(202);
       rt.host.services.scheduler.fireDue(); // not due yet
       expect(rt.host.store.agents.get("main")?.budget_hold).toBeDefined();
       expect(rt.host.store.messages.get(later.json.message_id)?.status).toBe("queued");
-      expect(n).toBe(2);
+      expect(n).toBe(5);
 
       clock.set("2026-01-11T00:00:01.000Z");
       expect(rt.host.services.scheduler.fireDue()).toBe(1);
@@ -203,10 +207,11 @@ describe("budgets end to end", () => {
           what: "the kept prompt to run after midnight",
         },
       );
-      expect(n).toBeGreaterThan(2);
+      expect(n).toBeGreaterThan(5);
       const types = rt.host.store.events.after("main", 0, 10_000).map((e) => e.type);
       expect(types).toContain("budget_exhausted");
       expect(types).toContain("budget_hold_cleared");
+      expect(types.filter((t) => t === "budget_warning")).toHaveLength(1);
     } finally {
       fake.setFallback(null);
       await rt.close();
