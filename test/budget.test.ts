@@ -452,6 +452,12 @@ describe("budgets end to end", () => {
       expect(v.scopes[0].spent.usd).toBeCloseTo((1000 * 2 + 100 * 10) / 1e6, 10);
       const state = await rt.req("GET", "/agents/main/state");
       expect(state.json.agent.budget.scopes[0].limits.usd).toBe(5);
+      const usage = await runCli(["usage"], { env: { HOLON_HOME: h } });
+      expect(usage.code, usage.stderr).toBe(0);
+      expect(usage.stdout).toContain("budget main:");
+      expect(usage.stdout).toContain(
+        "agent:main:week  usd: $0.0030 spent / $0.0000 reserved / $5.00 limit",
+      );
     } finally {
       await rt.close();
     }
