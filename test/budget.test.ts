@@ -256,6 +256,10 @@ describe("budgets end to end", () => {
       // One call each (the one in flight), none after the freeze.
       expect(fake.requests.length - before).toBe(3);
 
+      // A one-shot run on a held agent never waits: it fails at once with exit code 3.
+      const run = await runCli(["run", "--agent", "a1", "--json", "hello"], { env });
+      expect(run.code, run.stderr).toBe(3);
+      expect(JSON.parse(run.stdout).failure_artifact.kind).toBe("budget_exhausted");
       const status = await runCli(["status", "a1"], { env });
       expect(status.stdout).toContain("held: the operator froze all model calls");
       fake.setFallback(() => reply.text("ok", { input_tokens: 10 }));

@@ -155,6 +155,33 @@ export async function runOnce(
       workspace_root: workspaceRoot ?? checkDir(process.cwd(), "the current directory"),
     });
   }
+  // A held agent runs no turn until the hold lifts, and a run never waits for that: it
+  // fails at once, as a budget stop inside the run would (exit code 3).
+  const held = host.store.agents.get(agentId)?.budget_hold;
+  if (held) {
+    return {
+      ok: false,
+      outcome: "failed",
+      agent_id: agentId,
+      message_id: "",
+      run_id: null,
+      final_text: "",
+      raw_final_text: "",
+      token_usage: null,
+      provider_attempt_timeline: null,
+      failure_artifact: {
+        category: "runtime",
+        kind: "budget_exhausted",
+        summary: `agent '${agentId}' is held: ${held.summary}`,
+        budget_hold: held,
+      },
+      turn_count: 0,
+      duration_ms: 0,
+      temporary_agent: temporary,
+      kept: false,
+      tasks_still_running: [],
+    };
+  }
   host.services.loops.start(agentId);
   if (opts.cwd) {
     const root = executionBinding(host.agents.get(agentId)).execution_root;

@@ -628,7 +628,9 @@ class Turn {
     action: "hold_agent" | "hold_work_item" | "fail_run",
     hold: BudgetHold,
   ): TurnOutcome {
-    if (action === "fail_run") {
+    // `holon run` never waits: any budget that stops its call ends the run (exit code 3);
+    // an agent's or item's hold stays recorded for that agent's later work.
+    if (action === "fail_run" || this.req.message.delivery_surface === "run_once") {
       return this.fail(`The run stopped before a model call: ${hold.summary}.`, {
         kind: "budget_exhausted",
         budget_hold: hold,
@@ -639,7 +641,10 @@ class Turn {
       createBrief(this.store, {
         agent_id: this.agent.agent_id,
         kind: "failure",
-        text: `Stopped before a model call: ${hold.summary}. Raise it with \`holon budget raise ${this.agent.agent_id}\`.`,
+        text:
+          hold.reason === "frozen"
+            ? `Stopped before a model call: ${hold.summary}. Lift it with \`holon budget unfreeze ${this.agent.agent_id}\`.`
+            : `Stopped before a model call: ${hold.summary}. Raise it with \`holon budget raise ${this.agent.agent_id}\`.`,
         related_message_id: this.req.message.id,
       });
     });
