@@ -17,6 +17,7 @@ const LAYERS: string[][] = [
   ["agent"],
   ["memory"],
   ["asks"],
+  ["budget"],
   ["waiting", "tasks", "work", "context", "telemetry"],
   ["tools"],
   ["policy"],

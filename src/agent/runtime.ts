@@ -206,6 +206,13 @@ export class AgentRuntime {
       await this.waitForKick();
       return true;
     }
+    // A budget hold (src/budget/gate.ts): ingress is admitted and kept, no turn runs until
+    // the hold clears (raised, unfrozen, or its window turned over), which kicks the loop.
+    if (agent.budget_hold) {
+      this.restIfIdle(agent);
+      await this.waitForKick();
+      return true;
+    }
     const gate = this.deps.gate?.gatedBy(this.agentId);
     if (gate) {
       // Held by an ask: what arrives stays queued; nothing runs until it is lifted.

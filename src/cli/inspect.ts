@@ -61,6 +61,12 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
           : `  (${s.storage.refused_writes} write(s) refused; resumes by itself once it can write)`),
     );
   }
+  if (s.budget && (s.budget.scopes?.length || s.budget.hold)) {
+    const { budgetLines } = await import("./budget.ts");
+    lines.push(
+      ...budgetLines(s.budget).map((l, i) => (i === 0 ? `budget:   ${l}` : `          ${l}`)),
+    );
+  }
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
   lines.push(...sandboxLines(s));

@@ -10,6 +10,7 @@ import { registerSkillsCommands } from "./skills.ts";
 import { registerTimerCommands } from "./timer.ts";
 import { registerWorkCommands } from "./work.ts";
 import { registerAskCommands } from "./asks.ts";
+import { registerBudgetCommands } from "./budget.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
 
 // package.json sits two levels up from src/cli/ and from dist/cli/ alike.
@@ -124,6 +125,9 @@ program
   .option("--agent <id>", "use this existing public agent instead of a temporary one")
   .option("--create-agent", "create the --agent if it does not exist")
   .option("--max-turns <n>", "limit the number of model rounds")
+  .option("--max-tokens <n>", "budget: stop (exit 3) before tokens would pass this, like 200k")
+  .option("--max-budget-usd <amount>", "budget: stop (exit 3) before dollars would pass this")
+  .option("--max-time <duration>", "budget: stop (exit 3) after this much wall time, like 10m")
   .option("--workspace-root <path>", "workspace to work in (default: the current directory)")
   .option("--cwd <path>", "working directory inside the workspace")
   .addOption(
@@ -303,6 +307,7 @@ registerSkillsCommands(program);
 registerTimerCommands(program);
 registerWorkCommands(program);
 registerAskCommands(program);
+registerBudgetCommands(program);
 registerOperatorCommands(program);
 
 await program.parseAsync(process.argv);

@@ -23,6 +23,7 @@ import {
 import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 import { checkPromptSize, readPrompt } from "./prompt-input.ts";
+import { limitsFromFlags } from "./budget.ts";
 
 type RunFlags = {
   agent?: string;
@@ -33,6 +34,9 @@ type RunFlags = {
   createAgent?: boolean;
   json?: boolean;
   maxTurns?: string;
+  maxTokens?: string;
+  maxBudgetUsd?: string;
+  maxTime?: string;
   workspaceRoot?: string;
   cwd?: string;
   trust?: string;
@@ -61,6 +65,11 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     if (!Number.isInteger(n) || n < 1) throw new CliError("--max-turns must be a positive integer");
     opts.max_turns = n;
   }
+  const budget = limitsFromFlags(
+    { tokens: flags.maxTokens, usd: flags.maxBudgetUsd, time: flags.maxTime },
+    { tokens: "--max-tokens", usd: "--max-budget-usd", rounds: "--max-turns", time: "--max-time" },
+  );
+  if (Object.keys(budget).length > 0) opts.budget = budget;
   // Relative to this shell, like every path on a command line; the host's cwd means nothing here.
   if (flags.workspaceRoot) opts.workspace_root = existingDir(flags.workspaceRoot);
   if (flags.cwd) opts.cwd = flags.cwd;
@@ -157,7 +166,14 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
       process.stderr.write(`holon: run ${result.outcome}: ${summary}\n`);
     }
   }
-  if (!result.ok) process.exitCode = interrupt.signal.aborted ? 130 : 1;
+  // Exit 3: the run's budget ran out (its failure artifact says where).
+  if (!result.ok) {
+    process.exitCode = interrupt.signal.aborted
+      ? 130
+      : result.failure_artifact?.kind === "budget_exhausted"
+        ? 3
+        : 1;
+  }
 }
 
 function existingDir(path: string): string {

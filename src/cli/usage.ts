@@ -101,6 +101,18 @@ export async function usage(flags: UsageFlags): Promise<void> {
   out.push(
     `total: ${r.total.input_tokens} in / ${r.total.output_tokens} out over ${r.total.rounds} rounds, ${formatCost(r.total.cost_usd)}`,
   );
+  // Budgets beside the spend: spent / reserved / limit per scope of each agent that has one.
+  const { budgetLines } = await import("./budget.ts");
+  for (const agent of Object.keys(r.by_agent)) {
+    const b = await client
+      .call<{ budget: import("./budget.ts").BudgetView }>(
+        "GET",
+        `/agents/${encodeURIComponent(agent)}/budget`,
+      )
+      .catch(() => null);
+    if (!b || (!b.budget.scopes.length && !b.budget.hold)) continue;
+    out.push(`budget ${agent}:`, ...budgetLines(b.budget).map((l) => `  ${l}`));
+  }
   if (r.unpriced_models.length) {
     out.push(
       `no price for ${r.unpriced_models.join(", ")}: set models.catalog.<model>.pricing in config.json (docs/cli.md)`,

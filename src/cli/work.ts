@@ -101,12 +101,37 @@ function detail(i: Item): string {
   return lines.join("\n");
 }
 
-async function add(agent: string, words: string[], flags: Flags): Promise<void> {
+type BudgetFlags = {
+  budgetTokens?: string;
+  budgetUsd?: string;
+  budgetRounds?: string;
+  budgetTime?: string;
+};
+
+async function add(agent: string, words: string[], flags: Flags & BudgetFlags): Promise<void> {
   const objective = words.join(" ").trim();
   if (!objective)
     throw new CliError("the objective is empty", 'usage: holon work add <agent> "<objective>"');
+  const { limitsFromFlags } = await import("./budget.ts");
+  const budget = limitsFromFlags(
+    {
+      tokens: flags.budgetTokens,
+      usd: flags.budgetUsd,
+      rounds: flags.budgetRounds,
+      time: flags.budgetTime,
+    },
+    {
+      tokens: "--budget-tokens",
+      usd: "--budget-usd",
+      rounds: "--budget-rounds",
+      time: "--budget-time",
+    },
+  );
   const c = await client(flags, agent);
-  const res = await c.req<{ work_item: Item }>("POST", c.control, { objective });
+  const res = await c.req<{ work_item: Item }>("POST", c.control, {
+    objective,
+    ...(Object.keys(budget).length ? { budget } : {}),
+  });
   if (flags.json) return printJson(res);
   process.stdout.write(`queued ${res.work_item.id} for ${agent}: ${res.work_item.objective}\n`);
 }
@@ -125,11 +150,51 @@ async function list(agent: string, flags: Flags & { state?: string }): Promise<v
   for (const i of res.work_items) process.stdout.write(oneLine(i) + "\n");
 }
 
+type ItemBudget = {
+  limits: Record<string, number> | null;
+  spent: {
+    tokens: number;
+    input_tokens: number;
+    output_tokens: number;
+    cached_input_tokens: number;
+    usd: number;
+    rounds: number;
+    time_ms: number;
+  };
+  hold: { summary: string } | null;
+};
+
+function budgetLine(b: ItemBudget): string[] {
+  const s = b.spent;
+  const spentOf: Record<string, number> = {
+    tokens: s.tokens,
+    usd: s.usd,
+    rounds: s.rounds,
+    time_ms: s.time_ms,
+  };
+  const lines = [
+    `spent:     ${s.tokens} tokens (${s.input_tokens} in, ${s.cached_input_tokens} cached, ${s.output_tokens} out), $${s.usd.toFixed(4)}, ${s.rounds} rounds`,
+  ];
+  for (const [d, limit] of Object.entries(b.limits ?? {})) {
+    lines.push(
+      `budget:    ${d === "time_ms" ? "time" : d}: ${spentOf[d] ?? 0} spent / 0 reserved / ${limit} limit`,
+    );
+  }
+  if (b.hold) lines.push(`halted:    ${b.hold.summary}`);
+  return lines;
+}
+
 async function show(agent: string, id: string, flags: Flags): Promise<void> {
   const c = await client(flags, agent);
-  const res = await c.req<{ work_item: Item }>("GET", `${c.base}/${encodeURIComponent(id)}`);
-  if (flags.json) return printJson(res.work_item);
-  process.stdout.write(detail(res.work_item) + "\n");
+  const res = await c.req<{ work_item: Item; budget?: ItemBudget }>(
+    "GET",
+    `${c.base}/${encodeURIComponent(id)}`,
+  );
+  if (flags.json)
+    return printJson(res.budget ? { ...res.work_item, budget_spend: res.budget } : res.work_item);
+  const lines = [detail(res.work_item)];
+  if (res.budget) lines.push(...budgetLine(res.budget));
+  process.stdout.write(lines.join("\n") + "\n");
 }
 
 async function done(agent: string, id: string, flags: Flags & { note?: string }): Promise<void> {
@@ -202,6 +267,10 @@ export function registerWorkCommands(program: Command): void {
       .addOption(new Option("--json", "print machine-readable JSON"));
   sub("add", "Queue a work item for the agent (no message is sent)")
     .argument("<objective...>", "what the work should achieve")
+    .option("--budget-tokens <n>", "the item's token budget, like 500k")
+    .option("--budget-usd <amount>", "the item's dollar budget (needs model prices)")
+    .option("--budget-rounds <n>", "the item's model-round budget")
+    .option("--budget-time <duration>", "the item's wall-time budget, like 2h")
     .action(withGlobals(add));
   sub("list", "List the agent's work items with their views and todo progress")
     .option("--state <state>", `which items: ${STATES.join(", ")} (default all)`)

@@ -451,6 +451,47 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
           detail: `${e.payload.mode}, ${e.payload.continuations_without_progress} continuation(s) without progress`,
         },
       );
+    case "budget_set":
+      return item(
+        "info",
+        "runtime",
+        "Budget set",
+        `${e.payload.scope}${e.payload.period ? ` per ${e.payload.period}` : ""}: ${limitsText(e.payload.limits)}`,
+      );
+    case "budget_raised":
+      return item(
+        "info",
+        "runtime",
+        "Budget raised",
+        `${e.payload.scope}: +${limitsText(e.payload.added)}`,
+        { tone: "good" },
+      );
+    case "budget_exhausted":
+      return item("info", "runtime", "Budget exhausted", e.payload.hold.summary, { tone: "warn" });
+    case "budget_hold_cleared":
+      return item(
+        "info",
+        "runtime",
+        "Budget hold cleared",
+        `${e.payload.scope} (${e.payload.reason})`,
+        { tone: "good" },
+      );
+    case "budget_warning":
+      return item(
+        "verbose",
+        "runtime",
+        "Budget 80% spent",
+        `${e.payload.scope} ${e.payload.dimension}: ${e.payload.spent} of ${e.payload.limit}`,
+        { tone: "warn" },
+      );
+    case "budget_reservation_returned":
+      return item(
+        "verbose",
+        "runtime",
+        "Reservation returned",
+        `${e.payload.child_agent_id}: ${limitsText(e.payload.limits)}`,
+        { tone: "dim" },
+      );
     case "retention_applied":
       return item(
         "debug",
@@ -1053,4 +1094,13 @@ export function renderItem(it: PresentationItem, level: DisplayLevel, paint: Pai
 /** The raw `trace` line of an event: seq, time, kind and the payload as JSON. */
 export function renderTrace(e: EventEnvelope, paint: Paint): string {
   return `${paint("meta", String(e.event_seq).padStart(6) + "  " + e.ts)}  ${e.type}  ${JSON.stringify(e.payload)}`;
+}
+
+function limitsText(l: Partial<Record<string, number>>): string {
+  return (
+    Object.entries(l)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ") || "no limits"
+  );
 }

@@ -6,6 +6,7 @@ import { WakeHint } from "./waiting.ts";
 import { AgentSandboxSettings } from "./sandbox.ts";
 import { AuthorityClass } from "./message.ts";
 import { HookSettings, PermissionSettings } from "./policy.ts";
+import { AgentBudgets, BudgetHold, BudgetReservation } from "./budget.ts";
 
 export const AgentStatus = z.enum([
   "booting",
@@ -106,6 +107,14 @@ export const AgentRecord = z.object({
   policy_authority_floor: AuthorityClass.optional(),
   /** The policy authority of the agent's last turn, inherited by the sleep wake it asked for. */
   policy_authority_carry: AuthorityClass.optional(),
+  /** The agent's budgets (src/budget/); changed only through control routes. */
+  budgets: AgentBudgets.optional(),
+  /** A child's budget carved from its parent's remainder (SpawnAgent `budget`). */
+  budget_reservation: BudgetReservation.optional(),
+  /** Set while a budget stops the agent before its next provider call (or a freeze). */
+  budget_hold: BudgetHold.optional(),
+  /** The parent's work item when this child was spawned (the ledger's work item chain). */
+  spawn_work_item_id: z.string().optional(),
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 

@@ -22,6 +22,7 @@ import {
   TrustLevel,
 } from "./message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "./provider.ts";
+import { AgentBudgets, BudgetHold, BudgetLimits, BudgetPeriod } from "./budget.ts";
 import { TaskSnapshot } from "./task.ts";
 import { TimerRecord } from "./waiting.ts";
 import { SandboxMode } from "./sandbox.ts";
@@ -493,6 +494,7 @@ export const EventBody = z.discriminatedUnion("type", [
     plan_status: z.string(),
     created_by: z.enum(["agent", "operator"]),
     plan_path: z.string(),
+    budget: BudgetLimits.optional(),
   }),
   kind("work_item_updated", {
     work_item_id: z.string(),
@@ -548,6 +550,48 @@ export const EventBody = z.discriminatedUnion("type", [
     disposition: z.enum(["admitted", "already_queued", "halted"]),
     continuations_without_progress: z.number().int(),
     message_id: z.string().optional(),
+  }),
+
+  // Budgets (src/budget/): set and raised by the operator, exhausted and cleared by the gate
+  kind("budget_set", {
+    /** `agent` (its budgets as now stored) or `work_item`. */
+    scope: z.string(),
+    period: BudgetPeriod.optional(),
+    work_item_id: z.string().optional(),
+    limits: BudgetLimits,
+    budgets: AgentBudgets.optional(),
+    time_zone: z.string().optional(),
+  }),
+  kind("budget_raised", {
+    scope: z.string(),
+    added: BudgetLimits,
+    limits: BudgetLimits,
+    work_item_id: z.string().optional(),
+  }),
+  kind("budget_exhausted", {
+    run_id: z.string().optional(),
+    work_item_id: z.string().optional(),
+    hold: BudgetHold,
+  }),
+  kind("budget_hold_cleared", {
+    scope: z.string(),
+    work_item_id: z.string().optional(),
+    /** `raised`, `window_turned_over`, `unfrozen`, `limit_changed`. */
+    reason: z.string(),
+  }),
+  /** The agent was told once that a budget is 80% spent. */
+  kind("budget_warning", {
+    run_id: z.string(),
+    scope: z.string(),
+    dimension: z.string(),
+    spent: z.number(),
+    limit: z.number(),
+  }),
+  /** A child's reservation returned its unspent rest to the parent when the child settled. */
+  kind("budget_reservation_returned", {
+    child_agent_id: z.string(),
+    limits: BudgetLimits,
+    spent: z.record(z.string(), z.number()),
   }),
 
   // The runtime and its control plane

@@ -4,6 +4,7 @@
 // The plan body lives in a file under the agent's home; the record keeps its descriptor.
 import { z } from "zod";
 import { AuthorityClass } from "./message.ts";
+import { BudgetHold, BudgetLimits } from "./budget.ts";
 
 export const WorkItemState = z.enum(["open", "completed"]);
 export type WorkItemState = z.infer<typeof WorkItemState>;
@@ -54,6 +55,10 @@ export const WorkItemRecord = z.object({
    * instruction; the turns its ticks trigger inherit it until an operator re-confirms it.
    */
   policy_authority: AuthorityClass.optional(),
+  /** The item's budget (set by the operator when adding it). */
+  budget: BudgetLimits.optional(),
+  /** Set while the item's budget is exhausted: only this item is blocked. */
+  budget_hold: BudgetHold.optional(),
 });
 export type WorkItemRecord = z.infer<typeof WorkItemRecord>;
 
@@ -82,7 +87,7 @@ export function schedulingState(
   facts: { waiting_task?: boolean; waiting_external?: boolean } = {},
 ): SchedulingState {
   if (item.state === "completed") return "completed";
-  if (item.blocked_by !== undefined) return "blocked";
+  if (item.blocked_by !== undefined || item.budget_hold !== undefined) return "blocked";
   if (item.plan_status === "needs_input") return "waiting_operator";
   if (facts.waiting_task) return "waiting_task";
   if (facts.waiting_external) return "waiting_external";
@@ -110,7 +115,7 @@ export type WorkView = "current" | "queued" | "waiting_for_operator" | "blocked"
 export function viewOf(item: WorkItemRecord, currentId: string | undefined): WorkView {
   if (item.state === "completed") return "completed";
   if (item.id === currentId) return "current";
-  if (item.blocked_by !== undefined) return "blocked";
+  if (item.blocked_by !== undefined || item.budget_hold !== undefined) return "blocked";
   if (item.plan_status === "needs_input") return "waiting_for_operator";
   return "queued";
 }

@@ -92,6 +92,8 @@ export class RuntimeHost {
     }
     const { agents, loops, tasks, scheduler, store } = host.services;
     host.recover();
+    // The spend ledger's first start: rounds from the events still kept (once).
+    host.services.ledger.backfill();
     // A patch a crash cut short is finished or undone before any agent works again.
     for (const a of store.agents.list()) recoverPatchJournals(patchJournalDir(a.agent_home));
     // Builtin templates into ~/.agents/templates, then every home gets its layout (the

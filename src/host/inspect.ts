@@ -67,6 +67,8 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     waiting: waitingSummary(host.services, agent),
     prompt_cache: host.services.cacheHealth.statusOf(agent.agent_id),
     leash: host.services.leash.status(agent),
+    // Spent / reserved / limit per budget scope, and the hold that stops it, if any.
+    budget: host.services.budgets.view(agent.agent_id),
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;

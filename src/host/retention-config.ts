@@ -23,6 +23,7 @@ export const RetentionFileSchema = z.strictObject({
   episodes: Limit.optional(),
   tasks: AgeOnly.optional(),
   task_output: Limit.optional(),
+  ledger: AgeOnly.optional(),
   logs: z
     .strictObject({
       max_file_mb: z.number().int().min(1, "must be at least 1 MB").optional(),
@@ -48,6 +49,8 @@ export type RetentionPolicy = {
   tasks: { max_age_ms: number | null };
   /** Output files of finished tasks. */
   task_output: FamilyLimit;
+  /** Spend ledger rows (budgets' totals count what it keeps). */
+  ledger: { max_age_ms: number | null };
   /** Rotated log files (holon.log.1, …) older than `max_age_ms` are removed by the job. */
   logs: { max_file_bytes: number; max_files: number; max_age_ms: number | null };
   interval_ms: number;
@@ -61,6 +64,7 @@ export const RETENTION_DEFAULTS = {
   episodes: { max_age_days: 90, max_mb: 32 },
   tasks: { max_age_days: 30 },
   task_output: { max_age_days: 14, max_mb: 256 },
+  ledger: { max_age_days: 400 },
   logs: { max_file_mb: 10, max_files: 5, max_age_days: 30 },
   interval_minutes: 10,
 } as const;
@@ -91,6 +95,7 @@ export function effectiveRetention(file: RetentionFile | undefined): RetentionPo
     episodes: limit(file?.episodes, d.episodes),
     tasks: { max_age_ms: ms(file?.tasks?.max_age_days ?? d.tasks.max_age_days) },
     task_output: limit(file?.task_output, d.task_output),
+    ledger: { max_age_ms: ms(file?.ledger?.max_age_days ?? d.ledger.max_age_days) },
     logs: {
       max_file_bytes: (file?.logs?.max_file_mb ?? d.logs.max_file_mb) * MB,
       max_files: file?.logs?.max_files ?? d.logs.max_files,
@@ -143,6 +148,14 @@ export const RETENTION_KEY_DEFS: readonly KeyDef[] = [
     schema: Days,
   },
   ...familyKeys("task_output"),
+  {
+    key: "retention.ledger.max_age_days",
+    type: "integer",
+    default: RETENTION_DEFAULTS.ledger.max_age_days,
+    description:
+      "Days to keep spend ledger rows (one per provider call); budgets and usage reports count what is kept; 0 keeps them forever",
+    schema: Days,
+  },
   {
     key: "retention.logs.max_file_mb",
     type: "integer",

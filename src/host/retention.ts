@@ -23,7 +23,7 @@ import {
 import type { RetentionPolicy } from "./retention-config.ts";
 
 export type RemovedFamily =
-  HistoryFamily | "episodes" | "tombstones" | "tasks" | "task_output" | "logs";
+  HistoryFamily | "episodes" | "tombstones" | "tasks" | "task_output" | "logs" | "ledger";
 
 export type AgentRemoval = {
   counts: Partial<Record<RemovedFamily, number>>;
@@ -142,11 +142,24 @@ export class RetentionJob {
     this.tombstones(policy.events.max_age_ms, started, summary);
     await this.tasks(policy, started, summary);
     await this.logs(policy.logs.max_age_ms, started, summary);
+    await this.ledger(policy.ledger.max_age_ms, started, summary);
     await this.vacuum(summary);
     this.announce(summary);
     this.derived(summary);
     summary.duration_ms = Math.round(performance.now() - t0);
     return summary;
+  }
+
+  /** Spend ledger rows past their own age (400 days by default), in short batches. */
+  private async ledger(maxAgeMs: number | null, now: Date, summary: RetentionSummary) {
+    if (maxAgeMs === null) return;
+    const before = new Date(now.getTime() - maxAgeMs);
+    while (!this.stopped) {
+      const n = this.store.tx(() => this.store.ledger.deleteBefore(before, this.batchSize));
+      if (n > 0) summary.removed.ledger = (summary.removed.ledger ?? 0) + n;
+      if (n < this.batchSize) return;
+      await tick();
+    }
   }
 
   /** Remove the oldest rows of one family: those past the age limit, then any over the cap. */

@@ -17,6 +17,7 @@ import {
 import type { TrustLevel } from "../domain/message.ts";
 import { isRunAgent } from "../domain/agent.ts";
 import { transition } from "../agent/status.ts";
+import { checkLimits, hasLimits, type BudgetLimits } from "../domain/budget.ts";
 import { executionBinding, isInside } from "../workspace/roots.ts";
 import type { RuntimeHost } from "./host.ts";
 
@@ -27,6 +28,8 @@ export type RunOnceOptions = {
   workspace_root?: string | undefined;
   cwd?: string | undefined;
   max_turns?: number | undefined;
+  /** The run's own budget; when it runs out the run fails (`failure_artifact.kind` budget_exhausted). */
+  budget?: BudgetLimits | undefined;
   trust?: TrustLevel | undefined;
   /** Keep the temporary agent's loop after the run (its background work is then processed). */
   keep?: boolean | undefined;
@@ -105,6 +108,12 @@ export async function runOnce(
   onEvent?: (e: CatalogEvent) => void,
 ): Promise<RunOnceResponse> {
   if (!opts.text.trim()) throw new HolonError("invalid_request", "the prompt is empty");
+  const runBudget = opts.budget === undefined ? undefined : checkLimits(opts.budget, "run budget");
+  // A dollar budget needs priced models: refused before anything is created.
+  if (runBudget) {
+    const named = host.store.agents.get(opts.resume ?? opts.agent_id ?? "");
+    host.services.budgets.checkPriced(named ?? {}, runBudget);
+  }
   const workspaceRoot = opts.workspace_root
     ? checkWorkspaceRoot(opts.workspace_root, "--workspace-root")
     : undefined;
@@ -149,6 +158,33 @@ export async function runOnce(
       visibility: "private",
       workspace_root: workspaceRoot ?? checkDir(process.cwd(), "the current directory"),
     });
+  }
+  // A held agent runs no turn until the hold lifts, and a run never waits for that: it
+  // fails at once, as a budget stop inside the run would (exit code 3).
+  const held = host.store.agents.get(agentId)?.budget_hold;
+  if (held) {
+    return {
+      ok: false,
+      outcome: "failed",
+      agent_id: agentId,
+      message_id: "",
+      run_id: null,
+      final_text: "",
+      raw_final_text: "",
+      token_usage: null,
+      provider_attempt_timeline: null,
+      failure_artifact: {
+        category: "runtime",
+        kind: "budget_exhausted",
+        summary: `agent '${agentId}' is held: ${held.summary}`,
+        budget_hold: held,
+      },
+      turn_count: 0,
+      duration_ms: 0,
+      temporary_agent: temporary,
+      kept: false,
+      tasks_still_running: [],
+    };
   }
   host.services.loops.start(agentId);
   if (opts.cwd) {
@@ -201,6 +237,7 @@ export async function runOnce(
   try {
     const metadata: Record<string, unknown> = {};
     if (opts.max_turns !== undefined) metadata.max_turns = opts.max_turns;
+    if (hasLimits(runBudget)) metadata.run_budget = runBudget;
     const envelope = host.ingress.admit({
       agent_id: agentId,
       kind: "operator_prompt",
@@ -325,6 +362,12 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "http_request_refused":
     case "retention_applied":
     case "storage_outage":
+    case "budget_set":
+    case "budget_raised":
+    case "budget_exhausted":
+    case "budget_hold_cleared":
+    case "budget_warning":
+    case "budget_reservation_returned":
     case "timer_created":
     case "timer_fired":
     case "timer_cancelled":

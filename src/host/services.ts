@@ -10,6 +10,7 @@ import { Ingress } from "../agent/ingress.ts";
 import { AgentLifecycle } from "../agent/lifecycle.ts";
 import { AgentLoops } from "../agent/loops.ts";
 import type { RunObserver, TurnExecutor } from "../agent/runtime.ts";
+import type { AgentRecord } from "../domain/agent.ts";
 import { AgentSignals } from "../agent/signals.ts";
 import type { Clock, IdSource } from "../domain/clock.ts";
 import { callProvider, createDefaultTransports } from "../providers/fallback.ts";
@@ -60,6 +61,10 @@ import { UnavailableApprovalGate } from "../policy/approval.ts";
 import { scrubEnv } from "../tasks/env.ts";
 import { commandEnvPolicy } from "./command-policy.ts";
 import { homedir } from "node:os";
+import { SpendLedger, returnReservation } from "../budget/ledger.ts";
+import { BUDGET_WINDOW, BudgetGate } from "../budget/gate.ts";
+import { BudgetControl } from "../budget/control.ts";
+import { estimateRequest } from "../memory/tokens.ts";
 
 const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
 const NONE_HIDDEN: ReadonlySet<string> = new Set();
@@ -122,6 +127,8 @@ export function buildServices(opts: ServiceOptions) {
   ]);
   handlers.set(TIMER_FIRE, timerFireHandler(store));
   handlers.set(PROVIDER_RETRY, providerRetryHandler(store)); // rate-limited turns run again
+  // A periodic budget's window turned over: the hold lifts (the gate is built below).
+  handlers.set(BUDGET_WINDOW, (d) => budgetGate.windowHandler()(d));
   const scheduler = new DeadlineScheduler({ store, ingress, handlers });
   const sleep = new SleepWakes(store, scheduler);
   // The waiting plane: timers on the scheduler, wake hints, external trigger capabilities.
@@ -159,10 +166,62 @@ export function buildServices(opts: ServiceOptions) {
         .candidates(agent.model_override ?? null)
         .find((x) => x.unavailable_reason === undefined);
       if (c?.transport !== "openai_responses") return null;
-      return (transports.openai_responses as OpenAIResponsesTransport).compact(c, request, signal);
+      const started = opts.clock.now().getTime();
+      const res = await (transports.openai_responses as OpenAIResponsesTransport).compact(
+        c,
+        request,
+        signal,
+      );
+      // A compaction is a provider call too: its ledger row (the provider reports no usage
+      // for it, so its input is the request's estimate).
+      if (res.ok) {
+        store.tx(() =>
+          ledger.record({
+            agent_id: agent.agent_id,
+            run_id: store.agents.get(agent.agent_id)?.current_run_id ?? null,
+            round: null,
+            kind: "compaction",
+            model_ref: c.model_ref,
+            usage: {
+              input_tokens: estimateRequest(request),
+              output_tokens: 0,
+              total_tokens: estimateRequest(request),
+            },
+            elapsed_ms: opts.clock.now().getTime() - started,
+            estimated: true,
+          }),
+        );
+      }
+      return res;
     },
   });
   const continuity = new ContinuityService(store, (runId) => compactor.runStats(runId));
+  // The spend ledger (a row per provider call) and the budget gate that reads its totals.
+  const ledger = new SpendLedger({ store, config: () => config.current().values });
+  const budgetCandidates = (agent: { model_override?: string | null | undefined }) =>
+    config.candidates(agent.model_override ?? null);
+  const budgetGate = new BudgetGate({
+    store,
+    ledger,
+    ingress,
+    deadlines: scheduler,
+    config: () => config.current().values,
+    candidates: budgetCandidates,
+    inputEstimate: (runId) => compactor.inputEstimate(runId),
+  });
+  const budgets = new BudgetControl({
+    store,
+    ledger,
+    gate: budgetGate,
+    config: () => config.current().values,
+    candidates: budgetCandidates,
+  });
+  // A child's carved budget: checked against the parent's remainder, given back at settle.
+  const childBudgets = {
+    checkCarve: (parent: AgentRecord, input: unknown) => budgets.checkCarve(parent, input),
+    reserved: (parentId: string) => budgetGate.reservationsChanged(parentId),
+    returned: (childId: string) => returnReservation(store, ledger, childId),
+  };
   const memoryIndex = new MemoryIndexService(store); // MemorySearch / MemoryGet
   // The prompt frame's sections, in order (also read by `holon debug prompt`).
   const contributors = [
@@ -243,6 +302,9 @@ export function buildServices(opts: ServiceOptions) {
             : NONE_HIDDEN,
         // The stale reminder adds its note, then compaction fits the whole request.
         beforeProviderCall: (request, ctx) => compactor.hook(staleReminder(request, ctx), ctx),
+        // After the hook: the budget sees the request as it goes out (and its estimate).
+        budgetCheck: (request, ctx) => budgetGate.check(request, ctx),
+        recordCall: (call) => ledger.record(call),
         onContextOverflow: (info) => compactor.noteOverflow(info.run_id, info.model_ref),
         afterProviderCall: (info) =>
           compactor.noteUsage(info.run_id, info.model_ref, info.token_usage),
@@ -270,7 +332,9 @@ export function buildServices(opts: ServiceOptions) {
   observers.push(new ProviderRetryObserver({ store, scheduler })); // arms rate-limit retries
   observers.push(wakeHints); // a pending wake hint becomes its SystemTick at the idle point
   // The agent plane (issue 15): a child's terminal closure settles its supervision task.
-  observers.push(new ChildClosureObserver({ store, ingress, tasks, workspaces, work }));
+  observers.push(
+    new ChildClosureObserver({ store, ingress, tasks, workspaces, work, budgets: childBudgets }),
+  );
   observers.push(leash.subagentObserver()); // SubagentStop hooks of the supervisor
   const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals);
   const templates = new TemplateService({
@@ -291,6 +355,7 @@ export function buildServices(opts: ServiceOptions) {
   const agentPlane = new AgentPlane({
     store,
     ingress,
+    budgets: childBudgets,
     tasks,
     workspaces,
     work,
@@ -351,7 +416,7 @@ export function buildServices(opts: ServiceOptions) {
   // A full disk or a replaced database file: noticed, refused, and recovered from (health.ts).
   const storageWatch = new StorageWatch({ store, defaultAgentId: opts.defaultAgentId });
   // Usage and cost reports (tokens per agent/model/day, priced by the model catalog).
-  const usage = new UsageService(store, config);
+  const usage = new UsageService(store);
   // Prompt-cache health from every provider round's usage (holon status, an event on a drop).
   const cacheHealth = new CacheHealth(store);
   store.onEvents(cacheHealth.onEvents);
@@ -393,6 +458,9 @@ export function buildServices(opts: ServiceOptions) {
     work,
     asks,
     usage,
+    ledger,
+    budgetGate,
+    budgets,
     operatorTransport,
     metrics,
     cacheHealth,

@@ -1,14 +1,13 @@
-// Usage and cost: tokens and dollars per agent, model and day, derived from the recorded
-// model rounds (store/usage.ts) and priced with the model catalog's `pricing` (a
-// `models.catalog` entry in config.json overrides the built-in one). A round of a model
-// without a price counts its tokens and leaves the cost unknown (null), never zero.
+// Usage and cost: tokens and dollars per agent, model and day, read from the spend ledger
+// (budget/ledger.ts: one row per provider call, priced with the model catalog when it was
+// written, kept 400 days by default). A row of a model without a price counts its tokens
+// and leaves the cost unknown (null), never zero; a later price edit never rewrites it.
 import { HolonError } from "../domain/errors.ts";
+import type { LedgerRow } from "../domain/budget.ts";
 import type { TokenUsage } from "../domain/provider.ts";
-import { modelMetadata } from "../providers/builtin.ts";
-import type { ModelPricing } from "../providers/config.ts";
 import type { Store } from "../store/db.ts";
-import { UsageRepo, type ModelRoundUsage } from "../store/usage.ts";
-import type { ConfigSource } from "./config.ts";
+
+export { roundCost } from "../budget/ledger.ts";
 
 export type UsageTotals = {
   rounds: number;
@@ -16,14 +15,15 @@ export type UsageTotals = {
   cached_input_tokens: number;
   cache_write_tokens: number;
   output_tokens: number;
+  reasoning_tokens: number;
   /** Null when some round's model has no price. */
   cost_usd: number | null;
 };
 
 export type UsageGroup = UsageTotals & { agent_id: string; model_ref: string; day: string };
 
-/** One model round with its cost, as `GET /agents/:id/usage/rounds` lists it. */
-export type PricedRound = ModelRoundUsage & { cost_usd: number | null };
+/** One provider call with its cost, as `GET /agents/:id/usage/rounds` lists it. */
+export type PricedRound = LedgerRow & { token_usage: TokenUsage; run_id: string; round: number };
 
 export type UsageReport = {
   from: string;
@@ -41,38 +41,18 @@ const empty = (): UsageTotals => ({
   cached_input_tokens: 0,
   cache_write_tokens: 0,
   output_tokens: 0,
+  reasoning_tokens: 0,
   cost_usd: 0,
 });
 
-/** The cost of one round's usage in dollars, or null without a price. */
-export function roundCost(
-  usage: TokenUsage | null,
-  pricing: ModelPricing | undefined,
-): number | null {
-  if (!pricing) return null;
-  if (!usage) return 0;
-  const cached = usage.cache_read_input_tokens ?? 0;
-  const written = usage.cache_creation_input_tokens ?? 0;
-  const uncached = Math.max(0, usage.input_tokens - cached - written);
-  return (
-    (uncached * pricing.input_per_mtok +
-      cached * (pricing.cached_input_per_mtok ?? pricing.input_per_mtok) +
-      written * (pricing.cache_write_per_mtok ?? pricing.input_per_mtok) +
-      usage.output_tokens * pricing.output_per_mtok) /
-    1_000_000
-  );
-}
-
-function add(t: UsageTotals, r: ModelRoundUsage, cost: number | null): void {
+function add(t: UsageTotals, r: LedgerRow): void {
   t.rounds += 1;
-  const u = r.token_usage;
-  if (u) {
-    t.input_tokens += u.input_tokens;
-    t.cached_input_tokens += u.cache_read_input_tokens ?? 0;
-    t.cache_write_tokens += u.cache_creation_input_tokens ?? 0;
-    t.output_tokens += u.output_tokens;
-  }
-  t.cost_usd = t.cost_usd === null || cost === null ? null : t.cost_usd + cost;
+  t.input_tokens += r.input_tokens;
+  t.cached_input_tokens += r.cached_input_tokens;
+  t.cache_write_tokens += r.cache_write_tokens;
+  t.output_tokens += r.output_tokens;
+  t.reasoning_tokens += r.reasoning_tokens;
+  t.cost_usd = t.cost_usd === null || r.cost_usd === null ? null : t.cost_usd + r.cost_usd;
 }
 
 /** `7d`, `24h`, `30m` or an ISO date/time: the start of a report window. */
@@ -94,55 +74,44 @@ export function parseSince(text: string, now: Date): Date {
 }
 
 export class UsageService {
-  private readonly repo: UsageRepo;
-  private readonly config: ConfigSource;
-  constructor(store: Store, config: ConfigSource) {
-    this.repo = new UsageRepo(store.db);
-    this.config = config;
+  private readonly store: Store;
+  constructor(store: Store) {
+    this.store = store;
   }
 
-  /** Each price looked up once per report, with the configuration in effect now. */
-  private priceList(): (ref: string) => ModelPricing | undefined {
-    const cfg = this.config.current().values;
-    const prices = new Map<string, ModelPricing | undefined>();
-    return (ref) => {
-      if (!prices.has(ref)) prices.set(ref, modelMetadata(ref, cfg).entry.pricing);
-      return prices.get(ref);
-    };
-  }
-
-  /** The agent's newest `limit` model rounds in [from, to), oldest first, each priced. */
+  /** The agent's newest `limit` provider calls in [from, to), oldest first, each priced. */
   rounds(agentId: string, from: Date, to: Date, limit: number): PricedRound[] {
-    const priceOf = this.priceList();
-    return this.repo
-      .rounds(agentId, from, to)
-      .slice(-limit)
-      .map((r) => ({ ...r, cost_usd: roundCost(r.token_usage, priceOf(r.model_ref)) }));
+    return this.store.ledger.newest(agentId, from, to, limit).map((r) => {
+      const usage: TokenUsage = {
+        input_tokens: r.input_tokens,
+        output_tokens: r.output_tokens,
+        total_tokens: r.input_tokens + r.output_tokens,
+      };
+      if (r.cached_input_tokens) usage.cache_read_input_tokens = r.cached_input_tokens;
+      if (r.cache_write_tokens) usage.cache_creation_input_tokens = r.cache_write_tokens;
+      if (r.reasoning_tokens) usage.reasoning_tokens = r.reasoning_tokens;
+      return { ...r, run_id: r.run_id ?? "", round: r.round ?? 0, token_usage: usage };
+    });
   }
 
   report(agentIds: string[], from: Date, to: Date): UsageReport {
-    const priceOf = this.priceList();
     const groups = new Map<string, UsageGroup>();
     const byAgent: Record<string, UsageTotals> = {};
     const total = empty();
     const unpriced = new Set<string>();
-    for (const agentId of agentIds) {
-      const agentTotals = (byAgent[agentId] = empty());
-      for (const r of this.repo.rounds(agentId, from, to)) {
-        const pricing = priceOf(r.model_ref);
-        if (!pricing) unpriced.add(r.model_ref);
-        const cost = roundCost(r.token_usage, pricing);
-        const day = r.ts.slice(0, 10);
-        const key = `${agentId}\u0000${r.model_ref}\u0000${day}`;
-        let g = groups.get(key);
-        if (!g) {
-          g = { agent_id: agentId, model_ref: r.model_ref, day, ...empty() };
-          groups.set(key, g);
-        }
-        add(g, r, cost);
-        add(agentTotals, r, cost);
-        add(total, r, cost);
+    for (const agentId of agentIds) byAgent[agentId] = empty();
+    for (const r of this.store.ledger.rows(agentIds, from, to)) {
+      if (r.cost_usd === null) unpriced.add(r.model_ref);
+      const day = r.ts.slice(0, 10);
+      const key = `${r.agent_id}\u0000${r.model_ref}\u0000${day}`;
+      let g = groups.get(key);
+      if (!g) {
+        g = { agent_id: r.agent_id, model_ref: r.model_ref, day, ...empty() };
+        groups.set(key, g);
       }
+      add(g, r);
+      add(byAgent[r.agent_id]!, r);
+      add(total, r);
     }
     return {
       from: from.toISOString(),

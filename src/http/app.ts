@@ -15,6 +15,7 @@ import { waitingRoutes } from "./routes-waiting.ts";
 import { workRoutes } from "./routes-work.ts";
 import { workspaceRoutes } from "./routes-workspaces.ts";
 import { usageRoutes } from "./routes-usage.ts";
+import { budgetRoutes } from "./routes-budget.ts";
 import { operatorRoutes } from "./routes-operator.ts";
 import { memoryRoutes } from "./routes-memory.ts";
 import { metricsRoutes } from "./routes-metrics.ts";
@@ -66,6 +67,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   workRoutes(app, ctx);
   workspaceRoutes(app, ctx);
   usageRoutes(app, ctx);
+  budgetRoutes(app, ctx);
   operatorRoutes(app, ctx);
   memoryRoutes(app, ctx);
   metricsRoutes(app, ctx);

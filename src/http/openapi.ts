@@ -31,6 +31,7 @@ import { WAITING_ROUTE_DOCS } from "./routes-waiting.ts";
 import { WORKSPACE_ROUTE_DOCS } from "./routes-workspaces.ts";
 import { AGENT_ROUTE_DOCS } from "./routes-agents.ts";
 import { USAGE_ROUTE_DOCS } from "./routes-usage.ts";
+import { BUDGET_ROUTE_DOCS } from "./routes-budget.ts";
 import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
 import { MEMORY_ROUTE_DOCS } from "./routes-memory.ts";
 import { METRICS_ROUTE_DOCS } from "./routes-metrics.ts";
@@ -441,6 +442,7 @@ export const ROUTES: RouteDoc[] = [
   ...WORKSPACE_ROUTE_DOCS,
   ...AGENT_ROUTE_DOCS,
   ...USAGE_ROUTE_DOCS,
+  ...BUDGET_ROUTE_DOCS,
   ...MEMORY_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,
   ...METRICS_ROUTE_DOCS,

@@ -2,6 +2,7 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { isRunAgent } from "../domain/agent.ts";
+import { BudgetLimits } from "../domain/budget.ts";
 import { HolonError } from "../domain/errors.ts";
 import { Priority, TrustLevel } from "../domain/message.ts";
 import { agentSummary, runtimeStatus } from "../host/inspect.ts";
@@ -175,6 +176,8 @@ export const RunBody = z.strictObject({
   workspace_root: z.string().optional(),
   cwd: z.string().optional(),
   max_turns: z.number().int().positive().optional(),
+  /** The run's budget (`--max-tokens`, `--max-budget-usd`): exhausted, the run fails (exit 3). */
+  budget: BudgetLimits.optional(),
   trust: TrustLevel.optional(),
   keep: z.boolean().optional(),
   resume: z.string().max(128).optional(),

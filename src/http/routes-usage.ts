@@ -55,6 +55,7 @@ const Totals = z.object({
   cached_input_tokens: z.number().int(),
   cache_write_tokens: z.number().int(),
   output_tokens: z.number().int(),
+  reasoning_tokens: z.number().int(),
   cost_usd: z.number().nullable(),
 });
 
@@ -87,6 +88,17 @@ export const UsageRoundsResponse = z.object({
       model_ref: z.string(),
       token_usage: TokenUsageShape.nullable(),
       cost_usd: z.number().nullable(),
+      kind: z.enum(["round", "compaction"]),
+      work_item_id: z.string().nullable(),
+      parent_agent_ids: z.array(z.string()),
+      parent_work_item_ids: z.array(z.string()),
+      input_tokens: z.number().int(),
+      cached_input_tokens: z.number().int(),
+      cache_write_tokens: z.number().int(),
+      output_tokens: z.number().int(),
+      reasoning_tokens: z.number().int(),
+      elapsed_ms: z.number().int(),
+      estimated: z.boolean(),
     }),
   ),
 });

@@ -5,6 +5,7 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { WORK_LIMITS } from "../domain/work-item.ts";
+import { checkLimits, hasLimits, type BudgetLimits } from "../domain/budget.ts";
 import type { AppContext } from "./context.ts";
 import {
   intParam,
@@ -17,6 +18,8 @@ import {
 
 export const EnqueueWorkBody = z.strictObject({
   objective: z.string().max(WORK_LIMITS.objective_chars),
+  /** The item's budget (tokens, usd, rounds, time_ms); checked whole before the item exists. */
+  budget: z.record(z.string(), z.unknown()).optional(),
 });
 export const CompleteWorkBody = z.strictObject({
   note: z.string().max(WORK_LIMITS.note_chars).optional(),
@@ -50,7 +53,15 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     const body = validate(EnqueueWorkBody, await readJson(c));
     const agentId = agentOf(c.req.param("id"));
-    const item = work().enqueue(agentId, body.objective);
+    let budget: BudgetLimits | undefined;
+    if (body.budget !== undefined) {
+      budget = checkLimits(body.budget, "work item budget");
+      if (!hasLimits(budget)) {
+        throw new HolonError("invalid_budget", "a work item budget names at least one limit");
+      }
+      host.services.budgets.checkPriced(host.agents.get(agentId), budget);
+    }
+    const item = work().enqueue(agentId, body.objective, budget);
     return c.json({ ok: true, agent_id: agentId, work_item: work().view(item) }, 201);
   });
 
@@ -72,7 +83,12 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.get("/agents/:id/work-items/:work_item_id", (c) => {
     requireRead(c);
     const agentId = agentOf(c.req.param("id"));
-    return c.json({ ok: true, work_item: work().get(agentId, c.req.param("work_item_id")) });
+    const item = work().get(agentId, c.req.param("work_item_id"));
+    return c.json({
+      ok: true,
+      work_item: item,
+      budget: host.services.budgets.workItemView(item),
+    });
   });
 
   app.post("/control/agents/:id/work-items/:work_item_id/complete", async (c) => {

@@ -18,6 +18,7 @@ import {
   ProfilePreset,
 } from "../domain/agent.ts";
 import { BriefRecord } from "../domain/brief.ts";
+import { BudgetHold, BudgetLimits, BudgetPeriod } from "../domain/budget.ts";
 import { Deadline } from "../domain/deadline.ts";
 import { CatalogEventSchema, ProjectedCatalogEventSchema } from "../domain/events.ts";
 import { MessageKind, Priority } from "../domain/message.ts";
@@ -197,6 +198,37 @@ export const AgentSettingsResponse = z.object({
 });
 
 /** host/inspect.ts agentSummary: `GET /agents/:id/status`. */
+/** Spent / reserved / limit per budget scope (budget/control.ts `view`). */
+const BudgetSpend = z.object({
+  tokens: z.number(),
+  input_tokens: z.number(),
+  cached_input_tokens: z.number(),
+  cache_write_tokens: z.number(),
+  output_tokens: z.number(),
+  reasoning_tokens: z.number(),
+  usd: z.number(),
+  unpriced_rounds: z.number(),
+  rounds: z.number(),
+  time_ms: z.number(),
+});
+export const AgentBudgetView = z.object({
+  agent_id: z.string(),
+  time_zone: z.string(),
+  hold: BudgetHold.nullable(),
+  reservation: z.unknown().nullable(),
+  scopes: z.array(
+    z.object({
+      scope: z.string(),
+      period: BudgetPeriod.optional(),
+      limits: BudgetLimits,
+      spent: BudgetSpend,
+      reserved: z.record(z.string(), z.number()),
+      window: z.object({ start: z.string(), end: z.string() }).optional(),
+    }),
+  ),
+  spent_total: BudgetSpend,
+});
+
 export const AgentSummary = z.object({
   agent_id: z.string(),
   kind: AgentKind,
@@ -256,6 +288,7 @@ export const AgentSummary = z.object({
     })
     .nullable(),
   leash: LeashStatus,
+  budget: AgentBudgetView,
 });
 
 /** host/inspect.ts agentState: `GET /agents/:id/state`, the bootstrap snapshot. */

@@ -72,6 +72,8 @@ type RunState = {
   boundary: number;
   recap: string;
   last_estimate: number;
+  /** The same, calibrated to the provider's own counts: the budget check's input estimate. */
+  last_calibrated: number;
   last_model: string | null;
   /** The provider-compacted window and how many rounds it covers. */
   window: { item: ConversationItem; covered: number } | undefined;
@@ -117,6 +119,7 @@ export class TurnCompactor {
         boundary: 0,
         recap: "",
         last_estimate: 0,
+        last_calibrated: 0,
         last_model: null,
         window: undefined,
         compactions: 0,
@@ -135,6 +138,11 @@ export class TurnCompactor {
   }
 
   /** What compaction did in one run (read at the turn boundary for the agent's totals). */
+  /** The input tokens the last request of this run was estimated at (budget checks). */
+  inputEstimate(runId: string): number | undefined {
+    return this.runs.get(runId)?.last_calibrated;
+  }
+
   runStats(runId: string): { compactions: number; rounds_compacted: number } {
     const s = this.runs.get(runId);
     return { compactions: s?.compactions ?? 0, rounds_compacted: s?.rounds_compacted ?? 0 };
@@ -324,6 +332,7 @@ export class TurnCompactor {
       }
     }
     s.last_estimate = Math.ceil(total / factor);
+    s.last_calibrated = Math.ceil(total);
     if (s.boundary === 0 && !s.window && !shortened) return request;
     const out: ProviderRequest = {
       ...request,

@@ -22,6 +22,7 @@ import { WorkItemsRepo } from "./work-items.ts";
 import { HolonError } from "../domain/errors.ts";
 import { classifyStorageError, StorageHealth } from "./health.ts";
 import { AsksRepo } from "./asks.ts";
+import { LedgerRepo } from "./ledger.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -45,6 +46,7 @@ export class Store {
   /** Whether writes can go through (a full disk, a read-only home, a replaced file). */
   readonly health: StorageHealth;
   readonly asks: AsksRepo;
+  readonly ledger: LedgerRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -92,6 +94,7 @@ export class Store {
     this.memory = new MemoryRepo(this.db);
     this.health.pinFile();
     this.asks = new AsksRepo(this.db);
+    this.ledger = new LedgerRepo(this.db);
   }
 
   /**

@@ -347,4 +347,41 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX asks_created ON asks (created_at);
     `,
   },
+  {
+    version: 12,
+    name: "spend ledger: one row per provider call, kept on its own retention",
+    // Times are epoch milliseconds. `agent_path` and `item_path` hold the agent with its
+    // ancestors and the work item with its parents' as '/a/b/' so a scope's sum is one
+    // query (read once per scope at start; running totals are kept in memory after).
+    // (run_id, round, kind) is unique: a round is never counted twice. The marker row asks
+    // the host to backfill rows from the model-round events still kept, priced then.
+    sql: `
+      CREATE TABLE spend_ledger (
+        seq INTEGER PRIMARY KEY,
+        ts INTEGER NOT NULL,
+        agent_id TEXT NOT NULL,
+        run_id TEXT,
+        round INTEGER,
+        kind TEXT NOT NULL,
+        work_item_id TEXT,
+        agent_path TEXT NOT NULL,
+        item_path TEXT NOT NULL,
+        model_ref TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        cached_input_tokens INTEGER NOT NULL,
+        cache_write_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        reasoning_tokens INTEGER NOT NULL,
+        cost_usd REAL,
+        elapsed_ms INTEGER NOT NULL,
+        estimated INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE UNIQUE INDEX spend_ledger_round ON spend_ledger (run_id, round, kind);
+      CREATE INDEX spend_ledger_agent ON spend_ledger (agent_id, ts);
+      CREATE INDEX spend_ledger_ts ON spend_ledger (ts);
+      CREATE INDEX spend_ledger_item ON spend_ledger (work_item_id) WHERE work_item_id IS NOT NULL;
+      CREATE TABLE spend_ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+      INSERT INTO spend_ledger_meta (key, value) VALUES ('backfill', 'pending');
+    `,
+  },
 ];

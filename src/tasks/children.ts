@@ -21,6 +21,7 @@ import type { RunInfo, RunObserver, SleepDeadlines } from "../agent/runtime.ts";
 import { transition } from "../agent/status.ts";
 import type { ClosureDecision, TurnOutcome } from "../domain/closure.ts";
 import type { Store } from "../store/db.ts";
+import type { BudgetLimits } from "../domain/budget.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { AGENT_HOME_WORKSPACE_ID } from "../domain/workspace.ts";
@@ -56,6 +57,15 @@ export type SpawnRequest = {
   parent_message_id?: string | undefined;
   /** Taint: the spawning turn's policy authority; the child's turns inherit it. */
   policy_authority?: AuthorityClass | undefined;
+  /** A budget carved from the parent's remainder (private children only). */
+  budget?: unknown;
+};
+
+/** The budget plane as the agent plane needs it: carve a child's reservation, give it back. */
+export type ChildBudgets = {
+  checkCarve(parent: AgentRecord, input: unknown): BudgetLimits;
+  reserved(parentId: string): void;
+  returned(childId: string): void;
 };
 
 type ChildDeps = {
@@ -64,6 +74,7 @@ type ChildDeps = {
   tasks: TaskService;
   workspaces: WorkspaceService;
   work: WorkReader;
+  budgets?: ChildBudgets | undefined;
 };
 
 /**
@@ -103,6 +114,8 @@ function settleChildTask(
     provenance: { task_id: task.id },
     payload: { task: taskSnapshot(next) },
   });
+  // The child settled: what it did not spend of a carved budget is the parent's again.
+  deps.budgets?.returned(child.child_agent_id);
   const headline =
     status === "completed"
       ? `Child agent ${child.child_agent_id} finished (task ${task.id}).`
@@ -300,6 +313,11 @@ export class AgentPlane {
   }
 
   private spawnPublic(parent: AgentRecord, req: SpawnRequest) {
+    if (req.budget !== undefined) {
+      throw new HolonError("invalid_request", "budget is only for private children", {
+        hint: "a public agent's budget is set by the operator (holon budget set)",
+      });
+    }
     if (!req.agent_id) {
       throw new HolonError("invalid_request", "public_named needs an agent_id", {
         hint: "name the new agent with agent_id (lower-case letters, digits, . _ -)",
@@ -355,6 +373,9 @@ export class AgentPlane {
   }
 
   private spawnPrivate(parent: AgentRecord, req: SpawnRequest, depth: number, limits: AgentLimits) {
+    if (req.budget !== undefined && !this.deps.budgets) {
+      throw new HolonError("invalid_request", "budgets are not available on this runtime");
+    }
     if (!req.initial_message?.trim()) {
       throw new HolonError("invalid_request", "private_child needs an initial_message", {
         hint: "say what the child should do and what it should report back",
@@ -380,6 +401,9 @@ export class AgentPlane {
         },
       );
     }
+    // A carved budget is checked whole before anything exists (refused: nothing created).
+    const carved =
+      req.budget !== undefined ? this.deps.budgets?.checkCarve(parent, req.budget) : undefined;
     const childId = this.childId(parent.agent_id);
     const taskId = store.ids.next("task");
     const workItem = parent.current_work_item_id;
@@ -428,6 +452,26 @@ export class AgentPlane {
       throw err;
     }
     const now = store.clock.now().toISOString();
+    if (carved || workItem) {
+      // The ledger's work item chain, and the reservation the child's calls are checked on.
+      store.tx(() => {
+        const rec = store.agents.get(childId)!;
+        store.agents.put({
+          ...rec,
+          ...(workItem ? { spawn_work_item_id: workItem } : {}),
+          ...(carved
+            ? {
+                budget_reservation: {
+                  from_agent_id: parent.agent_id,
+                  limits: carved,
+                  reserved_at: now,
+                },
+              }
+            : {}),
+        });
+      });
+      if (carved) this.deps.budgets?.reserved(parent.agent_id);
+    }
     const childAgent = this.deps.agents.get(childId);
     const task: TaskRecord = {
       id: taskId,

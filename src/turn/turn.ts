@@ -44,6 +44,9 @@ import { buildFrame, renderIncoming } from "./prompt.ts";
 import { sourceSchema } from "../providers/schema.ts";
 import type { AuthorityClass } from "../domain/message.ts";
 import type { ActionLeash } from "../policy/leash.ts";
+import { workItemOf, type BudgetVerdict, type GateContext } from "../budget/gate.ts";
+import type { CallRecord } from "../budget/ledger.ts";
+import type { BudgetHold } from "../domain/budget.ts";
 
 export type ModelCallResult =
   | {
@@ -106,6 +109,13 @@ export type TurnDeps = {
    * before its next call; the turn then ends waiting for the operator.
    */
   gate?: (agentId: string) => string | undefined;
+  /**
+   * The budget gate, after the pre-provider hook (so it sees the request as sent): says
+   * whether the call may go out, and records a hold when it may not.
+   */
+  budgetCheck?: (request: ProviderRequest, ctx: GateContext) => BudgetVerdict;
+  /** Writes the call's spend ledger row; runs inside the round's transaction. */
+  recordCall?: (call: CallRecord) => void;
   /** Told the usage a provider reported for a request (token estimate calibration). */
   afterProviderCall?: (info: {
     agent_id: string;
@@ -202,6 +212,8 @@ class Turn {
   private readonly turnIndex: number;
   /** The lowest authority among what this turn consumes (taint, src/policy/taint.ts). */
   private readonly authority: AuthorityClass;
+  /** When the last provider call ended (or the turn started): a ledger row's wall time. */
+  private lastCallEnd: number;
 
   constructor(deps: TurnDeps, specs: ToolSpec[], req: TurnRequest, candidates: ModelCandidate[]) {
     this.deps = deps;
@@ -210,6 +222,7 @@ class Turn {
     this.req = req;
     this.agent = req.agent;
     this.startedAt = deps.store.clock.now().getTime();
+    this.lastCallEnd = this.startedAt;
     this.turnIndex = req.agent.total_message_count + 1;
     this.authority =
       deps.leash?.turnAuthority(req.agent, req.message) ?? req.message.authority_class;
@@ -364,6 +377,20 @@ class Turn {
         this.rounds--;
         return this.gated(gatedNow, "agent", lastText);
       }
+      if (this.deps.budgetCheck) {
+        const verdict = this.deps.budgetCheck(request, {
+          agent: this.agent,
+          run_id: this.req.run_id,
+          round: this.rounds,
+          message,
+          candidates,
+        });
+        if (!verdict.ok) {
+          this.rounds--; // no call was made
+          return this.budgetStop(verdict.action, verdict.hold);
+        }
+        request = verdict.request;
+      }
       const providerStartedAt = store.clock.now();
       const t0 = performance.now();
       const result = await this.deps.callModel({ candidates, request, signal: this.req.signal });
@@ -436,6 +463,19 @@ class Turn {
             arguments_preview: previewArguments(c.arguments),
           })),
         });
+        const callEnd = store.clock.now().getTime();
+        const agentNow = store.agents.get(this.agent.agent_id) ?? this.agent;
+        this.deps.recordCall?.({
+          work_item_id: workItemOf(agentNow, message) ?? null,
+          agent_id: this.agent.agent_id,
+          run_id: this.req.run_id,
+          round: this.rounds,
+          kind: "round",
+          model_ref: result.model_ref,
+          usage: roundUsage ?? null,
+          elapsed_ms: callEnd - this.lastCallEnd,
+        });
+        this.lastCallEnd = callEnd;
         const agent = store.agents.get(this.agent.agent_id)!;
         store.agents.put({
           ...agent,
@@ -663,6 +703,40 @@ class Turn {
       });
     });
     return { kind: "retry_at", retry_at: retryAt, reason: "provider_rate_limited" };
+  }
+
+  /**
+   * A budget stopped the call before it was sent. A run's budget fails the run; an agent's
+   * or a work item's ends the turn, unfinished, at zero cost: the agent waits for the
+   * operator (or the window's turn) and the item waits blocked while other work may run.
+   */
+  private budgetStop(
+    action: "hold_agent" | "hold_work_item" | "fail_run",
+    hold: BudgetHold,
+  ): TurnOutcome {
+    // `holon run` never waits: any budget that stops its call ends the run (exit code 3);
+    // an agent's or item's hold stays recorded for that agent's later work.
+    if (action === "fail_run" || this.req.message.delivery_surface === "run_once") {
+      return this.fail(`The run stopped before a model call: ${hold.summary}.`, {
+        kind: "budget_exhausted",
+        budget_hold: hold,
+      });
+    }
+    this.store.tx(() => {
+      this.terminal("aborted", "", { reason: "budget_exhausted" });
+      createBrief(this.store, {
+        agent_id: this.agent.agent_id,
+        kind: "failure",
+        text:
+          hold.reason === "frozen"
+            ? `Stopped before a model call: ${hold.summary}. Lift it with \`holon budget unfreeze ${this.agent.agent_id}\`.`
+            : `Stopped before a model call: ${hold.summary}. Raise it with \`holon budget raise ${this.agent.agent_id}\`.`,
+        related_message_id: this.req.message.id,
+      });
+    });
+    return action === "hold_agent"
+      ? { kind: "await_operator", detail: hold.summary }
+      : { kind: "rest" };
   }
 
   private fail(summary: string, diagnostics: Record<string, unknown>): TurnOutcome {

@@ -4,6 +4,7 @@
 // state, a new plan hash, a pick, a block, a completion) resets the runaway guard.
 import type { AgentRecord } from "../domain/agent.ts";
 import type { AuthorityClass } from "../domain/message.ts";
+import type { BudgetLimits } from "../domain/budget.ts";
 export type { WorkItemView } from "../domain/work-item.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import {
@@ -47,6 +48,8 @@ export type CreateInput = {
   plan_status?: PlanStatus | undefined;
   plan?: string | undefined;
   todo_list?: TodoItem[] | undefined;
+  /** The operator's budget for the item (control route only). */
+  budget?: BudgetLimits | undefined;
 };
 
 export type UpdateInput = {
@@ -177,6 +180,7 @@ export class WorkService {
       revision: 1,
       created_at: now,
       updated_at: now,
+      ...(input.budget ? { budget: input.budget } : {}),
     };
     try {
       this.store.tx(() => {
@@ -190,6 +194,7 @@ export class WorkService {
             plan_status: item.plan_status,
             created_by: by,
             plan_path: path,
+            ...(input.budget ? { budget: input.budget } : {}),
           },
         });
       });
@@ -201,9 +206,9 @@ export class WorkService {
   }
 
   /** The operator's enqueue: a new queued item, and a wake for an idle agent with nothing to do. */
-  enqueue(agentId: string, objective: string): WorkItemRecord {
+  enqueue(agentId: string, objective: string, budget?: BudgetLimits): WorkItemRecord {
     return this.store.tx(() => {
-      const item = this.create(agentId, { objective }, "operator");
+      const item = this.create(agentId, { objective, ...(budget ? { budget } : {}) }, "operator");
       this.noteProgress(agentId, "operator_enqueued_work");
       this.wakeIdle(agentId);
       return item;

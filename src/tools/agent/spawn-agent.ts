@@ -32,6 +32,17 @@ const Input = z.strictObject({
     .max(2048)
     .optional()
     .describe("Template for the new agent's AGENTS.md and skills: id, absolute path or tree URL."),
+  budget: z
+    .strictObject({
+      tokens: z.number().int().min(1).max(1e12).optional(),
+      usd: z.number().positive().max(1e6).optional(),
+      rounds: z.number().int().min(1).max(1e9).optional(),
+      time_ms: z.number().int().min(1).max(1e12).optional(),
+    })
+    .optional()
+    .describe(
+      "private_child only: a budget carved from what you have left (tokens, usd, rounds, time_ms); without it the child shares your remainder.",
+    ),
 });
 
 export const spawnAgentTool: ToolDefinition<typeof Input> = {
@@ -50,6 +61,7 @@ export const spawnAgentTool: ToolDefinition<typeof Input> = {
       template: input.template,
       parent_message_id: ctx.message.id,
       policy_authority: ctx.policy_authority,
+      budget: input.budget,
     });
     const summary =
       "supervision_task_id" in r
