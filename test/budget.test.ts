@@ -124,6 +124,17 @@ describe("budgets end to end", () => {
       const after = await get(`/agents/main/work-items/${itemId}`);
       expect(after.budget.hold).toMatchObject({ scope: `work_item:${itemId}` });
       expect(fake.requests.length).toBe(sent); // nothing ran on the held item after restart
+      // The stop is an ask in the operator's inbox, across the restart; it is answered by
+      // raising the budget, not by `holon asks answer`.
+      const inbox = await runCli(["asks", "--json"], { env });
+      expect(inbox.code, inbox.stderr).toBe(0);
+      const budgetAsk = (JSON.parse(inbox.stdout) as any[]).find(
+        (a) => a.kind === "budget" && a.work_item_id === itemId,
+      );
+      expect(budgetAsk).toMatchObject({ state: "pending", scope: "work_item" });
+      const refused = await runCli(["asks", "answer", budgetAsk.id, "go on"], { env });
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain("holon budget raise main --scope");
 
       // The operator raises it: the item runs again and completes.
       fake.setFallback((req) =>
@@ -139,6 +150,8 @@ describe("budgets end to end", () => {
         { env },
       );
       expect(raised.code, raised.stderr).toBe(0);
+      const closed = (await get(`/control/asks/${budgetAsk.id}`)).ask;
+      expect(closed.state).toBe("withdrawn");
       await waitFor(
         async () =>
           (await get(`/agents/main/work-items/${itemId}`)).work_item.state === "completed",

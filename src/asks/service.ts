@@ -250,6 +250,14 @@ export class AskService {
         });
       }
       this.checkCredential(ask, by);
+      if (ask.kind === "budget" && ask.details?.budget_scope !== undefined) {
+        // A budget stop is lifted by changing the budget, which withdraws this ask.
+        throw new HolonError("budget_ask", `ask '${id}' is a budget stop: raise the budget`, {
+          status: 409,
+          hint: `holon budget raise ${ask.agent_id}${ask.work_item_id ? ` --scope work_item:${ask.work_item_id}` : ""} --tokens <n> (or holon budget unfreeze for a freeze)`,
+          details: { ask_id: id },
+        });
+      }
       const decision = this.checkAnswer(ask, answer);
       const reason = answer.reason?.trim();
       if (reason && reason.length > ASK_LIMITS.reason_chars) {

@@ -209,6 +209,29 @@ export function buildServices(opts: ServiceOptions) {
     candidates: budgetCandidates,
     inputEstimate: (runId) => compactor.inputEstimate(runId),
   });
+  // A budget stop is an ask (the operator's one inbox): opened when the gate records a hold,
+  // withdrawn when the hold clears (raised, unfrozen, or its window turned over).
+  budgetGate.onExhausted = (hold, where) => {
+    asks.open({
+      agent_id: where.agent_id,
+      kind: "budget",
+      source: "budget",
+      scope: where.work_item_id ? "work_item" : "agent",
+      work_item_id: where.work_item_id,
+      about: hold.summary,
+      detail:
+        hold.reason === "frozen"
+          ? `Frozen by the operator. Resume with: holon budget unfreeze ${where.agent_id}`
+          : `${hold.summary}. Raise it with: holon budget raise ${where.agent_id} ${where.work_item_id ? `--scope work_item:${where.work_item_id} ` : ""}--tokens <n>${hold.until ? ` (or wait: it lifts at ${hold.until})` : ""}`,
+      details: { budget_scope: hold.scope, hold },
+    });
+  };
+  budgetGate.onCleared = (scope, where) => {
+    for (const a of asks.pendingFor(where.agent_id)) {
+      if (a.kind === "budget" && a.details?.budget_scope === scope)
+        asks.withdraw(a.id, `the budget hold on ${scope} was lifted`);
+    }
+  };
   const budgets = new BudgetControl({
     store,
     ledger,
