@@ -23,6 +23,7 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
   briefs: { rule: "retention", family: "briefs" },
   context_episodes: { rule: "retention", family: "episodes" },
   tasks: { rule: "retention", family: "tasks" },
+  spend_ledger: { rule: "retention", family: "ledger" },
   agent_tombstones: { rule: "retention", family: "events" }, // removed with the events they explain
   agents: { rule: "per", of: "agent (removed by agent delete)" },
   agent_skills: { rule: "per", of: "agent and active skill" },
@@ -40,12 +41,17 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
     rule: "per",
     of: "open work item, plus the newest completed ones per agent (older ones pruned)",
   },
+  asks: {
+    rule: "per",
+    of: "pending ask, plus the newest 200 closed ones per agent (older ones pruned)",
+  },
   delivery_summaries: { rule: "per", of: "work item (removed with it)" },
   workspaces: { rule: "per", of: "registered workspace" },
   worktrees: { rule: "per", of: "retained worktree (removed when it is cleaned up)" },
   event_types: { rule: "fixed", why: "one row per event kind of the catalog" },
   store_stats: { rule: "fixed", why: "one row per history family" },
   schema_migrations: { rule: "fixed", why: "one row per migration" },
+  spend_ledger_meta: { rule: "fixed", why: "the ledger's backfill marker: one row" },
   sqlite_sequence: { rule: "fixed", why: "SQLite's own: one row per AUTOINCREMENT table" },
 };
 
