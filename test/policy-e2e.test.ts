@@ -141,7 +141,8 @@ describe("rules", () => {
     expect(existsSync(join(ws, "hook-ran"))).toBe(false);
     expect(toolResults(from).join("\n")).toContain("approval_unavailable");
     // Confined by the sandbox the mode is enforced; unconfined it is only advisory.
-    const sandboxed = (await cli("status", "--json")).stdout.includes('"state":"enforced"');
+    const sandboxed =
+      JSON.parse((await cli("status", "--json")).stdout).sandbox?.state === "enforced";
     if (sandboxed) {
       expect((await cli("status")).stdout).toContain("leash:    enforced (mode ask");
       expect((await cli("agent", "set", "main", "sandbox.mode", "off")).code).toBe(0);
