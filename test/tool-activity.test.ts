@@ -297,6 +297,10 @@ describe("tool rows", () => {
     async (_how, withHost) => {
       const home = tempHome();
       await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+      // The command waits on a file in the host's /tmp, which a sandboxed command cannot see
+      // (it gets a private /tmp): this test is about the progress line, not confinement.
+      const off = await runCli(["config", "set", "sandbox.mode", "off", "--home", home]);
+      expect(off.code, off.stderr).toBe(0);
       if (withHost) {
         const rt = await startRuntime({ home });
         cleanup.push(() => rt.close());
