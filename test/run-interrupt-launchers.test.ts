@@ -37,6 +37,10 @@ beforeAll(async () => {
   });
   home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+  // The command's pid ($$), written to a file outside its root, is how the test follows it:
+  // unconfined (a sandboxed command has its own PID namespace and its own /tmp).
+  const off = await runCli(["config", "set", "sandbox.mode", "off"], { env: { HOLON_HOME: home } });
+  expect(off.code, off.stderr).toBe(0);
   serve = await spawnServe(home);
   ws = join(tempHome("holon-ws-"), "ws");
   mkdirSync(ws);
