@@ -4,8 +4,8 @@
 // switched to the alternate screen, and the command's exit status once it is gone (the pane
 // stays after exit). Keys go in through tmux, as typed.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { tempHome, waitFor } from "./home.ts";
 
 export class Tmux {
@@ -37,7 +37,14 @@ export class Tmux {
       .map(([k, v]) => `export ${k}=${quote(v)}`)
       .join("; ");
     const script = join(dir, "run.sh");
-    writeFileSync(script, `${exports}\nexec ${argv.map(quote).join(" ")}\n`, { mode: 0o700 });
+    // The command's exit status goes to a file: tmux can mark a pane dead (its terminal
+    // closed) without ever filling in #{pane_dead_status}, which flaked on a loaded machine.
+    const statusFile = join(dir, "status");
+    writeFileSync(
+      script,
+      `${exports}\n${argv.map(quote).join(" ")}\necho $? > ${quote(statusFile)}\n`,
+      { mode: 0o700 },
+    );
     execFileSync(
       "tmux",
       [
@@ -82,16 +89,12 @@ export class Tmux {
 
   /** The command's exit status once it has exited, else undefined. */
   exitStatus(): number | undefined {
-    const [dead, status] = this.tmux(
-      "display-message",
-      "-p",
-      "-t",
-      this.target,
-      "#{pane_dead} #{pane_dead_status}",
-    )
-      .trim()
-      .split(" ");
-    return dead === "1" ? Number(status) : undefined;
+    try {
+      const text = readFileSync(join(dirname(this.socket), "status"), "utf8").trim();
+      return text === "" ? undefined : Number(text);
+    } catch {
+      return undefined; // still running
+    }
   }
 
   /** Type `text` literally, then Enter when asked. */
