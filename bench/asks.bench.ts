@@ -5,37 +5,15 @@
 // events written during it by any waiting agent (must be 0: no timer fired, nothing ran).
 // The window starts 10 s after the last ask opened: right after the burst of turns the
 // collector is still giving memory back (about 1.3% of a core over the next seconds).
-import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
 import { round } from "./lib/stats.ts";
-import { cpuSeconds, expectOk, sleep, startHolon } from "./lib/proc.ts";
+import { configureFakeProvider, cpuSeconds, expectOk, sleep, startHolon } from "./lib/proc.ts";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 
 const AGENTS = 20;
-
-function configure(root: string, home: string, baseUrl: string): void {
-  const bin = join(root, "bin", "holon.js");
-  const run = (args: string[]) =>
-    execFileSync(process.execPath, [bin, ...args, "--home", home], { stdio: "pipe" });
-  run([
-    "config",
-    "providers",
-    "set",
-    "fake",
-    "--transport",
-    "openai_responses",
-    "--base-url",
-    baseUrl,
-    "--credential-source",
-    "none",
-    "--credential-kind",
-    "none",
-  ]);
-  run(["config", "set", "model.default", "fake/bench-model"]);
-}
 
 const bench: Benchmark = {
   name: "asks",
@@ -46,7 +24,7 @@ const bench: Benchmark = {
     const fake = await startFakeProvider();
     fake.setFallback(() => reply.text("I will get to it later."));
     const home = mkdtempSync(join(tmpdir(), "holon-bench-asks-"));
-    configure(ctx.root, home, fake.baseUrl("openai"));
+    configureFakeProvider(ctx.root, home, fake.baseUrl("openai"), "fake/bench-model");
     const host = await startHolon(ctx.root, {
       home,
       env: { HOLON_WORK_MAX_CONTINUATIONS: "1", HOLON_SPAWN_HELPER_IDLE_MS: "2000" },

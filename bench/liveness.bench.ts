@@ -4,7 +4,7 @@
 // the exact o200k tokenizer (the model is an OpenAI name), the harness probes /handshake
 // every 10 ms. Reports the handshake's p50/p99/max per input; the target is p99 ≤ 50 ms.
 //   npm run bench -- liveness --cpu-prof   also profile the host and name its hottest functions
-//   npm run bench -- liveness --only=dna   one input
+//   npm run bench -- liveness --only=DNA   one input (names as in test/helpers/adversarial.ts)
 import type { LoadConfig, LoadResult } from "./workers/loadgen.ts";
 import { round, summarize } from "./lib/stats.ts";
 import {
@@ -21,26 +21,9 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
+import { adversarialTexts } from "../test/helpers/adversarial.ts";
 
-let seed = 11;
-const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
-const INPUTS: Record<string, (bytes: number) => string> = {
-  repeated: (n) => "-".repeat(n),
-  base64: (n) =>
-    Buffer.from(Array.from({ length: n }, () => rnd() % 256))
-      .toString("base64")
-      .slice(0, n),
-  dna: (n) => Array.from({ length: n }, () => "ACGT"[rnd() % 4]).join(""),
-  cjk: (n) =>
-    Array.from({ length: Math.floor(n / 3) }, () =>
-      String.fromCharCode(0x4e00 + (rnd() % 20000)),
-    ).join(""),
-  emoji: (n) =>
-    Array.from({ length: Math.floor(n / 4) }, () =>
-      String.fromCodePoint(0x1f300 + (rnd() % 700)),
-    ).join(""),
-  redos: (n) => " ".repeat(Math.floor(n / 2)) + "a".repeat(Math.floor(n / 2) - 1) + "!",
-};
+const INPUTS = adversarialTexts(11);
 
 const bench: Benchmark = {
   name: "liveness",
@@ -103,8 +86,18 @@ const bench: Benchmark = {
         ctx.log(
           `${name}: handshake p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms, max ${s.max.toFixed(1)} ms (${latencies.length} probes)`,
         );
-        r.metric(`${name}.p99_ms`, round(s.p99, 1), "ms", `${name}: /handshake p99`);
-        r.metric(`${name}.max_ms`, round(s.max, 1), "ms", `${name}: /handshake max`);
+        r.metric(
+          `${name.replace(/\W+/g, "_")}.p99_ms`,
+          round(s.p99, 1),
+          "ms",
+          `${name}: /handshake p99`,
+        );
+        r.metric(
+          `${name.replace(/\W+/g, "_")}.max_ms`,
+          round(s.max, 1),
+          "ms",
+          `${name}: /handshake max`,
+        );
       }
       const s = summarize(all);
       r.metric("p50_ms", round(s.p50, 1), "ms", "/handshake p50, all inputs");

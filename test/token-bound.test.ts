@@ -15,29 +15,10 @@ import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/hom
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { reply } from "./fake-provider/server.ts";
 import { runCli } from "./helpers/home.ts";
-
-let seed = 7;
-const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
+import { adversarialTexts } from "./helpers/adversarial.ts";
 
 /** Adversarial texts of about `bytes` UTF-8 bytes each. */
-const adversarial: Record<string, (bytes: number) => string> = {
-  "one repeated character": (n) => "-".repeat(n),
-  base64: (n) =>
-    Buffer.from(Array.from({ length: n }, () => rnd() % 256))
-      .toString("base64")
-      .slice(0, n),
-  DNA: (n) => Array.from({ length: n }, () => "ACGT"[rnd() % 4]).join(""),
-  "CJK without spaces": (n) =>
-    Array.from({ length: Math.floor(n / 3) }, () =>
-      String.fromCharCode(0x4e00 + (rnd() % 20000)),
-    ).join(""),
-  emoji: (n) =>
-    Array.from({ length: Math.floor(n / 4) }, () =>
-      String.fromCodePoint(0x1f300 + (rnd() % 700)),
-    ).join(""),
-  // Shaped against backtracking patterns like \s+$ or (a+)+b over caller text.
-  "ReDoS-shaped": (n) => " ".repeat(Math.floor(n / 2)) + "a".repeat(Math.floor(n / 2) - 1) + "!",
-};
+const adversarial = adversarialTexts();
 
 describe("the exact tokenizer only ever sees bounded pieces", () => {
   it.each(Object.keys(adversarial))("%s: pieces are bounded and the work is linear", (name) => {
