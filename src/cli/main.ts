@@ -2,7 +2,7 @@
 // its implementation lazily so `holon --help` and `holon status` start fast.
 import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
-import { action } from "./output.ts";
+import { action, homeOption, tokenOption, jsonOption } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
 import { registerTaskCommands } from "./task.ts";
 import { registerWorkspaceCommands } from "./workspace.ts";
@@ -43,10 +43,9 @@ program.hook("preAction", async (_program, command) => {
   }
 });
 
-const home = () =>
-  new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
-const token = () => new Option("--token <token>", "control token for a runtime in bearer mode");
-const json = () => new Option("--json", "print machine-readable JSON");
+const home = homeOption;
+const token = tokenOption;
+const json = jsonOption;
 
 program
   .command("serve")
