@@ -255,7 +255,7 @@ describe("GET /openapi.json", () => {
     );
     expect(stopped.status).toBe(409);
     expect(stopped.json.error.kind).toBe("agent_stopped");
-  });
+  }, 90_000); // one long journey through every route: it outlasts the default under a loaded machine
 
   it("the /control/run stream: every NDJSON line validates against the documented line schema", async () => {
     fake.enqueue(reply.text("ran once"));
