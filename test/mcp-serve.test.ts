@@ -5,6 +5,7 @@
 // local process (the Unix socket). The tool set cannot decide an ask, change config or
 // settings, attach workspaces, delete agents or use a URL template, whatever arguments a
 // prompt-injected client sends. With no host running, `holon mcp serve` exits with one line.
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -16,6 +17,7 @@ import {
   runCli,
   startRuntime,
   tempHome,
+  waitFor,
   type TestRuntime,
 } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -254,6 +256,53 @@ describe("holon mcp serve (stdio)", () => {
     const status = await ok("agent_status", { agent_id: "worker" });
     expect(status.status).toBe("stopped");
     expect(stderr).toBe("");
+  });
+
+  it("a garbage line on stdin is dropped; the next message is answered; stdout is only JSON-RPC", async () => {
+    const child = spawn(process.execPath, [HOLON_BIN, "mcp", "serve", "--home", rt.home], {
+      cwd: REPO_ROOT,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    const init = {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "x", version: "1" },
+      },
+    };
+    child.stdin.write("this is not json\n" + JSON.stringify({ hello: "world" }) + "\n");
+    child.stdin.write(JSON.stringify(init) + "\n");
+    const answer = await waitFor(() => (out.includes("\n") ? out : undefined), {
+      what: "the initialize answer",
+      timeoutMs: 15_000,
+    });
+    child.stdin.end();
+    const exit = await new Promise<number | null>((r) => child.once("close", r));
+    const lines = answer
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.at(-1)).toMatchObject({
+      jsonrpc: "2.0",
+      id: 7,
+      result: { serverInfo: { name: "holon" } },
+    });
+    // It ends when its client closes stdin.
+    expect(exit).toBe(0);
+  });
+
+  it("after the host stops, a tool call is a clear error and the server does not take over", async () => {
+    await rt.close();
+    const r = await tool("list_agents");
+    expect(r.isError).toBe(true);
+    expect(r.content[0]!.text).toContain("connection_failed");
+    // Still answering the protocol: it reports the lost host instead of dying or hosting.
+    expect((await client.listTools()).tools).toHaveLength(9);
   });
 });
 

@@ -76,10 +76,4 @@ export class McpSessions<T extends { close(): Promise<void> }> {
       void entry.value.close().catch(() => {});
     }
   }
-
-  /** Close them all (host shutdown). */
-  closeAll(): void {
-    for (const entry of this.byHash.values()) void entry.value.close().catch(() => {});
-    this.byHash.clear();
-  }
 }
