@@ -24,6 +24,7 @@ import type { AppContext } from "./context.ts";
 import type { RouteDoc } from "./route-doc.ts";
 import {
   MAX_JSON_DEPTH,
+  bearerOf,
   jsonDepth,
   readBodyText,
   requireControl,
@@ -46,8 +47,8 @@ function rpcError(status: number, code: number, message: string): Response {
 function credentialOf(c: Context<AppEnv>): string {
   const auth = c.get("auth");
   if (auth.transport === "unix") return "unix-socket";
-  const header = c.req.header("authorization") ?? "";
-  return `tcp:${createHash("sha256").update(header).digest("hex")}`;
+  const token = bearerOf(c.req.header("authorization")) ?? "";
+  return `tcp:${createHash("sha256").update(token).digest("hex")}`;
 }
 
 /** The operations of one session: this app's own routes, called in process with `auth`. */
