@@ -250,11 +250,33 @@ describe("holon mcp serve (stdio)", () => {
     rt.host.services.asks.withdraw(ask.id, "test done");
   });
 
-  it("stops an agent", async () => {
+  it("bad input is a tool error with the runtime's kind, and changes nothing", async () => {
+    const agentsBefore = rt.host.store.agents.list().length;
+    expect(await refused("create_agent", { agent_id: "worker" })).toContain("agent_exists");
+    expect(
+      await refused("create_agent", { agent_id: "fresh", template: "no-such-template" }),
+    ).toContain("template_not_found");
+    expect(
+      await refused("read_work_item", { agent_id: "worker", work_item_id: "wi_nope" }),
+    ).toMatch(/unknown_work_item|not_found/);
+    expect(
+      await refused("wait_for_brief", { agent_id: "worker", after_brief_id: "brief_nope" }),
+    ).toContain("unknown_brief");
+    expect(await refused("send_prompt", { agent_id: "worker", text: "" })).toMatch(/invalid/i);
+    expect(
+      await refused("send_prompt", { agent_id: "worker", text: "x".repeat(70 * 1024) }),
+    ).toMatch(/invalid/i);
+    expect(rt.host.store.agents.list().length).toBe(agentsBefore);
+  });
+
+  it("stops an agent; a stopped agent refuses new prompts", async () => {
     const stopped = await ok("stop_agent", { agent_id: "worker" });
     expect(stopped.status).toBe("stopped");
     const status = await ok("agent_status", { agent_id: "worker" });
     expect(status.status).toBe("stopped");
+    expect(await refused("send_prompt", { agent_id: "worker", text: "more" })).toContain(
+      "agent_stopped",
+    );
     expect(stderr).toBe("");
   });
 
