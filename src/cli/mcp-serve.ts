@@ -3,8 +3,8 @@
 // socket, or loopback TCP with the control token), never a host itself: with no runtime
 // running it says so in one line and exits 1. Stdout carries only MCP messages; anything
 // else goes to stderr. It ends when its client closes stdin.
-import { Option, type Command } from "commander";
-import { CliError, action } from "./output.ts";
+import type { Command } from "commander";
+import { CliError, action, homeOption, tokenOption } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 /** How long the start-up check waits for the host to answer. */
@@ -17,10 +17,8 @@ export function registerMcpServe(mcp: Command): void {
     .description(
       "Serve Holon's agents to an MCP client over stdio (a client of the running host; add it to Claude Code or Codex as a command)",
     )
-    .addOption(
-      new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-    )
-    .addOption(new Option("--token <token>", "control token for a runtime in bearer mode"))
+    .addOption(homeOption())
+    .addOption(tokenOption())
     .action(action(async (opts: ClientFlags) => serveMcp(opts)));
 }
 
