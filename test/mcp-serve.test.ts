@@ -167,6 +167,16 @@ describe("holon mcp serve (stdio)", () => {
     });
     const itemId = added.work_item.id as string;
     expect(itemId).toMatch(/^wi_/);
+    // The work item's record says who asked and how, like a prompt's envelope.
+    const createdEvent = rt.host.store.events
+      .after("worker", 0, 10_000)
+      .find((e) => e.type === "work_item_created" && e.payload.work_item_id === itemId)!;
+    expect(createdEvent.provenance).toMatchObject({
+      origin: { kind: "operator", actor_id: "mcp:claude-code" },
+      delivery_surface: "mcp_server",
+      admission_context: "local_process",
+      work_item_id: itemId,
+    });
     const waited = await ok("wait_for_brief", {
       agent_id: "worker",
       after_brief_id: lastBrief,
@@ -346,7 +356,7 @@ describe("the operations reach only their own routes", () => {
     for (const id of hostile) {
       await ops.createAgent(id, "t");
       await ops.sendPrompt(id, { text: "t", actorId: "mcp:x" });
-      await ops.addWorkItem(id, "o");
+      await ops.addWorkItem(id, { objective: "o", actorId: "mcp:x" });
       await ops.status(id);
       await ops.briefs(id, 5);
       await ops.workItem(id, id);

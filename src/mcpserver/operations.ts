@@ -35,7 +35,10 @@ export interface HolonOperations {
     agentId: string,
     prompt: { text: string; actorId: string; priority?: Priority | undefined },
   ): Promise<Record<string, unknown>>;
-  addWorkItem(agentId: string, objective: string): Promise<Record<string, unknown>>;
+  addWorkItem(
+    agentId: string,
+    item: { objective: string; actorId: string },
+  ): Promise<Record<string, unknown>>;
   status(agentId: string): Promise<Record<string, unknown>>;
   briefs(agentId: string, limit: number): Promise<Record<string, unknown>>;
   workItem(agentId: string, workItemId: string): Promise<Record<string, unknown>>;
@@ -70,8 +73,12 @@ export function controlPlaneOperations(call: ControlCall): HolonOperations {
         surface: "mcp_server",
         ...(p.priority ? { priority: p.priority } : {}),
       }),
-    addWorkItem: async (agentId, objective) =>
-      call("POST", `${control(agentId)}/work-items`, { objective }),
+    addWorkItem: async (agentId, w) =>
+      call("POST", `${control(agentId)}/work-items`, {
+        objective: w.objective,
+        actor_id: w.actorId,
+        surface: "mcp_server",
+      }),
     status: async (agentId) => call("GET", `${agent(agentId)}/status`),
     briefs: async (agentId, limit) => call("GET", `${agent(agentId)}/briefs?limit=${limit}`),
     workItem: async (agentId, workItemId) =>

@@ -144,7 +144,7 @@ export function createHolonMcpServer(ops: HolonOperations): McpServer {
       }),
       annotations: { readOnlyHint: false, destructiveHint: false },
     },
-    (a) => run(() => ops.addWorkItem(a.agent_id, a.objective)),
+    (a) => run(() => ops.addWorkItem(a.agent_id, { objective: a.objective, actorId: actor() })),
   );
 
   server.registerTool(
