@@ -71,8 +71,6 @@ function agentLine(a: Record<string, unknown>) {
     status: a.status,
     is_default: a.is_default,
     pending: a.pending,
-    current_run_id: a.current_run_id ?? null,
-    last_brief_at: a.last_brief_at ?? null,
   };
 }
 
