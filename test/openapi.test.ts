@@ -136,6 +136,12 @@ describe("GET /openapi.json", () => {
       expect(r.status).toBe(200);
       await check("GET", `/${p}`, `/${p}`);
     }
+    const next = await check(
+      "GET",
+      "/agents/{id}/briefs/next",
+      `/agents/main/briefs/next?message_id=${prompted.json.message_id}`,
+    );
+    expect(next.json.brief.related_message_id).toBe(prompted.json.message_id);
     const events = await check(
       "GET",
       "/agents/{id}/events",
