@@ -28,14 +28,30 @@ export const COMPRESS_FROM_BYTES = 64;
 
 export type StoredBody = string | Uint8Array;
 
+/**
+ * Bodies encoded since the process started: how many were compressed, and the bytes they
+ * stored (text or blob). Plain counters for the SQLite-only cost budgets (test/perf-budget*).
+ */
+export const codecCounts = { encoded: 0, compressed: 0, storedBytes: 0 };
+
 /** Encode JSON text for storage: the text itself, or a smaller compressed blob. */
 export function encodeText(json: string): StoredBody {
-  if (json.length < COMPRESS_FROM_BYTES) return json;
+  codecCounts.encoded++;
+  if (json.length < COMPRESS_FROM_BYTES) {
+    codecCounts.storedBytes += json.length;
+    return json;
+  }
+  codecCounts.compressed++;
   const packed = deflateRawSync(json, DEFLATE);
-  if (packed.length + 1 >= Buffer.byteLength(json)) return json;
+  const textBytes = Buffer.byteLength(json);
+  if (packed.length + 1 >= textBytes) {
+    codecCounts.storedBytes += textBytes;
+    return json;
+  }
   const out = new Uint8Array(packed.length + 1);
   out[0] = DEFLATE_DICT_V1;
   out.set(packed, 1);
+  codecCounts.storedBytes += out.length;
   return out;
 }
 
