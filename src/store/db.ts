@@ -140,8 +140,11 @@ export class Store {
         this.depth--;
       }
     }
-    // A file someone else replaced or emptied is never written again (health.ts).
-    if (!this.health.checkFile()) throw this.health.fault("lost", "");
+    // A file someone else replaced or emptied is never written again (health.ts). The file
+    // is statted only when its watch saw it change, not on every transaction.
+    if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
+      throw this.health.fault("lost", "");
+    }
     let result: T;
     this.counts.transactions++;
     try {
@@ -243,6 +246,7 @@ export class Store {
   close(): void {
     // Closing checkpoints the WAL into the database file: never into one that was replaced
     // or truncated under us (the process exits and leaves the WAL as it is).
+    this.health.unwatch();
     if (this.health.state === "lost") return;
     if (this.db.isOpen) this.db.close();
   }
