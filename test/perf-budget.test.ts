@@ -20,7 +20,7 @@ const fake = useFakeProvider();
 // ---- file-system calls on the config files, seen at node:fs itself ------------------------
 
 const CONFIG_FILES = new Set(["config.json", "credentials.json", "auth.json"]);
-const fsCalls = { stat: 0, read: 0, dbStat: 0 };
+const fsCalls = { stat: 0, read: 0, dbStat: 0, anyRead: 0 };
 const originals = { statSync: fs.statSync, readFileSync: fs.readFileSync, openSync: fs.openSync };
 
 function pathOf(p: unknown): string | null {
@@ -39,6 +39,10 @@ beforeAll(() => {
   };
   f.readFileSync = function (p: unknown, ...rest: unknown[]) {
     if (CONFIG_FILES.has(basename(pathOf(p) ?? ""))) fsCalls.read++;
+    const path = pathOf(p);
+    if (path !== null && !path.startsWith("/proc/") && !path.includes("/.holon/processes/")) {
+      fsCalls.anyRead++;
+    }
     return (originals.readFileSync as (...a: unknown[]) => unknown)(p, ...rest);
   };
   f.openSync = function (p: unknown, ...rest: unknown[]) {
@@ -71,6 +75,12 @@ type Figures = {
   /** stat / read (readFileSync, openSync) calls on config.json, credentials.json, auth.json. */
   config_stats: number;
   config_reads: number;
+  /**
+   * readFileSync calls on any file by path (instructions, prompt files, bindings, …); not
+   * /proc, nor a task's own directory (its sandbox.json), which are polled while a command
+   * runs: counts set by timing, not by the turn.
+   */
+  files_read: number;
 };
 
 function walBytes(rt: TestRuntime): number {
@@ -143,6 +153,7 @@ async function measure(
       sqlite_wal_bytes: per(wal - before.wal),
       config_stats: per(fsCalls.stat - before.fs.stat),
       config_reads: per(fsCalls.read - before.fs.read),
+      files_read: per(fsCalls.anyRead - before.fs.anyRead),
     },
     calls,
     recheck,
@@ -212,6 +223,9 @@ describe("per-turn cost budgets", () => {
       // One stat of config.json and credentials.json at the turn's start (was 21: every read).
       config_stats: 2 + recheck,
       config_reads: 0,
+      // The agent's AGENTS.md, read for each turn's prompt. The operator bindings file was
+      // read for every brief until this budget existed.
+      files_read: 1.2,
     });
     expect(calls["store.appendEvent"]).toBeGreaterThan(5); // the turn was counted at all
   }, 60_000);
@@ -234,6 +248,7 @@ describe("per-turn cost budgets", () => {
       // config.json again (was 36).
       config_stats: 3 + recheck,
       config_reads: 0,
+      files_read: 1.5, // as a text turn; a command's first run reads a little more
     });
     expect(calls["transcript.append"]).toBeGreaterThanOrEqual(5); // the tool round was stored
   }, 60_000);
