@@ -4,8 +4,10 @@
 // `explicit` (the soak) runs only when named: `npm run bench -- soak --duration=600`;
 // `--key=value` flags reach every benchmark as `ctx.options`.
 //
-// The report goes to stdout; progress to stderr; machine-readable results to
-// bench/results/latest.json (gitignored).
+// The report goes to stdout; progress to stderr; the run's record (every figure, target and
+// check, the commit and the machine) to bench/results/<date>-<commit>.json, one file per
+// run, and a copy to bench/results/latest.json (both gitignored). The record's schema is in
+// bench/README.md; compare a change against an earlier record of the same machine.
 //
 // ---- Writing a benchmark -----------------------------------------------------------------
 // Add `bench/<name>.bench.ts` whose default export is a `Benchmark` (bench/lib/types.ts):
@@ -35,7 +37,7 @@
 //   in tests. A missed target is reported; it does not fail the process. A benchmark that
 //   throws does (exit code 1).
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
-import { cpus, totalmem } from "node:os";
+import { cpus, loadavg, totalmem } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { execFileSync } from "node:child_process";
@@ -129,9 +131,34 @@ type RunRecord = {
   result: Result | null;
 };
 
-function gitCommit(root: string): string | null {
+/** One run of `npm run bench`, as written to bench/results/ (schema: bench/README.md). */
+export type BenchRecord = {
+  schema: 1;
+  started_at: string;
+  finished_at: string;
+  commit: string | null;
+  /** Whether the checkout had uncommitted changes (the figures are then of no commit). */
+  dirty: boolean | null;
+  root: string;
+  quick: boolean;
+  /** The command line's names and `--key=value` options. */
+  filters: string[];
+  options: Record<string, string>;
+  machine: {
+    node: string;
+    platform: string;
+    cpus: number;
+    cpu_model: string | null;
+    total_mem_mb: number;
+    /** 1-minute load average when the run started (a busy machine skews every figure). */
+    load_1m: number;
+  };
+  benchmarks: RunRecord[];
+};
+
+function git(root: string, args: string[]): string | null {
   try {
-    return execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+    return execFileSync("git", args, {
       cwd: root,
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
@@ -139,6 +166,24 @@ function gitCommit(root: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** `2026-11-27T09-30-05Z-1a2b3c4` (or `-nogit`, and `-dirty` for uncommitted changes). */
+export function recordFileName(
+  record: Pick<BenchRecord, "started_at" | "commit" | "dirty">,
+): string {
+  const when = record.started_at.replace(/\.\d+Z$/, "Z").replace(/:/g, "-");
+  return `${when}-${record.commit ?? "nogit"}${record.dirty ? "-dirty" : ""}.json`;
+}
+
+/** Write the run's record as its own file under `dir`, and as `latest.json`. */
+export function writeRecord(dir: string, record: BenchRecord): string {
+  mkdirSync(dir, { recursive: true });
+  const text = JSON.stringify(record, null, 2) + "\n";
+  const path = join(dir, recordFileName(record));
+  writeFileSync(path, text);
+  writeFileSync(join(dir, "latest.json"), text);
+  return path;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -172,12 +217,14 @@ async function main(argv: string[]): Promise<number> {
     log: (m) => process.stderr.write(`  · ${m}\n`),
     options,
   };
+  const startedAt = new Date().toISOString();
   const machine = {
     node: process.version,
     platform: `${process.platform}-${process.arch}`,
     cpus: cpus().length,
     cpu_model: cpus()[0]?.model ?? null,
     total_mem_mb: Math.round(totalmem() / 2 ** 20),
+    load_1m: Math.round(loadavg()[0]! * 100) / 100,
   };
   console.log(
     `holon benchmarks — node ${machine.node}, ${machine.cpus} cpu(s), ${machine.total_mem_mb} MB` +
@@ -226,26 +273,20 @@ async function main(argv: string[]): Promise<number> {
     );
   }
 
-  const outDir = join(BENCH_DIR, "results");
-  mkdirSync(outDir, { recursive: true });
-  const out = join(outDir, "latest.json");
-  writeFileSync(
-    out,
-    JSON.stringify(
-      {
-        started_at: new Date(
-          Date.now() - records.reduce((n, r) => n + r.duration_ms, 0),
-        ).toISOString(),
-        commit: gitCommit(root),
-        root,
-        quick: ctx.quick,
-        machine,
-        benchmarks: records,
-      },
-      null,
-      2,
-    ) + "\n",
-  );
+  const status = git(root, ["status", "--porcelain", "--untracked-files=no"]);
+  const out = writeRecord(join(BENCH_DIR, "results"), {
+    schema: 1,
+    started_at: startedAt,
+    finished_at: new Date().toISOString(),
+    commit: git(root, ["rev-parse", "--short", "HEAD"]),
+    dirty: status === null ? null : status.length > 0,
+    root,
+    quick: ctx.quick,
+    filters,
+    options,
+    machine,
+    benchmarks: records,
+  });
   console.log(`\nresults: ${out}`);
   return records.some((r) => r.error) ? 1 : 0;
 }

@@ -518,7 +518,10 @@ describe("ConfigSource (live view)", () => {
     expect(src.current()).toBe(first); // cached while unchanged
     setConfigValue(home, "model.default", "openai/gpt-5.4", {});
     expect(src.current().values.model.default).toBe("openai/gpt-5.4");
+    // A file written behind the host's back is seen at the next turn's check.
     writeFileSync(join(home, "config.json"), "{ broken");
+    expect(src.current().values.model.default).toBe("openai/gpt-5.4");
+    src.refresh();
     const broken = src.current();
     expect(broken.error).not.toBeNull();
     expect(broken.values.model.default).toBe("openai/gpt-5.4");
@@ -528,7 +531,7 @@ describe("ConfigSource (live view)", () => {
       join(home, "config.json"),
       JSON.stringify({ model: { default: "openai/gpt-5.4" } }),
     );
-    const [c] = src.candidates();
+    const [c] = src.forTurn();
     expect(c!.credential!.source_label).toBe("profile:openai:default");
     expect(src.modelState("anthropic/x").effective_fallback_models).toEqual(["openai/gpt-5.4"]);
   });

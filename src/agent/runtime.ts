@@ -538,10 +538,15 @@ export class AgentRuntime {
   /** Claim queued interject-priority operator prompts so the turn can insert them. */
   private takeInterjections(activeMessageId: string, boundary: string): QueuedMessage[] {
     const store = this.store;
+    const claimable = (m: QueuedMessage) => m.trust === "trusted_operator";
+    // Usually there is nothing to claim: look (through the queue's index, at the interject
+    // band only) before taking the write lock; this host is the store's only writer, and
+    // the transaction looks again.
+    if (!store.messages.queuedAt(this.agentId, "interject").some(claimable)) return [];
     return store.tx(() => {
       const claimed: QueuedMessage[] = [];
-      for (const m of store.messages.withStatus(this.agentId, "queued")) {
-        if (m.priority !== "interject" || m.trust !== "trusted_operator") continue;
+      for (const m of store.messages.queuedAt(this.agentId, "interject")) {
+        if (!claimable(m)) continue;
         store.messages.setStatus(m.id, "interjected", store.clock.now().toISOString());
         store.appendEvent(this.agentId, {
           type: "operator_interjection_admitted",

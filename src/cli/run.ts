@@ -1,6 +1,5 @@
 // `holon run`: one prompt, one settled turn. Uses the running host when there is one,
 // otherwise hosts the runtime in-process for the length of the run.
-import { request as httpRequest } from "node:http";
 import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
@@ -24,6 +23,10 @@ import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 import { checkPromptSize, readPrompt } from "./prompt-input.ts";
 import { limitsFromFlags } from "./budget.ts";
+
+// Taken with getBuiltinModule: a static ESM import of node:http loads undici (see
+// providers/http-fetch.ts), which a run that talks to a running host never needs.
+const { request: httpRequest } = process.getBuiltinModule("node:http");
 
 type RunFlags = {
   agent?: string;
@@ -195,6 +198,11 @@ async function localRun(
   signal: AbortSignal,
   onEvent?: (e: CatalogEvent) => void,
 ): Promise<RunOnceResponse> {
+  // A one-shot run parses most schemas once or twice: zod's compiled fast path (built with
+  // `new Function` on a schema's first parse) costs milliseconds per schema and never pays
+  // back here. A long-running host keeps it.
+  const { z } = await import("zod");
+  z.config({ jitless: true });
   const { RuntimeHost } = await import("../host/host.ts");
   const { runOnce } = await import("../host/run-once.ts");
   let host;

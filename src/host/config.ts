@@ -1,8 +1,8 @@
 // <holon_home>/config.json on disk: loading with precise errors, atomic writes that never
 // replace a malformed file, key-level get/set/unset, provider entries, and ConfigSource —
 // the live view a long-running host reads before each turn. The CLI writes the files
-// directly ("offline_store"); a running host notices on its next read because the file's
-// identity (inode, size, mtime) changed.
+// directly ("offline_store"); a running host notices at its next turn (or within a second
+// between turns) because the file's identity (inode, size, mtime) changed.
 import { readFileSync, statSync } from "node:fs";
 import type { z } from "zod";
 import {
@@ -22,6 +22,7 @@ import {
   type ValueSource,
 } from "./config-schema.ts";
 import { homePaths } from "./paths.ts";
+import { atomicWrites } from "../store/files.ts";
 import {
   isBuiltinProvider,
   isSupportedTransport,
@@ -623,32 +624,59 @@ export function providerView(def: NonNullable<ReturnType<typeof providerDefiniti
 
 function fileStamp(path: string): string {
   try {
-    const st = statSync(path);
-    return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.mode}`;
+    const st = statSync(path, { throwIfNoEntry: false });
+    return st ? `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.mode}` : "absent";
   } catch {
     return "absent";
   }
 }
 
+/** How long a checked file is trusted between turns (a turn's start always checks). */
+export const CONFIG_RECHECK_MS = 1_000;
+
 /**
- * Cheap, always-current configuration for the host: each call stats config.json,
- * credentials.json and the Codex login, and re-reads only what changed. A config.json
- * that turns malformed while the host runs keeps the last good values in effect and
- * reports the error.
+ * Cheap, current configuration for the host: config.json, credentials.json and the Codex
+ * login are statted at most once per check, and re-read only when their identity changed.
+ * A check happens at the start of every turn (`forTurn`), after this process wrote a file
+ * itself, and at most once a second for readers between turns; every other read is served
+ * from memory (a turn calls for the config dozens of times). A config.json that turns
+ * malformed while the host runs keeps the last good values in effect and reports the error.
  */
 export class ConfigSource {
   readonly home: string;
   private readonly env: Env;
   private readonly now: () => Date;
-  private cfg: { stamp: string; loaded: LoadedConfig } | null = null;
+  private cfg: { stamp: string; check: number; loaded: LoadedConfig } | null = null;
   private lastGood: ConfigFile | null = null;
-  private creds: { stamp: string; snap: CredentialsSnapshot } | null = null;
-  private codex: { stamp: string; auth: CodexAuth } | null = null;
+  private creds: { stamp: string; check: number; snap: CredentialsSnapshot } | null = null;
+  private codex: { stamp: string; check: number; auth: CodexAuth } | null = null;
+  /** The current check: a cached file whose `check` differs is statted again. */
+  private check = 0;
+  private checkedAt = -Infinity;
+  private checkedWrites = -1;
 
   constructor(opts: { home: string; env?: Env; now?: () => Date }) {
     this.home = opts.home;
     this.env = opts.env ?? process.env;
     this.now = opts.now ?? (() => new Date());
+  }
+
+  /** Make the next read of each file stat it again (a turn starts, or a test wrote a file). */
+  refresh(): void {
+    this.check++;
+    this.checkedAt = performance.now();
+    this.checkedWrites = atomicWrites.count;
+  }
+
+  /** The check a cached file must carry to be served without a stat. */
+  private currentCheck(): number {
+    if (
+      atomicWrites.count !== this.checkedWrites ||
+      performance.now() - this.checkedAt >= CONFIG_RECHECK_MS
+    ) {
+      this.refresh();
+    }
+    return this.check;
   }
 
   /** Throws a HolonError when a model ref is malformed or names an unknown provider. */
@@ -667,9 +695,14 @@ export class ConfigSource {
   }
 
   current(): LoadedConfig {
+    const check = this.currentCheck();
+    if (this.cfg?.check === check) return this.cfg.loaded;
     const path = homePaths(this.home).config;
     const stamp = fileStamp(path);
-    if (this.cfg && this.cfg.stamp === stamp) return this.cfg.loaded;
+    if (this.cfg && this.cfg.stamp === stamp) {
+      this.cfg.check = check;
+      return this.cfg.loaded;
+    }
     let loaded = loadConfig(this.home, this.env);
     if (loaded.error && this.lastGood) {
       const eff = effectiveConfig(this.lastGood, this.env);
@@ -683,28 +716,38 @@ export class ConfigSource {
     } else if (!loaded.error) {
       this.lastGood = loaded.file;
     }
-    this.cfg = { stamp, loaded };
+    this.cfg = { stamp, check, loaded };
     return loaded;
   }
 
   credentials(): CredentialsSnapshot {
+    const check = this.currentCheck();
+    if (this.creds?.check === check) return this.creds.snap;
     const path = homePaths(this.home).credentials;
     const stamp = fileStamp(path);
-    if (this.creds && this.creds.stamp === stamp) return this.creds.snap;
+    if (this.creds && this.creds.stamp === stamp) {
+      this.creds.check = check;
+      return this.creds.snap;
+    }
     const snap = credentialsSnapshot(path);
-    this.creds = { stamp, snap };
+    this.creds = { stamp, check, snap };
     return snap;
   }
 
   /** The Codex login, re-read when auth.json changes or the cached session expires. */
   codexAuth(): CodexAuth {
     const now = this.now();
-    const stamp = fileStamp(codexAuthPath(this.env));
+    const check = this.currentCheck();
     const c = this.codex;
     const expired = c?.auth.expires_at ? Date.parse(c.auth.expires_at) <= now.getTime() : false;
-    if (c && c.stamp === stamp && !expired) return c.auth;
+    if (c && c.check === check && !expired) return c.auth;
+    const stamp = fileStamp(codexAuthPath(this.env));
+    if (c && c.stamp === stamp && !expired) {
+      c.check = check;
+      return c.auth;
+    }
     const auth = readCodexAuth(this.env, now);
-    this.codex = { stamp, auth };
+    this.codex = { stamp, check, auth };
     return auth;
   }
 
@@ -717,9 +760,15 @@ export class ConfigSource {
     };
   }
 
-  /** Ordered candidates for a turn (see resolveModelCandidates). */
+  /** Ordered candidates (see resolveModelCandidates). */
   candidates(override?: string | null): ModelCandidate[] {
     return resolveModelCandidates(this.inputs(), { override: override ?? null });
+  }
+
+  /** A turn starts: check every file once, then the candidates it runs with. */
+  forTurn(override?: string | null): ModelCandidate[] {
+    this.refresh();
+    return this.candidates(override);
   }
 
   modelState(override?: string | null): AgentModelState {

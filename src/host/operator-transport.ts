@@ -107,9 +107,25 @@ export class OperatorTransportService {
     this.unlisten = this.store.onEvents((events) => this.onEvents(events));
   }
 
+  /**
+   * The file's text as last read or written. Only this host writes the file, so it is read
+   * once: every brief looks up its bindings, and reading (or failing to find) the file each
+   * time was a measurable share of a busy host's CPU. Parsed afresh on each read, so
+   * callers get their own objects to change.
+   */
+  private text: string | null | undefined;
+
   private read(): StoredBinding[] {
+    if (this.text === undefined) {
+      try {
+        this.text = readFileSync(this.file, "utf8");
+      } catch {
+        this.text = null;
+      }
+    }
+    if (this.text === null) return [];
     try {
-      const parsed = JSON.parse(readFileSync(this.file, "utf8")) as { bindings?: StoredBinding[] };
+      const parsed = JSON.parse(this.text) as { bindings?: StoredBinding[] };
       return Array.isArray(parsed.bindings) ? parsed.bindings : [];
     } catch {
       return [];
@@ -119,11 +135,9 @@ export class OperatorTransportService {
   private write(bindings: StoredBinding[]): void {
     const revoked = bindings.filter((b) => b.status === "revoked");
     const drop = new Set(revoked.slice(0, Math.max(0, revoked.length - MAX_REVOKED_KEPT)));
-    atomicWriteFile(
-      this.file,
-      JSON.stringify({ bindings: bindings.filter((b) => !drop.has(b)) }, null, 2),
-      { mode: 0o600 },
-    );
+    const text = JSON.stringify({ bindings: bindings.filter((b) => !drop.has(b)) }, null, 2);
+    atomicWriteFile(this.file, text, { mode: 0o600 });
+    this.text = text;
   }
 
   create(agentId: string, input: CreateBinding): OperatorBinding {

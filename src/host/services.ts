@@ -309,7 +309,8 @@ export function buildServices(opts: ServiceOptions) {
             return agentPlane;
           },
         },
-        candidates: (agent) => config.candidates(agent.model_override ?? null),
+        // A turn's start is where a changed config file is noticed (one stat per file).
+        candidates: (agent) => config.forTurn(agent.model_override ?? null),
         callModel: modelCall(opts.env, opts.clock, transports),
         contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),

@@ -32,14 +32,21 @@ const absentCache = new Map<string, WorkspaceSettings>();
 
 export function readWorkspaceSettings(root: string): WorkspaceSettings {
   const path = join(root, WORKSPACE_CONFIG_FILE);
-  let stamp: string;
+  let stamp: string | null = null;
   try {
-    const st = statSync(path);
-    stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
-    if (st.size > MAX_BYTES) {
-      return failed(path, `${WORKSPACE_CONFIG_FILE} is larger than ${MAX_BYTES} bytes`);
+    // Checked on every call (the agent can write the file at any time); an absent file,
+    // the common case, is answered without building an ENOENT error.
+    const st = statSync(path, { throwIfNoEntry: false });
+    if (st) {
+      stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+      if (st.size > MAX_BYTES) {
+        return failed(path, `${WORKSPACE_CONFIG_FILE} is larger than ${MAX_BYTES} bytes`);
+      }
     }
   } catch {
+    // unreadable directory: treated as absent, as before
+  }
+  if (stamp === null) {
     // Absent: one object per path, so callers can tell "unchanged" by identity.
     let absent = absentCache.get(path);
     if (!absent) {

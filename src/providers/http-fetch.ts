@@ -17,13 +17,18 @@
 // attempt that sent it (`withActivity`), so the retry loop can time out a stream that went
 // quiet instead of one that is merely long.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { Agent as HttpAgent, request as httpRequest, type AgentOptions } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Agent as HttpAgentType, AgentOptions } from "node:http";
 import { isIP, type Socket } from "node:net";
 import { Readable } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
 import type { ModelCandidate } from "./types.ts";
+
+// Taken with getBuiltinModule, not a static ESM import: Node builds the ESM view of node:http
+// by reading every export, and its lazy ones load undici (tens of milliseconds at start-up
+// that `holon run` spent before its first provider request).
+const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
+const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule("node:https");
 
 /** The SDKs' own timeout, far beyond any of Holon's (a 10-minute reasoning stream is fine). */
 const SDK_TIMEOUT_MS = 6 * 60 * 60_000;
@@ -183,7 +188,7 @@ function tunnelAgents(proxy: URL) {
 
 const proxied = new Map<string, ReturnType<typeof tunnelAgents>>();
 
-function agentFor(url: URL): HttpAgent {
+function agentFor(url: URL): HttpAgentType {
   const protocol = url.protocol as "http:" | "https:";
   const proxy = proxyFor(url);
   if (!proxy) return agents[protocol];

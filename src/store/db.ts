@@ -26,6 +26,33 @@ import { LedgerRepo } from "./ledger.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
+/**
+ * What the store was asked to do, counted at its interface: outermost transactions, and
+ * (once `countCalls()` turned it on) calls of each repository method, keyed `repo.method`.
+ * The cost budgets in test/perf-budget*.test.ts read it; a refactor of the SQL underneath
+ * leaves these figures as they are.
+ */
+export type StoreCounts = { transactions: number; calls: Record<string, number> };
+
+/** The repositories whose calls `countCalls()` counts. */
+const REPOS = [
+  "agents",
+  "messages",
+  "events",
+  "briefs",
+  "transcript",
+  "tasks",
+  "deadlines",
+  "workspaces",
+  "skills",
+  "timers",
+  "triggers",
+  "workItems",
+  "memory",
+  "asks",
+  "ledger",
+] as const;
+
 export class Store {
   readonly db: DatabaseSync;
   readonly clock: Clock;
@@ -47,6 +74,9 @@ export class Store {
   readonly health: StorageHealth;
   readonly asks: AsksRepo;
   readonly ledger: LedgerRepo;
+  /** Live counts at the store's interface (see StoreCounts); calls stay empty until `countCalls()`. */
+  readonly counts: StoreCounts = { transactions: 0, calls: {} };
+  private counting = false;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -110,9 +140,13 @@ export class Store {
         this.depth--;
       }
     }
-    // A file someone else replaced or emptied is never written again (health.ts).
-    if (!this.health.checkFile()) throw this.health.fault("lost", "");
+    // A file someone else replaced or emptied is never written again (health.ts). The file
+    // is statted only when its watch saw it change, not on every transaction.
+    if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
+      throw this.health.fault("lost", "");
+    }
     let result: T;
+    this.counts.transactions++;
     try {
       this.db.exec("BEGIN IMMEDIATE");
       this.depth = 1;
@@ -165,6 +199,45 @@ export class Store {
     return envelope;
   }
 
+  /**
+   * Start counting calls of every repository method and of `appendEvent` into `counts.calls`
+   * (a wrapper per method on this instance; nothing is counted, or wrapped, before). For
+   * tests and benchmarks: the wrappers cost a little on every call.
+   */
+  countCalls(): StoreCounts {
+    if (this.counting) return this.counts;
+    this.counting = true;
+    const calls = this.counts.calls;
+    // Only calls from outside count: what a repository method calls on itself or another
+    // repository (appendEvent → events.insert) is the store's own business.
+    let inside = 0;
+    const wrap = (target: object, key: string, label: string) => {
+      const fn = (target as Record<string, unknown>)[key];
+      if (typeof fn !== "function") return;
+      Object.defineProperty(target, key, {
+        configurable: true,
+        writable: true,
+        value: function (this: unknown, ...args: unknown[]) {
+          if (inside === 0) calls[label] = (calls[label] ?? 0) + 1;
+          inside++;
+          try {
+            return (fn as (...a: unknown[]) => unknown).apply(this, args);
+          } finally {
+            inside--;
+          }
+        },
+      });
+    };
+    for (const name of REPOS) {
+      const repo = this[name] as object;
+      for (const key of Object.getOwnPropertyNames(Object.getPrototypeOf(repo))) {
+        if (key !== "constructor") wrap(repo, key, `${name}.${key}`);
+      }
+    }
+    wrap(this, "appendEvent", "store.appendEvent");
+    return this.counts;
+  }
+
   onEvents(listener: EventListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -173,6 +246,7 @@ export class Store {
   close(): void {
     // Closing checkpoints the WAL into the database file: never into one that was replaced
     // or truncated under us (the process exits and leaves the WAL as it is).
+    this.health.unwatch();
     if (this.health.state === "lost") return;
     if (this.db.isOpen) this.db.close();
   }

@@ -23,7 +23,14 @@ export type AtomicWriteOptions = {
   mkdir?: boolean;
 };
 
+/**
+ * Files this process has replaced so far. A reader that caches a file by its identity (the
+ * host's config view) compares it to notice its own process's writes without a stat.
+ */
+export const atomicWrites = { count: 0 };
+
 export function atomicWriteFile(path: string, data: string, opts: AtomicWriteOptions = {}): void {
+  atomicWrites.count++;
   const dir = dirname(path);
   if (opts.mkdir) mkdirSync(dir, { recursive: true, mode: 0o700 });
   const tmp = join(dir, `.${randomBytes(6).toString("hex")}.tmp`);

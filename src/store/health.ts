@@ -9,7 +9,7 @@
 // A database file replaced, removed or truncated by another process makes the store `lost`:
 // SQLite would go on writing into a file nobody reads (or over someone else's), so every
 // write is refused for good and the host must be restarted.
-import { readSync, openSync, closeSync, statSync } from "node:fs";
+import { readSync, openSync, closeSync, statSync, watch, type FSWatcher } from "node:fs";
 import { HolonError } from "../domain/errors.ts";
 
 export type StorageState = "ok" | "full" | "unavailable" | "lost";
@@ -139,6 +139,42 @@ export class StorageHealth {
     if (!this.path) return;
     const s = statSync(this.path);
     this.identity = { dev: s.dev, ino: s.ino };
+    this.watchFile();
+  }
+
+  /**
+   * Whether a transaction must check the file first. With a watch on the file (inotify), only
+   * after the file changed: a truncation, a rename or unlink over it, or the store's own
+   * checkpoint. Without one (a file system that offers none), before every transaction.
+   */
+  get mustCheck(): boolean {
+    return this.touched || this.watcher === null;
+  }
+
+  private watcher: FSWatcher | null = null;
+  private touched = true;
+
+  private watchFile(): void {
+    if (!this.path || this.watcher) return;
+    try {
+      const w = watch(this.path, { persistent: false }, () => {
+        this.touched = true;
+      });
+      w.on("error", () => {
+        // the watch is gone (the file was removed): every transaction checks again
+        w.close();
+        if (this.watcher === w) this.watcher = null;
+      });
+      this.watcher = w;
+    } catch {
+      this.watcher = null;
+    }
+  }
+
+  /** Stop watching the file (the store is closing). */
+  unwatch(): void {
+    this.watcher?.close();
+    this.watcher = null;
   }
 
   /**
@@ -149,6 +185,7 @@ export class StorageHealth {
   checkFile(deep = false): boolean {
     if (this.current === "lost") return false;
     if (!this.path || !this.identity) return true;
+    this.touched = false;
     let problem: string | undefined;
     try {
       const s = statSync(this.path);

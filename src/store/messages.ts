@@ -4,6 +4,7 @@ import {
   MessageEnvelope,
   PRIORITY_RANK,
   type MessageStatus,
+  type Priority,
   type QueuedMessage,
 } from "../domain/message.ts";
 import { encodeBody } from "./codec.ts";
@@ -24,6 +25,7 @@ export class MessagesRepo {
   private readonly setStatusStmt: StatementSync;
   private readonly countStmt: StatementSync;
   private readonly byStatusStmt: StatementSync;
+  private readonly queuedAtStmt: StatementSync;
   private readonly recentStmt: StatementSync;
   /** Envelopes never change once admitted; the prompt reads the recent ones every turn. */
   private readonly decoded = new DecodedRows<MessageEnvelope>(1024);
@@ -46,6 +48,9 @@ export class MessagesRepo {
     );
     this.byStatusStmt = db.prepare(
       "SELECT id, seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = ? ORDER BY priority_rank, seq",
+    );
+    this.queuedAtStmt = db.prepare(
+      "SELECT id, seq, status, processed_at, envelope FROM messages WHERE agent_id = ? AND status = 'queued' AND priority_rank = ? ORDER BY seq",
     );
     this.recentStmt = db.prepare(
       "SELECT id, seq, status, processed_at, envelope FROM messages WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
@@ -84,6 +89,13 @@ export class MessagesRepo {
 
   withStatus(agentId: string, status: MessageStatus): QueuedMessage[] {
     return (this.byStatusStmt.all(agentId, status) as Row[]).map((r) => this.toQueued(r));
+  }
+
+  /** Queued messages of one priority band, oldest first (the turn's interjection check). */
+  queuedAt(agentId: string, priority: Priority): QueuedMessage[] {
+    return (this.queuedAtStmt.all(agentId, PRIORITY_RANK[priority]) as Row[]).map((r) =>
+      this.toQueued(r),
+    );
   }
 
   recent(agentId: string, limit: number): QueuedMessage[] {

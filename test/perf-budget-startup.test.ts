@@ -1,0 +1,80 @@
+// What `holon run` loads before it asks the model anything (issue 32), counted rather than
+// timed: a real `holon run` from the checkout, watched from outside by a module hook that
+// records every module Node loads and a diagnostics channel that marks the first outgoing
+// HTTP request (the provider call). The project's own modules loaded by then stay within a
+// budget written here; packages a run must never load are named. Which SDK loads for which
+// provider family is test/provider-sdk-loading.test.ts.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { HOLON_BIN, REPO_ROOT, runCli, tempHome } from "./helpers/home.ts";
+import { reply } from "./fake-provider/server.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+
+const fake = useFakeProvider();
+
+const HOOKS = `import { registerHooks } from "node:module";
+import { subscribe } from "node:diagnostics_channel";
+const loaded = [];
+let reported = false;
+registerHooks({
+  load(url, context, next) {
+    loaded.push(url);
+    return next(url, context);
+  },
+});
+subscribe("http.client.request.start", () => {
+  if (reported) return;
+  reported = true;
+  process.stderr.write("before-first-request:" + JSON.stringify(loaded) + "\\n");
+});
+process.on("exit", () => {
+  process.stderr.write("whole-run:" + JSON.stringify(loaded) + "\\n");
+});
+`;
+
+/** The package a module URL belongs to, or null for the project's own and Node's modules. */
+function packageOf(url: string): string | null {
+  const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  return m ? m[1]! : null;
+}
+
+async function run(): Promise<{ before: string[]; whole: string[] }> {
+  const home = tempHome();
+  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+  const hooks = join(home, "module-hooks.mjs");
+  writeFileSync(hooks, HOOKS);
+  fake.enqueue(reply.text("hello back"));
+  const r = await runCli([], {
+    exec: [process.execPath, "--import", hooks, HOLON_BIN, "run", "--home", home, "hello"],
+  });
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout).toContain("hello back");
+  const line = (prefix: string): string[] => {
+    const found = r.stderr.split("\n").find((l) => l.startsWith(prefix));
+    expect(found, `no '${prefix}' line in:\n${r.stderr}`).toBeDefined();
+    return JSON.parse(found!.slice(prefix.length)) as string[];
+  };
+  return { before: line("before-first-request:"), whole: line("whole-run:") };
+}
+
+describe("holon run start-up budget", () => {
+  it("loads at most its budgeted own modules before the first provider request, and never an SDK or telemetry it does not use", async () => {
+    const { before, whole } = await run();
+    const src = new URL("src/", `file://${REPO_ROOT}/`).href;
+    const own = before.filter((u) => u.startsWith(src));
+    // Budget: the project's own modules loaded before the first provider request. Measured
+    // at 195 (issue 32); raise it in the commit that needs more, and say why.
+    const BUDGET = 195;
+    expect(
+      own.length,
+      `own modules before the first provider request: ${own.length}, budget ${BUDGET} (over by ${own.length - BUDGET})`,
+    ).toBeLessThanOrEqual(BUDGET);
+    // Packages a run against an OpenAI-shaped provider, telemetry off, must never load.
+    const forbidden = [/^@anthropic-ai\//, /^@opentelemetry\//];
+    const packages = [...new Set(whole.map(packageOf).filter((p) => p !== null))];
+    const loadedForbidden = packages.filter((p) => forbidden.some((f) => f.test(p)));
+    expect(loadedForbidden, "packages this run must not load").toEqual([]);
+    expect(packages).toContain("openai"); // the hook saw the SDK the run does use
+  }, 60_000);
+});
