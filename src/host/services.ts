@@ -57,7 +57,8 @@ import { StorageWatch } from "./storage-watch.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
 import { ActionLeash, type HostLeashSettings } from "../policy/leash.ts";
-import { UnavailableApprovalGate } from "../policy/approval.ts";
+import { AskApprovalGate } from "../policy/approvals.ts";
+import { ConsentRegistry } from "../policy/consent.ts";
 import { scrubEnv } from "../tasks/env.ts";
 import { commandEnvPolicy } from "./command-policy.ts";
 import { homedir } from "node:os";
@@ -148,7 +149,7 @@ export function buildServices(opts: ServiceOptions) {
     signals,
     deadlines: scheduler,
     expiryHours: () => config.current().values.asks.expiry_hours,
-    effects: () => [workAsks],
+    effects: () => [workAsks, approvals, consent],
   });
   handlers.set(ASK_EXPIRY, asks.expiryHandler());
   const work = new WorkService({ store, deadlines: scheduler, ingress, asks });
@@ -256,12 +257,16 @@ export function buildServices(opts: ServiceOptions) {
   ];
   const registry = buildRegistry();
   const toolNames: ReadonlySet<string> = new Set(registry.list().map((t) => t.name));
-  // The action leash: rules, taint, hooks; approvals go through the gate (fail closed here).
+  // The action leash: rules, taint, hooks. A call that must be asked about opens an approval
+  // ask (one per round) and runs once if approved; workspace hooks run once consented to.
+  const approvals = new AskApprovalGate({ store, asks, ingress });
+  const consent = new ConsentRegistry({ store, asks });
   const leash = new ActionLeash({
     store,
     knownTools: () => toolNames,
     host: () => hostLeashSettings(config),
-    gate: new UnavailableApprovalGate(),
+    gate: approvals,
+    consent,
     env: () => scrubEnv(opts.env, commandEnvPolicy(config)),
     snapshot: (agent) => workspaces.snapshot(agent),
     sandboxEnforced: (agent) => sandbox.summary(agent).state === "enforced",
@@ -480,6 +485,8 @@ export function buildServices(opts: ServiceOptions) {
     storageWatch,
     work,
     asks,
+    approvals,
+    consent,
     usage,
     ledger,
     budgetGate,

@@ -3,15 +3,16 @@
 // digest, the execution root, workspace and cwd, the policy and rules digest, the sandbox
 // snapshot, the trigger's authority). The gate answers with the call's tool result.
 //
-// This build has no operator-ask mechanism yet, so the one implementation fails closed: the
-// call does not run and the model gets an `approval_unavailable` tool error saying why.
-// Wiring approvals to the asks plane replaces this class and nothing else.
+// The host wires `AskApprovalGate` (approvals.ts: an approval ask per round, each approved
+// call run once). `UnavailableApprovalGate` fails closed where no asks plane is wired (a
+// test's smaller graph): the call does not run and the model gets `approval_unavailable`.
 import { createHash } from "node:crypto";
 import type { AuthorityClass } from "../domain/message.ts";
 import type { PermissionMode } from "../domain/policy.ts";
 import type { ExecutionSnapshot } from "../domain/workspace.ts";
 import { errorResult, type CanonicalToolResult } from "../tools/envelope.ts";
 import type { Verdict } from "./rules.ts";
+import type { ApprovalChecks, ApprovedCall } from "./approvals.ts";
 
 export type ApprovalSnapshot = {
   agent_id: string;
@@ -48,6 +49,10 @@ export type ApprovalSnapshot = {
 export interface ApprovalGate {
   /** Decide a call that needs an operator's approval; returns the call's tool result. */
   request(snapshot: ApprovalSnapshot): Promise<CanonicalToolResult>;
+  /** The round's calls are done: open the ask for the ones requested (approvals.ts). */
+  flush?(runId: string): string | undefined;
+  /** The agent's approved calls, each to run once with the guard it comes with. */
+  approved?(agentId: string, checks: ApprovalChecks): ApprovedCall[];
 }
 
 /** Fail closed: without an asks plane nothing that needs approval runs. */

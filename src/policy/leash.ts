@@ -5,8 +5,9 @@
 // to the approval gate. Agent-level settings change only through `setAgentSetting`
 // (a control route), each change recorded as an event.
 //
-// Hooks of the host and the agent are operator code and run; hooks in a workspace's
-// `.holon.json` do not (they await an operator approval; see workspace-config.ts).
+// Hooks of the host and the agent are operator code and run; a hook entry in a workspace's
+// `.holon.json` runs only once the operator approved that exact entry (consent.ts): until
+// then it is skipped and an approval ask waits for the operator.
 import type { AgentRecord } from "../domain/agent.ts";
 import type { RunObserver } from "../agent/runtime.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
@@ -15,6 +16,7 @@ import type { AuthorityClass, QueuedMessage } from "../domain/message.ts";
 import {
   ExternalEvidenceMode,
   HookSettings,
+  type HookMatcher,
   PermissionMode,
   PermissionSettings,
   type HookEvent,
@@ -26,6 +28,8 @@ import type { GuardDecision, ToolContext, ToolDefinition, ToolGuard } from "../t
 import { parsePatch } from "../tools/workspace/apply-patch-parse.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import { digestOf, type ApprovalGate } from "./approval.ts";
+import type { ApprovedCall } from "./approvals.ts";
+import type { ConsentRegistry } from "./consent.ts";
 import {
   clip,
   matchingHooks,
@@ -62,6 +66,8 @@ export type LeashDeps = {
   knownTools: () => ReadonlySet<string>;
   host: () => HostLeashSettings;
   gate: ApprovalGate;
+  /** Operator consent to workspace hook entries; without it no workspace hook runs. */
+  consent?: ConsentRegistry;
   /** The scrubbed command environment hooks start from (tasks/env.ts). */
   env: () => Record<string, string>;
   snapshot: (agent: AgentRecord) => ExecutionSnapshot;
@@ -156,7 +162,7 @@ export class ActionLeash implements ToolGuard {
         config_path: ws.path,
         error: ws.error,
         ignored_allow_rules: policy.ignored,
-        hooks_awaiting_approval: ws.pending_hooks,
+        hooks_awaiting_approval: ws.pending_hooks - this.workspaceHooks(agent, root, false).count,
       },
     };
   }
@@ -188,6 +194,89 @@ export class ActionLeash implements ToolGuard {
     return { policy, ws };
   }
 
+  /** Approved workspace hooks per workspace file state and consent version. */
+  private readonly wsHooks = new Map<
+    string,
+    { ws: WorkspaceSettings; version: number; hooks: HookSettings | undefined; count: number }
+  >();
+
+  /**
+   * The hook entries of the workspace's `.holon.json` the operator approved. An entry not yet
+   * decided is left out and, when `ask` is set, its approval ask opened (once per definition).
+   */
+  private workspaceHooks(
+    agent: AgentRecord,
+    root: string,
+    ask = true,
+  ): { hooks: HookSettings | undefined; count: number } {
+    const ws = readWorkspaceSettings(root);
+    const consent = this.deps.consent;
+    if (!ws.hooks || !consent) return { hooks: undefined, count: 0 };
+    const hit = this.wsHooks.get(root);
+    if (hit && hit.ws === ws && hit.version === consent.version && ask) return hit;
+    const approved: HookSettings = {};
+    let count = 0;
+    for (const [event, entries] of Object.entries(ws.hooks) as [HookEvent, HookMatcher[]][]) {
+      entries.forEach((entry, i) => {
+        const binding = {
+          subject: "workspace_hook" as const,
+          workspace: root,
+          name: `${event}[${i}]`,
+          definition: entry,
+        };
+        const c = ask ? consent.check(agent.agent_id, binding) : consent.peek(binding);
+        if (c.state !== "granted") return;
+        try {
+          validateHookSettings({ [event]: [entry] });
+        } catch {
+          return; // an approved entry whose matcher does not compile cannot run
+        }
+        (approved[event] ??= []).push(entry);
+        count++;
+      });
+    }
+    const value = { ws, version: consent.version, hooks: count ? approved : undefined, count };
+    if (ask) {
+      if (this.wsHooks.size > 256) this.wsHooks.clear();
+      this.wsHooks.set(root, value);
+    }
+    return value;
+  }
+
+  /** The round's calls are done: the ones that need approval become one ask. */
+  roundEnded(runId: string): void {
+    const ask = this.deps.gate.flush?.(runId);
+    if (ask) {
+      // An approval request is what Notification hooks hear about (fail open).
+      const agentId = this.deps.store.asks.get(ask)?.agent_id;
+      const agent = agentId ? this.deps.store.agents.get(agentId) : undefined;
+      if (agent) {
+        const cwd = executionBinding(agent).cwd;
+        void this.fire(
+          agent,
+          "Notification",
+          {
+            session_id: agent.agent_id,
+            run_id: runId,
+            cwd,
+            message: `approval ask ${ask} is waiting for the operator`,
+          },
+          cwd,
+        );
+      }
+    }
+  }
+
+  /** Calls the operator approved for this agent, to run once at the start of its turn. */
+  approvedCalls(agent: AgentRecord): ApprovedCall[] {
+    return (
+      this.deps.gate.approved?.(agent.agent_id, {
+        rulesDigest: (ctx) => this.policyFor(ctx.agent, ctx.execution_root).policy.digest,
+        after: (def, input, canonical, ctx) => this.after(def, input, canonical, ctx),
+      }) ?? []
+    );
+  }
+
   // -------------------------------------------------------------------------------------
   // Tool calls
 
@@ -197,7 +286,11 @@ export class ActionLeash implements ToolGuard {
     const host = this.deps.host();
     const authority = ctx.policy_authority ?? ctx.message.authority_class;
     const mode = modeFor(policy.mode, authority, host.external_evidence_mode);
-    const hooks = matchingHooks([host.hooks, agent.hooks], "PreToolUse", def.name);
+    const hooks = matchingHooks(
+      [host.hooks, agent.hooks, this.workspaceHooks(agent, ctx.execution_root).hooks],
+      "PreToolUse",
+      def.name,
+    );
     // The common case costs nothing: trusted, no rules, no hooks.
     if (hooks.length === 0 && mode === "trusted" && policy.deny.length + policy.ask.length === 0) {
       return { kind: "run", input, context: null };
@@ -308,7 +401,11 @@ export class ActionLeash implements ToolGuard {
   ): Promise<string | null> {
     const host = this.deps.host();
     const hooks = matchingHooks(
-      [host.hooks, ctx.agent.agent_id ? ctx.agent.hooks : undefined],
+      [
+        host.hooks,
+        ctx.agent.agent_id ? ctx.agent.hooks : undefined,
+        this.workspaceHooks(ctx.agent, ctx.execution_root).hooks,
+      ],
       "PostToolUse",
       def.name,
     );
@@ -448,18 +545,6 @@ export class ActionLeash implements ToolGuard {
         admission_context: m.admission_context ?? null,
       },
     });
-    // An approval request is what Notification hooks hear about (fail open).
-    await this.fire(
-      ctx.agent,
-      "Notification",
-      {
-        session_id: ctx.agent.agent_id,
-        run_id: ctx.run_id,
-        cwd: ctx.cwd,
-        message: `${tool} needs operator approval: ${hookAsk ?? verdict.reason}`,
-      },
-      ctx.cwd,
-    );
     return result;
   }
 
@@ -655,9 +740,12 @@ export class ActionLeash implements ToolGuard {
     cwd: string,
   ): Promise<{ context: string[]; blocked: string | null }> {
     const out = { context: [] as string[], blocked: null as string | null };
-    const hooks = matchingHooks([this.deps.host().hooks, agent.hooks], event);
-    if (hooks.length === 0) return out;
     const root = executionBinding(agent).execution_root;
+    const hooks = matchingHooks(
+      [this.deps.host().hooks, agent.hooks, this.workspaceHooks(agent, root).hooks],
+      event,
+    );
+    if (hooks.length === 0) return out;
     for (const hook of hooks) {
       const outcome = await runHook(
         hook,

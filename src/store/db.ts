@@ -23,6 +23,7 @@ import { HolonError } from "../domain/errors.ts";
 import { classifyStorageError, StorageHealth } from "./health.ts";
 import { AsksRepo } from "./asks.ts";
 import { LedgerRepo } from "./ledger.ts";
+import { ApprovalsRepo } from "./approvals.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -47,6 +48,7 @@ export class Store {
   readonly health: StorageHealth;
   readonly asks: AsksRepo;
   readonly ledger: LedgerRepo;
+  readonly approvals: ApprovalsRepo;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
@@ -95,6 +97,7 @@ export class Store {
     this.health.pinFile();
     this.asks = new AsksRepo(this.db);
     this.ledger = new LedgerRepo(this.db);
+    this.approvals = new ApprovalsRepo(this.db);
   }
 
   /**

@@ -1,0 +1,312 @@
+// Approvals end to end: a real host, the scripted fake provider asking for tool calls, and
+// the operator deciding through `holon asks` and HTTP. A call the rules ask about does not
+// run until approved, runs exactly once when approved, and reaches the model as a tool error
+// with the operator's reason when denied. A pending approval costs nothing: no model call.
+// Marker files prove what ran.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { reply } from "./fake-provider/server.ts";
+
+const fake = useFakeProvider();
+let rt: TestRuntime;
+let home: string;
+let ws: string;
+
+beforeAll(async () => {
+  home = tempHome();
+  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+  rt = await startRuntime({ home });
+  ws = join(home, "ws");
+  mkdirSync(ws);
+  const r = await rt.req("POST", "/control/agents/main/workspaces/use", { path: ws });
+  expect(r.status, JSON.stringify(r.json)).toBe(200);
+  // Trusted, except that `touch` and `git push` ask; `echo` runs.
+  const set = await cli(
+    "agent",
+    "set",
+    "main",
+    "permissions.ask",
+    '["ExecCommand(touch:*)", "ExecCommand(git push:*)"]',
+  );
+  expect(set.code, set.stderr).toBe(0);
+});
+afterAll(async () => {
+  await rt?.close();
+});
+
+const cli = (...args: string[]) => runCli(args, { env: { HOLON_HOME: home } });
+
+/** Every text the model was sent (tool outputs and user messages) in requests after `from`. */
+function sent(from: number): string {
+  const out: string[] = [];
+  for (const r of fake.requests.slice(from)) {
+    const body = r.body as { input?: { type?: string; output?: unknown; content?: unknown }[] };
+    for (const item of body.input ?? []) {
+      if (item.type === "function_call_output") out.push(String(item.output));
+      else if (item.content !== undefined) out.push(JSON.stringify(item.content));
+    }
+  }
+  return out.join("\n");
+}
+
+async function prompt(text: string): Promise<string> {
+  const r = await rt.req("POST", "/control/agents/main/prompt", { text });
+  expect(r.status, JSON.stringify(r.json)).toBeLessThan(300);
+  return r.json.message_id ?? r.json.message?.id;
+}
+
+/** Wait for the approval ask the agent opened, and for its turn to end waiting on it. */
+async function pendingApproval(): Promise<any> {
+  const ask = await waitFor(
+    () => rt.host.services.asks.list({ agent_id: "main" }).find((a) => a.kind === "approval"),
+    { what: "an approval ask", timeoutMs: 30_000 },
+  );
+  await waitFor(() => rt.host.agents.get("main").status !== "awake_running", {
+    what: "the turn to end",
+  });
+  return ask;
+}
+
+async function idle(): Promise<void> {
+  await waitFor(
+    () =>
+      rt.host.agents.get("main").status !== "awake_running" &&
+      rt.host.store.messages.withStatus("main", "queued").length === 0 &&
+      rt.host.store.messages.withStatus("main", "processing").length === 0,
+    { what: "the agent to settle", timeoutMs: 30_000 },
+  );
+}
+
+/** The recorded outcome of a tool call (its event). */
+function toolEvent(callId: string): any {
+  return rt.host.store.events
+    .after("main", 0, 1_000_000)
+    .filter(
+      (e: any) =>
+        (e.type === "tool_executed" || e.type === "tool_execution_failed") &&
+        e.payload.call_id === callId,
+    )
+    .at(-1);
+}
+
+const exec = (cmd: string, id: string) => ({
+  name: "ExecCommand",
+  arguments: { cmd },
+  call_id: id,
+});
+
+describe("approvals", () => {
+  it("an asked call waits at no cost, runs exactly once when approved, and its result re-enters the agent", async () => {
+    const from = fake.requests.length;
+    fake.enqueue(
+      reply.tools([exec("touch approved-1 && echo once >> runs-1", "a1"), exec("echo hi", "a2")]),
+      reply.text("done, it ran"),
+    );
+    await prompt("touch the file");
+    const ask = await pendingApproval();
+    expect(existsSync(join(ws, "approved-1"))).toBe(false);
+    // The pending call's result is the awaiting envelope; the allowed call of the round ran.
+    const waiting = toolEvent("a1");
+    expect(waiting.payload.tool_error.kind).toBe("awaiting_approval");
+    expect(waiting.payload.tool_error.details.ask_id).toBe(ask.id);
+    expect(toolEvent("a2").type).toBe("tool_executed");
+    // The turn ended with the round: no further model call while the ask is pending.
+    const calls = fake.requests.length;
+    expect(calls - from).toBe(1);
+    expect(rt.host.services.asks.gatedBy("main")).toBe(ask.id);
+    // What the operator sees: the call, its digest, root, cwd, rules and the trigger.
+    const shown = await cli("asks", "show", ask.id, "--json");
+    expect(shown.code, shown.stderr).toBe(0);
+    const rec = JSON.parse(shown.stdout);
+    const call = rec.details.calls[0];
+    expect(call.input.cmd).toBe("touch approved-1 && echo once >> runs-1");
+    expect(call.input_digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(call.execution_root).toBe(ws);
+    expect(call.policy.rules_digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(rec.details.trigger.policy_authority).toBe("operator_instruction");
+    expect((await cli("asks")).stdout).toContain(ask.id);
+
+    const answer = await cli("asks", "answer", ask.id, "approve", "--reason", "ship it");
+    expect(answer.code, answer.stderr).toBe(0);
+    await waitFor(() => fake.requests.length > calls, { what: "the resumed turn" });
+    await idle();
+    expect(readFileSync(join(ws, "runs-1"), "utf8")).toBe("once\n");
+    const resumed = sent(calls);
+    expect(resumed).toContain("approve");
+    expect(resumed).toContain("ship it");
+    expect(resumed).toContain("Result of your call a1");
+    // The resumed turn keeps runtime authority (never an operator instruction).
+    const msg = rt.host.store.messages
+      .recent("main", 20)
+      .find((m) => m.metadata?.ask_id === ask.id)!;
+    expect(msg.authority_class).toBe("runtime_instruction");
+    expect(rt.host.store.approvals.getCall(ask.id, "a1")?.state).toBe("completed");
+    // A second decision of the same ask is refused (409), and nothing runs again.
+    const again = await rt.req("POST", `/control/asks/${ask.id}/decision`, { decision: "approve" });
+    expect(again.status).toBe(409);
+    await idle();
+    expect(readFileSync(join(ws, "runs-1"), "utf8")).toBe("once\n");
+  });
+
+  it("a denied call reaches the model as a tool error with the operator's reason", async () => {
+    fake.enqueue(reply.tools([exec("git push origin main", "d1")]));
+    await prompt("push");
+    const ask = await pendingApproval();
+    const calls = fake.requests.length;
+    fake.enqueue(reply.text("understood"));
+    const r = await rt.req("POST", `/control/asks/${ask.id}/decision`, {
+      decision: "deny",
+      reason: "not on a Friday",
+    });
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    await waitFor(() => fake.requests.length > calls, { what: "the told turn" });
+    await idle();
+    const told = sent(calls);
+    expect(told).toContain("approval_denied");
+    expect(told).toContain("not on a Friday");
+    expect(rt.host.store.approvals.getCall(ask.id, "d1")?.state).toBe("denied");
+  });
+
+  it("one ask per round with one decision per call; a bad decision stores nothing", async () => {
+    fake.enqueue(reply.tools([exec("touch multi-1", "m1"), exec("touch multi-2", "m2")]));
+    await prompt("two files");
+    const ask = await pendingApproval();
+    expect(ask.details.calls).toHaveLength(2);
+    const seq = rt.host.store.events.newestSeq("main");
+    const bad = await rt.req("POST", `/control/asks/${ask.id}/decision`, { decision: "approve 3" });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error?.kind ?? bad.json.kind).toBe("invalid_decision");
+    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
+    expect(rt.host.store.events.newestSeq("main")).toBe(seq);
+    const calls = fake.requests.length;
+    fake.enqueue(reply.text("one of two"));
+    const ok = await cli("asks", "answer", ask.id, "approve 2");
+    expect(ok.code, ok.stderr).toBe(0);
+    await waitFor(() => fake.requests.length > calls, { what: "the resumed turn" });
+    await idle();
+    expect(existsSync(join(ws, "multi-1"))).toBe(false);
+    expect(existsSync(join(ws, "multi-2"))).toBe(true);
+    const told = sent(calls);
+    expect(told).toContain("approval_denied");
+    expect(told).toContain("Result of your call m2");
+  });
+
+  it("an approval covers only what was approved: changed rules void it, a new input asks again", async () => {
+    fake.enqueue(reply.tools([exec("touch void-1", "v1")]));
+    await prompt("touch void-1");
+    const ask = await pendingApproval();
+    // The rules change while the ask waits: the approval no longer applies.
+    expect(
+      (await cli("agent", "set", "main", "permissions.deny", '["ExecCommand(rm:*)"]')).code,
+    ).toBe(0);
+    const calls = fake.requests.length;
+    // The told turn tries a different command: that asks afresh, it is not covered.
+    fake.enqueue(reply.tools([exec("touch void-2", "v2")]));
+    expect((await cli("asks", "answer", ask.id, "approve")).code).toBe(0);
+    const second = await waitFor(
+      () =>
+        rt.host.services.asks
+          .list({ agent_id: "main" })
+          .find((a) => a.kind === "approval" && a.id !== ask.id),
+      { what: "a new approval ask", timeoutMs: 30_000 },
+    );
+    await waitFor(() => rt.host.agents.get("main").status !== "awake_running");
+    expect(existsSync(join(ws, "void-1"))).toBe(false);
+    expect(existsSync(join(ws, "void-2"))).toBe(false);
+    expect(sent(calls)).toContain("approval_void");
+    expect(rt.host.store.approvals.getCall(ask.id, "v1")?.state).toBe("void");
+    fake.enqueue(reply.text("fine"));
+    expect((await cli("asks", "answer", second.id, "deny")).code).toBe(0);
+    await idle();
+    expect((await cli("agent", "set", "main", "permissions.deny", "null")).code).toBe(0);
+  });
+});
+
+describe("the agent cannot approve its own ask", () => {
+  it("not through a tool's credential, nor the control plane without the operator's token", async () => {
+    fake.enqueue(reply.tools([exec("touch self-1", "s1")]));
+    await prompt("touch self-1");
+    const ask = await pendingApproval();
+    // An agent's credential (what a tool or a supervising parent holds) is refused.
+    expect(() =>
+      rt.host.services.asks.decide(
+        ask.id,
+        { decision: "approve" },
+        { kind: "agent", agent_id: "main" },
+      ),
+    ).toThrow(/only the operator/);
+    // Loopback TCP without the control token is refused.
+    const r = await rt.req(
+      "POST",
+      `/control/asks/${ask.id}/decision`,
+      { decision: "approve" },
+      { authorization: "" },
+    );
+    expect(r.status).toBe(401);
+    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
+    fake.enqueue(reply.text("ok"));
+    expect((await cli("asks", "answer", ask.id, "deny")).code).toBe(0);
+    await idle();
+    expect(existsSync(join(ws, "self-1"))).toBe(false);
+  });
+});
+
+describe("workspace hooks", () => {
+  it("run only once approved, and not again after the agent edits them", async () => {
+    const hookFile = join(ws, ".holon.json");
+    const def = (cmd: string) => ({
+      hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: cmd }] }] },
+    });
+    writeFileSync(hookFile, JSON.stringify(def("echo run >> hook-runs")));
+    fake.enqueue(reply.tools([exec("echo one", "h1")]), reply.text("one"));
+    await prompt("echo one");
+    const consent = await waitFor(
+      () =>
+        rt.host.services.asks
+          .list({ agent_id: "main" })
+          .find((a) => a.kind === "approval" && a.details.approval === "consent"),
+      { what: "the hook's consent ask" },
+    );
+    await idle();
+    expect(existsSync(join(ws, "hook-runs"))).toBe(false);
+    // A consent holds nothing up: the agent went on without the hook.
+    expect(rt.host.services.asks.gatedBy("main")).toBeUndefined();
+    expect(consent.details.name).toBe("PreToolUse[0]");
+    expect(consent.details.digest).toMatch(/^[0-9a-f]{64}$/);
+    expect((await cli("asks", "answer", consent.id, "approve")).code).toBe(0);
+    fake.enqueue(reply.tools([exec("echo two", "h2")]), reply.text("two"));
+    await prompt("echo two");
+    await idle();
+    expect(readFileSync(join(ws, "hook-runs"), "utf8")).toBe("run\n");
+    // The agent edits the hook (possible where the sandbox does not keep .holon.json
+    // read-only): the changed definition does not run without a new approval.
+    expect((await cli("agent", "set", "main", "sandbox.mode", "off")).code).toBe(0);
+    fake.enqueue(
+      reply.tools([
+        {
+          name: "ExecCommand",
+          arguments: {
+            cmd: `printf '%s' '${JSON.stringify(def("echo edited >> hook-runs"))}' > .holon.json`,
+          },
+          call_id: "h3",
+        },
+      ]),
+      reply.tools([exec("echo three", "h4")]),
+      reply.text("three"),
+    );
+    await prompt("edit and echo");
+    await idle();
+    expect(readFileSync(join(ws, "hook-runs"), "utf8")).toBe("run\nrun\n");
+    const second = rt.host.services.asks
+      .list({ agent_id: "main" })
+      .find((a) => a.details.approval === "consent" && a.id !== consent.id);
+    expect(second?.details.name).toBe("PreToolUse[0]");
+    expect(second?.details.digest).not.toBe(consent.details.digest);
+    expect((await cli("asks", "answer", second!.id, "deny")).code).toBe(0);
+    writeFileSync(hookFile, "{}");
+    expect((await cli("agent", "unset", "main", "sandbox.mode")).code).toBe(0);
+  });
+});
