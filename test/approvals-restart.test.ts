@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { reply } from "./fake-provider/server.ts";
 import { RuntimeHost } from "../src/host/host.ts";
-import type { Clock } from "../src/domain/clock.ts";
+import { systemClock, type Clock } from "../src/domain/clock.ts";
 import { runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
@@ -164,7 +164,13 @@ describe("approvals across a restart", () => {
 
 function testClock(start: string): Clock & { advance(ms: number): void } {
   let t = new Date(start).getTime();
-  return { now: () => new Date(t), advance: (ms) => (t += ms) };
+  return {
+    now: () => new Date(t),
+    sleep: systemClock.sleep,
+    advance: (ms) => {
+      t += ms;
+    },
+  };
 }
 
 describe("approval expiry", () => {

@@ -159,6 +159,8 @@ export function buildServices(opts: ServiceOptions) {
     agentContextLimits(config, agent.model_override ?? null);
   const transports = createDefaultTransports(); // one set per host, shared with compaction
   const compactor = new TurnCompactor({
+    // PreCompact hooks (the leash is built below; this runs only once turns do).
+    beforeCompact: (agent, info) => leash.preCompact(agent, info),
     store,
     limits: contextLimitsOf,
     settings: () => config.current().values.context,

@@ -19,6 +19,8 @@ const TOOL_ALIASES: Record<string, string[]> = {
   ExecCommandBatch: ["Bash"],
 };
 export const TOOL_EVENTS: ReadonlySet<HookEvent> = new Set(["PreToolUse", "PostToolUse"]);
+/** Events whose matcher applies: tool events (the tool name), PreCompact (`auto`/`manual`). */
+const MATCHED_EVENTS: ReadonlySet<HookEvent> = new Set(["PreToolUse", "PostToolUse", "PreCompact"]);
 
 /** Check matchers compile (a matcher is a regular expression over the tool name). */
 export function validateHookSettings(settings: HookSettings): void {
@@ -59,7 +61,7 @@ export function matchingHooks(
   const out: HookCommand[] = [];
   for (const layer of layers) {
     for (const m of (layer?.[event] ?? []) as HookMatcher[]) {
-      if (TOOL_EVENTS.has(event) && toolName !== undefined) {
+      if (MATCHED_EVENTS.has(event) && toolName !== undefined) {
         const re = matcherRegex(m.matcher);
         const names = [toolName, ...(TOOL_ALIASES[toolName] ?? [])];
         if (re && !names.some((n) => re.test(n))) continue;

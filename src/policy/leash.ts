@@ -732,18 +732,49 @@ export class ActionLeash implements ToolGuard {
     );
   }
 
+  /**
+   * PreCompact, before a compaction replaces older rounds of a turn with a recap. Holon
+   * compacts on its own (`trigger: "auto"`, the value a matcher sees); the hooks cannot stop
+   * it (as in Claude Code) and fail open.
+   */
+  async preCompact(
+    agent: AgentRecord,
+    info: { run_id: string; round: number; kind: string },
+  ): Promise<void> {
+    const cwd = executionBinding(agent).cwd;
+    await this.fire(
+      agent,
+      "PreCompact",
+      {
+        session_id: agent.agent_id,
+        transcript_path: null,
+        cwd,
+        agent_id: agent.agent_id,
+        run_id: info.run_id,
+        round: info.round,
+        trigger: "auto",
+        custom_instructions: null,
+        compaction: info.kind,
+      },
+      cwd,
+      "auto",
+    );
+  }
+
   /** Run a non-tool event's hooks; failures are recorded and ignored (fail open). */
   private async fire(
     agent: AgentRecord,
     event: HookEvent,
     input: Record<string, unknown>,
     cwd: string,
+    subject?: string,
   ): Promise<{ context: string[]; blocked: string | null }> {
     const out = { context: [] as string[], blocked: null as string | null };
     const root = executionBinding(agent).execution_root;
     const hooks = matchingHooks(
       [this.deps.host().hooks, agent.hooks, this.workspaceHooks(agent, root).hooks],
       event,
+      subject,
     );
     if (hooks.length === 0) return out;
     for (const hook of hooks) {
