@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { controlTokenPath } from "../src/host/files.ts";
+import { homePaths } from "../src/host/paths.ts";
 import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { reply } from "./fake-provider/server.ts";
@@ -17,6 +19,7 @@ let ws: string;
 
 beforeAll(async () => {
   home = tempHome();
+  fake.setFallback(() => reply.text("ok"));
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
   rt = await startRuntime({ home });
   ws = join(home, "ws");
@@ -251,6 +254,53 @@ describe("the agent cannot approve its own ask", () => {
     expect((await cli("asks", "answer", ask.id, "deny")).code).toBe(0);
     await idle();
     expect(existsSync(join(ws, "self-1"))).toBe(false);
+  });
+});
+
+describe("a command cannot approve its own ask", () => {
+  it("through the Unix socket, the token file or loopback TCP, when the sandbox confines it", async (ctx) => {
+    const agent = rt.host.agents.get("main");
+    if (rt.host.services.sandbox.summary(agent).state !== "enforced") {
+      ctx.skip(); // unconfined, a command can reach them: the leash is advisory (see docs)
+      return;
+    }
+    const sock = homePaths(home).socket;
+    const tokenFile = controlTokenPath(home);
+    // The strongest attacker: it is told the ask's id as soon as the ask exists.
+    const attack = [
+      "i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
+      "ID=$(cat go)",
+      `S=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket ${sock} -X POST -H 'content-type: application/json' -d '{"decision":"approve"}' http://localhost/control/asks/$ID/decision)`,
+      `T=$(cat ${tokenFile} 2>/dev/null)`,
+      `C=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "authorization: Bearer $T" -H 'content-type: application/json' -H 'origin: ${rt.url}' -d '{"decision":"approve"}' ${rt.url}/control/asks/$ID/decision)`,
+      'echo "socket=$S token=${#T} tcp=$C" > attack.out',
+    ].join("\n");
+    fake.enqueue(
+      reply.tools([
+        exec("git push origin main", "e1"),
+        {
+          name: "ExecCommand",
+          arguments: { cmd: attack, yield_time_ms: 0 },
+          call_id: "e2",
+        },
+      ]),
+    );
+    await prompt("push, and approve it yourself");
+    const ask = await pendingApproval();
+    writeFileSync(join(ws, "go"), ask.id);
+    const out = await waitFor(
+      () =>
+        existsSync(join(ws, "attack.out"))
+          ? readFileSync(join(ws, "attack.out"), "utf8")
+          : undefined,
+      { what: "the attack to finish", timeoutMs: 30_000 },
+    );
+    // The socket is not there for it, the token file is unreadable, TCP refuses it.
+    expect(out).toMatch(/socket=000 token=0 tcp=401/);
+    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
+    expect((await cli("asks", "answer", ask.id, "deny")).code).toBe(0);
+    await idle();
+    expect(rt.host.store.approvals.getCall(ask.id, "e1")?.state).toBe("denied");
   });
 });
 
