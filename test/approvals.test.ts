@@ -310,7 +310,12 @@ describe("workspace hooks", () => {
     const def = (cmd: string) => ({
       hooks: { PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: cmd }] }] },
     });
-    writeFileSync(hookFile, JSON.stringify(def("echo run >> hook-runs")));
+    // The hook also tries to read the control token: confined like a command, it cannot.
+    const tokenFile = controlTokenPath(home);
+    writeFileSync(
+      hookFile,
+      JSON.stringify(def(`echo run >> hook-runs; cat ${tokenFile} > hook-token 2>/dev/null`)),
+    );
     fake.enqueue(reply.tools([exec("echo one", "h1")]), reply.text("one"));
     await prompt("echo one");
     const consent = await waitFor(
@@ -331,6 +336,9 @@ describe("workspace hooks", () => {
     await prompt("echo two");
     await idle();
     expect(readFileSync(join(ws, "hook-runs"), "utf8")).toBe("run\n");
+    const confined =
+      rt.host.services.sandbox.summary(rt.host.agents.get("main")).state === "enforced";
+    if (confined) expect(readFileSync(join(ws, "hook-token"), "utf8")).toBe("");
     // The agent edits the hook (possible where the sandbox does not keep .holon.json
     // read-only): the changed definition does not run without a new approval.
     expect((await cli("agent", "set", "main", "sandbox.mode", "off")).code).toBe(0);

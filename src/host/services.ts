@@ -272,6 +272,7 @@ export function buildServices(opts: ServiceOptions) {
     env: () => scrubEnv(opts.env, commandEnvPolicy(config)),
     snapshot: (agent) => workspaces.snapshot(agent),
     sandboxEnforced: (agent) => sandbox.summary(agent).state === "enforced",
+    confine: (agent, root) => sandbox.launchFor(agent, root),
     admitFollowup: (agent, text, authority) => {
       ingress.admit({
         agent_id: agent.agent_id,

@@ -6,7 +6,8 @@
 // fails closed for PreToolUse and open for every other event.
 //
 // A hook runs as `/bin/sh -c command` in its own process group, with the scrubbed command
-// environment, and is killed (the whole group) when it overruns its time or output.
+// environment, and is killed (the whole group) when it overruns its time or output. A
+// workspace hook runs confined, as the agent's commands do (`wrap`, from the sandbox).
 import { spawn } from "node:child_process";
 import type { HookCommand, HookEvent, HookMatcher, HookSettings } from "../domain/policy.ts";
 import { HolonError } from "../domain/errors.ts";
@@ -92,6 +93,8 @@ export type HookRunOptions = {
   cwd: string;
   env: Record<string, string>;
   signal?: AbortSignal;
+  /** Wraps the hook's argv to run it confined (a workspace hook under the sandbox). */
+  wrap?: ((inner: string[]) => string[]) | undefined;
 };
 
 /** Run one hook command with `input` on stdin. Never throws. */
@@ -110,7 +113,10 @@ export function runHook(
     let overrun: "timeout" | "output_too_large" | null = null;
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn("/bin/sh", ["-c", hook.command], {
+      const argv = opts.wrap
+        ? opts.wrap(["/bin/sh", "-c", hook.command])
+        : ["/bin/sh", "-c", hook.command];
+      child = spawn(argv[0]!, argv.slice(1), {
         cwd: opts.cwd,
         env: opts.env,
         stdio: ["pipe", "pipe", "pipe"],

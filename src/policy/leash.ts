@@ -16,12 +16,14 @@ import type { AuthorityClass, QueuedMessage } from "../domain/message.ts";
 import {
   ExternalEvidenceMode,
   HookSettings,
+  type HookCommand,
   type HookMatcher,
   PermissionMode,
   PermissionSettings,
   type HookEvent,
 } from "../domain/policy.ts";
 import type { ExecutionSnapshot } from "../domain/workspace.ts";
+import type { SandboxLaunch } from "../sandbox/profile.ts";
 import type { Store } from "../store/db.ts";
 import { errorResult, type CanonicalToolResult } from "../tools/envelope.ts";
 import type { GuardDecision, ToolContext, ToolDefinition, ToolGuard } from "../tools/registry.ts";
@@ -75,6 +77,11 @@ export type LeashDeps = {
   admitFollowup: (agent: AgentRecord, text: string, authority: AuthorityClass) => void;
   /** Whether the sandbox confines this agent's commands (src/sandbox/). */
   sandboxEnforced: (agent: AgentRecord) => boolean;
+  /**
+   * How this agent's commands in `root` start confined (null: unconfined; throws when the
+   * sandbox is required and cannot confine). Workspace hooks start the same way.
+   */
+  confine?: (agent: AgentRecord, root: string) => SandboxLaunch | null;
 };
 
 /** Keys `holon agent set` accepts, and how each value is read. */
@@ -243,6 +250,32 @@ export class ActionLeash implements ToolGuard {
     return value;
   }
 
+  /**
+   * The hooks of `event` in order: the host's and the agent's (operator code, run as the
+   * operator), then the workspace's approved entries, which start confined like the agent's
+   * commands. A workspace hook that must be confined and cannot be fails when it runs.
+   */
+  private hooksFor(
+    agent: AgentRecord,
+    root: string,
+    event: HookEvent,
+    subject?: string,
+  ): { hook: HookCommand; wrap: ((inner: string[]) => string[]) | undefined }[] {
+    const operator = matchingHooks([this.deps.host().hooks, agent.hooks], event, subject).map(
+      (hook) => ({ hook, wrap: undefined }),
+    );
+    const ws = this.workspaceHooks(agent, root).hooks;
+    if (!ws) return operator;
+    const found = matchingHooks([ws], event, subject);
+    if (found.length === 0) return operator;
+    const confine = this.deps.confine;
+    const wrap = (inner: string[]): string[] => {
+      const launch = confine?.(agent, root) ?? null;
+      return launch ? launch.argv(inner, { writable: [], tty: false, statusFd: null }) : inner;
+    };
+    return [...operator, ...found.map((hook) => ({ hook, wrap }))];
+  }
+
   /** The round's calls are done: the ones that need approval become one ask. */
   roundEnded(runId: string): void {
     const ask = this.deps.gate.flush?.(runId);
@@ -286,11 +319,7 @@ export class ActionLeash implements ToolGuard {
     const host = this.deps.host();
     const authority = ctx.policy_authority ?? ctx.message.authority_class;
     const mode = modeFor(policy.mode, authority, host.external_evidence_mode);
-    const hooks = matchingHooks(
-      [host.hooks, agent.hooks, this.workspaceHooks(agent, ctx.execution_root).hooks],
-      "PreToolUse",
-      def.name,
-    );
+    const hooks = this.hooksFor(agent, ctx.execution_root, "PreToolUse", def.name);
     // The common case costs nothing: trusted, no rules, no hooks.
     if (hooks.length === 0 && mode === "trusted" && policy.deny.length + policy.ask.length === 0) {
       return { kind: "run", input, context: null };
@@ -299,7 +328,7 @@ export class ActionLeash implements ToolGuard {
     let hookAsk: string | null = null;
     let hookAllow = false;
     const contexts: string[] = [];
-    for (const hook of hooks) {
+    for (const { hook, wrap } of hooks) {
       const outcome = await runHook(
         hook,
         this.toolHookInput("PreToolUse", def.name, input, ctx, mode),
@@ -307,6 +336,7 @@ export class ActionLeash implements ToolGuard {
           cwd: ctx.cwd,
           env: this.hookEnv(ctx),
           signal: ctx.signal,
+          wrap,
         },
       );
       if (outcome.kind === "failed") {
@@ -399,27 +429,19 @@ export class ActionLeash implements ToolGuard {
     canonical: CanonicalToolResult,
     ctx: ToolContext,
   ): Promise<string | null> {
-    const host = this.deps.host();
-    const hooks = matchingHooks(
-      [
-        host.hooks,
-        ctx.agent.agent_id ? ctx.agent.hooks : undefined,
-        this.workspaceHooks(ctx.agent, ctx.execution_root).hooks,
-      ],
-      "PostToolUse",
-      def.name,
-    );
+    const hooks = this.hooksFor(ctx.agent, ctx.execution_root, "PostToolUse", def.name);
     if (hooks.length === 0) return null;
     const contexts: string[] = [];
     const payload = {
       ...this.toolHookInput("PostToolUse", def.name, input, ctx, null),
       tool_response: canonical,
     };
-    for (const hook of hooks) {
+    for (const { hook, wrap } of hooks) {
       const outcome = await runHook(hook, payload, {
         cwd: ctx.cwd,
         env: this.hookEnv(ctx),
         signal: ctx.signal,
+        wrap,
       });
       if (outcome.kind === "failed") {
         this.recordHookFailure(ctx.agent.agent_id, ctx, "PostToolUse", hook.command, outcome);
@@ -771,19 +793,16 @@ export class ActionLeash implements ToolGuard {
   ): Promise<{ context: string[]; blocked: string | null }> {
     const out = { context: [] as string[], blocked: null as string | null };
     const root = executionBinding(agent).execution_root;
-    const hooks = matchingHooks(
-      [this.deps.host().hooks, agent.hooks, this.workspaceHooks(agent, root).hooks],
-      event,
-      subject,
-    );
+    const hooks = this.hooksFor(agent, root, event, subject);
     if (hooks.length === 0) return out;
-    for (const hook of hooks) {
+    for (const { hook, wrap } of hooks) {
       const outcome = await runHook(
         hook,
         { ...input, hook_event_name: event },
         {
           cwd,
           env: this.hookEnv({ execution_root: root, agent }),
+          wrap,
         },
       );
       if (outcome.kind === "failed") {
