@@ -228,6 +228,22 @@ describe("approvals", () => {
   });
 });
 
+describe("a one-shot run", () => {
+  it("does not wait for an approval: the call is refused with approval_required and the run ends", async () => {
+    const before = rt.host.services.asks.list({ state: "all", limit: 500 }).length;
+    fake.enqueue(reply.tools([exec("touch run-once", "r1")]), reply.text("could not"));
+    const r = await runCli(["run", "--agent", "main", "--json", "touch run-once"], {
+      env: { HOLON_HOME: home },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).final_text).toBe("could not");
+    expect(existsSync(join(ws, "run-once"))).toBe(false);
+    expect(toolEvent("r1").payload.tool_error.kind).toBe("approval_required");
+    expect(rt.host.services.asks.list({ state: "all", limit: 500 }).length).toBe(before);
+    await idle();
+  });
+});
+
 describe("the agent cannot approve its own ask", () => {
   it("not through a tool's credential, nor the control plane without the operator's token", async () => {
     fake.enqueue(reply.tools([exec("touch self-1", "s1")]));

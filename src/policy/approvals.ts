@@ -74,6 +74,17 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
   // Asking
 
   async request(s: ApprovalSnapshot): Promise<CanonicalToolResult> {
+    // A one-shot run (`holon run`) ends with its turn: nobody could approve in time.
+    if (s.trigger.delivery_surface === "run_once") {
+      return errorResult(s.tool_name, {
+        kind: "approval_required",
+        message: `${s.tool_name} was not run: it ${s.policy.hook_reason ? `needs approval (${s.policy.hook_reason})` : s.policy.verdict.reason}, and a one-shot run cannot wait for the operator's approval`,
+        details: { reason: s.policy.verdict.reason, rule: s.policy.verdict.rule },
+        recovery_hint:
+          "use a command the rules allow, or tell the operator the call needs an agent that can wait for approval",
+        retryable: false,
+      });
+    }
     if (JSON.stringify(s.input ?? null).length > MAX_INPUT_CHARS) {
       return errorResult(s.tool_name, {
         kind: "approval_input_too_large",
