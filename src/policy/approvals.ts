@@ -20,7 +20,13 @@ import type { Ingress, MessageDraft } from "../agent/ingress.ts";
 import type { Store } from "../store/db.ts";
 import { errorResult, renderError, type CanonicalToolResult } from "../tools/envelope.ts";
 import type { GuardDecision, ToolContext, ToolDefinition, ToolGuard } from "../tools/registry.ts";
-import { digestOf, type ApprovalGate, type ApprovalSnapshot } from "./approval.ts";
+import {
+  digestOf,
+  type ApprovalChecks,
+  type ApprovalGate,
+  type ApprovalSnapshot,
+  type ApprovedCall,
+} from "./approval.ts";
 import { lowestAuthority } from "./taint.ts";
 
 /** Caps: what one ask shows of an input (the full input is kept on the call's row). */
@@ -28,24 +34,6 @@ const INPUT_PREVIEW_CHARS = 4_000;
 /** An input larger than this is refused outright (an approval must be readable). */
 const MAX_INPUT_CHARS = 1_000_000;
 const MAX_CALLS_PER_ASK = 16;
-
-/** What the leash lends an approved call's guard: the live rules' digest and PostToolUse. */
-export type ApprovalChecks = {
-  rulesDigest(ctx: ToolContext): string;
-  after: ToolGuard["after"];
-};
-
-/** An approved call, ready for the turn to dispatch with its own guard. */
-export type ApprovedCall = {
-  ask_id: string;
-  call_id: string;
-  tool_name: string;
-  /** The approved input as the tool's JSON arguments. */
-  arguments: string;
-  guard: ToolGuard;
-  /** The text that brings the call's result back to the model. */
-  report(rendered: string): string;
-};
 
 export type ApprovalServiceDeps = {
   store: Store;

@@ -29,8 +29,7 @@ import { errorResult, type CanonicalToolResult } from "../tools/envelope.ts";
 import type { GuardDecision, ToolContext, ToolDefinition, ToolGuard } from "../tools/registry.ts";
 import { parsePatch } from "../tools/workspace/apply-patch-parse.ts";
 import { executionBinding } from "../workspace/roots.ts";
-import { digestOf, type ApprovalGate } from "./approval.ts";
-import type { ApprovedCall } from "./approvals.ts";
+import { digestOf, type ApprovalGate, type ApprovedCall } from "./approval.ts";
 import type { ConsentRegistry } from "./consent.ts";
 import {
   clip,
