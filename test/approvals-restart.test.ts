@@ -52,11 +52,11 @@ async function setup() {
   return { home, ws, cli, serve };
 }
 
-/** The pending approval asks, as `holon asks --json` lists them. */
-async function approvals(cli: (...a: string[]) => Promise<{ stdout: string }>) {
-  const r = await cli("asks", "--json");
-  const asks = JSON.parse(r.stdout);
-  return (Array.isArray(asks) ? asks : asks.asks).filter((a: any) => a.kind === "approval");
+/** The pending approval asks, as GET /control/asks lists them. */
+async function approvals(s: { url: string; auth: Record<string, string> }): Promise<any[]> {
+  const r = await fetch(`${s.url}/control/asks`, { headers: s.auth });
+  const body = (await r.json()) as { asks: any[] };
+  return body.asks.filter((a) => a.kind === "approval");
 }
 
 describe("approvals across a restart", () => {
@@ -79,14 +79,16 @@ describe("approvals across a restart", () => {
       );
       expect((await first.post("/control/agents/main/prompt", { text: "push" })).status).toBe(202);
       const [ask] = await waitFor(async () => {
-        const list = await approvals(cli);
+        const list = await approvals(first);
         return list.length ? list : undefined;
       });
       await first.kill();
 
       const from = fake.requests.length;
       const second = await serve();
-      expect((await approvals(cli)).map((a: any) => a.id)).toEqual([ask.id]);
+      const listed = await cli("asks", "--json");
+      expect(listed.stdout).toContain(ask.id);
+      expect((await approvals(second)).map((a: any) => a.id)).toEqual([ask.id]);
       fake.enqueue(reply.text("pushed once"));
       const ok = await cli("asks", "answer", ask.id, "approve", "--reason", "after the restart");
       expect(ok.code, ok.stderr).toBe(0);
@@ -128,7 +130,7 @@ describe("approvals across a restart", () => {
         202,
       );
       const [ask] = await waitFor(async () => {
-        const list = await approvals(cli);
+        const list = await approvals(first);
         return list.length ? list : undefined;
       });
       expect((await cli("asks", "answer", ask.id, "approve")).code).toBe(0);
