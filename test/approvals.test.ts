@@ -228,6 +228,36 @@ describe("approvals", () => {
   });
 });
 
+describe("Notification hooks", () => {
+  it("hear of an approval ask when it opens", async () => {
+    const file = join(home, "notified.jsonl");
+    const hooks = {
+      Notification: [{ hooks: [{ type: "command", command: `cat >> ${file}; echo >> ${file}` }] }],
+    };
+    expect((await cli("agent", "set", "main", "hooks", JSON.stringify(hooks))).code).toBe(0);
+    fake.enqueue(reply.tools([exec("touch notified", "n1")]));
+    await prompt("touch notified");
+    const ask = await pendingApproval();
+    const heard = await waitFor(
+      () =>
+        existsSync(file) && readFileSync(file, "utf8").includes(ask.id)
+          ? readFileSync(file, "utf8")
+          : undefined,
+      { what: "the Notification hook" },
+    );
+    const input = JSON.parse(heard.trim().split("\n").at(-1)!);
+    expect(input).toMatchObject({
+      hook_event_name: "Notification",
+      ask_id: ask.id,
+      ask_kind: "approval",
+    });
+    expect(input.message).toContain("waiting for the operator");
+    expect((await cli("agent", "set", "main", "hooks", "null")).code).toBe(0);
+    expect((await cli("asks", "answer", ask.id, "deny")).code).toBe(0);
+    await idle();
+  });
+});
+
 describe("a one-shot run", () => {
   it("does not wait for an approval: the call is refused with approval_required and the run ends", async () => {
     const before = rt.host.services.asks.list({ state: "all", limit: 500 }).length;

@@ -285,6 +285,7 @@ export function buildServices(opts: ServiceOptions) {
       });
     },
   });
+  store.onEvents(leash.onEvents); // Notification hooks: an ask opened
   const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {

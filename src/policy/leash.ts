@@ -11,7 +11,7 @@
 import type { AgentRecord } from "../domain/agent.ts";
 import type { RunObserver } from "../agent/runtime.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
-import type { EventPayload } from "../domain/events.ts";
+import type { CatalogEvent, EventPayload } from "../domain/events.ts";
 import type { AuthorityClass, QueuedMessage } from "../domain/message.ts";
 import {
   ExternalEvidenceMode,
@@ -277,27 +277,42 @@ export class ActionLeash implements ToolGuard {
 
   /** The round's calls are done: the ones that need approval become one ask. */
   roundEnded(runId: string): void {
-    const ask = this.deps.gate.flush?.(runId);
-    if (ask) {
-      // An approval request is what Notification hooks hear about (fail open).
-      const agentId = this.deps.store.asks.get(ask)?.agent_id;
-      const agent = agentId ? this.deps.store.agents.get(agentId) : undefined;
-      if (agent) {
+    this.deps.gate.flush?.(runId);
+  }
+
+  /**
+   * Notification hooks hear of every ask opened (an approval, a consent, a question, a halt,
+   * a budget stop), after its commit; they run on their own and fail open.
+   */
+  readonly onEvents = (events: readonly CatalogEvent[]): void => {
+    for (const e of events) {
+      if (e.type !== "ask_opened") continue;
+      const ask = e.payload.ask;
+      const agent = this.deps.store.agents.get(ask.agent_id);
+      if (!agent) continue;
+      const host = this.deps.host().hooks;
+      const root = executionBinding(agent).execution_root;
+      if (!host?.Notification && !agent.hooks?.Notification && !readWorkspaceSettings(root).hooks)
+        continue;
+      setImmediate(() => {
         const cwd = executionBinding(agent).cwd;
         void this.fire(
           agent,
           "Notification",
           {
             session_id: agent.agent_id,
-            run_id: runId,
+            transcript_path: null,
             cwd,
-            message: `approval ask ${ask} is waiting for the operator`,
+            agent_id: agent.agent_id,
+            message: `${ask.kind} ask ${ask.id} is waiting for the operator: ${ask.about}`,
+            ask_id: ask.id,
+            ask_kind: ask.kind,
           },
           cwd,
         );
-      }
+      });
     }
-  }
+  };
 
   /** Calls the operator approved for this agent, to run once at the start of its turn. */
   approvedCalls(agent: AgentRecord): ApprovedCall[] {
