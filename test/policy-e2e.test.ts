@@ -1,6 +1,8 @@
 // The action leash through the whole product: settings changed with `holon agent set`, a real
 // host, the scripted fake provider asking for tool calls, and the tool results the model gets
 // back. Nothing that a rule, the taint or a hook holds back runs: the marker files prove it.
+// A call that must be asked about opens an approval ask (test/approvals.test.ts follows one
+// through its decision); here each is denied so the next scenario starts ungated.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -15,6 +17,7 @@ let ws: string;
 
 beforeAll(async () => {
   home = tempHome();
+  fake.setFallback(() => reply.text("ok"));
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
   rt = await startRuntime({ home });
   ws = join(home, "ws");
@@ -64,6 +67,26 @@ function lastToolFailure(tool = "ExecCommand") {
 
 function allEvents(): any[] {
   return rt.host.store.events.after("main", 0, 1_000_000);
+}
+
+/** The pending approval asks of main (call approvals and hook consents). */
+function pendingApprovals() {
+  return rt.host.services.asks.list({ agent_id: "main" }).filter((a) => a.kind === "approval");
+}
+
+/** Deny every pending approval ask, and wait until the agent has heard and settled. */
+async function denyPending(): Promise<void> {
+  for (const a of pendingApprovals()) {
+    const r = await cli("asks", "answer", a.id, "deny", "--reason", "not in this test");
+    expect(r.code, r.stderr).toBe(0);
+  }
+  await waitFor(
+    () =>
+      rt.host.agents.get("main").status !== "awake_running" &&
+      rt.host.store.messages.withStatus("main", "queued").length === 0 &&
+      rt.host.store.messages.withStatus("main", "processing").length === 0,
+    { what: "the agent to settle", timeoutMs: 30_000 },
+  );
 }
 
 const exec = (cmd: string, id: string) =>
@@ -139,7 +162,14 @@ describe("rules", () => {
     await settled(await prompt("touch it"));
     expect(existsSync(join(ws, "ran-2"))).toBe(false);
     expect(existsSync(join(ws, "hook-ran"))).toBe(false);
-    expect(toolResults(from).join("\n")).toContain("approval_unavailable");
+    expect(lastToolFailure().payload.tool_error.kind).toBe("awaiting_approval");
+    expect(fake.requests.length - from).toBe(1); // the turn ended waiting: no second round
+    // The call's approval ask and the hook's consent ask both wait for the operator.
+    expect(
+      pendingApprovals()
+        .map((a) => a.details.approval)
+        .sort(),
+    ).toEqual(["calls", "consent"]);
     // Confined by the sandbox the mode is enforced; unconfined it is only advisory.
     const sandboxed =
       JSON.parse((await cli("status", "--json")).stdout).sandbox?.state === "enforced";
@@ -152,6 +182,8 @@ describe("rules", () => {
     expect(status.stdout).toContain("1 workspace hook(s) await approval and do not run");
     const json = JSON.parse((await cli("status", "--json")).stdout);
     expect(json.leash.workspace.ignored_allow_rules).toEqual(["ExecCommand(touch:*)"]);
+    await denyPending();
+    expect(existsSync(join(ws, "ran-2"))).toBe(false);
     expect((await cli("agent", "set", "main", "permissions.mode", "null")).code).toBe(0);
     if (sandboxed) expect((await cli("agent", "unset", "main", "sandbox.mode")).code).toBe(0);
   });
@@ -175,9 +207,17 @@ describe("taint", () => {
     await settled(r.json.message_id ?? r.json.message?.id);
     expect(existsSync(join(ws, "ran-3"))).toBe(false);
     const failure = lastToolFailure();
-    expect(failure.payload.tool_error.kind).toBe("approval_unavailable");
-    expect(failure.payload.tool_error.details.policy_authority).toBe("external_evidence");
-    expect(toolResults(from).join("\n")).toContain("approval_unavailable");
+    expect(failure.payload.tool_error.kind).toBe("awaiting_approval");
+    expect(fake.requests.length - from).toBe(1);
+    // The approval ask shows the trigger's authority.
+    const [ask] = pendingApprovals();
+    expect(ask?.id).toBe(failure.payload.tool_error.details.ask_id);
+    expect(ask?.details.trigger).toMatchObject({
+      policy_authority: "external_evidence",
+      message_kind: "channel_event",
+    });
+    await denyPending();
+    expect(existsSync(join(ws, "ran-3"))).toBe(false);
   });
 
   it("a work item the channel event creates carries the taint into its later tick", async () => {
@@ -219,10 +259,12 @@ describe("taint", () => {
     const tick = rt.host.store.messages.get(failure.provenance.message_id);
     expect(tick?.kind).toBe("system_tick");
     expect(tick?.authority_class).toBe("runtime_instruction");
-    expect(failure.payload.tool_error.kind).toBe("approval_unavailable");
-    expect(failure.payload.tool_error.details.policy_authority).toBe("external_evidence");
-    expect(existsSync(join(ws, "ran-4"))).toBe(false);
+    expect(failure.payload.tool_error.kind).toBe("awaiting_approval");
+    const ask = rt.host.services.asks.get(failure.payload.tool_error.details.ask_id);
+    expect(ask.details.trigger).toMatchObject({ policy_authority: "external_evidence" });
     await waitFor(() => rt.host.agents.get("main").status !== "awake_running");
+    await denyPending();
+    expect(existsSync(join(ws, "ran-4"))).toBe(false);
   });
 });
 

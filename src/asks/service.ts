@@ -37,11 +37,15 @@ export const askExpiryKey = (askId: string) => `ask_expiry:${askId}`;
 
 /** What an opener describes; the service adds id, state, times and expiry. */
 export type AskDraft = {
+  /** A id the opener reserved (`store.ids.next("ask")`) when it must name the ask first. */
+  id?: string | undefined;
   agent_id: string;
   kind: AskKind;
   source: AskSource;
   scope: AskScope;
   work_item_id?: string | undefined;
+  /** False: the ask holds nothing up while it waits (see AskRecord.gates_agent). */
+  gates_agent?: false | undefined;
   about: string;
   detail: string;
   options?: string[] | undefined;
@@ -74,6 +78,13 @@ export interface AskEffects {
   decided?(ask: AskRecord, decision: AskDecision): string | undefined;
   /** Expired or withdrawn. */
   closed?(ask: AskRecord): void;
+  /**
+   * The message that tells the agent about a decision or an expiry (`decision` null), when
+   * this plane words it instead of the default: an approval's verdict re-enters with runtime
+   * authority and the turn's taint, never as an operator instruction. Null: tell the agent
+   * nothing (a consent decision changes what runs, not what the agent should do).
+   */
+  message?(ask: AskRecord, decision: AskDecision | null): MessageDraft | null | undefined;
 }
 
 /** The deadline scheduler as asks use it (waiting/scheduler.ts satisfies it). */
@@ -193,7 +204,7 @@ export class AskService {
       const ms =
         draft.expires_in_ms ?? (this.deps.expiryHours?.() ?? DEFAULT_ASK_EXPIRY_HOURS) * 3_600_000;
       const ask: AskRecord = {
-        id: this.store.ids.next("ask"),
+        id: draft.id ?? this.store.ids.next("ask"),
         agent_id: draft.agent_id,
         kind: draft.kind,
         source: draft.source,
@@ -210,6 +221,7 @@ export class AskService {
         updated_at: now.toISOString(),
       };
       if (draft.work_item_id !== undefined) ask.work_item_id = draft.work_item_id;
+      if (draft.gates_agent === false) ask.gates_agent = false;
       AskRecord.parse(ask);
       this.store.asks.put(ask, true);
       this.deps.deadlines.add({
@@ -284,7 +296,11 @@ export class AskService {
       const agent = this.store.agents.get(ask.agent_id);
       let message: MessageEnvelope | undefined;
       if (agent && agent.status !== "stopped") {
-        message = this.deps.ingress.admit(decisionMessage(next, by, notes));
+        const own = this.effects()
+          .map((e) => e.message?.(next, decision))
+          .find((m) => m !== undefined);
+        if (own !== null)
+          message = this.deps.ingress.admit(own ?? decisionMessage(next, by, notes));
       }
       this.store.appendEvent(ask.agent_id, {
         type: "ask_decided",
@@ -395,12 +411,15 @@ export class AskService {
           },
           payload: { ask: next, message_id },
         });
-      if (ask.kind === "budget" || !agent || agent.status === "stopped") {
+      const own = this.effects()
+        .map((e) => e.message?.(next, null))
+        .find((m) => m !== undefined);
+      if (ask.kind === "budget" || !agent || agent.status === "stopped" || own === null) {
         event(null);
         return "handled";
       }
       return {
-        draft: {
+        draft: own ?? {
           agent_id: ask.agent_id,
           kind: "system_tick",
           origin: { kind: "system", subsystem: "asks" },

@@ -130,7 +130,7 @@ export function registerAskCommands(program: Command): void {
     program
       .command("asks")
       .description(
-        "What agents wait on you for (questions, halts, budget stops): list, show, answer",
+        "What agents wait on you for (questions, halts, budget stops, approvals): list, show, answer",
       )
       .option("--state <state>", `which asks: ${STATES.join(", ")} (default pending)`)
       .option("--agent <agent>", "only this agent's asks"),
@@ -143,7 +143,7 @@ export function registerAskCommands(program: Command): void {
     asks
       .command("answer")
       .description(
-        "Decide a pending ask: one of its options (continue 5, block item) or your answer",
+        "Decide a pending ask: one of its options (continue 5, block item, approve, deny) or your answer",
       ),
   )
     .argument("<ask_id>")

@@ -56,6 +56,11 @@ export const AskRecord = z.object({
   kind: AskKind,
   source: AskSource,
   scope: AskScope,
+  /**
+   * False for an agent-scope ask that holds nothing up while it waits (a consent to a
+   * workspace hook: the hook does not run until approved, and the agent keeps working).
+   */
+  gates_agent: z.literal(false).optional(),
   work_item_id: z.string().optional(),
   /** One line: what the ask is about. */
   about: z.string(),

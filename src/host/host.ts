@@ -92,6 +92,8 @@ export class RuntimeHost {
     }
     const { agents, loops, tasks, scheduler, store } = host.services;
     host.recover();
+    // An approved call a crash cut short is reported interrupted (never run twice).
+    host.services.approvals.recover();
     // The spend ledger's first start: rounds from the events still kept (once).
     host.services.ledger.backfill();
     // A patch a crash cut short is finished or undone before any agent works again.

@@ -57,7 +57,8 @@ import { StorageWatch } from "./storage-watch.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
 import { join } from "node:path";
 import { ActionLeash, type HostLeashSettings } from "../policy/leash.ts";
-import { UnavailableApprovalGate } from "../policy/approval.ts";
+import { AskApprovalGate } from "../policy/approvals.ts";
+import { ConsentRegistry } from "../policy/consent.ts";
 import { scrubEnv } from "../tasks/env.ts";
 import { commandEnvPolicy } from "./command-policy.ts";
 import { homedir } from "node:os";
@@ -148,7 +149,7 @@ export function buildServices(opts: ServiceOptions) {
     signals,
     deadlines: scheduler,
     expiryHours: () => config.current().values.asks.expiry_hours,
-    effects: () => [workAsks],
+    effects: () => [workAsks, approvals, consent],
   });
   handlers.set(ASK_EXPIRY, asks.expiryHandler());
   const work = new WorkService({ store, deadlines: scheduler, ingress, asks });
@@ -158,6 +159,8 @@ export function buildServices(opts: ServiceOptions) {
     agentContextLimits(config, agent.model_override ?? null);
   const transports = createDefaultTransports(); // one set per host, shared with compaction
   const compactor = new TurnCompactor({
+    // PreCompact hooks (the leash is built below; this runs only once turns do).
+    beforeCompact: (agent, info) => leash.preCompact(agent, info),
     store,
     limits: contextLimitsOf,
     settings: () => config.current().values.context,
@@ -256,15 +259,20 @@ export function buildServices(opts: ServiceOptions) {
   ];
   const registry = buildRegistry();
   const toolNames: ReadonlySet<string> = new Set(registry.list().map((t) => t.name));
-  // The action leash: rules, taint, hooks; approvals go through the gate (fail closed here).
+  // The action leash: rules, taint, hooks. A call that must be asked about opens an approval
+  // ask (one per round) and runs once if approved; workspace hooks run once consented to.
+  const approvals = new AskApprovalGate({ store, asks, ingress });
+  const consent = new ConsentRegistry({ store, asks });
   const leash = new ActionLeash({
     store,
     knownTools: () => toolNames,
     host: () => hostLeashSettings(config),
-    gate: new UnavailableApprovalGate(),
+    gate: approvals,
+    consent,
     env: () => scrubEnv(opts.env, commandEnvPolicy(config)),
     snapshot: (agent) => workspaces.snapshot(agent),
     sandboxEnforced: (agent) => sandbox.summary(agent).state === "enforced",
+    confine: (agent, root) => sandbox.launchFor(agent, root),
     admitFollowup: (agent, text, authority) => {
       ingress.admit({
         agent_id: agent.agent_id,
@@ -277,6 +285,7 @@ export function buildServices(opts: ServiceOptions) {
       });
     },
   });
+  store.onEvents(leash.onEvents); // Notification hooks: an ask opened
   const staleReminder = staleReminderHook(store, work, reminderSettings(opts.env));
 
   const core = {
@@ -481,6 +490,8 @@ export function buildServices(opts: ServiceOptions) {
     storageWatch,
     work,
     asks,
+    approvals,
+    consent,
     usage,
     ledger,
     budgetGate,

@@ -95,6 +95,11 @@ export type CompactorDeps = {
   calibration?: TokenCalibration;
   /** Remote compaction for the agent's model, when its transport has one (else null). */
   remoteCompact?: RemoteCompact;
+  /** Runs just before a compaction replaces rounds (the PreCompact hooks; never blocks it). */
+  beforeCompact?: (
+    agent: AgentRecord,
+    info: { run_id: string; round: number; kind: "turn_local_recap" | "remote_compaction" },
+  ) => Promise<void>;
 };
 
 export class TurnCompactor {
@@ -233,6 +238,11 @@ export class TurnCompactor {
       // Even the configured tail is too big: keep fewer rounds exactly, down to one.
       while (b < rounds.length - 1 && est(fixed + suffix[b]!) > limits.prompt) b++;
       if (b > s.boundary) {
+        await this.deps.beforeCompact?.(ctx.agent, {
+          run_id: ctx.run_id,
+          round: ctx.round,
+          kind: "turn_local_recap",
+        });
         this.digest(s, rounds, b);
         s.recap = buildRecap(s.digests.slice(floor, b), limits.recap);
         const compactedNow = b - s.boundary;
@@ -260,6 +270,11 @@ export class TurnCompactor {
       (projected(s.boundary) > limits.soft || refused)
     ) {
       const before = projected(s.boundary);
+      await this.deps.beforeCompact?.(ctx.agent, {
+        run_id: ctx.run_id,
+        round: ctx.round,
+        kind: "remote_compaction",
+      });
       const projection = this.projection(s, prefix, rounds, rounds.slice(s.boundary).flat());
       const res = await this.deps.remoteCompact(
         ctx.agent,

@@ -3,14 +3,14 @@
 // digest, the execution root, workspace and cwd, the policy and rules digest, the sandbox
 // snapshot, the trigger's authority). The gate answers with the call's tool result.
 //
-// This build has no operator-ask mechanism yet, so the one implementation fails closed: the
-// call does not run and the model gets an `approval_unavailable` tool error saying why.
-// Wiring approvals to the asks plane replaces this class and nothing else.
+// The host wires `AskApprovalGate` (approvals.ts: one approval ask per round, each approved
+// call run once, at the start of the agent's next turn, with the guard it comes with).
 import { createHash } from "node:crypto";
 import type { AuthorityClass } from "../domain/message.ts";
 import type { PermissionMode } from "../domain/policy.ts";
 import type { ExecutionSnapshot } from "../domain/workspace.ts";
-import { errorResult, type CanonicalToolResult } from "../tools/envelope.ts";
+import type { CanonicalToolResult } from "../tools/envelope.ts";
+import type { ToolContext, ToolGuard } from "../tools/registry.ts";
 import type { Verdict } from "./rules.ts";
 
 export type ApprovalSnapshot = {
@@ -45,31 +45,31 @@ export type ApprovalSnapshot = {
   };
 };
 
+/** What the leash lends an approved call's guard: the live rules' digest and PostToolUse. */
+export type ApprovalChecks = {
+  rulesDigest(ctx: ToolContext): string;
+  after: ToolGuard["after"];
+};
+
+/** An approved call, ready for the turn to dispatch with its own guard. */
+export type ApprovedCall = {
+  ask_id: string;
+  call_id: string;
+  tool_name: string;
+  /** The approved input as the tool's JSON arguments. */
+  arguments: string;
+  guard: ToolGuard;
+  /** The text that brings the call's result back to the model. */
+  report(rendered: string): string;
+};
+
 export interface ApprovalGate {
   /** Decide a call that needs an operator's approval; returns the call's tool result. */
   request(snapshot: ApprovalSnapshot): Promise<CanonicalToolResult>;
-}
-
-/** Fail closed: without an asks plane nothing that needs approval runs. */
-export class UnavailableApprovalGate implements ApprovalGate {
-  async request(s: ApprovalSnapshot): Promise<CanonicalToolResult> {
-    return errorResult(s.tool_name, {
-      kind: "approval_unavailable",
-      message: `${s.tool_name} was not run: it ${s.policy.verdict.reason.replace(/^needs approval/, "needs operator approval")}, and this runtime has no approval mechanism yet`,
-      details: {
-        reason: s.policy.verdict.reason,
-        rule: s.policy.verdict.rule,
-        hook_reason: s.policy.hook_reason,
-        effective_mode: s.policy.effective_mode,
-        policy_authority: s.trigger.policy_authority,
-        input_digest: s.input_digest,
-        rules_digest: s.policy.rules_digest,
-      },
-      recovery_hint:
-        "do not retry the same call; use a command the rules allow, or tell the operator what you need and why",
-      retryable: false,
-    });
-  }
+  /** The round's calls are done: open the ask for the ones requested (approvals.ts). */
+  flush?(runId: string): string | undefined;
+  /** The agent's approved calls, each to run once with the guard it comes with. */
+  approved?(agentId: string, checks: ApprovalChecks): ApprovedCall[];
 }
 
 /** SHA-256 of a value's canonical JSON (object keys sorted). */

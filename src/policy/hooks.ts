@@ -6,7 +6,8 @@
 // fails closed for PreToolUse and open for every other event.
 //
 // A hook runs as `/bin/sh -c command` in its own process group, with the scrubbed command
-// environment, and is killed (the whole group) when it overruns its time or output.
+// environment, and is killed (the whole group) when it overruns its time or output. A
+// workspace hook runs confined, as the agent's commands do (`wrap`, from the sandbox).
 import { spawn } from "node:child_process";
 import type { HookCommand, HookEvent, HookMatcher, HookSettings } from "../domain/policy.ts";
 import { HolonError } from "../domain/errors.ts";
@@ -19,6 +20,8 @@ const TOOL_ALIASES: Record<string, string[]> = {
   ExecCommandBatch: ["Bash"],
 };
 export const TOOL_EVENTS: ReadonlySet<HookEvent> = new Set(["PreToolUse", "PostToolUse"]);
+/** Events whose matcher applies: tool events (the tool name), PreCompact (`auto`/`manual`). */
+const MATCHED_EVENTS: ReadonlySet<HookEvent> = new Set(["PreToolUse", "PostToolUse", "PreCompact"]);
 
 /** Check matchers compile (a matcher is a regular expression over the tool name). */
 export function validateHookSettings(settings: HookSettings): void {
@@ -59,7 +62,7 @@ export function matchingHooks(
   const out: HookCommand[] = [];
   for (const layer of layers) {
     for (const m of (layer?.[event] ?? []) as HookMatcher[]) {
-      if (TOOL_EVENTS.has(event) && toolName !== undefined) {
+      if (MATCHED_EVENTS.has(event) && toolName !== undefined) {
         const re = matcherRegex(m.matcher);
         const names = [toolName, ...(TOOL_ALIASES[toolName] ?? [])];
         if (re && !names.some((n) => re.test(n))) continue;
@@ -90,6 +93,8 @@ export type HookRunOptions = {
   cwd: string;
   env: Record<string, string>;
   signal?: AbortSignal;
+  /** Wraps the hook's argv to run it confined (a workspace hook under the sandbox). */
+  wrap?: ((inner: string[]) => string[]) | undefined;
 };
 
 /** Run one hook command with `input` on stdin. Never throws. */
@@ -108,7 +113,10 @@ export function runHook(
     let overrun: "timeout" | "output_too_large" | null = null;
     let child: ReturnType<typeof spawn>;
     try {
-      child = spawn("/bin/sh", ["-c", hook.command], {
+      const argv = opts.wrap
+        ? opts.wrap(["/bin/sh", "-c", hook.command])
+        : ["/bin/sh", "-c", hook.command];
+      child = spawn(argv[0]!, argv.slice(1), {
         cwd: opts.cwd,
         env: opts.env,
         stdio: ["pipe", "pipe", "pipe"],

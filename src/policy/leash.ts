@@ -5,27 +5,32 @@
 // to the approval gate. Agent-level settings change only through `setAgentSetting`
 // (a control route), each change recorded as an event.
 //
-// Hooks of the host and the agent are operator code and run; hooks in a workspace's
-// `.holon.json` do not (they await an operator approval; see workspace-config.ts).
+// Hooks of the host and the agent are operator code and run; a hook entry in a workspace's
+// `.holon.json` runs only once the operator approved that exact entry (consent.ts): until
+// then it is skipped and an approval ask waits for the operator.
 import type { AgentRecord } from "../domain/agent.ts";
 import type { RunObserver } from "../agent/runtime.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
-import type { EventPayload } from "../domain/events.ts";
+import type { CatalogEvent, EventPayload } from "../domain/events.ts";
 import type { AuthorityClass, QueuedMessage } from "../domain/message.ts";
 import {
   ExternalEvidenceMode,
   HookSettings,
+  type HookCommand,
+  type HookMatcher,
   PermissionMode,
   PermissionSettings,
   type HookEvent,
 } from "../domain/policy.ts";
 import type { ExecutionSnapshot } from "../domain/workspace.ts";
+import type { SandboxLaunch } from "../sandbox/profile.ts";
 import type { Store } from "../store/db.ts";
 import { errorResult, type CanonicalToolResult } from "../tools/envelope.ts";
 import type { GuardDecision, ToolContext, ToolDefinition, ToolGuard } from "../tools/registry.ts";
 import { parsePatch } from "../tools/workspace/apply-patch-parse.ts";
 import { executionBinding } from "../workspace/roots.ts";
-import { digestOf, type ApprovalGate } from "./approval.ts";
+import { digestOf, type ApprovalGate, type ApprovedCall } from "./approval.ts";
+import type { ConsentRegistry } from "./consent.ts";
 import {
   clip,
   matchingHooks,
@@ -62,6 +67,8 @@ export type LeashDeps = {
   knownTools: () => ReadonlySet<string>;
   host: () => HostLeashSettings;
   gate: ApprovalGate;
+  /** Operator consent to workspace hook entries; without it no workspace hook runs. */
+  consent?: ConsentRegistry;
   /** The scrubbed command environment hooks start from (tasks/env.ts). */
   env: () => Record<string, string>;
   snapshot: (agent: AgentRecord) => ExecutionSnapshot;
@@ -69,6 +76,11 @@ export type LeashDeps = {
   admitFollowup: (agent: AgentRecord, text: string, authority: AuthorityClass) => void;
   /** Whether the sandbox confines this agent's commands (src/sandbox/). */
   sandboxEnforced: (agent: AgentRecord) => boolean;
+  /**
+   * How this agent's commands in `root` start confined (null: unconfined; throws when the
+   * sandbox is required and cannot confine). Workspace hooks start the same way.
+   */
+  confine?: (agent: AgentRecord, root: string) => SandboxLaunch | null;
 };
 
 /** Keys `holon agent set` accepts, and how each value is read. */
@@ -156,7 +168,7 @@ export class ActionLeash implements ToolGuard {
         config_path: ws.path,
         error: ws.error,
         ignored_allow_rules: policy.ignored,
-        hooks_awaiting_approval: ws.pending_hooks,
+        hooks_awaiting_approval: ws.pending_hooks - this.workspaceHooks(agent, root, false).count,
       },
     };
   }
@@ -188,6 +200,130 @@ export class ActionLeash implements ToolGuard {
     return { policy, ws };
   }
 
+  /** Approved workspace hooks per workspace file state and consent version. */
+  private readonly wsHooks = new Map<
+    string,
+    { ws: WorkspaceSettings; version: number; hooks: HookSettings | undefined; count: number }
+  >();
+
+  /**
+   * The hook entries of the workspace's `.holon.json` the operator approved. An entry not yet
+   * decided is left out and, when `ask` is set, its approval ask opened (once per definition).
+   */
+  private workspaceHooks(
+    agent: AgentRecord,
+    root: string,
+    ask = true,
+  ): { hooks: HookSettings | undefined; count: number } {
+    const ws = readWorkspaceSettings(root);
+    const consent = this.deps.consent;
+    if (!ws.hooks || !consent) return { hooks: undefined, count: 0 };
+    const hit = this.wsHooks.get(root);
+    if (hit && hit.ws === ws && hit.version === consent.version && ask) return hit;
+    const approved: HookSettings = {};
+    let count = 0;
+    for (const [event, entries] of Object.entries(ws.hooks) as [HookEvent, HookMatcher[]][]) {
+      entries.forEach((entry, i) => {
+        const binding = {
+          subject: "workspace_hook" as const,
+          workspace: root,
+          name: `${event}[${i}]`,
+          definition: entry,
+        };
+        const c = ask ? consent.check(agent.agent_id, binding) : consent.peek(binding);
+        if (c.state !== "granted") return;
+        try {
+          validateHookSettings({ [event]: [entry] });
+        } catch {
+          return; // an approved entry whose matcher does not compile cannot run
+        }
+        (approved[event] ??= []).push(entry);
+        count++;
+      });
+    }
+    const value = { ws, version: consent.version, hooks: count ? approved : undefined, count };
+    if (ask) {
+      if (this.wsHooks.size > 256) this.wsHooks.clear();
+      this.wsHooks.set(root, value);
+    }
+    return value;
+  }
+
+  /**
+   * The hooks of `event` in order: the host's and the agent's (operator code, run as the
+   * operator), then the workspace's approved entries, which start confined like the agent's
+   * commands. A workspace hook that must be confined and cannot be fails when it runs.
+   */
+  private hooksFor(
+    agent: AgentRecord,
+    root: string,
+    event: HookEvent,
+    subject?: string,
+  ): { hook: HookCommand; wrap: ((inner: string[]) => string[]) | undefined }[] {
+    const operator = matchingHooks([this.deps.host().hooks, agent.hooks], event, subject).map(
+      (hook) => ({ hook, wrap: undefined }),
+    );
+    const ws = this.workspaceHooks(agent, root).hooks;
+    if (!ws) return operator;
+    const found = matchingHooks([ws], event, subject);
+    if (found.length === 0) return operator;
+    const confine = this.deps.confine;
+    const wrap = (inner: string[]): string[] => {
+      const launch = confine?.(agent, root) ?? null;
+      return launch ? launch.argv(inner, { writable: [], tty: false, statusFd: null }) : inner;
+    };
+    return [...operator, ...found.map((hook) => ({ hook, wrap }))];
+  }
+
+  /** The round's calls are done: the ones that need approval become one ask. */
+  roundEnded(runId: string): void {
+    this.deps.gate.flush?.(runId);
+  }
+
+  /**
+   * Notification hooks hear of every ask opened (an approval, a consent, a question, a halt,
+   * a budget stop), after its commit; they run on their own and fail open.
+   */
+  readonly onEvents = (events: readonly CatalogEvent[]): void => {
+    for (const e of events) {
+      if (e.type !== "ask_opened") continue;
+      const ask = e.payload.ask;
+      const agent = this.deps.store.agents.get(ask.agent_id);
+      if (!agent) continue;
+      const host = this.deps.host().hooks;
+      const root = executionBinding(agent).execution_root;
+      if (!host?.Notification && !agent.hooks?.Notification && !readWorkspaceSettings(root).hooks)
+        continue;
+      setImmediate(() => {
+        const cwd = executionBinding(agent).cwd;
+        void this.fire(
+          agent,
+          "Notification",
+          {
+            session_id: agent.agent_id,
+            transcript_path: null,
+            cwd,
+            agent_id: agent.agent_id,
+            message: `${ask.kind} ask ${ask.id} is waiting for the operator: ${ask.about}`,
+            ask_id: ask.id,
+            ask_kind: ask.kind,
+          },
+          cwd,
+        );
+      });
+    }
+  };
+
+  /** Calls the operator approved for this agent, to run once at the start of its turn. */
+  approvedCalls(agent: AgentRecord): ApprovedCall[] {
+    return (
+      this.deps.gate.approved?.(agent.agent_id, {
+        rulesDigest: (ctx) => this.policyFor(ctx.agent, ctx.execution_root).policy.digest,
+        after: (def, input, canonical, ctx) => this.after(def, input, canonical, ctx),
+      }) ?? []
+    );
+  }
+
   // -------------------------------------------------------------------------------------
   // Tool calls
 
@@ -197,7 +333,7 @@ export class ActionLeash implements ToolGuard {
     const host = this.deps.host();
     const authority = ctx.policy_authority ?? ctx.message.authority_class;
     const mode = modeFor(policy.mode, authority, host.external_evidence_mode);
-    const hooks = matchingHooks([host.hooks, agent.hooks], "PreToolUse", def.name);
+    const hooks = this.hooksFor(agent, ctx.execution_root, "PreToolUse", def.name);
     // The common case costs nothing: trusted, no rules, no hooks.
     if (hooks.length === 0 && mode === "trusted" && policy.deny.length + policy.ask.length === 0) {
       return { kind: "run", input, context: null };
@@ -206,7 +342,7 @@ export class ActionLeash implements ToolGuard {
     let hookAsk: string | null = null;
     let hookAllow = false;
     const contexts: string[] = [];
-    for (const hook of hooks) {
+    for (const { hook, wrap } of hooks) {
       const outcome = await runHook(
         hook,
         this.toolHookInput("PreToolUse", def.name, input, ctx, mode),
@@ -214,6 +350,7 @@ export class ActionLeash implements ToolGuard {
           cwd: ctx.cwd,
           env: this.hookEnv(ctx),
           signal: ctx.signal,
+          wrap,
         },
       );
       if (outcome.kind === "failed") {
@@ -306,23 +443,19 @@ export class ActionLeash implements ToolGuard {
     canonical: CanonicalToolResult,
     ctx: ToolContext,
   ): Promise<string | null> {
-    const host = this.deps.host();
-    const hooks = matchingHooks(
-      [host.hooks, ctx.agent.agent_id ? ctx.agent.hooks : undefined],
-      "PostToolUse",
-      def.name,
-    );
+    const hooks = this.hooksFor(ctx.agent, ctx.execution_root, "PostToolUse", def.name);
     if (hooks.length === 0) return null;
     const contexts: string[] = [];
     const payload = {
       ...this.toolHookInput("PostToolUse", def.name, input, ctx, null),
       tool_response: canonical,
     };
-    for (const hook of hooks) {
+    for (const { hook, wrap } of hooks) {
       const outcome = await runHook(hook, payload, {
         cwd: ctx.cwd,
         env: this.hookEnv(ctx),
         signal: ctx.signal,
+        wrap,
       });
       if (outcome.kind === "failed") {
         this.recordHookFailure(ctx.agent.agent_id, ctx, "PostToolUse", hook.command, outcome);
@@ -448,18 +581,6 @@ export class ActionLeash implements ToolGuard {
         admission_context: m.admission_context ?? null,
       },
     });
-    // An approval request is what Notification hooks hear about (fail open).
-    await this.fire(
-      ctx.agent,
-      "Notification",
-      {
-        session_id: ctx.agent.agent_id,
-        run_id: ctx.run_id,
-        cwd: ctx.cwd,
-        message: `${tool} needs operator approval: ${hookAsk ?? verdict.reason}`,
-      },
-      ctx.cwd,
-    );
     return result;
   }
 
@@ -647,24 +768,55 @@ export class ActionLeash implements ToolGuard {
     );
   }
 
+  /**
+   * PreCompact, before a compaction replaces older rounds of a turn with a recap. Holon
+   * compacts on its own (`trigger: "auto"`, the value a matcher sees); the hooks cannot stop
+   * it (as in Claude Code) and fail open.
+   */
+  async preCompact(
+    agent: AgentRecord,
+    info: { run_id: string; round: number; kind: string },
+  ): Promise<void> {
+    const cwd = executionBinding(agent).cwd;
+    await this.fire(
+      agent,
+      "PreCompact",
+      {
+        session_id: agent.agent_id,
+        transcript_path: null,
+        cwd,
+        agent_id: agent.agent_id,
+        run_id: info.run_id,
+        round: info.round,
+        trigger: "auto",
+        custom_instructions: null,
+        compaction: info.kind,
+      },
+      cwd,
+      "auto",
+    );
+  }
+
   /** Run a non-tool event's hooks; failures are recorded and ignored (fail open). */
   private async fire(
     agent: AgentRecord,
     event: HookEvent,
     input: Record<string, unknown>,
     cwd: string,
+    subject?: string,
   ): Promise<{ context: string[]; blocked: string | null }> {
     const out = { context: [] as string[], blocked: null as string | null };
-    const hooks = matchingHooks([this.deps.host().hooks, agent.hooks], event);
-    if (hooks.length === 0) return out;
     const root = executionBinding(agent).execution_root;
-    for (const hook of hooks) {
+    const hooks = this.hooksFor(agent, root, event, subject);
+    if (hooks.length === 0) return out;
+    for (const { hook, wrap } of hooks) {
       const outcome = await runHook(
         hook,
         { ...input, hook_event_name: event },
         {
           cwd,
           env: this.hookEnv({ execution_root: root, agent }),
+          wrap,
         },
       );
       if (outcome.kind === "failed") {

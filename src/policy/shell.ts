@@ -59,8 +59,11 @@ export function shellParserReady(): boolean {
   return parser !== undefined;
 }
 
-/** The simple commands `source` would run. Call `loadShellParser()` first. */
-export function analyzeShell(source: string): ShellAnalysis {
+/**
+ * The simple commands `source` would run. Call `loadShellParser()` first. `grammarOnly`
+ * skips the plain-line fast path (tests compare the two).
+ */
+export function analyzeShell(source: string, opts: { grammarOnly?: boolean } = {}): ShellAnalysis {
   if (!parser) throw new Error("shell parser not loaded: await loadShellParser() first");
   const out: ShellAnalysis = { parts: [], parse_error: false };
   if (source.length > MAX_SOURCE_CHARS) {
@@ -68,14 +71,81 @@ export function analyzeShell(source: string): ShellAnalysis {
     out.parts.push(dynamicPart(source.slice(0, 200)));
     return out;
   }
-  analyzeScript(parser, source, 0, out);
+  analyzeScript(parser, source, 0, out, opts.grammarOnly === true);
   return out;
 }
 
-function analyzeScript(p: Parser, source: string, depth: number, out: ShellAnalysis): void {
+/**
+ * Characters of a plain line: words of these characters, separated by single spaces and the
+ * list and pipe operators, mean the same to bash as they read (no quoting, expansion, glob,
+ * redirection, comment, grouping or tilde). Anything else goes to the grammar.
+ */
+const PLAIN_LINE = /^[A-Za-z0-9_./:,+@%= &|;-]+$/;
+const PLAIN_WORD = /^[A-Za-z0-9_./:,+@%=-]+$/;
+const PLAIN_PROGRAM = /^[A-Za-z0-9_./][A-Za-z0-9_./-]*$/;
+const OPERATOR = /(&&|\|\||\||;)/;
+/** Words bash reads as syntax at the start of a command. */
+const RESERVED = new Set([
+  "if",
+  "then",
+  "else",
+  "elif",
+  "fi",
+  "for",
+  "while",
+  "until",
+  "do",
+  "done",
+  "case",
+  "esac",
+  "function",
+  "select",
+  "time",
+  "coproc",
+  "in",
+]);
+
+/**
+ * A plain line's simple commands without the grammar (the common case, at a fraction of
+ * the cost): undefined when the line is not plain. The parts are those the grammar finds.
+ */
+function plainLine(source: string): (string[] | null)[] | undefined {
+  if (!PLAIN_LINE.test(source)) return undefined;
+  const pieces = source.split(OPERATOR);
+  const segments: string[][] = [];
+  for (let i = 0; i < pieces.length; i += 2) {
+    const text = pieces[i]!.trim();
+    if (text === "") return undefined; // a leading, trailing or doubled operator
+    const words = text.split(" ");
+    if (!words.every((w) => PLAIN_WORD.test(w))) return undefined; // a stray & or |, two spaces
+    // An assignment, a keyword or an unusual program name: the grammar decides.
+    if (!PLAIN_PROGRAM.test(words[0]!) || RESERVED.has(words[0]!)) return undefined;
+    segments.push(words);
+  }
+  return segments;
+}
+
+function analyzeScript(
+  p: Parser,
+  source: string,
+  depth: number,
+  out: ShellAnalysis,
+  grammarOnly = false,
+): void {
   if (depth > MAX_DEPTH) {
     out.parse_error = true;
     out.parts.push(dynamicPart(source.slice(0, 200)));
+    return;
+  }
+  const plain = grammarOnly ? undefined : plainLine(source);
+  if (plain) {
+    for (const words of plain) {
+      if (out.parts.length > MAX_PARTS) {
+        out.parse_error = true;
+        return;
+      }
+      wordsPart(p, words!, 0, words!.join(" "), undefined, depth, out, grammarOnly);
+    }
     return;
   }
   const tree = p.parse(source);
@@ -87,13 +157,19 @@ function analyzeScript(p: Parser, source: string, depth: number, out: ShellAnaly
   try {
     const root = tree.rootNode;
     if (root.hasError) out.parse_error = true;
-    walk(p, root, depth, out);
+    walk(p, root, depth, out, grammarOnly);
   } finally {
     tree.delete();
   }
 }
 
-function walk(p: Parser, node: Node, depth: number, out: ShellAnalysis): void {
+function walk(
+  p: Parser,
+  node: Node,
+  depth: number,
+  out: ShellAnalysis,
+  grammarOnly: boolean,
+): void {
   // A cursor, not child arrays: it allocates a node object only where a command or an error
   // is found, and it cannot overflow the JS stack on deeply nested input.
   const cursor = node.walk();
@@ -104,7 +180,7 @@ function walk(p: Parser, node: Node, depth: number, out: ShellAnalysis): void {
         return;
       }
       const type = cursor.nodeType;
-      if (type === "command") commandPart(p, cursor.currentNode, depth, out);
+      if (type === "command") commandPart(p, cursor.currentNode, depth, out, grammarOnly);
       else if (type === "ERROR") out.parts.push(dynamicPart(cursor.currentNode.text.slice(0, 200)));
       if (cursor.gotoFirstChild()) continue;
       while (!cursor.gotoNextSibling()) {
@@ -174,7 +250,13 @@ function dynamicPart(text: string): CommandPart {
   return { words: [null], loose: [null], dynamic: true, open: true, text };
 }
 
-function commandPart(p: Parser, n: Node, depth: number, out: ShellAnalysis): void {
+function commandPart(
+  p: Parser,
+  n: Node,
+  depth: number,
+  out: ShellAnalysis,
+  grammarOnly: boolean,
+): void {
   const words: (string | null)[] = [];
   let firstProgram = -1;
   for (const c of n.namedChildren) {
@@ -187,7 +269,21 @@ function commandPart(p: Parser, n: Node, depth: number, out: ShellAnalysis): voi
     words.push(literal(c));
   }
   if (firstProgram < 0) return; // assignments only
-  const text = n.text.length > 200 ? n.text.slice(0, 200) + "…" : n.text;
+  wordsPart(p, words, firstProgram, n.text, n, depth, out, grammarOnly);
+}
+
+/** One simple command from its words (`node` when the grammar found it: here-docs). */
+function wordsPart(
+  p: Parser,
+  words: (string | null)[],
+  firstProgram: number,
+  source: string,
+  n: Node | undefined,
+  depth: number,
+  out: ShellAnalysis,
+  grammarOnly: boolean,
+): void {
+  const text = source.length > 200 ? source.slice(0, 200) + "…" : source;
   const program = words.slice(firstProgram);
   const part: CommandPart = { words, loose: [null], dynamic: true, open: false, text };
   out.parts.push(part);
@@ -199,11 +295,11 @@ function commandPart(p: Parser, n: Node, depth: number, out: ShellAnalysis): voi
   if (name === null || name === undefined) return;
   part.dynamic = false;
   // Commands that run other commands: their payload is a part of its own.
-  if (SHELLS.has(name)) shellPayload(p, n, loose.words, part, depth, out);
+  if (SHELLS.has(name)) shellPayload(p, n, loose.words, part, depth, out, grammarOnly);
   else if (name === "eval") {
     const args = loose.words.slice(1);
     if (args.some((a) => a === null)) part.dynamic = true;
-    else analyzeScript(p, args.join(" "), depth + 1, out);
+    else analyzeScript(p, args.join(" "), depth + 1, out, grammarOnly);
   } else if (name === "find") findExec(loose.words, part, out);
   else if (name === "xargs") {
     const inner = xargsCommand(loose.words);
@@ -225,11 +321,12 @@ function innerPart(words: (string | null)[], text: string): CommandPart {
 /** `bash -c SCRIPT`, `bash <<EOF`, `bash <<< SCRIPT`, or a shell reading a pipe. */
 function shellPayload(
   p: Parser,
-  n: Node,
+  n: Node | undefined,
   words: (string | null)[],
   part: CommandPart,
   depth: number,
   out: ShellAnalysis,
+  grammarOnly: boolean,
 ): void {
   let i = 1;
   if (words[0] === "busybox") i = 2;
@@ -259,14 +356,14 @@ function shellPayload(
   }
   if (script !== undefined) {
     if (script === null) part.dynamic = true;
-    else analyzeScript(p, script, depth + 1, out);
+    else analyzeScript(p, script, depth + 1, out, grammarOnly);
     return;
   }
   if (hasFile) return;
   // No script argument: the shell runs its standard input. A literal here-doc or
   // here-string is analysed; anything else (a pipe, a file) is unknown.
-  const stmt = n.parent?.type === "redirected_statement" ? n.parent : undefined;
-  const redirect = [...n.namedChildren, ...(stmt?.namedChildren ?? [])].find(
+  const stmt = n?.parent?.type === "redirected_statement" ? n.parent : undefined;
+  const redirect = [...(n?.namedChildren ?? []), ...(stmt?.namedChildren ?? [])].find(
     (c) => c.type === "heredoc_redirect" || c.type === "herestring_redirect",
   );
   if (redirect?.type === "heredoc_redirect") {
@@ -274,14 +371,14 @@ function shellPayload(
     const start = redirect.namedChildren.find((c) => c.type === "heredoc_start")?.text ?? "";
     const quoted = /^['"\\]/.test(start);
     if (body && (quoted || body.namedChildren.every((c) => c.type === "heredoc_content"))) {
-      analyzeScript(p, body.text, depth + 1, out);
+      analyzeScript(p, body.text, depth + 1, out, grammarOnly);
       return;
     }
   } else if (redirect?.type === "herestring_redirect") {
     const arg = redirect.namedChildren[0];
     const v = arg ? literal(arg) : null;
     if (v !== null) {
-      analyzeScript(p, v, depth + 1, out);
+      analyzeScript(p, v, depth + 1, out, grammarOnly);
       return;
     }
   }

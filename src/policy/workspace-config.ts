@@ -1,9 +1,9 @@
 // Workspace-level leash settings: `.holon.json` at the root of the workspace a call runs in.
 // Anything in a workspace can be written by the agent, so these settings only tighten: their
-// `allow` rules are ignored, their mode can only make the agent's stricter, and their hooks
-// never run here (a workspace hook needs an operator approval bound to the workspace, the
-// entry's name and a SHA-256 of its definition, which needs the asks plane). A file that
-// cannot be read as settings makes the workspace ask for everything: fail closed.
+// `allow` rules are ignored, their mode can only make the agent's stricter, and each of their
+// hook entries runs only once an operator approved it, bound to the workspace, the entry's
+// name and a SHA-256 of its definition (consent.ts; the leash checks). A file that cannot be
+// read as settings makes the workspace ask for everything and run none of its hooks.
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
@@ -21,7 +21,9 @@ export type WorkspaceSettings = {
   path: string;
   /** Null when the file is absent. */
   permissions: PermissionSettings | null;
-  /** Hook entries awaiting an operator approval (they do not run). */
+  /** The file's hooks (each entry runs only once approved), null when it has none. */
+  hooks: HookSettings | null;
+  /** How many hook entries the file declares. */
   pending_hooks: number;
   /** Why the file could not be used, if it could not (the workspace then asks for everything). */
   error: string | null;
@@ -50,7 +52,7 @@ export function readWorkspaceSettings(root: string): WorkspaceSettings {
     // Absent: one object per path, so callers can tell "unchanged" by identity.
     let absent = absentCache.get(path);
     if (!absent) {
-      absent = { path, permissions: null, pending_hooks: 0, error: null };
+      absent = { path, permissions: null, hooks: null, pending_hooks: 0, error: null };
       if (absentCache.size > 256) absentCache.clear();
       absentCache.set(path, absent);
     }
@@ -69,6 +71,7 @@ export function readWorkspaceSettings(root: string): WorkspaceSettings {
       value = {
         path,
         permissions: parsed.data.permissions ?? null,
+        hooks: Object.keys(hooks).length ? hooks : null,
         pending_hooks: Object.values(hooks).reduce((n, list) => n + (list?.length ?? 0), 0),
         error: null,
       };
@@ -82,5 +85,5 @@ export function readWorkspaceSettings(root: string): WorkspaceSettings {
 }
 
 function failed(path: string, error: string): WorkspaceSettings {
-  return { path, permissions: { mode: "ask" }, pending_hooks: 0, error };
+  return { path, permissions: { mode: "ask" }, hooks: null, pending_hooks: 0, error };
 }

@@ -63,7 +63,7 @@ export class AsksRepo {
       ask.agent_id,
       ask.state,
       holding ? 1 : 0,
-      ask.scope === "agent" ? 1 : 0,
+      ask.scope === "agent" && ask.gates_agent !== false ? 1 : 0,
       ask.work_item_id ?? null,
       ask.created_at,
       JSON.stringify(ask),

@@ -23,6 +23,7 @@ import { HolonError } from "../domain/errors.ts";
 import { classifyStorageError, StorageHealth } from "./health.ts";
 import { AsksRepo } from "./asks.ts";
 import { LedgerRepo } from "./ledger.ts";
+import { ApprovalsRepo } from "./approvals.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -51,6 +52,7 @@ const REPOS = [
   "memory",
   "asks",
   "ledger",
+  "approvals",
 ] as const;
 
 export class Store {
@@ -74,6 +76,7 @@ export class Store {
   readonly health: StorageHealth;
   readonly asks: AsksRepo;
   readonly ledger: LedgerRepo;
+  readonly approvals: ApprovalsRepo;
   /** Live counts at the store's interface (see StoreCounts); calls stay empty until `countCalls()`. */
   readonly counts: StoreCounts = { transactions: 0, calls: {} };
   private counting = false;
@@ -125,6 +128,7 @@ export class Store {
     this.health.pinFile();
     this.asks = new AsksRepo(this.db);
     this.ledger = new LedgerRepo(this.db);
+    this.approvals = new ApprovalsRepo(this.db);
   }
 
   /**

@@ -384,4 +384,35 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       INSERT INTO spend_ledger_meta (key, value) VALUES ('backfill', 'pending');
     `,
   },
+  {
+    version: 13,
+    name: "approvals: the calls an approval ask holds, and consent grants",
+    // A call row's state is its execution state (approved → executing is committed before
+    // the call starts). A consent grant is keyed by what it is bound to: the workspace, the
+    // entry's name and the SHA-256 of its definition.
+    sql: `
+      CREATE TABLE approval_calls (
+        ask_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (ask_id, call_id)
+      );
+      CREATE INDEX approval_calls_agent_state ON approval_calls (agent_id, state);
+      CREATE INDEX approval_calls_state ON approval_calls (state);
+      CREATE TABLE consent_grants (
+        subject TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        state TEXT NOT NULL,
+        ask_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (subject, workspace, name, digest)
+      );
+      CREATE INDEX consent_grants_ask ON consent_grants (ask_id);
+    `,
+  },
 ];

@@ -35,7 +35,12 @@ import type { ModelCandidate } from "../providers/types.ts";
 import type { Store } from "../store/db.ts";
 import type { TaskService } from "../tasks/service.ts";
 import type { OutputBudget } from "../tools/budget.ts";
-import { dispatch, type ToolRegistry, type ToolServices } from "../tools/registry.ts";
+import {
+  dispatch,
+  type ToolGuard,
+  type ToolRegistry,
+  type ToolServices,
+} from "../tools/registry.ts";
 import type { PromptContributor } from "../context/section.ts";
 import { executionBinding, executionSnapshot } from "../workspace/roots.ts";
 import type { ExecutionSnapshot } from "../domain/workspace.ts";
@@ -310,6 +315,12 @@ class Turn {
       }
       for (const c of start.context)
         this.conversation.push({ type: "user_text", text: `[hook context] ${c}` });
+      // Calls the operator approved run now, each once, and their results re-enter here.
+      for (const call of this.deps.leash.approvedCalls(this.agent)) {
+        if (this.req.signal.aborted) return this.aborted();
+        const done = await this.runTool(call.call_id, call.tool_name, call.arguments, call.guard);
+        this.conversation.push({ type: "user_text", text: call.report(done.rendered) });
+      }
     }
 
     const candidates = this.candidates;
@@ -494,16 +505,21 @@ class Turn {
       }
 
       this.drainInterjections("before_tool_execution", true);
-      for (const call of calls) {
-        if (call.type !== "tool_call") continue;
-        if (this.req.signal.aborted) return this.aborted();
-        const outcome = await this.runTool(call.call_id, call.name, call.arguments);
-        this.conversation.push({
-          type: "tool_result",
-          call_id: call.call_id,
-          output: outcome.rendered,
-          is_error: outcome.canonical.status === "error",
-        });
+      try {
+        for (const call of calls) {
+          if (call.type !== "tool_call") continue;
+          if (this.req.signal.aborted) return this.aborted();
+          const outcome = await this.runTool(call.call_id, call.name, call.arguments);
+          this.conversation.push({
+            type: "tool_result",
+            call_id: call.call_id,
+            output: outcome.rendered,
+            is_error: outcome.canonical.status === "error",
+          });
+        }
+      } finally {
+        // Calls of this round that need approval become one ask, which gates the next round.
+        this.deps.leash?.roundEnded(this.req.run_id);
       }
       this.flushDeferredInterjections();
       this.drainInterjections("after_tool_results");
@@ -540,7 +556,7 @@ class Turn {
     );
   }
 
-  private async runTool(callId: string, name: string, args: string) {
+  private async runTool(callId: string, name: string, args: string, guard?: ToolGuard) {
     const { store } = this;
     const started = store.clock.now();
     // Each call follows the binding as it is now: UseWorkspace may have moved it this turn.
@@ -558,7 +574,7 @@ class Turn {
       tasks: this.deps.tasks,
       services: this.deps.toolServices,
       policy_authority: this.authority,
-      ...(this.deps.leash ? { guard: this.deps.leash } : {}),
+      ...(guard ? { guard } : this.deps.leash ? { guard: this.deps.leash } : {}),
     });
     if (outcome.request?.kind === "sleep")
       this.sleep = { duration_ms: outcome.request.duration_ms };
