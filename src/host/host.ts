@@ -92,6 +92,8 @@ export class RuntimeHost {
     }
     const { agents, loops, tasks, scheduler, store } = host.services;
     host.recover();
+    // MCP servers a host killed with SIGKILL left running are killed before anything starts.
+    host.services.mcp.sweep();
     // The spend ledger's first start: rounds from the events still kept (once).
     host.services.ledger.backfill();
     // A patch a crash cut short is finished or undone before any agent works again.
@@ -213,6 +215,7 @@ export class RuntimeHost {
     scheduler.close();
     ingress.close();
     await loops.close();
+    this.services.mcp.close(); // every MCP server this host started stops with it
     tasks.close();
     store.close();
     this.releaseLock();

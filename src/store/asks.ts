@@ -63,7 +63,9 @@ export class AsksRepo {
       ask.agent_id,
       ask.state,
       holding ? 1 : 0,
-      ask.scope === "agent" ? 1 : 0,
+      // An agent-scope ask gates the agent unless its opener said it does not (a consent to
+      // an MCP server: the agent works on without the server meanwhile).
+      ask.scope === "agent" && ask.details.gates_agent !== false ? 1 : 0,
       ask.work_item_id ?? null,
       ask.created_at,
       JSON.stringify(ask),
