@@ -12,6 +12,7 @@ import { registerWorkCommands } from "./work.ts";
 import { registerAskCommands } from "./asks.ts";
 import { registerBudgetCommands } from "./budget.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
+import { registerMcpCommands } from "./mcp.ts";
 
 // package.json sits two levels up from src/cli/ and from dist/cli/ alike.
 const { version } = JSON.parse(
@@ -309,5 +310,6 @@ registerWorkCommands(program);
 registerAskCommands(program);
 registerBudgetCommands(program);
 registerOperatorCommands(program);
+registerMcpCommands(program); // `holon mcp …` (other subcommands attach to the group it returns)
 
 await program.parseAsync(process.argv);

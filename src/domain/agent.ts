@@ -104,9 +104,7 @@ export const AgentRecord = z.object({
    * The agent's own MCP servers (`holon agent set <id> mcp.servers.<name> …`), each checked
    * by src/mcp/config.ts when it is set; changed only through control routes.
    */
-  mcp: z
-    .object({ servers: z.record(z.string(), z.record(z.string(), z.unknown())) })
-    .optional(),
+  mcp: z.object({ servers: z.record(z.string(), z.record(z.string(), z.unknown())) }).optional(),
   /**
    * Taint: the lowest authority every turn of this agent runs under, set when a tainted turn
    * spawned it; an operator instruction to the agent clears it.

@@ -19,6 +19,7 @@ import { budgetRoutes } from "./routes-budget.ts";
 import { operatorRoutes } from "./routes-operator.ts";
 import { memoryRoutes } from "./routes-memory.ts";
 import { metricsRoutes } from "./routes-metrics.ts";
+import { mcpRoutes } from "./routes-mcp.ts";
 import { askRoutes } from "./routes-asks.ts";
 import { openApiRoute } from "./openapi.ts";
 
@@ -72,6 +73,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   memoryRoutes(app, ctx);
   metricsRoutes(app, ctx);
   askRoutes(app, ctx); // the operator's inbox: asks across agents, and their decisions
+  mcpRoutes(app, ctx); // MCP servers agents use: state, tool names, test
   openApiRoute(app);
   return { app, hub };
 }

@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { z } from "zod";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
@@ -403,8 +404,7 @@ export class McpService {
   async #list(agent: AgentRecord | null, s: ResolvedServer): Promise<ToolListing> {
     const session = this.#session(agent, s);
     const client = await this.#ensure(session, agent);
-    const res = await client.listTools(undefined, { timeout: startupTimeout(s.def) });
-    const listing = toListing(res.tools as unknown[], this.#deps.now());
+    const listing = toListing(await listTools(client, startupTimeout(s.def)), this.#deps.now());
     this.#listings.put(s.digest, listing);
     return listing;
   }
@@ -476,7 +476,7 @@ export class McpService {
       }
       if (err.code === ErrorCode.ConnectionClosed) {
         const why = this.#transportFailure(session) ?? "the connection closed";
-        this.#crashed(session, why);
+        if (session.client) this.#crashed(session, why); // else its close already counted it
         return fail(
           "mcp_server_crashed",
           `MCP server '${name}' stopped during the call (${why})`,
@@ -499,7 +499,7 @@ export class McpService {
     }
     if (session.state !== "running") {
       const why = this.#transportFailure(session) ?? (err as Error).message;
-      this.#crashed(session, why);
+      if (session.client) this.#crashed(session, why);
       return fail(
         "mcp_server_crashed",
         `MCP server '${name}' stopped during the call (${clip(why)})`,
@@ -589,8 +589,7 @@ export class McpService {
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       // Takes effect between turns: the next catalog reads the new listing.
       try {
-        const res = await client.listTools(undefined, { timeout });
-        this.#listings.put(s.digest, toListing(res.tools as unknown[], this.#deps.now()));
+        this.#listings.put(s.digest, toListing(await listTools(client, timeout), this.#deps.now()));
       } catch {
         // the old listing stays
       }
@@ -848,6 +847,7 @@ export class McpService {
         started_at: session?.state === "running" ? session.startedAt : null,
         last_error: session?.lastError ?? null,
         failures: session?.failures ?? 0,
+        calls_in_flight: session?.inflight ?? 0,
         definition: redactDefinition(s.def),
         shown: describeDefinition(s.def),
         sha256: s.digest,
@@ -938,6 +938,7 @@ export type ServerView = {
   started_at: string | null;
   last_error: string | null;
   failures: number;
+  calls_in_flight: number;
   definition: Record<string, unknown>;
   shown: string;
   sha256: string;
@@ -954,6 +955,31 @@ export type TestReport = {
   tools: string[];
   rejected_tools: { name: string; reason: string }[];
 };
+
+/**
+ * `tools/list`, read loosely: the SDK's own listTools rejects the whole answer when one tool's
+ * schema is malformed; here each tool is judged on its own (catalog.ts). Follows pagination.
+ */
+async function listTools(client: Client, timeout: number): Promise<unknown[]> {
+  const tools: unknown[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 20; page++) {
+    const res = await client.request(
+      { method: "tools/list", params: cursor ? { cursor } : {} },
+      LooseToolList,
+      { timeout },
+    );
+    tools.push(...res.tools);
+    cursor = typeof res.nextCursor === "string" ? res.nextCursor : undefined;
+    if (!cursor || tools.length >= 500) break;
+  }
+  return tools;
+}
+
+const LooseToolList = z.looseObject({
+  tools: z.array(z.unknown()).max(10_000),
+  nextCursor: z.string().optional(),
+});
 
 function agentServers(agent: AgentRecord): Record<string, ServerDefinition> {
   return (agent.mcp?.servers ?? {}) as Record<string, ServerDefinition>;
