@@ -65,7 +65,24 @@ export class ConsentBook {
     );
   }
 
+  /** Bumped on every decision: what was derived from the book is stale. */
+  version = 0;
+
+  /** The host variables approved workspace definitions may read (withheld from commands). */
+  approvedEnvNames(): string[] {
+    const out = new Set<string>();
+    for (const a of this.#all()) {
+      if (a.decision !== "approved") continue;
+      for (const r of a.references) {
+        const m = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(r);
+        if (m) out.add(m[1]!);
+      }
+    }
+    return [...out];
+  }
+
   record(a: Approval): void {
+    this.version++;
     const rest = this.#all().filter(
       (x) => !(x.workspace === a.workspace && x.server === a.server && x.sha256 === a.sha256),
     );

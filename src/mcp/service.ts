@@ -179,19 +179,21 @@ export class McpService {
   #agentsVersion = 0;
 
   /**
-   * Every host environment variable a host or agent definition reads: withheld from commands.
+   * Every host environment variable a host or agent definition, or an approved workspace one,
+   * reads: withheld from commands.
    * Kept until the configuration or an agent's MCP settings change (it is read per command).
    */
   referencedEnvNames(): readonly string[] {
     const config = this.#deps.config();
     const kept = this.#envNames;
-    if (kept && kept.config === config && kept.version === this.#agentsVersion) return kept.names;
-    const names = new Set<string>();
+    const version = this.#agentsVersion * 1_000_003 + this.consent.version;
+    if (kept && kept.config === config && kept.version === version) return kept.names;
+    const names = new Set<string>(this.consent.approvedEnvNames());
     for (const def of Object.values(config.servers)) for (const n of envNamesOf(def)) names.add(n);
     for (const a of this.#deps.store.agents.list())
       for (const def of Object.values(agentServers(a)))
         for (const n of envNamesOf(def)) names.add(n);
-    this.#envNames = { config, version: this.#agentsVersion, names: [...names].sort() };
+    this.#envNames = { config, version, names: [...names].sort() };
     return this.#envNames.names;
   }
 
