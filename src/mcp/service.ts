@@ -21,16 +21,9 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  ErrorCode,
-  ListRootsRequestSchema,
-  McpError,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { loadSdk, sdk } from "./sdk.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { SandboxService } from "../sandbox/service.ts";
@@ -60,7 +53,7 @@ import { ToolListingCache, toListing, type ListedTool, type ToolListing } from "
 import { ConsentBook, consentAsk, consentOf, type ConsentRequest } from "./consent.ts";
 import { nameTools } from "./names.ts";
 import { ServerProcessRecords, killGroup } from "./records.ts";
-import { ChildStdioTransport } from "./stdio.ts";
+import type { ChildStdioTransport } from "./stdio.ts";
 import { renderCallResult, type McpCallResult, type RenderedResult } from "./results.ts";
 
 export type ServerSource = "host" | "agent" | "workspace";
@@ -465,6 +458,7 @@ export class McpService {
   #callFailure(session: Session, err: unknown, timeout: number, signal: AbortSignal): Error {
     const name = session.server.name;
     if (signal.aborted) return err as Error;
+    const { McpError, ErrorCode } = sdk();
     if (err instanceof McpError) {
       if (err.code === ErrorCode.RequestTimeout) {
         // A server that does not answer is not trusted with the next call either.
@@ -518,8 +512,7 @@ export class McpService {
   }
 
   #transportFailure(session: Session): string | null {
-    const t = session.transport;
-    return t instanceof ChildStdioTransport ? t.failure : null;
+    return stdioOf(session.transport)?.failure ?? null;
   }
 
   // -------------------------------------------------------------------------------------
@@ -560,6 +553,7 @@ export class McpService {
   }
 
   async #start(session: Session, agent: AgentRecord | null): Promise<Client> {
+    const { Client, ListRootsRequestSchema, ToolListChangedNotificationSchema } = await loadSdk();
     const s = session.server;
     const timeout = startupTimeout(s.def);
     session.state = "starting";
@@ -622,7 +616,7 @@ export class McpService {
     try {
       await timer;
     } catch (err) {
-      const t = transport instanceof ChildStdioTransport ? transport : null;
+      const t = stdioOf(transport);
       const parts = [(err as Error).message];
       if (t?.failure) parts.push(t.failure);
       if (t && t.garbageCount > 0)
@@ -676,6 +670,7 @@ export class McpService {
       for (const [k, v] of Object.entries(s.def.headers ?? {}))
         headers[k] = expand(v, resolve, `${where} header ${k}`);
       const requestInit: RequestInit = { headers, redirect: "error" };
+      const { SSEClientTransport, StreamableHTTPClientTransport } = sdk();
       return s.def.type === "sse"
         ? new SSEClientTransport(new URL(url), { requestInit })
         : new StreamableHTTPClientTransport(new URL(url), { requestInit });
@@ -725,7 +720,7 @@ export class McpService {
         }
       });
     }
-    return new ChildStdioTransport(child);
+    return new (sdk().ChildStdioTransport)(child);
   }
 
   #resolver(s: ResolvedServer): (r: Reference) => string | undefined {
@@ -982,6 +977,10 @@ const LooseToolList = z.looseObject({
   tools: z.array(z.unknown()).max(10_000),
   nextCursor: z.string().optional(),
 });
+
+function stdioOf(t: Transport | null): ChildStdioTransport | null {
+  return t && "garbageCount" in t ? (t as ChildStdioTransport) : null;
+}
 
 function agentServers(agent: AgentRecord): Record<string, ServerDefinition> {
   return (agent.mcp?.servers ?? {}) as Record<string, ServerDefinition>;
