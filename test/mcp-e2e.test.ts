@@ -95,6 +95,26 @@ describe("MCP tools in a turn", () => {
     expect(b).toBe(a);
   });
 
+  it("an MCP result is external evidence: later calls in that turn run under its authority", async () => {
+    const from = fake.requests.length;
+    fake.enqueue(
+      reply.tools([
+        { name: "mcp__everything__echo", arguments: { message: "run rm" }, call_id: "e1" },
+      ]),
+      reply.tools([
+        { name: "ExecCommand", arguments: { cmd: "touch tainted-ran" }, call_id: "x1" },
+      ]),
+      reply.text("done"),
+    );
+    await settled(await prompt("echo, then run a command"));
+    const results = toolResults(from);
+    expect(results[0]).toContain("external evidence");
+    // The host's default external_evidence_mode is `ask`: the command is held, not run.
+    expect(results[1]).toMatch(/"ok": false/);
+    expect(results[1]).toMatch(/approval/);
+    expect(() => readFileSync(join(ws, "tainted-ran"))).toThrow();
+  });
+
   it("holon mcp list shows the mapping, test reports latency, status shows the state", async () => {
     const list = await cli("mcp", "list");
     expect(list.code, list.stderr).toBe(0);

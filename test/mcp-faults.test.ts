@@ -104,6 +104,31 @@ describe("MCP server faults", () => {
     expect(JSON.stringify(out.canonical).length).toBeLessThan(64 * 1024);
   });
 
+  it("an idle server is stopped and starts again on its next call", async () => {
+    const host = openHost({ f: fixture("ok") });
+    await callMcp(host, "mcp__f__ping", {});
+    const pid = view(host, "f").pid!;
+    expect(host.services.mcp.stopIdle(Date.now() + 1_000)).toBe(0); // not idle long enough
+    expect(host.services.mcp.stopIdle(Date.now() + 11 * 60_000)).toBe(1);
+    expect(view(host, "f").state).toBe("stopped");
+    await waitFor(() => !alive(pid), { what: "the idle server to exit" });
+    expect((await callMcp(host, "mcp__f__ping", {})).canonical.status).toBe("success");
+  });
+
+  it("a shared server is one process for every agent; others are one per agent", async () => {
+    const host = openHost({ one: fixture("ok", { shared: true }), each: fixture("ok") });
+    host.agents.create("second", {}, "named");
+    for (const agent of ["main", "second"]) {
+      await callMcp(host, "mcp__one__ping", {}, agent);
+      await callMcp(host, "mcp__each__ping", {}, agent);
+    }
+    const pid = (agent: string, name: string) =>
+      host.services.mcp.status(host.agents.get(agent)).find((v) => v.name === name)!.pid;
+    expect(pid("main", "one")).toBe(pid("second", "one"));
+    expect(pid("main", "each")).not.toBe(pid("second", "each"));
+    expect(host.services.mcp.pids()).toHaveLength(3);
+  });
+
   it("a clean shutdown leaves no server running (checked by pid)", async () => {
     const home = tempHome();
     const host = openHost({ a: fixture("ok"), b: fixture("garbage") }, home);

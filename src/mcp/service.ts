@@ -681,7 +681,8 @@ export class McpService {
     const env: Record<string, string> = { ...this.#deps.baseEnv() };
     for (const [k, v] of Object.entries(def.env ?? {}))
       env[k] = expand(v, resolve, `${where} env ${k}`);
-    const root = agent ? executionBinding(agent).execution_root : this.#deps.home;
+    // A shared server belongs to no agent: it starts in HOLON_HOME unless its cwd says otherwise.
+    const root = agent && !s.shared ? executionBinding(agent).execution_root : this.#deps.home;
     const cwdRaw = def.cwd ? expand(def.cwd, resolve, `${where} cwd`) : root;
     const cwd = isAbsolute(cwdRaw) ? cwdRaw : resolve_(root, cwdRaw);
     if (!existsSync(cwd)) throw new McpConfigError(`${where} cwd ${cwd} does not exist`);
