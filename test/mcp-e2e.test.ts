@@ -4,7 +4,7 @@
 // tool list staying byte-identical across turns, `holon mcp list | test | remove`, `holon
 // status`, a workspace `.mcp.json` that runs nothing until the operator approves it through
 // `holon asks` (and again after any edit), and the bad input a user can give.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reply } from "./fake-provider/server.ts";
@@ -162,6 +162,31 @@ describe("MCP tools in a turn", () => {
     expect(Object.keys(cfg.mcp.servers)).toEqual(["everything"]);
     const removed = await cli("agent", "unset", "main", "mcp.servers.mine");
     expect(removed.code, removed.stderr).toBe(0);
+  });
+});
+
+describe("removing a server", () => {
+  it("holon mcp remove takes it out of the catalog and stops its process at the next turn", async () => {
+    const view = () =>
+      rt.host.services.mcp.status(rt.host.agents.get("main")).find((v) => v.name === "everything");
+    const pid = view()?.pid;
+    expect(pid).toBeGreaterThan(0);
+    const removed = await cli("mcp", "remove", "everything");
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(home, "config.json"), "utf8")).mcp).toBeUndefined();
+    const from = fake.requests.length;
+    fake.enqueue(reply.text("ok"));
+    await settled(await prompt("anything?"));
+    expect(toolNames(from).some((n) => n.startsWith("mcp__everything__"))).toBe(false);
+    await waitFor(
+      () => !existsSync(`/proc/${pid}`) || /\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8")),
+      {
+        what: "the removed server to exit",
+      },
+    );
+    const again = await cli("mcp", "remove", "everything");
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain("no host-level MCP server named 'everything'");
   });
 });
 

@@ -139,6 +139,26 @@ describe("server-everything over streamable HTTP", () => {
   });
 });
 
+describe("server-everything over the legacy HTTP+SSE transport", () => {
+  it("echo over SSE", async () => {
+    const port = await freePort();
+    const server = spawn(NODE, [EVERYTHING, "sse"], {
+      env: { ...process.env, PORT: String(port) },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    procs.push(server);
+    let err = "";
+    server.stderr!.on("data", (d) => (err += d));
+    await waitFor(() => /listening|running/i.test(err), { what: "the SSE server" });
+    const host = openHost({
+      servers: { old: { type: "sse", url: `http://127.0.0.1:${port}/sse` } },
+    });
+    const echo = await callMcp(host, "mcp__old__echo", { message: "over sse" });
+    expect(echo.canonical.status, echo.rendered).toBe("success");
+    expect(echo.result.text).toContain("over sse");
+  });
+});
+
 describe("server-filesystem confined to a workspace", () => {
   it("its root is the agent's execution root: inside works, outside is refused", async () => {
     const other = realpathSync(tempHome("holon-mcp-other-"));

@@ -54,6 +54,7 @@ import { ConsentBook, consentAsk, consentOf, type ConsentRequest } from "./conse
 import { nameTools } from "./names.ts";
 import { ServerProcessRecords, killGroup } from "./records.ts";
 import type { ChildStdioTransport } from "./stdio.ts";
+import { MAX_MESSAGE_BYTES } from "./limits.ts";
 import { renderCallResult, type McpCallResult, type RenderedResult } from "./results.ts";
 
 export type ServerSource = "host" | "agent" | "workspace";
@@ -358,6 +359,7 @@ export class McpService {
     const usable = this.serversFor(agent).filter(
       (s) => s.consent === "operator" || s.consent === "approved",
     );
+    this.#reap(agent.agent_id, new Set(usable.map((s) => s.key)));
     const pairs: { server: string; tool: string; t: ListedTool }[] = [];
     const keyParts: string[] = [];
     for (const s of usable) {
@@ -672,8 +674,8 @@ export class McpService {
       const requestInit: RequestInit = { headers, redirect: "error" };
       const { SSEClientTransport, StreamableHTTPClientTransport } = sdk();
       return s.def.type === "sse"
-        ? new SSEClientTransport(new URL(url), { requestInit })
-        : new StreamableHTTPClientTransport(new URL(url), { requestInit });
+        ? new SSEClientTransport(new URL(url), { requestInit, fetch: cappedFetch })
+        : new StreamableHTTPClientTransport(new URL(url), { requestInit, fetch: cappedFetch });
     }
     const def = s.def;
     const command = expand(def.command, resolve, `${where} command`);
@@ -793,6 +795,15 @@ export class McpService {
       }
     }
     return n;
+  }
+
+  /** Stop this agent's sessions of servers it no longer has (removed or redefined). */
+  #reap(agentId: string, keep: ReadonlySet<string>): void {
+    for (const [key, session] of this.#sessions) {
+      if (session.agentId !== agentId || keep.has(key)) continue;
+      this.#stop(session, "its definition was removed or changed");
+      this.#sessions.delete(key);
+    }
   }
 
   /** Stop all sessions, this agent's only when named (agent stopped or archived). */
@@ -978,6 +989,33 @@ const LooseToolList = z.looseObject({
   tools: z.array(z.unknown()).max(10_000),
   nextCursor: z.string().optional(),
 });
+
+/**
+ * fetch with a cap on each response body, like the stdio transport's message cap: a server
+ * answering without end fails that request instead of filling the host's memory.
+ */
+async function cappedFetch(url: string | URL, init?: RequestInit): Promise<Response> {
+  const res = await fetch(url, init);
+  if (!res.body) return res;
+  let seen = 0;
+  const body = res.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, ctl) {
+        seen += chunk.byteLength;
+        if (seen > MAX_MESSAGE_BYTES)
+          ctl.error(
+            new Error(`the server sent more than ${MAX_MESSAGE_BYTES} bytes in one response`),
+          );
+        else ctl.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(body, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
+}
 
 function stdioOf(t: Transport | null): ChildStdioTransport | null {
   return t && "garbageCount" in t ? (t as ChildStdioTransport) : null;

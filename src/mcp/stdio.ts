@@ -9,8 +9,7 @@ import type { ChildProcess } from "node:child_process";
 import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 
-/** The largest message a server may send (a 20 MB result is read, then capped as output). */
-export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
+import { MAX_MESSAGE_BYTES } from "./limits.ts";
 const MAX_NOTED = 4;
 const STDERR_KEEP = 4_096;
 
