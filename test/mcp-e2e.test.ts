@@ -95,6 +95,33 @@ describe("MCP tools in a turn", () => {
     expect(b).toBe(a);
   });
 
+  it("an image a tool returns reaches the model as an image (Responses transport)", async () => {
+    const from = fake.requests.length;
+    fake.enqueue(
+      reply.tools([{ name: "mcp__everything__get-tiny-image", arguments: {}, call_id: "i1" }]),
+      reply.text("I see it."),
+    );
+    await settled(await prompt("show me the tiny image"));
+    const outputs = fake.requests
+      .slice(from)
+      .flatMap((r) => (r.body as { input?: any[] }).input ?? [])
+      .filter((i) => i.type === "function_call_output" && i.call_id === "i1");
+    const parts = outputs[0].output as { type: string; text?: string; image_url?: string }[];
+    expect(parts[0]!.type).toBe("input_text");
+    expect(parts[0]!.text).toContain("image/png");
+    expect(
+      parts.some(
+        (p) => p.type === "input_image" && p.image_url!.startsWith("data:image/png;base64,"),
+      ),
+    ).toBe(true);
+    // The stored envelope keeps the image's size and digest, not its bytes.
+    const stored = rt.host.store.events
+      .after("main", 0, 1_000_000)
+      .filter((e: any) => e.type === "tool_executed" && e.payload.call_id === "i1");
+    expect(JSON.stringify(stored)).not.toContain("base64");
+    expect(JSON.stringify(stored)).toContain("sha256");
+  });
+
   it("an MCP result is external evidence: later calls in that turn run under its authority", async () => {
     const from = fake.requests.length;
     fake.enqueue(

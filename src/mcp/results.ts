@@ -17,11 +17,16 @@ export type McpCallResult = {
 export type RenderedResult = {
   summary_text: string;
   result: Record<string, unknown>;
+  /** Image blocks for the model (a few, each bounded), beside the text. */
+  images: { mime_type: string; data: string }[];
   /** The server said the call failed (`isError`): a tool error envelope, with this text. */
   is_error: boolean;
 };
 
 const STRUCTURED_SHARE = 0.5;
+/** At most this many images, this much base64 in all, go to the model with one result. */
+const MAX_IMAGES = 4;
+const MAX_IMAGE_CHARS = 4 * 1024 * 1024;
 
 /** Head and tail of `text` within `chars`, with a marker saying what was left out. */
 export function clipMiddle(text: string, chars: number): { text: string; truncated: boolean } {
@@ -48,6 +53,8 @@ export function renderCallResult(
   const texts: string[] = [];
   const media: Record<string, unknown>[] = [];
   const links: Record<string, unknown>[] = [];
+  const images: RenderedResult["images"] = [];
+  let imageChars = 0;
   let originalChars = 0;
   for (const b of blocks.slice(0, 1_000)) {
     if (b.type === "text" && typeof b.text === "string") {
@@ -55,11 +62,24 @@ export function renderCallResult(
       originalChars += b.text.length;
     } else if ((b.type === "image" || b.type === "audio") && typeof b.data === "string") {
       // base64: 4 characters for 3 bytes
+      let attached = false;
+      if (
+        b.type === "image" &&
+        typeof b.mimeType === "string" &&
+        /^image\/(png|jpeg|gif|webp)$/.test(b.mimeType) &&
+        images.length < MAX_IMAGES &&
+        imageChars + b.data.length <= MAX_IMAGE_CHARS
+      ) {
+        images.push({ mime_type: b.mimeType, data: b.data });
+        imageChars += b.data.length;
+        attached = true;
+      }
       media.push({
         type: b.type,
         mime_type: typeof b.mimeType === "string" ? b.mimeType.slice(0, 100) : null,
         bytes: Math.floor((b.data.length * 3) / 4),
         sha256: sha256(b.data),
+        attached,
       });
     } else if (b.type === "resource_link") {
       links.push(pick(b, ["uri", "name", "title", "description", "mimeType"]));
@@ -101,7 +121,7 @@ export function renderCallResult(
   const summary = raw.isError
     ? `${tool} on MCP server ${server} reported an error${first ? `: ${first}` : ""}`
     : `${tool} on MCP server ${server} answered${first ? `: ${first}` : ""}`;
-  return { summary_text: summary, result, is_error: Boolean(raw.isError) };
+  return { summary_text: summary, result, is_error: Boolean(raw.isError), images };
 }
 
 function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {
@@ -124,7 +144,7 @@ export function renderForModel(result: Record<string, unknown>): string {
     );
   for (const m of (result.media as Record<string, unknown>[] | undefined) ?? []) {
     lines.push(
-      `[${String(m.type)} ${String(m.mime_type ?? "")}, ${String(m.bytes)} bytes, sha256 ${String(m.sha256).slice(0, 16)}…: not shown]`,
+      `[${String(m.type)} ${String(m.mime_type ?? "")}, ${String(m.bytes)} bytes, sha256 ${String(m.sha256).slice(0, 16)}…${m.attached ? ": attached" : ": not shown"}]`,
     );
   }
   for (const l of (result.resource_links as Record<string, unknown>[] | undefined) ?? []) {

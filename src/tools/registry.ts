@@ -91,6 +91,8 @@ export type ToolOutput = {
   summary_text: string;
   result: Record<string, unknown>;
   request?: ToolRequest;
+  /** Images for the model beside the rendered text (kept out of the stored envelope). */
+  images?: { mime_type: string; data: string }[];
 };
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> = {
@@ -142,6 +144,7 @@ export type DispatchResult = {
   request?: ToolRequest;
   /** The result came from outside (an MCP server): the turn's authority drops (taint). */
   external_evidence?: boolean;
+  images?: { mime_type: string; data: string }[];
 };
 
 /**
@@ -238,6 +241,7 @@ async function execute(
     const out = await def.execute(input, ctx);
     const done = finish(successResult(name, out.summary_text, out.result), def);
     if (out.request) done.request = out.request;
+    if (out.images?.length) done.images = out.images;
     return done;
   } catch (err) {
     const known = toolErrorOf(err);

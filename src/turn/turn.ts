@@ -563,6 +563,8 @@ class Turn {
           call_id: call.call_id,
           output: outcome.rendered,
           is_error: outcome.canonical.status === "error",
+          // Images stay in this turn's conversation only; the transcript keeps the text.
+          ...(outcome.images?.length ? { images: outcome.images } : {}),
         });
       }
       this.flushDeferredInterjections();

@@ -39,7 +39,9 @@ function definition(entry: CatalogEntry): ToolDefinition<typeof Args> {
             recovery_hint: "read the server's message; fix the arguments or work without this tool",
           });
         }
-        return { summary_text: out.summary_text, result: out.result };
+        return out.images.length
+          ? { summary_text: out.summary_text, result: out.result, images: out.images }
+          : { summary_text: out.summary_text, result: out.result };
       } catch (err) {
         // The service's failures say whether trying again can help.
         if (err instanceof HolonError && typeof err.details?.retryable === "boolean") {
