@@ -19,6 +19,7 @@ const LAYERS: string[][] = [
   ["asks"],
   ["budget"],
   ["waiting", "tasks", "work", "context", "telemetry"],
+  ["mcp"],
   ["tools"],
   ["policy"],
   ["turn"],

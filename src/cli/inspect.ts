@@ -70,6 +70,12 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
   if (s.model)
     lines.push(`model:    ${s.model.effective_model ?? "(none)"} (${s.model.source ?? "?"})`);
   lines.push(...sandboxLines(s));
+  for (const m of (s.mcp ?? []) as Record<string, any>[]) {
+    const consent = m.consent === "operator" ? "" : `, ${m.consent}`;
+    lines.push(
+      `mcp:      ${m.name} (${m.transport}, ${m.source}${consent}) ${m.state}${m.pid ? ` pid ${m.pid}` : ""}, ${m.tool_count} tools${m.last_error ? ` — ${m.last_error}` : ""}`,
+    );
+  }
   if (s.leash) {
     const l = s.leash;
     lines.push(

@@ -309,6 +309,6 @@ registerWorkCommands(program);
 registerAskCommands(program);
 registerBudgetCommands(program);
 registerOperatorCommands(program);
-registerMcpCommands(program);
+registerMcpCommands(program); // `holon mcp …` (other subcommands attach to the group it returns)
 
 await program.parseAsync(process.argv);

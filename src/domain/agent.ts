@@ -101,6 +101,11 @@ export const AgentRecord = z.object({
   /** Agent-level hooks (`holon agent set <id> hooks …`). */
   hooks: HookSettings.optional(),
   /**
+   * The agent's own MCP servers (`holon agent set <id> mcp.servers.<name> …`), each checked
+   * by src/mcp/config.ts when it is set; changed only through control routes.
+   */
+  mcp: z.object({ servers: z.record(z.string(), z.record(z.string(), z.unknown())) }).optional(),
+  /**
    * Taint: the lowest authority every turn of this agent runs under, set when a tainted turn
    * spawned it; an operator instruction to the agent clears it.
    */

@@ -1,31 +1,44 @@
 // What the process layer takes from the configuration: which environment variables commands
-// must not inherit (every provider's credential variables, plus the config allowlist), and
-// the cap on their output files. Read live, so a config edit applies to the next command.
-// services.ts hands the result to the task service; nothing is installed process-wide.
+// must not inherit (every provider's credential variables, every variable an MCP server
+// definition references, plus the config allowlist), and the cap on their output files.
+// Read live, so a config edit applies to the next command. services.ts hands the result to
+// the task service; nothing is installed process-wide.
 import { providerRegistry } from "../providers/builtin.ts";
 import type { CommandPolicy } from "../tasks/command-policy.ts";
 import type { CommandEnvPolicy } from "../tasks/env.ts";
 import type { ConfigSource } from "./config.ts";
 
-/** One policy object per configuration read, so the process layer can reuse its result. */
-const policies = new WeakMap<object, CommandEnvPolicy>();
+/** One policy object per configuration read (and set of MCP names), so the process layer can reuse its result. */
+const policies = new WeakMap<object, { mcp: string; policy: CommandEnvPolicy }>();
 
-export function commandEnvPolicy(config: ConfigSource): CommandEnvPolicy {
+/** Host variables MCP server definitions reference (`${VAR}`), sorted. */
+export type McpEnvNames = () => readonly string[];
+const NO_NAMES: McpEnvNames = () => [];
+
+export function commandEnvPolicy(
+  config: ConfigSource,
+  mcpNames: McpEnvNames = NO_NAMES,
+): CommandEnvPolicy {
   const values = config.current().values;
-  let policy = policies.get(values);
-  if (policy === undefined) {
-    const names = new Set<string>();
-    for (const def of providerRegistry(values)) for (const v of def.auth.env) names.add(v.name);
-    policy = { secretNames: [...names], allow: values.runtime.command_env_allow };
-    policies.set(values, policy);
-  }
+  const mcp = mcpNames();
+  const mcpKey = mcp.join("\0");
+  const kept = policies.get(values);
+  if (kept !== undefined && kept.mcp === mcpKey) return kept.policy;
+  const names = new Set<string>();
+  for (const def of providerRegistry(values)) for (const v of def.auth.env) names.add(v.name);
+  for (const n of mcp) names.add(n);
+  const policy = { secretNames: [...names], allow: values.runtime.command_env_allow };
+  policies.set(values, { mcp: mcpKey, policy });
   return policy;
 }
 
 /** The command policy of this configuration, for the task service. */
-export function commandPolicy(config: ConfigSource): CommandPolicy {
+export function commandPolicy(
+  config: ConfigSource,
+  mcpNames: McpEnvNames = NO_NAMES,
+): CommandPolicy {
   return {
-    env: () => commandEnvPolicy(config),
+    env: () => commandEnvPolicy(config, mcpNames),
     outputCap: () => config.current().values.runtime.max_command_output_bytes,
   };
 }

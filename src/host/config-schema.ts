@@ -41,6 +41,7 @@ export {
 export type { CatalogEntry, ProviderEntry } from "../providers/config.ts";
 import { ExternalEvidenceMode, PermissionMode } from "../domain/policy.ts";
 import { HostHooksSchema, HostPermissionsSchema, RuleListSchema } from "../policy/config.ts";
+import { McpFileSchema, effectiveMcp, type McpConfig } from "../mcp/config.ts";
 
 const ConfigFileBase = z.strictObject({
   model: z
@@ -109,6 +110,8 @@ const ConfigFileBase = z.strictObject({
   permissions: HostPermissionsSchema.optional(),
   /** Hooks run around tool calls and turns (Claude Code's shape). */
   hooks: HostHooksSchema.optional(),
+  /** MCP servers every root agent may use (src/mcp/config.ts; `holon mcp add`). */
+  mcp: McpFileSchema.optional(),
 });
 
 /** Cross-field rules: auth shape, custom providers, `auth` vs flat fields. */
@@ -232,6 +235,8 @@ export type EffectiveConfig = {
   agents: { max_spawn_depth: number; max_live_children: number };
   /** Asks (src/asks/): how long an unanswered ask stands before it expires. */
   asks: { expiry_hours: number };
+  /** MCP servers of the host and when idle ones stop (src/mcp/). */
+  mcp: McpConfig;
 };
 
 /** Where an effective value came from. */
@@ -340,6 +345,7 @@ export function effectiveConfig(
         max_live_children: file.agents?.max_live_children ?? 8,
       },
       asks: { expiry_hours: file.asks?.expiry_hours ?? 168 },
+      mcp: effectiveMcp(file.mcp),
     },
     overrides,
     warnings,

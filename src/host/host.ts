@@ -94,6 +94,8 @@ export class RuntimeHost {
     host.recover();
     // An approved call a crash cut short is reported interrupted (never run twice).
     host.services.approvals.recover();
+    // MCP servers a host killed with SIGKILL left running are killed before anything starts.
+    host.services.mcp.sweep();
     // The spend ledger's first start: rounds from the events still kept (once).
     host.services.ledger.backfill();
     // A patch a crash cut short is finished or undone before any agent works again.
@@ -215,6 +217,7 @@ export class RuntimeHost {
     scheduler.close();
     ingress.close();
     await loops.close();
+    this.services.mcp.close(); // every MCP server this host started stops with it
     tasks.close();
     store.close();
     this.releaseLock();

@@ -67,6 +67,17 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     waiting: waitingSummary(host.services, agent),
     prompt_cache: host.services.cacheHealth.statusOf(agent.agent_id),
     leash: host.services.leash.status(agent),
+    // Each MCP server of the agent: where from, consent, state (src/mcp/).
+    mcp: host.services.mcp.status(agent).map((v) => ({
+      name: v.name,
+      source: v.source,
+      transport: v.transport,
+      consent: v.consent,
+      state: v.state,
+      pid: v.pid,
+      tool_count: v.tools.filter((t) => t.enabled).length,
+      last_error: v.last_error,
+    })),
     // Spent / reserved / limit per budget scope, and the hold that stops it, if any.
     budget: host.services.budgets.view(agent.agent_id),
   };

@@ -66,6 +66,11 @@ import { SpendLedger, returnReservation } from "../budget/ledger.ts";
 import { BUDGET_WINDOW, BudgetGate } from "../budget/gate.ts";
 import { BudgetControl } from "../budget/control.ts";
 import { estimateRequest } from "../memory/tokens.ts";
+import { McpService } from "../mcp/service.ts";
+import { consentEffects } from "../mcp/consent.ts";
+import { McpToolBridge } from "../tools/mcp/mcp-tool.ts";
+import { commandEnvOf } from "../tasks/command-policy.ts";
+import { readFileSync } from "node:fs";
 
 const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
 const NONE_HIDDEN: ReadonlySet<string> = new Set();
@@ -93,8 +98,10 @@ export function buildServices(opts: ServiceOptions) {
   const config = new ConfigSource({ home: opts.home, env: opts.env });
   const signals = new AgentSignals();
   const ingress = new Ingress(store, signals);
-  // Commands: a scrubbed environment and bounded output, from the live configuration.
-  const policy = commandPolicy(config);
+  // Commands: a scrubbed environment and bounded output, from the live configuration. The
+  // variables MCP server definitions reference are withheld too (the service is built below).
+  const mcpEnvNames = () => mcp.referencedEnvNames();
+  const policy = commandPolicy(config, mcpEnvNames);
   // Every command an agent runs is confined by the sandbox its settings and the host's ask for.
   const sandbox = new SandboxService({
     config: () => config.current().values.sandbox,
@@ -149,10 +156,27 @@ export function buildServices(opts: ServiceOptions) {
     signals,
     deadlines: scheduler,
     expiryHours: () => config.current().values.asks.expiry_hours,
-    effects: () => [workAsks, approvals, consent],
+    effects: () => [workAsks, approvals, consent, mcpConsent],
   });
   handlers.set(ASK_EXPIRY, asks.expiryHandler());
   const work = new WorkService({ store, deadlines: scheduler, ingress, asks });
+  // MCP servers: owned processes per (agent, server), confined like commands; workspace
+  // servers wait for the operator's consent, an ask of kind approval.
+  const mcp: McpService = new McpService({
+    home: opts.home,
+    runDir: paths.runDir,
+    config: () => config.current().values.mcp,
+    sandbox,
+    baseEnv: () => commandEnvOf(policy).env,
+    hostEnv: opts.env,
+    credential: (profile) => config.credentials().profiles[profile]?.material,
+    hostOrigins: () => hostOrigins(paths.runtimeFile),
+    store,
+    asks: () => asks,
+    now: () => opts.clock.now(),
+  });
+  const mcpConsent = consentEffects(mcp.consent, () => {});
+  const mcpTools = new McpToolBridge(mcp);
   const workAsks = new WorkAskEffects({ store, work, deadlines: scheduler });
   // Context management: the request budget per model and turn-local compaction.
   const contextLimitsOf = (agent: { model_override?: string | null | undefined }) =>
@@ -269,7 +293,7 @@ export function buildServices(opts: ServiceOptions) {
     host: () => hostLeashSettings(config),
     gate: approvals,
     consent,
-    env: () => scrubEnv(opts.env, commandEnvPolicy(config)),
+    env: () => scrubEnv(opts.env, commandEnvPolicy(config, mcpEnvNames)),
     snapshot: (agent) => workspaces.snapshot(agent),
     sandboxEnforced: (agent) => sandbox.summary(agent).state === "enforced",
     confine: (agent, root) => sandbox.launchFor(agent, root),
@@ -313,6 +337,7 @@ export function buildServices(opts: ServiceOptions) {
           tasks,
           work,
           memory: memoryIndex,
+          mcp,
           // The agent plane is built after the loops it needs; tools reach it at call time.
           get agents() {
             return agentPlane;
@@ -328,6 +353,7 @@ export function buildServices(opts: ServiceOptions) {
           skills.noteToolCall(call);
           compactor.noteToolCall(call);
         },
+        extraTools: (agent) => mcpTools.toolsFor(agent),
         // Profile narrowing: an agent at the spawn depth limit does not see SpawnAgent.
         hiddenTools: (agent) =>
           (agent.spawn_depth ?? 0) >= config.current().values.agents.max_spawn_depth
@@ -422,6 +448,7 @@ export function buildServices(opts: ServiceOptions) {
     owned: {
       cancelForAgent: async (agentId, reason) => {
         asks.withdrawForAgent(agentId, reason); // what a stopped agent asked no longer stands
+        mcp.stopAll(agentId); // its MCP servers stop with it
         return [
           ...(await tasks.cancelForAgent(agentId, reason)),
           ...(await agentPlane.cancelForAgent(agentId, reason)),
@@ -506,7 +533,18 @@ export function buildServices(opts: ServiceOptions) {
     contributors,
     registry,
     leash,
+    mcp,
   };
+}
+
+/** The host's own TCP listener, from its runtime file (a workspace MCP server may not use it). */
+function hostOrigins(runtimeFile: string): string[] {
+  try {
+    const f = JSON.parse(readFileSync(runtimeFile, "utf8")) as { http_addr?: string | null };
+    return f.http_addr ? [`http://${f.http_addr.replace(/^0\.0\.0\.0:/, "127.0.0.1:")}`] : [];
+  } catch {
+    return [];
+  }
 }
 
 /** One settings object per configuration read, so the leash can reuse what it derived. */

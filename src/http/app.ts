@@ -19,6 +19,7 @@ import { budgetRoutes } from "./routes-budget.ts";
 import { operatorRoutes } from "./routes-operator.ts";
 import { memoryRoutes } from "./routes-memory.ts";
 import { metricsRoutes } from "./routes-metrics.ts";
+import { mcpServerRoutes } from "./routes-mcp-servers.ts";
 import { askRoutes } from "./routes-asks.ts";
 import { briefRoutes } from "./routes-briefs.ts";
 import { mcpRoutes } from "./routes-mcp.ts";
@@ -76,6 +77,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   askRoutes(app, ctx); // the operator's inbox: asks across agents, and their decisions
   briefRoutes(app, ctx); // wait for an agent's next brief
   mcpRoutes(app, ctx); // Holon's MCP server over streamable HTTP
+  mcpServerRoutes(app, ctx); // MCP servers agents use: state, tool names, test
   openApiRoute(app);
   return { app, hub };
 }

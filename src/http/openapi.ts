@@ -38,6 +38,7 @@ import { METRICS_ROUTE_DOCS } from "./routes-metrics.ts";
 import { ASK_ROUTE_DOCS } from "./routes-asks.ts";
 import { BRIEF_ROUTE_DOCS } from "./routes-briefs.ts";
 import { MCP_ROUTE_DOCS } from "./routes-mcp.ts";
+import { MCP_SERVER_ROUTE_DOCS } from "./routes-mcp-servers.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -451,6 +452,7 @@ export const ROUTES: RouteDoc[] = [
   ...ASK_ROUTE_DOCS,
   ...BRIEF_ROUTE_DOCS,
   ...MCP_ROUTE_DOCS,
+  ...MCP_SERVER_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

@@ -266,7 +266,7 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       model: host.services.config.modelState(agent.model_override ?? null),
     });
   });
-  // The agent's own settings (sandbox.*, permissions.*, hooks): only the operator, each change
+  // The agent's own settings (sandbox.*, permissions.*, hooks, mcp.servers.<name>): only the operator, each change
   // recorded as an event; each key family validates its own values.
   app.post("/control/agents/:id/settings", async (c) => {
     requireControl(c);
@@ -274,7 +274,9 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const id = host.agents.getPublic(c.req.param("id")).agent_id;
     const agent = body.key.startsWith("sandbox.")
       ? host.agents.setSetting(id, body.key, body.value ?? undefined)
-      : host.services.leash.setAgentSetting(id, body.key, body.value ?? null);
+      : body.key.startsWith("mcp.")
+        ? host.services.mcp.setAgentSetting(id, body.key, body.value ?? null)
+        : host.services.leash.setAgentSetting(id, body.key, body.value ?? null);
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
@@ -284,6 +286,11 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       permissions: agent.permissions ?? null,
       hooks: agent.hooks ?? null,
       leash: host.services.leash.status(agent),
+      mcp: host.services.mcp.status(agent).map((v) => ({
+        name: v.name,
+        source: v.source,
+        definition: v.definition,
+      })),
     });
   });
   app.post("/control/agents/:id/model/clear", async (c) => {

@@ -288,6 +288,19 @@ export const AgentSummary = z.object({
     })
     .nullable(),
   leash: LeashStatus,
+  /** src/mcp/: each MCP server of the agent and its state. */
+  mcp: z.array(
+    z.object({
+      name: z.string(),
+      source: z.enum(["host", "agent", "workspace"]),
+      transport: z.string(),
+      consent: z.enum(["operator", "approved", "pending", "denied"]),
+      state: z.enum(["stopped", "starting", "running", "backoff", "failed"]),
+      pid: z.number().int().nullable(),
+      tool_count: z.number().int(),
+      last_error: z.string().nullable(),
+    }),
+  ),
   budget: AgentBudgetView,
 });
 

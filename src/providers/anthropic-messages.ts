@@ -34,6 +34,7 @@ import {
   type StopReason,
   type TransportClient,
   type TransportSendOptions,
+  type ToolResultItem,
   responseOf,
 } from "./model.ts";
 import { perCandidate, sdkOptions } from "./http-fetch.ts";
@@ -104,7 +105,7 @@ export function lowerAnthropicMessages(request: ProviderRequest): MessageParam[]
         push("user", {
           type: "tool_result",
           tool_use_id: item.call_id,
-          content: item.output.length > 0 ? item.output : "(no output)",
+          content: toolResultContent(item),
           ...(item.is_error ? { is_error: true } : {}),
         });
         break;
@@ -290,4 +291,24 @@ export function createAnthropicMessagesTransport(): TransportClient {
       }
     },
   };
+}
+
+const ANTHROPIC_IMAGE_TYPES = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"]);
+
+/** A tool result's content: its text, and the images it returned in the types Anthropic takes. */
+function toolResultContent(item: ToolResultItem) {
+  const text = item.output.length > 0 ? item.output : "(no output)";
+  const images = (item.images ?? []).filter((i) => ANTHROPIC_IMAGE_TYPES.has(i.mime_type));
+  if (images.length === 0) return text;
+  return [
+    { type: "text" as const, text },
+    ...images.map((i) => ({
+      type: "image" as const,
+      source: {
+        type: "base64" as const,
+        media_type: i.mime_type as "image/png",
+        data: i.data,
+      },
+    })),
+  ];
 }

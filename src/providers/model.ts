@@ -78,6 +78,11 @@ export const ToolResultItem = z.object({
   call_id: z.string(),
   output: z.string(),
   is_error: z.boolean(),
+  /**
+   * Images the tool returned (an MCP server's image content), base64: sent beside the text by
+   * the transports whose tool results take images (OpenAI Responses, Anthropic Messages).
+   */
+  images: z.array(z.object({ mime_type: z.string(), data: z.string() })).optional(),
 });
 export type ToolResultItem = z.infer<typeof ToolResultItem>;
 

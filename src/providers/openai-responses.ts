@@ -159,7 +159,22 @@ function lowerOne(
     case "tool_result":
       return st.customCalls.has(item.call_id)
         ? [{ type: "custom_tool_call_output", call_id: item.call_id, output: item.output }]
-        : [{ type: "function_call_output", call_id: item.call_id, output: item.output }];
+        : [
+            {
+              type: "function_call_output",
+              call_id: item.call_id,
+              output: item.images?.length
+                ? [
+                    { type: "input_text", text: item.output },
+                    ...item.images.map((i) => ({
+                      type: "input_image" as const,
+                      image_url: `data:${i.mime_type};base64,${i.data}`,
+                      detail: "auto" as const,
+                    })),
+                  ]
+                : item.output,
+            },
+          ];
     case "reasoning": {
       if (item.family !== "openai_responses") return [];
       const data = item.data as ResponseReasoningItem | null;

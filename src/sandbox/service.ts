@@ -91,9 +91,14 @@ export class SandboxService {
   /**
    * The profile this agent's command in `executionRoot` starts under: null when it runs
    * unconfined (mode off, or auto where the machine cannot confine). Throws under `required`
-   * when it cannot be confined.
+   * when it cannot be confined. `extraWritable`: a caller's own writable paths (an MCP
+   * server's `writable_paths`).
    */
-  launchFor(agent: AgentRecord, executionRoot: string): SandboxLaunch | null {
+  launchFor(
+    agent: AgentRecord,
+    executionRoot: string,
+    extraWritable: readonly string[] = [],
+  ): SandboxLaunch | null {
     const { mode } = this.mode(agent);
     if (mode === "off") return null;
     const probe = this.probe();
@@ -116,7 +121,7 @@ export class SandboxService {
       agentHome: agent.agent_home,
       executionRoot,
       userHome: this.#deps.userHome,
-      writablePaths: [...host.writable_paths, ...(own?.writable_paths ?? [])],
+      writablePaths: [...host.writable_paths, ...(own?.writable_paths ?? []), ...extraWritable],
       hiddenPaths: [...host.hidden_paths, ...(own?.hidden_paths ?? [])],
     });
   }

@@ -11,6 +11,7 @@ import type { SkillService } from "../context/skills.ts";
 import type { WorkspaceService } from "../workspace/registry.ts";
 import type { WorkService } from "../work/service.ts";
 import type { MemoryIndexService } from "../memory/search.ts";
+import type { McpService } from "../mcp/service.ts";
 import type { OutputBudget } from "./budget.ts";
 import {
   errorResult,
@@ -76,6 +77,8 @@ export interface ToolServices {
   /** The agent plane: SpawnAgent, AgentGet and child-task supervision (tasks/children.ts). */
   agents: AgentPlane;
   memory: MemoryIndexService;
+  /** MCP servers (src/mcp/): the catalog bridge in tools/mcp/ calls through it. */
+  mcp?: McpService;
 }
 
 /**
@@ -88,13 +91,20 @@ export type ToolOutput = {
   summary_text: string;
   result: Record<string, unknown>;
   request?: ToolRequest;
+  /** Images for the model beside the rendered text (kept out of the stored envelope). */
+  images?: { mime_type: string; data: string }[];
 };
 
 export type ToolDefinition<S extends z.ZodType = z.ZodType> = {
   name: string;
-  family: "command" | "task" | "workspace" | "agent" | "work" | "memory";
+  family: "command" | "task" | "workspace" | "agent" | "work" | "memory" | "mcp";
   description: string;
   input: S;
+  /**
+   * The JSON Schema the model sees, when it is not the zod schema's (an MCP tool publishes
+   * its server's schema; `input` then only checks the arguments are an object).
+   */
+  parameters?: Record<string, unknown>;
   /**
    * A freeform grammar form of the tool (OpenAI Responses custom tool). The raw text the
    * model sends is wrapped as `{ [field]: text }` before validation.
@@ -132,6 +142,9 @@ export type DispatchResult = {
   rendered: string;
   duration_ms: number;
   request?: ToolRequest;
+  /** The result came from outside (an MCP server): the turn's authority drops (taint). */
+  external_evidence?: boolean;
+  images?: { mime_type: string; data: string }[];
 };
 
 /**
@@ -207,6 +220,7 @@ export async function dispatch(
     if (g.context) context.push(g.context);
   }
   const done = await execute(def, input, ctx, finish);
+  if (def.family === "mcp") done.external_evidence = true;
   if (ctx.guard) {
     const after = await ctx.guard.after(def, input, done.canonical, ctx);
     if (after) context.push(after);
@@ -227,6 +241,7 @@ async function execute(
     const out = await def.execute(input, ctx);
     const done = finish(successResult(name, out.summary_text, out.result), def);
     if (out.request) done.request = out.request;
+    if (out.images?.length) done.images = out.images;
     return done;
   } catch (err) {
     const known = toolErrorOf(err);

@@ -37,10 +37,12 @@ import type { TaskService } from "../tasks/service.ts";
 import type { OutputBudget } from "../tools/budget.ts";
 import {
   dispatch,
+  type ToolDefinition,
   type ToolGuard,
-  type ToolRegistry,
+  ToolRegistry,
   type ToolServices,
 } from "../tools/registry.ts";
+import { lowestAuthority } from "../policy/taint.ts";
 import type { PromptContributor } from "../context/section.ts";
 import { executionBinding, executionSnapshot } from "../workspace/roots.ts";
 import type { ExecutionSnapshot } from "../domain/workspace.ts";
@@ -97,6 +99,12 @@ export type TurnDeps = {
   leash?: ActionLeash;
   /** Told about every finished tool call, after its record is durable (skill activation). */
   afterTool?: (call: ToolCallDone) => void;
+  /**
+   * Tools this agent has beyond the built-in ones (its MCP servers' tools, tools/mcp/), read
+   * once at the start of each turn: a change reaches the next turn, never the running one.
+   * The same array while nothing changed, so the tool list and the cached prefix stay put.
+   */
+  extraTools?: (agent: AgentRecord) => Promise<readonly ToolDefinition[]>;
   /** Tools this agent's profile leaves out of its catalog (a private child: SpawnAgent). */
   hiddenTools?: (agent: AgentRecord) => ReadonlySet<string>;
   /**
@@ -158,11 +166,15 @@ export const NO_PROVIDER_SUMMARY =
 export const DEFAULT_MAX_ROUNDS = 100;
 
 export function toolSpecs(registry: ToolRegistry): ToolSpec[] {
-  return registry.list().map((t) => {
+  return specsOf(registry.list());
+}
+
+function specsOf(defs: readonly ToolDefinition[]): ToolSpec[] {
+  return defs.map((t) => {
     const spec: ToolSpec = {
       name: t.name,
       description: t.description,
-      parameters: sourceSchema(t.input),
+      parameters: t.parameters ?? sourceSchema(t.input),
     };
     if (t.freeform) {
       spec.freeform = {
@@ -198,9 +210,42 @@ export class ProviderTurnExecutor implements TurnExecutor {
     const specs = (this.specs ??= toolSpecs(this.deps.registry));
     const hidden = this.deps.hiddenTools?.(req.agent);
     const visible = hidden?.size ? specs.filter((t) => !hidden.has(t.name)) : specs;
-    return new Turn(this.deps, visible, req, candidates).run();
+    let extra: readonly ToolDefinition[] = NO_EXTRA;
+    if (this.deps.extraTools) {
+      try {
+        extra = await this.deps.extraTools(req.agent);
+      } catch {
+        extra = NO_EXTRA; // a broken source of extra tools never stops the turn
+      }
+    }
+    if (extra.length === 0) {
+      return new Turn(this.deps, visible, req, candidates, this.deps.registry).run();
+    }
+    const merged = this.merged(visible, extra);
+    return new Turn(this.deps, merged.specs, req, candidates, merged.registry).run();
+  }
+
+  private readonly mergedCache = new WeakMap<
+    readonly ToolDefinition[],
+    { base: ToolSpec[]; specs: ToolSpec[]; registry: ToolRegistry }
+  >();
+
+  /** The built-in catalog plus extra tools, kept per extra list (same input, same arrays). */
+  private merged(base: ToolSpec[], extra: readonly ToolDefinition[]) {
+    const hit = this.mergedCache.get(extra);
+    if (hit && hit.base === base) return hit;
+    const registry = new ToolRegistry();
+    for (const t of this.deps.registry.list()) registry.register(t);
+    const builtin = new Set(registry.list().map((t) => t.name));
+    const added = extra.filter((t) => !builtin.has(t.name));
+    for (const t of added) registry.register(t);
+    const value = { base, specs: [...base, ...specsOf(added)], registry };
+    this.mergedCache.set(extra, value);
+    return value;
   }
 }
+
+const NO_EXTRA: readonly ToolDefinition[] = Object.freeze([]);
 
 class Turn {
   private readonly deps: TurnDeps;
@@ -215,13 +260,24 @@ class Turn {
   private readonly candidates: ModelCandidate[];
   private readonly startedAt: number;
   private readonly turnIndex: number;
-  /** The lowest authority among what this turn consumes (taint, src/policy/taint.ts). */
-  private readonly authority: AuthorityClass;
+  /**
+   * The lowest authority among what this turn consumes (taint, src/policy/taint.ts); an
+   * external result (an MCP tool's) lowers it for the rest of the turn.
+   */
+  private authority: AuthorityClass;
+  private readonly registry: ToolRegistry;
   /** When the last provider call ended (or the turn started): a ledger row's wall time. */
   private lastCallEnd: number;
 
-  constructor(deps: TurnDeps, specs: ToolSpec[], req: TurnRequest, candidates: ModelCandidate[]) {
+  constructor(
+    deps: TurnDeps,
+    specs: ToolSpec[],
+    req: TurnRequest,
+    candidates: ModelCandidate[],
+    registry: ToolRegistry,
+  ) {
     this.deps = deps;
+    this.registry = registry;
     this.candidates = candidates;
     this.specs = specs;
     this.req = req;
@@ -515,6 +571,8 @@ class Turn {
             call_id: call.call_id,
             output: outcome.rendered,
             is_error: outcome.canonical.status === "error",
+            // Images stay in this turn's conversation only; the transcript keeps the text.
+            ...(outcome.images?.length ? { images: outcome.images } : {}),
           });
         }
       } finally {
@@ -562,7 +620,7 @@ class Turn {
     // Each call follows the binding as it is now: UseWorkspace may have moved it this turn.
     const current = store.agents.get(this.agent.agent_id) ?? this.agent;
     const { execution_root: executionRoot, cwd } = executionBinding(current);
-    const outcome = await dispatch(this.deps.registry, name, args, {
+    const outcome = await dispatch(this.registry, name, args, {
       agent: current,
       run_id: this.req.run_id,
       message: this.req.message,
@@ -578,6 +636,10 @@ class Turn {
     });
     if (outcome.request?.kind === "sleep")
       this.sleep = { duration_ms: outcome.request.duration_ms };
+    if (outcome.external_evidence && this.authority !== "external_evidence") {
+      this.authority = lowestAuthority(this.authority, "external_evidence");
+      this.deps.leash?.noteTurnAuthority(this.agent.agent_id, this.req.message, this.authority);
+    }
     store.tx(() => {
       this.transcript("tool_execution", {
         call_id: callId,

@@ -24,6 +24,7 @@ export function toolContext(host: RuntimeHost, agentId = "main", runId = "run_te
       skills: host.services.skills,
       agents: host.services.agentPlane,
       memory: host.services.memoryIndex,
+      mcp: host.services.mcp,
     },
   };
 }
