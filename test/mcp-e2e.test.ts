@@ -134,12 +134,31 @@ describe("MCP tools in a turn", () => {
       reply.text("done"),
     );
     await settled(await prompt("echo, then run a command"));
+    // The host's default external_evidence_mode is `ask`: the command is held for an
+    // operator's approval, not run.
+    const held = rt.host.services.asks
+      .list({ agent_id: "main" })
+      .filter((a) => a.kind === "approval" && a.state === "pending");
+    expect(held).toHaveLength(1);
+    expect(JSON.stringify(held[0]!.details)).toContain("tainted-ran");
+    expect(existsSync(join(ws, "tainted-ran"))).toBe(false);
+    const denied = await rt.req("POST", `/control/asks/${held[0]!.id}/decision`, {
+      decision: "deny",
+      reason: "not in this test",
+    });
+    expect(denied.status, JSON.stringify(denied.json)).toBe(200);
+    await waitFor(
+      () =>
+        fake.requests.length > from + 2 &&
+        rt.host.agents.get("main").status !== "awake_running" &&
+        rt.host.store.messages.withStatus("main", "queued").length === 0,
+      { what: "the denial to reach the model and the agent to settle", timeoutMs: 30_000 },
+    );
     const results = toolResults(from);
     expect(results[0]).toContain("external evidence");
-    // The host's default external_evidence_mode is `ask`: the command is held, not run.
-    expect(results[1]).toMatch(/"ok": false/);
-    expect(results[1]).toMatch(/approval/);
-    expect(() => readFileSync(join(ws, "tainted-ran"))).toThrow();
+    const after = JSON.stringify(fake.requests.slice(from + 2).map((r) => r.body));
+    expect(after).toMatch(/not in this test/);
+    expect(existsSync(join(ws, "tainted-ran"))).toBe(false);
   });
 
   it("holon mcp list shows the mapping, test reports latency, status shows the state", async () => {
