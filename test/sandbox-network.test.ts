@@ -11,7 +11,14 @@ import { spawnSync } from "node:child_process";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
 import { readFileSync } from "node:fs";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  runCli,
+  startRuntime,
+  tempHome,
+  waitFor,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { toolContext } from "./helpers/tool-context.ts";
 import { sandboxAvailable } from "./helpers/sandbox.ts";
 import { probeSandbox } from "../src/sandbox/probe.ts";
@@ -158,9 +165,24 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
     expect(r.out).toMatch(/\[control 7\]/);
     // no proxy variables, and one interface: lo
     expect(r.out.trim().split("\n").slice(-2)).toEqual(["0", "1"]);
-    const summary = rt.host.services.sandbox.summary(rt.host.agents.get("offline"));
-    expect(summary.network).toBe("off");
-    expect(summary.enforcement.network).toBe("enforced");
+    // What the operator sees: `holon status` and /state say the network is enforced.
+    const env = { HOLON_HOME: home };
+    const st = await runCli(["status", "offline"], { env });
+    expect(st.stdout).toMatch(/sandbox: +enforced \(host_bwrap.*network off: enforced\)/);
+    const state = await rt.req("GET", "/agents/main/state");
+    expect(state.json.agent.sandbox).toMatchObject({
+      network: "allowlist",
+      enforcement: { network: "enforced" },
+    });
+    // and with the host's network, not enforced, through `holon agent set`
+    const set = await runCli(["agent", "set", "offline", "sandbox.network", "on"], { env });
+    expect(set.code, set.stderr).toBe(0);
+    const on = await rt.req("GET", "/agents/offline/state");
+    expect(on.json.agent.sandbox).toMatchObject({
+      network: "on",
+      enforcement: { network: "not_enforced" },
+    });
+    await setting("offline", "sandbox.network", "off");
   });
 
   it("an agent's commands and tasks share one loopback; each keeps its own PID namespace", async () => {
