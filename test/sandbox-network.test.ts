@@ -10,7 +10,9 @@ import type { AddressInfo } from "node:net";
 import { spawnSync } from "node:child_process";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { readProcStat } from "../src/tasks/process-proc.ts";
 import {
   cleanupHomes,
   runCli,
@@ -228,6 +230,22 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
     } finally {
       await rt.host.tasks.stop(start.id, 200);
     }
+  });
+
+  it("a stopped host leaves no namespace holder that no task needs", async () => {
+    const dir = join(home, "run", "sandbox-net");
+    const holders = readdirSync(dir).flatMap((n) => {
+      const f = join(dir, n, "holder.json");
+      return existsSync(f) ? [JSON.parse(readFileSync(f, "utf8")).pid as number] : [];
+    });
+    expect(holders.length).toBeGreaterThanOrEqual(1); // main's, which outlived the last restart
+    await rt.close();
+    for (const pid of holders) {
+      await waitFor(() => (readProcStat(pid)?.state ?? "Z") === "Z", {
+        what: `holder ${pid} to end`,
+      });
+    }
+    rt = await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
   });
 
   it("rejects a malformed allowlist entry with a clear error", async () => {

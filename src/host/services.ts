@@ -110,6 +110,7 @@ export function buildServices(opts: ServiceOptions) {
         bootId,
       },
       agent: (id) => store.agents.get(id),
+      hasActiveTasks: (id) => store.tasks.activeForAgent(id).length > 0,
       // A connection the allowlist proxy refused is an event of the agent whose command asked.
       onRefused: (agentId, refusal) => {
         if (store.agents.get(agentId) === undefined) return;

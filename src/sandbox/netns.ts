@@ -9,8 +9,8 @@
 // The holder outlives the host, like the tasks in its namespace: its pid, start time and boot
 // id are recorded in `<holon_home>/run/sandbox-net/<agent key>/holder.json` (out of every
 // command's sight), a restarted host reattaches to it, and the bridge finds the host's proxy
-// again at the same socket path there. A holder whose namespace holds nothing else is stopped
-// when the host stops. This is the one process the sandbox starts itself: it runs no code of
+// again at the same socket path there. A holder no task of its agent needs is stopped when
+// the host stops. This is the one process the sandbox starts itself: it runs no code of
 // the agent's, and commands reach only its network namespace, never its processes or files.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -127,12 +127,14 @@ export class NetnsHolders {
     return out;
   }
 
-  /** At host stop: end every holder whose namespace holds no other process (no task in it). */
-  stopIdle(): void {
+  /**
+   * At host stop: end every holder no task needs (`busy` says which agents have tasks that
+   * outlive the host). An unused spare or a finishing command in the namespace does not count.
+   */
+  stopIdle(busy: (agentId: string) => boolean): void {
     for (const agentId of this.recorded()) {
       const rec = this.#alive(agentId);
-      if (rec === null) continue;
-      if (!namespaceHasOthers(rec.pid)) this.#kill(rec);
+      if (rec !== null && !busy(agentId)) this.#kill(rec);
     }
   }
 
@@ -326,21 +328,4 @@ function netOf(pid: number | "self"): string | null {
 function ownNamespace(pid: number): boolean {
   const ns = netOf(pid);
   return ns !== null && ns !== netOf("self");
-}
-
-/** Whether any process besides the holder is in its network namespace. */
-function namespaceHasOthers(holder: number): boolean {
-  const ns = netOf(holder);
-  if (ns === null) return false;
-  let names: string[] = [];
-  try {
-    names = readdirSync("/proc");
-  } catch {
-    return true; // cannot tell: keep it
-  }
-  for (const n of names) {
-    if (!/^\d+$/.test(n) || Number(n) === holder) continue;
-    if (netOf(Number(n)) === ns) return true;
-  }
-  return false;
 }

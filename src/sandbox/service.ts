@@ -28,6 +28,8 @@ export type SandboxDeps = {
   runtime?: {
     procs: ProcIdentity;
     agent: (agentId: string) => AgentRecord | undefined;
+    /** The agent has tasks that outlive the host (its namespace must too). */
+    hasActiveTasks: (agentId: string) => boolean;
     onRefused: (agentId: string, refusal: ProxyRefusal) => void;
   };
 };
@@ -112,7 +114,8 @@ export class SandboxService {
   /** At host stop: the proxy closes; namespaces no task is in are let go. */
   async close(): Promise<void> {
     await this.#proxy?.close();
-    this.#holders?.stopIdle();
+    const rt = this.#deps.runtime;
+    if (rt !== undefined) this.#holders?.stopIdle(rt.hasActiveTasks);
   }
 
   /** What this machine can confine (probed once per bubblewrap path). */
