@@ -10,7 +10,8 @@ import type { AddressInfo } from "node:net";
 import { spawnSync } from "node:child_process";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { RuntimeHost } from "../src/host/host.ts";
 import { join } from "node:path";
 import { readProcStat } from "../src/tasks/process-proc.ts";
 import {
@@ -276,3 +277,48 @@ function waitForOutput(taskId: string, re: RegExp): Promise<string> {
     { what: `task output matching ${re}` },
   );
 }
+
+describe.skipIf(!enabled)("where the agent's namespace cannot be joined", () => {
+  // No nsenter on this host's PATH (bubblewrap named by its full path): the probe says why.
+  async function hostWith(mode: "auto" | "required") {
+    const h = tempHome();
+    writeFileSync(
+      join(h, "config.json"),
+      JSON.stringify({
+        sandbox: { mode, network: "off", bwrap_path: probeSandbox("bwrap").bwrap },
+      }),
+    );
+    return RuntimeHost.open({
+      home: h,
+      env: { ...process.env, HOLON_HOME: h, PATH: "/nonexistent" },
+    });
+  }
+
+  it("required refuses the command, naming what is missing", async () => {
+    const host = await hostWith("required");
+    try {
+      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', toolContext(host));
+      expect(out.canonical.error).toMatchObject({ kind: "sandbox_unavailable" });
+      expect(out.canonical.error!.message).toMatch(/sandbox\.network off.*nsenter/);
+    } finally {
+      await host.shutdown();
+    }
+  });
+
+  it("auto runs it on the host's network and says the network is not enforced, and why", async () => {
+    const host = await hostWith("auto");
+    try {
+      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', toolContext(host));
+      expect((out.canonical.result as any).exit_status).toBe(0);
+      const s = host.services.sandbox.summary(host.agents.get("main"));
+      expect(s).toMatchObject({
+        backend: "host_bwrap",
+        network: "off",
+        enforcement: { shell_filesystem: "enforced", network: "not_enforced" },
+      });
+      expect(s.why.network).toMatch(/nsenter.*commands use the host's network/);
+    } finally {
+      await host.shutdown();
+    }
+  });
+});
