@@ -147,10 +147,14 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
     const ctx = toolContext(rt.host);
     await exec(ctx, "true");
     await spareReady(ctx);
-    const processes = join(rt.host.agents.get("main").agent_home, ".holon", "processes");
-    expect(readdirSync(processes).some((n) => n.startsWith("spare-"))).toBe(true);
+    const dotHolon = join(rt.host.agents.get("main").agent_home, ".holon");
+    // spares wait beside the process directories, never among them
+    expect(readdirSync(join(dotHolon, "spares")).length).toBeGreaterThan(0);
+    expect(
+      readdirSync(join(dotHolon, "processes")).filter((n) => /^[0-9a-f]{16}$/.test(n)),
+    ).toEqual([]);
     await rt.close();
-    await waitFor(() => !readdirSync(processes).some((n) => n.startsWith("spare-")), {
+    await waitFor(() => readdirSync(join(dotHolon, "spares")).length === 0, {
       what: "the spare's directory to go",
     });
     expect(sandboxSpareCount()).toMatchObject({ ready: 0, starting: 0 });

@@ -10,16 +10,16 @@
 //
 // The trick is the directory. Inside the sandbox the process directory is read-only apart
 // from the few files the wrapper writes, bound writable when bubblewrap starts. A spare's are
-// made in a directory of its own (`processes/spare-<random>`); taking the spare renames that
-// directory to the command's, in the same parent: the bind mounts follow the files, so inside
-// the sandbox they appear at the command's paths. Then the record and parameters are written
+// made in a directory of its own (`.holon/spares/<random>`, beside `.holon/processes/`, on the
+// same file system); taking the spare renames that directory to the command's: the bind
+// mounts follow the files, so inside the sandbox they appear at the command's paths. Then the record and parameters are written
 // and the directory's name is handed to the spare, exactly like an unconfined spare.
 //
 // Only commands without input or terminal use spares (an input FIFO costs a process to make).
 // Spares live no longer than the helper: when it exits or is replaced, they read EOF and exit.
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rm } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { SandboxLaunch } from "../sandbox/profile.ts";
 import type { CommandEnv } from "./env.ts";
 import { isSameLiveProcess, readProcStat } from "./process-proc.ts";
@@ -211,11 +211,12 @@ function startSpare(
   retries: number,
 ): void {
   if (spares.has(key) || !profiles.has(key)) return;
-  if (!swept.has(processesDir)) {
-    swept.add(processesDir);
-    sweepLeftovers(processesDir);
+  const parent = join(dirname(processesDir), "spares");
+  if (!swept.has(parent)) {
+    swept.add(parent);
+    sweepLeftovers(parent);
   }
-  const dir = join(processesDir, `spare-${randomBytes(8).toString("hex")}`);
+  const dir = join(parent, randomBytes(8).toString("hex"));
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     for (const f of WRITTEN) closeSync(openSync(join(dir, f), "wx", 0o600));
@@ -252,17 +253,17 @@ function startSpare(
 }
 
 /** Spares a previous host left (they exited with it): their directories go. */
-function sweepLeftovers(processesDir: string): void {
+function sweepLeftovers(parent: string): void {
   let names: string[] = [];
   try {
-    names = readdirSync(processesDir);
+    names = readdirSync(parent);
   } catch {
     return;
   }
   const ours = new Set([...spares.values()].map((s) => s.dir));
   for (const n of names) {
-    const p = join(processesDir, n);
-    if (n.startsWith("spare-") && !ours.has(p)) rm(p, { recursive: true, force: true }, () => {});
+    const p = join(parent, n);
+    if (!ours.has(p)) rm(p, { recursive: true, force: true }, () => {});
   }
 }
 
