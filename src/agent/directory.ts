@@ -323,13 +323,20 @@ function agentSettingField(key: string): keyof AgentSandboxSettings {
   return key.slice("sandbox.".length) as keyof AgentSandboxSettings;
 }
 
+const SETTING_HINTS: Record<string, string> = {
+  "sandbox.mode": "one of off, auto, required",
+  "sandbox.network": "one of on, off, allowlist",
+  "sandbox.network_allow":
+    'a JSON list of hosts, e.g. ["registry.npmjs.org", "*.github.com", "127.0.0.1:3000"]',
+};
+
 function validateSetting(key: string, field: keyof AgentSandboxSettings, value: unknown): unknown {
   const r = AgentSandboxSettings.shape[field].safeParse(value);
   if (!r.success) {
     throw new HolonError(
       "invalid_setting",
       `invalid value for ${key}: ${r.error.issues.map((i) => i.message).join("; ")}`,
-      { hint: key === "sandbox.mode" ? "one of off, auto, required" : "a JSON list of paths" },
+      { hint: SETTING_HINTS[key] ?? "a JSON list of paths" },
     );
   }
   return r.data;

@@ -354,7 +354,7 @@ async function cmdDoctor(opts: HomeOpts) {
     status: sandbox.state === "enforced" ? "ok" : sandbox.mode === "required" ? "fail" : "warn",
     detail:
       sandbox.state === "enforced"
-        ? `enforced (${sandbox.backend}, mode ${sandbox.mode}): shell_filesystem, secrets and child_processes enforced; network not_enforced (mode on)`
+        ? `enforced (${sandbox.backend}, mode ${sandbox.mode}): shell_filesystem, secrets and child_processes enforced; network ${sandbox.enforcement.network} (sandbox.network ${sandbox.network}: ${sandbox.why.network})`
         : `not_enforced: ${sandbox.reason}`,
   });
 

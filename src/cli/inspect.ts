@@ -145,7 +145,7 @@ function sandboxLines(s: Record<string, any>): string[] {
   if (!sb) return [];
   const out = [
     sb.state === "enforced"
-      ? `sandbox:  enforced (${sb.backend}, mode ${sb.mode} from ${sb.mode_source}; network ${sb.network})`
+      ? `sandbox:  enforced (${sb.backend}, mode ${sb.mode} from ${sb.mode_source}; network ${sb.network}: ${sb.enforcement?.network ?? "not_enforced"})`
       : `sandbox:  not_enforced (mode ${sb.mode} from ${sb.mode_source}): ${sb.reason}`,
   ];
   const at = sb.enabled_at as string | null;

@@ -156,6 +156,14 @@ function presentCatalogEvent(e: CatalogEvent): Shape {
           ? `commands now run confined (${e.payload.backend}, mode ${e.payload.mode})`
           : `not enforced (mode ${e.payload.mode}): ${e.payload.reason ?? ""}`,
       );
+    case "sandbox_network_refused":
+      return item(
+        "info",
+        "runtime",
+        "Network refused",
+        `${e.payload.host}:${e.payload.port} (${e.payload.protocol}): ${e.payload.reason}` +
+          (e.payload.suppressed > 0 ? ` (+${e.payload.suppressed} more not recorded)` : ""),
+      );
     case "hook_failed":
       return item("info", "runtime", `${e.payload.hook_event} hook failed`, e.payload.reason, {
         detail: e.payload.detail,

@@ -246,6 +246,15 @@ export const EventBody = z.discriminatedUnion("type", [
     state: z.enum(["enforced", "not_enforced"]),
     reason: z.string().nullable(),
   }),
+  // The sandbox's proxy refused a connection a confined command asked for (sandbox.network
+  // allowlist): the host it named, why, and how many more were refused unrecorded since.
+  kind("sandbox_network_refused", {
+    host: z.string(),
+    port: z.number().int(),
+    protocol: z.enum(["http_connect", "http", "socks5"]),
+    reason: z.string(),
+    suppressed: z.number().int(),
+  }),
   // A hook that failed, timed out or printed too much (PreToolUse then refused the call).
   kind("hook_failed", {
     hook_event: z.string(),

@@ -11,9 +11,31 @@ import { z } from "zod";
 export const SandboxMode = z.enum(["off", "auto", "required"]);
 export type SandboxMode = z.infer<typeof SandboxMode>;
 
-/** Network for sandboxed commands. Only `on` (the host's network) is implemented. */
-export const SandboxNetwork = z.enum(["on"]);
+/**
+ * Network for sandboxed commands. `on`: the host's network. `off`: the agent's own network
+ * namespace, only its own loopback. `allowlist`: that namespace, plus the hosts of
+ * `network_allow` through the host's proxy (HTTP CONNECT and SOCKS5).
+ */
+export const SandboxNetwork = z.enum(["on", "off", "allowlist"]);
 export type SandboxNetwork = z.infer<typeof SandboxNetwork>;
+
+/**
+ * One allowlist entry: a host name (`example.com`), every name under a domain
+ * (`*.example.com`), or an IP address, each alone (ports 80 and 443) or with a port
+ * (`example.com:8080`, `127.0.0.1:3000`, `[::1]:3000`).
+ */
+export const NetworkAllowEntry = z
+  .string()
+  .min(1)
+  .max(260)
+  .regex(
+    /^(?:(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/,
+    "must be a host name, *.domain, an IP address or [IPv6], optionally with :port",
+  )
+  .refine((e) => {
+    const m = /:([0-9]{1,5})$/.exec(e.startsWith("[") ? e.slice(e.indexOf("]")) : e);
+    return m === null || (Number(m[1]) >= 1 && Number(m[1]) <= 65535);
+  }, "the port must be 1-65535");
 
 /** An absolute path, or one starting with `~/` (the user's home directory). */
 export const SandboxPath = z
@@ -30,6 +52,10 @@ export const AgentSandboxSettings = z.strictObject({
   writable_paths: z.array(SandboxPath).max(64).optional(),
   /** Extra hidden paths, on top of the host's `sandbox.hidden_paths`. */
   hidden_paths: z.array(SandboxPath).max(64).optional(),
+  /** The network its commands get (else the host's `sandbox.network`). */
+  network: SandboxNetwork.optional(),
+  /** Extra allowlist entries, on top of the host's `sandbox.network_allow`. */
+  network_allow: z.array(NetworkAllowEntry).max(256).optional(),
 });
 export type AgentSandboxSettings = z.infer<typeof AgentSandboxSettings>;
 
@@ -38,6 +64,8 @@ export const AGENT_SANDBOX_KEYS = [
   "sandbox.mode",
   "sandbox.writable_paths",
   "sandbox.hidden_paths",
+  "sandbox.network",
+  "sandbox.network_allow",
 ] as const;
 
 export const SandboxState = z.enum(["enforced", "not_enforced"]);

@@ -110,6 +110,7 @@ export class RuntimeHost {
     // The sandbox is probed once, now; each agent's first start with it is recorded.
     const sandbox = host.services.sandbox;
     sandbox.probe();
+    sandbox.resume(); // a namespace a task outlived the last host in gets its proxy back
     for (const a of store.agents.list()) {
       if (a.sandbox_enabled_at === undefined)
         agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
@@ -219,6 +220,7 @@ export class RuntimeHost {
     await loops.close();
     this.services.mcp.close(); // every MCP server this host started stops with it
     tasks.close();
+    await this.services.sandbox.close();
     store.close();
     this.releaseLock();
   }

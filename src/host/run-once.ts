@@ -315,6 +315,7 @@ function reportProgress(e: CatalogEvent, onProgress: (p: RunProgress) => void): 
     case "agent_model_changed":
     case "agent_setting_changed":
     case "sandbox_enabled":
+    case "sandbox_network_refused":
     case "hook_failed":
     case "agent_spawned":
     case "agent_template_applied":

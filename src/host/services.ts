@@ -18,6 +18,7 @@ import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../providers/retry.ts";
 import { Store } from "../store/db.ts";
 import { TaskService } from "../tasks/service.ts";
 import { SandboxService } from "../sandbox/service.ts";
+import { bootId, readProcStat } from "../tasks/process-proc.ts";
 import { buildRegistry } from "../tools/builtin.ts";
 import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
@@ -108,6 +109,24 @@ export function buildServices(opts: ServiceOptions) {
     holonHome: opts.home,
     userHome: opts.env.HOME ?? homedir(),
     pathEnv: opts.env.PATH,
+    runtime: {
+      procs: {
+        startTicks: (pid) => {
+          const st = readProcStat(pid);
+          return st === null || st.state === "Z" ? null : st.start_ticks;
+        },
+        bootId,
+      },
+      agent: (id) => store.agents.get(id),
+      hasActiveTasks: (id) => store.tasks.activeForAgent(id).length > 0,
+      // A connection the allowlist proxy refused is an event of the agent whose command asked.
+      onRefused: (agentId, refusal) => {
+        if (store.agents.get(agentId) === undefined) return;
+        store.tx(() =>
+          store.appendEvent(agentId, { type: "sandbox_network_refused", payload: refusal }),
+        );
+      },
+    },
   });
   const workspaces = new WorkspaceService({
     store,

@@ -201,6 +201,8 @@ export async function startServer(
   const addr = tcp.address() as AddressInfo;
   const host6 = addr.family === "IPv6" ? `[${addr.address}]` : addr.address;
   listen.http_addr = `${host6}:${addr.port}`;
+  // The sandbox's allowlist proxy never connects a command to this port.
+  host.services.sandbox.protectPort(addr.port);
   policy = {
     access,
     token,

@@ -4,10 +4,12 @@
 // list. Agent-level settings are not here: they live in the agent record (domain/sandbox.ts).
 import { z } from "zod";
 import {
+  NetworkAllowEntry,
   SandboxMode,
   SandboxNetwork,
   SandboxPath,
   type SandboxMode as Mode,
+  type SandboxNetwork as Network,
 } from "../domain/sandbox.ts";
 
 /** Caches builds write to, so `npm ci`, `cargo build` or `go build` keep working confined. */
@@ -56,10 +58,12 @@ export const DEFAULT_HIDDEN_PATHS: readonly string[] = [
 ];
 
 const PathList = z.array(SandboxPath).max(256);
+const AllowList = z.array(NetworkAllowEntry).max(256);
 
 export const SandboxFileSchema = z.strictObject({
   mode: SandboxMode.optional(),
   network: SandboxNetwork.optional(),
+  network_allow: AllowList.optional(),
   writable_paths: PathList.optional(),
   hidden_paths: PathList.optional(),
   /** The bubblewrap program (a path, or a name looked up on PATH). */
@@ -71,7 +75,9 @@ export type SandboxConfig = {
   mode: Mode;
   /** Whether the mode was set in config.json (else the default `auto`). */
   mode_set: boolean;
-  network: "on";
+  network: Network;
+  /** Hosts confined commands reach through the proxy under `allowlist`. */
+  network_allow: string[];
   writable_paths: string[];
   hidden_paths: string[];
   bwrap_path: string;
@@ -82,6 +88,7 @@ export function effectiveSandbox(file: SandboxFile | undefined): SandboxConfig {
     mode: file?.mode ?? "auto",
     mode_set: file?.mode !== undefined,
     network: file?.network ?? "on",
+    network_allow: file?.network_allow ?? [],
     writable_paths: file?.writable_paths ?? [...DEFAULT_WRITABLE_PATHS],
     hidden_paths: file?.hidden_paths ?? [...DEFAULT_HIDDEN_PATHS],
     bwrap_path: file?.bwrap_path ?? "bwrap",
@@ -112,8 +119,17 @@ export const SANDBOX_KEY_DEFS: readonly KeyDefLike[] = [
     type: "enum",
     default: "on",
     values: SandboxNetwork.options,
-    description: "Network for confined commands (only `on`, the host's network, for now)",
+    description:
+      "Network for confined commands: on (the host's network), off (the agent's own network namespace, loopback only) or allowlist (that namespace plus sandbox.network_allow through the host's proxy); an agent's own setting wins",
     schema: SandboxNetwork,
+  },
+  {
+    key: "sandbox.network_allow",
+    type: "string_list",
+    default: [],
+    description:
+      "Hosts confined commands may reach under sandbox.network allowlist: name, *.domain or IP, optionally :port (without a port: 80 and 443)",
+    schema: AllowList,
   },
   {
     key: "sandbox.writable_paths",

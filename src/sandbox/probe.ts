@@ -16,6 +16,14 @@ export type SandboxProbe = {
   userns: boolean;
   /** Why the sandbox is unavailable (null when available). */
   reason: string | null;
+  /**
+   * An agent can have a network namespace of its own that its commands join (`sandbox.network`
+   * off or allowlist): bubblewrap makes one, and `nsenter` (found here) can enter it.
+   */
+  netns: boolean;
+  nsenter: string | null;
+  /** Why it cannot (null when it can). */
+  netnsReason: string | null;
 };
 
 const cache = new Map<string, SandboxProbe>();
@@ -96,6 +104,9 @@ function runProbe(bwrapPath: string, pathEnv: string | undefined): SandboxProbe 
     version: null,
     userns: false,
     reason,
+    netns: false,
+    nsenter: null,
+    netnsReason: reason,
   });
   if (process.platform !== "linux") {
     return none(`platform: bubblewrap needs Linux namespaces (this is ${process.platform})`);
@@ -112,8 +123,50 @@ function runProbe(bwrapPath: string, pathEnv: string | undefined): SandboxProbe 
   }
   const version = v.stdout.trim();
   const withUserns = attempt(bwrap, true);
-  if (withUserns.ok) return { available: true, bwrap, version, userns: true, reason: null };
-  const without = attempt(bwrap, false);
-  if (without.ok) return { available: true, bwrap, version, userns: false, reason: null };
-  return none(`${bwrap} cannot create a sandbox here: ${without.error}`, bwrap);
+  const userns = withUserns.ok;
+  if (!userns) {
+    const without = attempt(bwrap, false);
+    if (!without.ok) return none(`${bwrap} cannot create a sandbox here: ${without.error}`, bwrap);
+  }
+  return { available: true, bwrap, version, userns, reason: null, ...probeNetns(bwrap, pathEnv) };
+}
+
+/**
+ * Whether commands can join an agent's network namespace: bubblewrap must make one, and
+ * `nsenter` must be allowed to enter a namespace (it needs CAP_SYS_ADMIN, so in practice a
+ * host running as root). Tried on the host's own namespace, which changes nothing.
+ */
+function probeNetns(
+  bwrap: string,
+  pathEnv: string | undefined,
+): Pick<SandboxProbe, "netns" | "nsenter" | "netnsReason"> {
+  const no = (why: string, nsenter: string | null = null) => ({
+    netns: false,
+    nsenter,
+    netnsReason: why,
+  });
+  const nsenter = onPath("nsenter", pathEnv);
+  if (nsenter === null) return no("nsenter (util-linux) is not installed");
+  const own = spawnSync(nsenter, ["--net=/proc/self/ns/net", "--", "true"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    timeout: 10_000,
+    env: {},
+  });
+  if (own.error || own.status !== 0) {
+    const text = (own.stderr?.toString("utf8") ?? "").trim().slice(0, 200);
+    return no(
+      `nsenter cannot enter a network namespace here (${text || own.error?.message || `status ${own.status}`}); the host must run as root`,
+      nsenter,
+    );
+  }
+  const net = spawnSync(
+    bwrap,
+    ["--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"],
+    { stdio: ["ignore", "ignore", "pipe"], timeout: 10_000, env: {} },
+  );
+  if (net.error || net.status !== 0) {
+    const text = (net.stderr?.toString("utf8") ?? "").trim().slice(0, 200);
+    return no(`bubblewrap cannot make a network namespace: ${text || net.error?.message}`, nsenter);
+  }
+  return { netns: true, nsenter, netnsReason: null };
 }

@@ -32,6 +32,22 @@ export type SandboxProfileInput = {
   userHome: string;
   writablePaths: readonly string[];
   hiddenPaths: readonly string[];
+  /**
+   * The agent's network namespace its commands join (sandbox.network off or allowlist), with
+   * the proxy on its loopback under allowlist; null: the host's network (`on`).
+   */
+  netns: ProfileNetns | null;
+};
+
+export type ProfileNetns = {
+  mode: "off" | "allowlist";
+  /** `nsenter` to join it. */
+  nsenter: string;
+  /** `/proc/<holder>/ns/net`. */
+  path: string;
+  /** The holder's identity (pid and start time). */
+  id: string;
+  proxyPort: number | null;
 };
 
 /**
@@ -51,6 +67,8 @@ export type SandboxStart = {
 export type SandboxLaunch = {
   /** Identifies the profile (agent, roots, paths, network); equal digests confine alike. */
   readonly digest: string;
+  /** `on`, `off` or `allowlist`. */
+  readonly network: "on" | "off" | "allowlist";
   /** The argv (program first) that runs `inner` confined. */
   argv(inner: readonly string[], start: SandboxStart): string[];
 };
@@ -161,16 +179,21 @@ export function sandboxProfile(input: SandboxProfileInput): SandboxLaunch {
         root,
         writable,
         hidden,
-        "on",
+        input.netns === null ? "on" : [input.netns.mode, input.netns.id, input.netns.proxyPort],
       ]),
     )
     .digest("hex")
     .slice(0, 16);
 
+  const net = input.netns;
   return {
     digest,
+    network: net === null ? "on" : net.mode,
     argv(inner, start) {
-      const a: string[] = [bwrap, ...isolationFlags(input.probe.userns)];
+      // Off or allowlist: join the agent's network namespace first (as the host, which may),
+      // then bubblewrap makes the rest new, as for every command.
+      const a: string[] = net === null ? [] : [net.nsenter, `--net=${net.path}`, "--"];
+      a.push(bwrap, ...isolationFlags(input.probe.userns));
       if (!start.tty) a.push("--new-session");
       a.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
       // 2. writable roots
@@ -199,6 +222,19 @@ export function sandboxProfile(input: SandboxProfileInput): SandboxLaunch {
       // 6. this command's own files
       for (const f of start.writable) a.push("--bind", f, f);
       a.push("--setenv", "TMPDIR", "/tmp");
+      if (net !== null && net.proxyPort !== null) {
+        // Everything but the namespace's own loopback goes through the proxy.
+        const http = `http://127.0.0.1:${net.proxyPort}`;
+        const socks = `socks5h://127.0.0.1:${net.proxyPort}`;
+        for (const [k, v] of [
+          ["HTTP_PROXY", http],
+          ["HTTPS_PROXY", http],
+          ["ALL_PROXY", socks],
+          ["NO_PROXY", "localhost,127.0.0.1,::1"],
+        ] as const) {
+          a.push("--setenv", k, v, "--setenv", k.toLowerCase(), v);
+        }
+      }
       if (start.statusFd !== null) a.push("--json-status-fd", String(start.statusFd));
       a.push("--", ...inner);
       return a;

@@ -5,10 +5,12 @@
 // `auto` it runs unconfined and every surface says so. Nothing falls back silently.
 import { HolonError } from "../domain/errors.ts";
 import type { AgentRecord } from "../domain/agent.ts";
-import type { SandboxSummary } from "../domain/sandbox.ts";
+import type { SandboxNetwork, SandboxSummary } from "../domain/sandbox.ts";
 import type { SandboxConfig } from "./config.ts";
+import { NetnsHolders, type ProcIdentity } from "./netns.ts";
 import { probeSandbox, type SandboxProbe } from "./probe.ts";
 import { sandboxProfile, type SandboxLaunch } from "./profile.ts";
+import { NetworkProxy, type ProxyRefusal } from "./proxy.ts";
 
 export type SandboxDeps = {
   /** The host-level settings now (config.json, read live). */
@@ -18,6 +20,18 @@ export type SandboxDeps = {
   userHome: string;
   /** PATH to find bubblewrap on. */
   pathEnv: string | undefined;
+  /**
+   * What a running host adds (absent for a one-off look, like `holon config doctor`): process
+   * identity for the namespace holders, the agents there are, and where a refused connection
+   * of the allowlist proxy is recorded.
+   */
+  runtime?: {
+    procs: ProcIdentity;
+    agent: (agentId: string) => AgentRecord | undefined;
+    /** The agent has tasks that outlive the host (its namespace must too). */
+    hasActiveTasks: (agentId: string) => boolean;
+    onRefused: (agentId: string, refusal: ProxyRefusal) => void;
+  };
 };
 
 const ENFORCED_WHY = {
@@ -31,11 +45,77 @@ const ENFORCED_WHY = {
     "own PID namespace, no capabilities, a new session, no nested namespaces: host processes are invisible and untouchable",
 } as const;
 
+const NETWORK_WHY = {
+  off: "sandbox.network is off: the agent's own network namespace, with only its own loopback (shared by its commands and tasks)",
+  allowlist:
+    "sandbox.network is allowlist: the agent's own network namespace; other hosts only through the host's proxy, for the hosts of sandbox.network_allow",
+} as const;
+
 export class SandboxService {
   readonly #deps: SandboxDeps;
+  readonly #holders: NetnsHolders | null;
+  readonly #proxy: NetworkProxy | null;
+  /** The host's own TCP ports, which the proxy never connects to. */
+  readonly #ports = new Set<number>();
 
   constructor(deps: SandboxDeps) {
     this.#deps = deps;
+    const rt = deps.runtime;
+    this.#holders =
+      rt === undefined
+        ? null
+        : new NetnsHolders({
+            holonHome: deps.holonHome,
+            probe: () => this.probe(),
+            procs: rt.procs,
+          });
+    this.#proxy =
+      rt === undefined
+        ? null
+        : new NetworkProxy({
+            allowlist: (id) => {
+              const agent = rt.agent(id);
+              if (agent === undefined || this.network(agent).network !== "allowlist") return null;
+              return this.network(agent).allow;
+            },
+            protectedPorts: () => [...this.#ports],
+            onRefused: rt.onRefused,
+          });
+  }
+
+  /** The network this agent's commands get, and its allowlist (the host's plus its own). */
+  network(agent: AgentRecord | null): { network: SandboxNetwork; allow: string[] } {
+    const host = this.#deps.config();
+    return {
+      network: agent?.sandbox?.network ?? host.network,
+      allow: [...host.network_allow, ...(agent?.sandbox?.network_allow ?? [])],
+    };
+  }
+
+  /** The host listens on this TCP port: the proxy refuses it on every local address. */
+  protectPort(port: number): void {
+    this.#ports.add(port);
+  }
+
+  /**
+   * After a start: agents whose namespace outlived the last host (a task still runs in it)
+   * get their proxy back at the same socket path.
+   */
+  resume(): void {
+    if (this.#holders === null || this.#proxy === null) return;
+    for (const id of this.#holders.recorded()) {
+      const agent = this.#deps.runtime!.agent(id);
+      const ns = this.#holders.current(id);
+      if (agent === undefined || ns === null || ns.proxyPort === null) continue;
+      if (this.network(agent).network === "allowlist") this.#proxy.listen(id, ns.socketPath);
+    }
+  }
+
+  /** At host stop: the proxy closes; namespaces no task is in are let go. */
+  async close(): Promise<void> {
+    await this.#proxy?.close();
+    const rt = this.#deps.runtime;
+    if (rt !== undefined) this.#holders?.stopIdle(rt.hasActiveTasks);
   }
 
   /** What this machine can confine (probed once per bubblewrap path). */
@@ -54,10 +134,17 @@ export class SandboxService {
   /** What holds for this agent's commands (null agent: the host's defaults). */
   summary(agent: AgentRecord | null): SandboxSummary {
     const { mode, mode_source } = this.mode(agent);
-    const network = this.#deps.config().network;
+    const { network } = this.network(agent);
     if (mode !== "off") {
       const probe = this.probe();
       if (probe.available) {
+        const netEnforced = network !== "on" && probe.netns;
+        const netWhy =
+          network === "on"
+            ? ENFORCED_WHY.network
+            : probe.netns
+              ? NETWORK_WHY[network]
+              : `sandbox.network is ${network} but ${probe.netnsReason}: ${mode === "required" ? "commands are refused" : "commands use the host's network"}`;
         return {
           backend: "host_bwrap",
           mode,
@@ -66,11 +153,11 @@ export class SandboxService {
           reason: null,
           enforcement: {
             shell_filesystem: "enforced",
-            network: "not_enforced",
+            network: netEnforced ? "enforced" : "not_enforced",
             secrets: "enforced",
             child_processes: "enforced",
           },
-          why: { ...ENFORCED_WHY },
+          why: { ...ENFORCED_WHY, network: netWhy },
           network,
         };
       }
@@ -116,6 +203,7 @@ export class SandboxService {
     const host = this.#deps.config();
     const own = agent.sandbox;
     return sandboxProfile({
+      netns: this.#netnsFor(agent, probe, mode),
       probe,
       holonHome: this.#deps.holonHome,
       agentHome: agent.agent_home,
@@ -124,6 +212,29 @@ export class SandboxService {
       writablePaths: [...host.writable_paths, ...(own?.writable_paths ?? []), ...extraWritable],
       hiddenPaths: [...host.hidden_paths, ...(own?.hidden_paths ?? [])],
     });
+  }
+
+  /** The agent's network namespace (started when it has none), or null for the host's network. */
+  #netnsFor(agent: AgentRecord, probe: SandboxProbe, mode: SandboxSummary["mode"]) {
+    const { network } = this.network(agent);
+    if (network === "on") return null;
+    if (!probe.netns || this.#holders === null || probe.nsenter === null) {
+      if (mode === "auto") return null; // the summary says the network is not enforced, and why
+      throw new HolonError(
+        "sandbox_unavailable",
+        `the command was refused: sandbox.mode is required and agent '${agent.agent_id}' has sandbox.network ${network}, which cannot be enforced here (${probe.netnsReason ?? "no namespace holder in this process"})`,
+        { status: 409, hint: "run the host as root, or have the operator set sandbox.network on" },
+      );
+    }
+    const ns = this.#holders.ensure(agent.agent_id, network === "allowlist");
+    if (network === "allowlist") this.#proxy!.listen(agent.agent_id, ns.socketPath);
+    return {
+      mode: network,
+      nsenter: probe.nsenter,
+      path: ns.path,
+      id: ns.id,
+      proxyPort: network === "allowlist" ? ns.proxyPort : null,
+    };
   }
 }
 

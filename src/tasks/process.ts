@@ -45,7 +45,8 @@
 // command is in, so reattach, stop and input work unchanged, and it lives exactly as long as
 // the command does. The directory is read-only inside (so a command cannot rewrite its own
 // record); the files the wrapper writes exist before it starts and are bound writable, and an
-// empty `exit` is "not yet written" (exitRecorded). Sandboxed starts never use a spare.
+// empty `exit` is "not yet written" (exitRecorded). A confined command without input or
+// terminal starts on its profile's spare when one is ready (sandbox-spares.ts), else cold.
 import { ChildProcess, spawn, execFileSync } from "node:child_process";
 import {
   closeSync,
@@ -61,7 +62,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   bootId,
@@ -91,6 +92,7 @@ import {
 import { scrubEnv, type CommandEnv } from "./env.ts";
 import { DEFAULT_OUTPUT_CAP, droppedBytes, unwatchOutput, watchOutput } from "./output-cap.ts";
 import { discardViaSpawner, ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
+import { takeSandboxSpare, wantSandboxSpare, type TakenSpare } from "./sandbox-spares.ts";
 import type { SandboxLaunch } from "../sandbox/profile.ts";
 import { atomicWriteFile } from "../store/files.ts";
 
@@ -462,6 +464,13 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
       `working directory ${spec.cwd} is unusable: ${(err as Error).message}`,
     );
   }
+  // A confined command without input or terminal takes its profile's spare, whose directory
+  // becomes this one (so it must not exist yet: a taken directory starts cold below).
+  const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
+  const confinedSpare =
+    spec.sandbox && !tty && spec.env === undefined && spec.acceptsInput !== true
+      ? takeSandboxSpare(spec.sandbox, commandEnvOf(policy).key, dir)
+      : null;
   // Owner-only, like everything Holon keeps: output can hold anything the command printed.
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // The record is created exclusively up front (claiming the directory) and written once the
@@ -477,7 +486,7 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
     throw new ProcessStartError(`cannot create the process record: ${(err as Error).message}`);
   }
   try {
-    return startRecorded(spec, dir, specFd, draft);
+    return startRecorded(spec, dir, specFd, draft, confinedSpare);
   } catch (err) {
     try {
       closeSync(specFd);
@@ -494,6 +503,7 @@ function startRecorded(
   dir: string,
   specFd: number,
   draft: DraftRecord,
+  confinedSpare: TakenSpare | null,
 ): ProcessHandle {
   if (draft.stdin_path !== null) {
     try {
@@ -533,12 +543,21 @@ function startRecorded(
       { mode: 0o600 },
     );
     if (spec.sandbox) {
-      // Confined: a cold bubblewrap start (see the header); the record names its init.
-      const started = spawnSandboxed(spec.sandbox, env.env, spec.cwd, dir, draft);
+      // Confined: on the profile's spare, or a cold bubblewrap start (see the header); the
+      // record names the sandbox's init either way.
+      const started = confinedSpare ?? spawnSandboxed(spec.sandbox, env.env, spec.cwd, dir, draft);
+      if (confinedSpare !== null) {
+        // The spare made every file a wrapper may write; this command writes some of them.
+        for (const f of [FILES.output, FILES.stdout, FILES.stderr]) {
+          const p = join(dir, f);
+          if (p !== draft.output_path && p !== draft.stderr_path) rmSync(p, { force: true });
+        }
+      }
       child = started.child;
       pid = started.pid;
       sandboxStat = started.stat;
       draft.sandbox = spec.sandbox.digest;
+      if (spec.env === undefined) wantSandboxSpare(spec.sandbox, env, dirname(dir), child);
     } else {
       spare = spec.env === undefined ? takeSpare(env.key) : null;
       if (spare === null) {
@@ -605,6 +624,7 @@ function startRecorded(
     );
     // A spare learns its directory only now that the record naming its pid exists.
     spare?.launch(dir);
+    confinedSpare?.launch(dir);
     return handle;
   } catch (err) {
     // Never leave a process running that nobody can find: end it before reporting the failure.

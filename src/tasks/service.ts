@@ -42,6 +42,7 @@ const SNAPSHOT_CHARS = 8_000;
 const TASK_ID = /^task_[A-Za-z0-9]+$/;
 
 import { executionBinding, executionSnapshot } from "../workspace/roots.ts";
+import { retireSandboxSpares } from "./sandbox-spares.ts";
 import type { SandboxService } from "../sandbox/service.ts";
 import type { SandboxLaunch } from "../sandbox/profile.ts";
 import type { AgentRecord } from "../domain/agent.ts";
@@ -535,6 +536,7 @@ export class TaskService implements AgentOwnedWork {
   /** Stop watching (host shutdown). The processes themselves keep running. */
   close(): void {
     this.closed = true;
+    retireSandboxSpares(); // unused confined spares exit; running commands are not touched
     this.handles.clear();
     for (const waiters of this.settleWaiters.values()) for (const wake of [...waiters]) wake();
   }

@@ -9,10 +9,15 @@
 //   host → helper  { go: pid, dir }                hand that spare its process directory
 //   helper → host  { exit: pid, code, signal }     one of our wrappers exited
 //   host → helper  { discard: dir }                remove a finished process's directory
+//   host → helper  { confined: {key, argv, status, log} }   start a confined spare: bubblewrap
+//                                                  running the wrapper (see sandbox-spares.ts),
+//                                                  its status on fd 3, its errors in `log`
+//   helper → host  { confinedSpare: {key, pid} }   it started (pid: bubblewrap's, outside)
+//   host → helper  { retire: pid }                 end an unused confined spare (EOF on stdin)
 // When the channel closes (the host is gone) the helper exits; its spares read EOF and exit
 // without running anything, and handed-off wrappers run on and record their own status.
 import { spawn } from "node:child_process";
-import { readFileSync, rm } from "node:fs";
+import { closeSync, openSync, readFileSync, rm } from "node:fs";
 
 let wrapperScript = "";
 const SPARES = 2;
@@ -68,6 +73,40 @@ function startSpare() {
   return true;
 }
 
+/** @type {Map<number, import("node:child_process").ChildProcess>} confined spares, unused */
+const confined = new Map();
+
+/** @param {{key: string, argv: string[], status: string, log: string}} c */
+function startConfined(c) {
+  let child;
+  let statusFd = -1;
+  let logFd = -1;
+  try {
+    statusFd = openSync(c.status, "wx", 0o600);
+    logFd = openSync(c.log, "a", 0o600);
+    child = spawn(c.argv[0], c.argv.slice(1), {
+      cwd: "/",
+      detached: true,
+      stdio: ["pipe", "ignore", logFd, statusFd],
+    });
+  } catch {
+    return;
+  } finally {
+    if (statusFd >= 0) closeSync(statusFd);
+    if (logFd >= 0) closeSync(logFd);
+  }
+  child.on("error", () => {});
+  child.stdin?.on("error", () => {});
+  const pid = child.pid;
+  if (pid === undefined) return;
+  confined.set(pid, child);
+  child.once("exit", (code, signal) => {
+    confined.delete(pid);
+    send({ exit: pid, code, signal });
+  });
+  send({ confinedSpare: { key: c.key, pid } });
+}
+
 function refill() {
   while (wrapperScript && idle.size < SPARES && process.connected && startSpare());
 }
@@ -86,7 +125,23 @@ function refillNow() {
 
 process.on(
   "message",
-  (/** @type {{script?: string, go?: number, dir?: string, discard?: string}} */ m) => {
+  (
+    /** @type {{script?: string, go?: number, dir?: string, discard?: string, confined?: any, retire?: number}} */ m,
+  ) => {
+    if (m.confined !== undefined) {
+      startConfined(m.confined);
+      return;
+    }
+    if (typeof m.retire === "number") {
+      confined.get(m.retire)?.stdin?.end();
+      return;
+    }
+    const spare = typeof m.go === "number" ? confined.get(m.go) : undefined;
+    if (spare !== undefined && typeof m.dir === "string") {
+      confined.delete(m.go);
+      spare.stdin?.end(`${m.dir}\n`);
+      return;
+    }
     if (typeof m.script === "string") {
       wrapperScript = m.script;
       refill();

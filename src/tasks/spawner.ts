@@ -43,7 +43,23 @@ export type ExitSource = {
 export type SpareInfo = { pid: number; pgrp: number; session: number; start_ticks: number };
 
 type HelperMessage =
-  { spare: SpareInfo } | { exit: number; code: number | null; signal: NodeJS.Signals | null };
+  | { spare: SpareInfo }
+  | { confinedSpare: { key: string; pid: number } }
+  | { exit: number; code: number | null; signal: NodeJS.Signals | null };
+
+/** Where confined spares' starts and exits are reported (sandbox-spares.ts). */
+export type ConfinedSpareListener = {
+  /** `helper` is the helper's pid: a spare works only while that helper does. */
+  started(key: string, pid: number, helper: number): void;
+  /** A confined spare exited unused (`pid`), or every spare of a helper went with it (null). */
+  gone(pid: number | null, helper: number): void;
+};
+
+let confinedListener: ConfinedSpareListener | null = null;
+
+export function onConfinedSpares(listener: ConfinedSpareListener): void {
+  confinedListener = listener;
+}
 
 type Helper = {
   proc: ChildProcess;
@@ -154,15 +170,20 @@ function startHelper(ce: CommandEnv): void {
       h.spares.push(m.spare);
       return;
     }
+    if ("confinedSpare" in m) {
+      confinedListener?.started(m.confinedSpare.key, m.confinedSpare.pid, proc.pid ?? -1);
+      return;
+    }
     h.spares = h.spares.filter((s) => s.pid !== m.exit);
     const remote = h.running.get(m.exit);
     if (remote !== undefined) {
       h.running.delete(m.exit);
       remote.exited(m.code, m.signal);
       if (h.alive) touch(h);
-    }
+    } else confinedListener?.gone(m.exit, proc.pid ?? -1);
   });
   proc.once("exit", () => {
+    confinedListener?.gone(null, proc.pid ?? -1);
     h.alive = false;
     if (h.idle !== null) clearTimeout(h.idle);
     h.spares = [];
@@ -218,6 +239,66 @@ export function takeSpare(envKey: string): {
 }
 
 /**
+ * Ask the helper to start a confined spare (bubblewrap running the wrapper, waiting for its
+ * directory on stdin): `argv` from the sandbox profile, its status and errors into host-owned
+ * files. False when no helper with this environment runs (its report comes as `started`).
+ */
+export function startConfinedSpare(
+  envKey: string,
+  key: string,
+  argv: readonly string[],
+  statusPath: string,
+  logPath: string,
+): boolean {
+  const h = spawnHelperEnabled() ? helper : null;
+  if (h === null || !h.alive || h.envKey !== envKey) return false;
+  try {
+    h.proc.send({ confined: { key, argv, status: statusPath, log: logPath } });
+    touch(h);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Hand a confined spare (bubblewrap's pid `outer`) its command: like takeSpare's launch, the
+ * caller has written the record and parameters first. Null when its helper is gone.
+ */
+export function takeConfinedSpare(
+  helperPid: number,
+  outer: number,
+  outerTicks: number,
+): { child: ExitSource; launch(dir: string): void } | null {
+  const h = helper;
+  if (h === null || !h.alive || h.proc.pid !== helperPid) return null;
+  const child = new RemoteWrapper(h, outer, outerTicks);
+  h.running.set(outer, child);
+  touch(h);
+  return {
+    child,
+    launch(dir: string) {
+      try {
+        h.proc.send({ go: outer, dir });
+      } catch {
+        child.orphaned();
+      }
+    },
+  };
+}
+
+/** End an unused confined spare (it reads EOF and exits without running anything). */
+export function retireConfinedSpare(outer: number): void {
+  const h = helper;
+  if (h === null || !h.alive) return;
+  try {
+    h.proc.send({ retire: outer });
+  } catch {
+    // the helper is gone, and its spares with it
+  }
+}
+
+/**
  * Remove a finished process's directory through the helper, so its file-by-file removal costs
  * the host one message. False when there is no helper to ask.
  */
@@ -253,6 +334,7 @@ export function ensureSpawner(ce: CommandEnv): void {
 /** Stop using a helper. Its running wrappers are watched by pid from now on. */
 function retire(h: Helper): void {
   if (helper === h) helper = null;
+  confinedListener?.gone(null, h.proc.pid ?? -1);
   h.alive = false;
   if (h.idle !== null) clearTimeout(h.idle);
   h.spares = [];
