@@ -213,6 +213,7 @@ export class RuntimeHost {
     scheduler.close();
     ingress.close();
     await loops.close();
+    await this.services.tracing.shutdown(); // spans still queued go out (bounded)
     tasks.close();
     store.close();
     this.releaseLock();
