@@ -599,6 +599,14 @@ export const KEY_DEFS: readonly KeyDef[] = [
     schema: z.url().max(2048),
   },
   {
+    key: "telemetry.traces.max_queue_spans",
+    type: "integer",
+    default: 2048,
+    description:
+      "Spans waiting for export at most; beyond that they are dropped and counted (OTEL_BSP_MAX_QUEUE_SIZE wins)",
+    schema: z.number().int().min(16).max(100_000),
+  },
+  {
     key: "telemetry.traces.capture_content",
     type: "boolean",
     default: false,

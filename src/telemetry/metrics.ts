@@ -11,11 +11,7 @@
 import type { CatalogEvent } from "../domain/events.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { TokenUsage } from "../domain/provider.ts";
-import { triggerKindFor, type MessageKind } from "../domain/message.ts";
-
-function triggerOf(kind: MessageKind): string {
-  return triggerKindFor(kind);
-}
+import { triggerKindFor } from "../domain/message.ts";
 
 type Labels = Record<string, string>;
 type Kind = "counter" | "gauge" | "histogram";
@@ -274,8 +270,10 @@ export class HostMetrics {
       }
       return [...by].map(([agent, n]) => [{ agent }, n]);
     });
-    const spans = sources.spans;
-    if (spans) {
+    // Always listed (zero while traces are off), so the family set is the same on every host.
+    const none = { exported: 0, dropped_queue_full: 0, dropped_export_failed: 0 };
+    const spans = sources.spans ?? (() => none);
+    {
       r.collectedCounter(
         "holon_telemetry_spans_exported_total",
         "Trace spans the OTLP collector accepted",
@@ -342,7 +340,7 @@ export class HostMetrics {
         return;
       case "message_processing_started":
         this.observe.admissionSeconds(
-          { trigger_kind: triggerOf(e.payload.kind) },
+          { trigger_kind: triggerKindFor(e.payload.kind) },
           e.payload.queue_wait_ms / 1000,
         );
         return;
