@@ -44,14 +44,15 @@ import type { MessageEnvelope, QueuedMessage } from "../domain/message.ts";
 import type { ProviderAttemptRecord, TokenUsage } from "../domain/provider.ts";
 import { systemText, type ConversationItem, type ResponseBlock } from "../providers/model.ts";
 import { TRACE_LINK_MAX_AGE_MS, TraceLinksRepo } from "../store/trace-links.ts";
-import type { ModelCall, ModelCallResult } from "../turn/turn.ts";
 import type {
+  ChatRequest,
+  ChatResult,
   IncomingTrace,
   RecorderDeps,
   SpanStats,
   TraceRecorder,
   TraceSettings,
-} from "./tracing.ts";
+} from "./trace-types.ts";
 
 /** One content attribute (prompt, completion, tool arguments…) is cut beyond this. */
 export const CONTENT_MAX_CHARS = 32_768;
@@ -528,12 +529,7 @@ class Recorder implements TraceRecorder {
   // -------------------------------------------------------------------------------------
   // Provider calls
 
-  chat(
-    req: Parameters<ModelCall>[0],
-    result: ModelCallResult,
-    startMs: number,
-    endMs: number,
-  ): void {
+  chat(req: ChatRequest, result: ChatResult, startMs: number, endMs: number): void {
     const st = this.bySignal.get(req.signal);
     if (!st) return;
     try {
@@ -545,8 +541,8 @@ class Recorder implements TraceRecorder {
 
   private chatSpans(
     st: TurnState,
-    req: Parameters<ModelCall>[0],
-    result: ModelCallResult,
+    req: ChatRequest,
+    result: ChatResult,
     startMs: number,
     endMs: number,
   ): void {

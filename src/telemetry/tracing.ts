@@ -8,12 +8,28 @@
 // pre-provider-call hook are wrapped here (services.ts), tool calls, tasks, timers and
 // children are read from the typed event catalog, so src/turn knows nothing of tracing.
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { TurnExecutor, TurnRequest } from "../agent/runtime.ts";
+import type { TurnExecutor } from "../agent/runtime.ts";
 import type { CatalogEvent } from "../domain/events.ts";
 import type { TurnOutcome } from "../domain/closure.ts";
-import type { TokenUsage } from "../domain/provider.ts";
-import type { Store } from "../store/db.ts";
-import type { ModelCall, ModelCallResult, PreProviderHook } from "../turn/turn.ts";
+import type {
+  ChatRequest,
+  ChatResult,
+  IncomingTrace,
+  RecorderDeps,
+  SpanStats,
+  TraceRecorder,
+  TraceSettings,
+} from "./trace-types.ts";
+
+export type {
+  ChatRequest,
+  ChatResult,
+  IncomingTrace,
+  RecorderDeps,
+  SpanStats,
+  TraceRecorder,
+  TraceSettings,
+};
 
 /** The SDK's own floor (`engines` of @opentelemetry/sdk-trace); an older Node keeps traces off. */
 export const MIN_NODE_FOR_TRACES: readonly [number, number] = [22, 15];
@@ -25,22 +41,6 @@ export type TracesFileConfig = {
   headers?: Record<string, string> | undefined;
   capture_content?: boolean | undefined;
   max_queue_spans?: number | undefined;
-};
-
-export type TraceSettings = {
-  enabled: boolean;
-  /** The full OTLP/HTTP traces URL (…/v1/traces). */
-  endpoint: string;
-  headers: Record<string, string>;
-  timeoutMs: number;
-  captureContent: boolean;
-  serviceName: string;
-  resourceAttributes: Record<string, string>;
-  maxQueueSpans: number;
-  maxBatchSpans: number;
-  scheduledDelayMs: number;
-  /** Why traces are off although config asked for them (one line), or null. */
-  refused: string | null;
 };
 
 const DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces";
@@ -118,48 +118,6 @@ export function traceSettings(
     refused,
   };
 }
-
-/**
- * The W3C trace context an HTTP request came with, for the message it admits. A request
- * admits one message: the first admission seen in its context claims it (so a batched
- * commit that runs in another request's context never hands that context to a stranger).
- */
-export type IncomingTrace = { traceparent: string; tracestate?: string; claimed: boolean };
-
-/** Counts of the span pipeline, for `/metrics` and tests. */
-export type SpanStats = {
-  exported: number;
-  dropped_queue_full: number;
-  dropped_export_failed: number;
-  queued: number;
-};
-
-/** What the SDK side (otel.ts) implements; every call is cheap and never throws out. */
-export interface TraceRecorder {
-  onEvents(events: CatalogEvent[]): void;
-  beginTurn(req: TurnRequest): void;
-  endTurn(req: TurnRequest, outcome: TurnOutcome | undefined, error: unknown): void;
-  chat(
-    req: Parameters<ModelCall>[0],
-    result: ModelCallResult,
-    startMs: number,
-    endMs: number,
-  ): void;
-  hookStart(signal: AbortSignal): void;
-  hookEnd(signal: AbortSignal): void;
-  /** A message admitted inside an HTTP request that carried a `traceparent`. */
-  admitted(messageId: string, admission: string | undefined, incoming: IncomingTrace): void;
-  stats(): SpanStats;
-  flush(): Promise<void>;
-  shutdown(): Promise<void>;
-}
-
-export type RecorderDeps = {
-  store: Store;
-  settings: TraceSettings;
-  /** Dollars of one call's usage, or null without a price (the spend ledger's pricing). */
-  price(modelRef: string, usage: TokenUsage | null): number | null;
-};
 
 /** Events that arrive while the SDK loads wait here (bounded); the first turn waits for the load. */
 const MAX_EARLY_EVENTS = 1000;
@@ -255,7 +213,9 @@ export class Tracing {
   }
 
   /** `chat` spans for every provider attempt of a round. */
-  wrapModelCall(inner: ModelCall): ModelCall {
+  wrapModelCall<Req extends ChatRequest, Res extends ChatResult>(
+    inner: (req: Req) => Promise<Res>,
+  ): (req: Req) => Promise<Res> {
     return async (req) => {
       const r = this.recorder;
       if (!r) return inner(req);
@@ -267,7 +227,9 @@ export class Tracing {
   }
 
   /** The pre-provider-call hook (compaction lives there): a span when it compacted. */
-  wrapHook(inner: PreProviderHook): PreProviderHook {
+  wrapHook<Req, Ctx extends { signal: AbortSignal }, Out>(
+    inner: (request: Req, ctx: Ctx) => Out | Promise<Out>,
+  ): (request: Req, ctx: Ctx) => Promise<Out> {
     return async (request, ctx) => {
       const r = this.recorder;
       if (!r) return inner(request, ctx);
