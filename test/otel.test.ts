@@ -270,6 +270,40 @@ describe("traces", () => {
     expect(metrics.json).toMatch(/^holon_telemetry_spans_dropped_total\{reason="queue_full"\} 0$/m);
   });
 
+  it("links a timer's fire to the request that created the timer", async () => {
+    const before = byName(receiver.spans, "invoke_agent main").length;
+    const tp = "33333333333333333333333333333333";
+    const res = await rt.req(
+      "POST",
+      "/control/agents/main/timers",
+      { summary: "TIMER-CHECK", duration_ms: 200 },
+      { traceparent: `00-${tp}-4444444444444444-01` },
+    );
+    expect(res.status).toBe(201);
+    await waitFor(
+      () =>
+        byName(receiver.spans, "invoke_agent main")
+          .slice(before)
+          .find((s) => s.attributes["holon.message.kind"] === "timer_tick"),
+      { what: "the timer's turn", timeoutMs: 15_000 },
+    );
+    const turn = byName(receiver.spans, "invoke_agent main").find(
+      (s) => s.attributes["holon.message.kind"] === "timer_tick",
+    )!;
+    expect(turn.attributes["holon.trigger.kind"]).toBe("timer_fire");
+    expect(turn.links).toEqual([
+      {
+        traceId: tp,
+        spanId: "4444444444444444",
+        attributes: {
+          "holon.link.kind": "timer",
+          "holon.link.trusted": true,
+          "holon.message.id": turn.attributes["holon.message.id"],
+        },
+      },
+    ]);
+  });
+
   it("records a traceparent from public ingress as an untrusted link, never a parent", async () => {
     const before = byName(receiver.spans, "invoke_agent main").length;
     const foreign = "11111111111111111111111111111111";

@@ -368,8 +368,14 @@ class Recorder implements TraceRecorder {
     }
   }
 
-  /** The current cause an event inside a turn should be attributed to: the tool call, else the turn. */
+  /**
+   * What caused work made now: the HTTP request that asked for it when it carried a trace
+   * context (an operator's timer), else the running tool call, else the running turn.
+   */
   private causeOf(agentId: string): SpanContext | undefined {
+    const incoming = this.request();
+    const remote = incoming ? parseTraceparent(incoming.traceparent) : undefined;
+    if (remote) return remote;
     const st = this.byAgent.get(agentId);
     if (!st) return undefined;
     return st.tool?.ctx ?? st.span.spanContext();
@@ -699,8 +705,11 @@ class Recorder implements TraceRecorder {
   private onEvent(e: CatalogEvent): void {
     switch (e.type) {
       case "message_admitted": {
-        const incoming = this.request();
-        if (incoming) this.admitted(e.payload.message_id, e.provenance.admission_context, incoming);
+        // Only a message a request itself admitted takes its context: a runtime-owned one
+        // (a timer armed during some request, a task result) never does.
+        const admission = e.provenance.admission_context;
+        const incoming = admission === "runtime_owned" ? undefined : this.request();
+        if (incoming) this.admitted(e.payload.message_id, admission, incoming);
         return;
       }
       case "assistant_round_recorded": {

@@ -200,7 +200,8 @@ export class Tracing {
         let outcome: TurnOutcome | undefined;
         let error: unknown;
         try {
-          outcome = await inner.run(req);
+          // A turn never runs in the context of the request that happened to wake its loop.
+          outcome = await this.incoming.exit(() => inner.run(req));
           return outcome;
         } catch (err) {
           error = err;
