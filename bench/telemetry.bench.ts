@@ -14,6 +14,11 @@ import { authHeaders, configureFakeProvider, startHolon, type ServerProc } from 
 import { round, summarize } from "./lib/stats.ts";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
 import { startOtlpReceiver } from "../test/helpers/otlp-receiver.ts";
+import { Store } from "../src/store/db.ts";
+import { randomIds, systemClock } from "../src/domain/clock.ts";
+import { traceSettings } from "../src/telemetry/tracing.ts";
+import { createRecorder } from "../src/telemetry/otel.ts";
+import type { CatalogEvent } from "../src/domain/events.ts";
 
 type Fake = Awaited<ReturnType<typeof startFakeProvider>>;
 
@@ -67,6 +72,7 @@ async function host(
   root: string,
   fake: Fake,
   traces: string | null,
+  delayMs: number,
 ): Promise<{ proc: ServerProc; home: string }> {
   const home = mkdtempSync(join(tmpdir(), "holon-bench-otel-"));
   const bin = join(root, "bin", "holon.js");
@@ -78,13 +84,141 @@ async function host(
   }
   const proc = await startHolon(root, {
     home,
-    env: { OTEL_BSP_SCHEDULE_DELAY: "200", OTEL_EXPORTER_OTLP_TIMEOUT: "1000" },
+    // The default export schedule (every 2 s); `--delay=<ms>` exports more often.
+    env: {
+      OTEL_BSP_SCHEDULE_DELAY: String(delayMs),
+      OTEL_EXPORTER_OTLP_TIMEOUT: "1000",
+    },
   });
   configureFakeProvider(root, home, fake.baseUrl("openai"), "fake/bench-model");
   return { proc, home };
 }
 
 const median = (xs: number[]) => summarize(xs).p50;
+
+/**
+ * The recorder's own CPU per round, in this process with an exporter that accepts at once:
+ * one turn of `rounds` rounds (a chat span, a tool call's events and span each), as the
+ * hooks and the event listener would feed it. Free of the machine's noise between hosts.
+ */
+function recorderCpuPerRound(rounds: number): number {
+  const dir = mkdtempSync(join(tmpdir(), "holon-bench-rec-"));
+  const store = new Store(join(dir, "holon.db"), systemClock, randomIds);
+  const rec = createRecorder(
+    {
+      store,
+      settings: traceSettings({ enabled: true, endpoint: "http://127.0.0.1:9/v1/traces" }, {}),
+      price: () => 0.001,
+    },
+    () => undefined,
+    { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} },
+  );
+  const signal = new AbortController().signal;
+  const now = new Date().toISOString();
+  const req = {
+    agent: {
+      agent_id: "main",
+      visibility: "public",
+      total_message_count: 3,
+    },
+    message: {
+      id: "msg_1",
+      created_at: now,
+      kind: "operator_prompt",
+      priority: "normal",
+      trigger_kind: "operator_input",
+      trust: "trusted_operator",
+      authority_class: "operator_instruction",
+      origin: { kind: "operator" },
+      agent_id: "main",
+    },
+    run_id: "run_1",
+    signal,
+    takeInterjections: () => [],
+  } as never;
+  const usage = {
+    input_tokens: 3000,
+    output_tokens: 20,
+    total_tokens: 3020,
+    cache_read_input_tokens: 2500,
+  };
+  const ev = (type: string, payload: object) =>
+    ({
+      type,
+      agent_id: "main",
+      payload,
+      provenance: {},
+      ts: now,
+      id: "e",
+      event_seq: 1,
+    }) as unknown as CatalogEvent;
+  const t0 = process.cpuUsage();
+  rec.beginTurn(req);
+  for (let i = 0; i < rounds; i++) {
+    const start = Date.now();
+    rec.chat(
+      {
+        candidates: [{ model_ref: "fake/m" }],
+        request: {
+          frame: { system_prompt: "", system_blocks: [], context_blocks: [] },
+          conversation: [],
+          tools: [],
+        },
+        signal,
+      },
+      {
+        ok: true,
+        model_ref: "fake/m",
+        response: { blocks: [], stop_reason: "tool_use", token_usage: usage, model: "m" },
+        timeline: {
+          requested_model_ref: "fake/m",
+          attempts: [
+            {
+              provider: "fake",
+              model_ref: "fake/m",
+              candidate_index: 0,
+              attempt: 1,
+              max_attempts: 3,
+              outcome: "succeeded",
+              advanced_to_fallback: false,
+              token_usage: usage,
+            },
+          ],
+        },
+      },
+      start,
+      Date.now(),
+    );
+    const call = { call_id: `c${i}`, tool_name: "AgentGet", arguments_preview: "{}" };
+    rec.onEvents([
+      ev("provider_round_completed", { run_id: "run_1" }),
+      ev("assistant_round_recorded", {
+        run_id: "run_1",
+        round: i,
+        text_preview: "",
+        tool_requests: ["AgentGet"],
+        tool_calls: [call],
+      }),
+    ]);
+    rec.onEvents([
+      ev("tool_executed", {
+        run_id: "run_1",
+        call_id: `c${i}`,
+        tool_name: "AgentGet",
+        status: "success",
+        summary_text: "ok",
+        duration_ms: 1,
+        envelope: {},
+      }),
+    ]);
+  }
+  rec.endTurn(req, { kind: "settled" }, undefined);
+  const used = process.cpuUsage(t0);
+  void rec.shutdown();
+  store.close();
+  rmSync(dir, { recursive: true, force: true });
+  return (used.user + used.system) / 1000 / rounds;
+}
 
 const bench: Benchmark = {
   name: "telemetry",
@@ -98,11 +232,12 @@ const bench: Benchmark = {
     const pairs = ctx.quick ? 3 : 8;
     const hosts: { proc: ServerProc; home: string }[] = [];
     try {
-      const off = await host(ctx.root, fake, null);
+      const delay = Number(ctx.options.delay ?? 2000);
+      const off = await host(ctx.root, fake, null, delay);
       hosts.push(off);
-      const on = await host(ctx.root, fake, receiver.url);
+      const on = await host(ctx.root, fake, receiver.url, delay);
       hosts.push(on);
-      const dead = await host(ctx.root, fake, hole.url);
+      const dead = await host(ctx.root, fake, hole.url, delay);
       hosts.push(dead);
       const order = [
         ["off", off],
@@ -145,6 +280,27 @@ const bench: Benchmark = {
         round(median(deadDiffs)),
         "ms",
         "dead collector − off, median of pairs",
+      );
+      // The recorder alone (spans, attributes, the queue), warmed first.
+      recorderCpuPerRound(2000);
+      const recMs = median([0, 1, 2].map(() => recorderCpuPerRound(ctx.quick ? 5000 : 20000)));
+      r.metric(
+        "recorder_cpu_per_round_us",
+        round(recMs * 1000, 1),
+        "µs",
+        "the recorder's CPU per round (in process)",
+      );
+      r.metric(
+        "recorder_share_of_round_cpu_pct",
+        round((100 * recMs) / Math.max(0.001, median(per.off!.cpu)), 2),
+        "%",
+        "that, against a round's host CPU with traces off",
+      );
+      r.target(
+        "the recorder costs ≤ 5% of a round's host CPU",
+        "recorder_share_of_round_cpu_pct",
+        "<=",
+        5,
       );
       const cpuRatio = median(per.on!.cpu) / Math.max(0.001, median(per.off!.cpu));
       r.metric("cpu_ratio_on_off", round(cpuRatio, 3), "x", "host CPU per round, on ÷ off");
