@@ -5,6 +5,8 @@
 // official OpenTelemetry definitions. The span tree, the links, the GenAI attributes and the
 // token counts are checked against what the scripted provider reported; content stays off
 // until its one switch is on; a public traceparent is only an untrusted link.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -74,6 +76,7 @@ describe("traces", () => {
     return u;
   };
   let child = "";
+  let gate = "";
   const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
   const parentSpan = "00f067aa0ba902b7";
 
@@ -84,6 +87,7 @@ describe("traces", () => {
     process.env.OTEL_SERVICE_NAME = "holon";
     receiver = await startOtlpReceiver();
     rt = await tracedHost(receiver);
+    gate = join(rt.host.agents.get("main").agent_home, "gate");
     fake.setFallback((req): FakeAnswer => {
       const who = agentOf(req);
       const last = lastInput(req);
@@ -102,6 +106,17 @@ describe("traces", () => {
               call_id: "t-bg",
             },
             { name: "SpawnAgent", arguments: { initial_message: "CHILD-JOB" }, call_id: "t-spawn" },
+          ],
+          { usage: usage() },
+        );
+      if (last.includes("INTERJECT-BASE"))
+        return reply.tools(
+          [
+            {
+              name: "ExecCommand",
+              arguments: { cmd: `while [ ! -e ${gate} ]; do sleep 0.02; done; echo gate-open` },
+              call_id: "t-gate",
+            },
           ],
           { usage: usage() },
         );
@@ -268,6 +283,54 @@ describe("traces", () => {
     const metrics = await rt.req("GET", "/metrics");
     expect(metrics.json).toMatch(/^holon_telemetry_spans_exported_total [1-9]/m);
     expect(metrics.json).toMatch(/^holon_telemetry_spans_dropped_total\{reason="queue_full"\} 0$/m);
+  });
+
+  it("gives a turn one link for each further message it consumes (an interjection)", async () => {
+    const a = "55555555555555555555555555555555";
+    const b = "66666666666666666666666666666666";
+    const asked = fake.requests.length;
+    const base = await rt.req(
+      "POST",
+      "/control/agents/main/prompt",
+      { text: "INTERJECT-BASE" },
+      { traceparent: `00-${a}-5555555555555555-01` },
+    );
+    expect(base.status).toBe(202);
+    await waitFor(() => fake.requests.length > asked, { what: "the base turn's first call" });
+    const extra = await rt.req(
+      "POST",
+      "/control/agents/main/prompt",
+      { text: "INTERJECTED-NOTE", priority: "interject" },
+      { traceparent: `00-${b}-6666666666666666-01` },
+    );
+    expect(extra.status).toBe(202);
+    writeFileSync(gate, "");
+    const turn = await waitFor(
+      () =>
+        byName(receiver.spans, "invoke_agent main").find(
+          (s) => s.attributes["holon.message.id"] === base.json.message_id,
+        ),
+      { what: "the base turn's span", timeoutMs: 15_000 },
+    );
+    expect(turn.traceId).toBe(a);
+    expect(turn.parentSpanId).toBe("5555555555555555");
+    expect(turn.links).toEqual([
+      {
+        traceId: b,
+        spanId: "6666666666666666",
+        attributes: {
+          "holon.link.kind": "ingress",
+          "holon.link.trusted": true,
+          "holon.message.id": extra.json.message_id,
+        },
+      },
+    ]);
+    const admissions = receiver.spans.filter(
+      (s) => s.parentSpanId === turn.spanId && s.name.startsWith("admission "),
+    );
+    expect(admissions.map((s) => s.attributes["holon.message.id"]).sort()).toEqual(
+      [base.json.message_id, extra.json.message_id].sort(),
+    );
   });
 
   it("links a timer's fire to the request that created the timer", async () => {
