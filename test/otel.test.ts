@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
-import { reply, type FakeAnswer, type RecordedRequest } from "./fake-provider/server.ts";
+import { fault, reply, type FakeAnswer, type RecordedRequest } from "./fake-provider/server.ts";
 import {
   startOtlpReceiver,
   type OtlpReceiver,
@@ -433,4 +433,57 @@ describe("content capture", () => {
       await receiver.close();
     }
   }, 30_000);
+});
+
+describe("compaction", () => {
+  it("a turn that outgrows its window shows each compaction as a span of its own", async () => {
+    const receiver = await startOtlpReceiver();
+    const rt = await tracedHost(receiver, [
+      [
+        "models.catalog.fake/test-model",
+        JSON.stringify({ context_window_tokens: 16_000, runtime_max_output_tokens: 2_000 }),
+      ],
+    ]);
+    let calls = 0;
+    fake.setFallback((req) => {
+      if (Math.ceil(Buffer.byteLength(req.raw) / 4) > 16_000) return fault.contextLength();
+      calls++;
+      if (calls > 14) return reply.text("ROUNDS-DONE");
+      return reply.tools([
+        {
+          name: "ExecCommand",
+          arguments: { cmd: `head -c 4096 /dev/zero | tr '\\0' a; echo " r${calls}"` },
+          call_id: `cc_${calls}`,
+        },
+      ]);
+    });
+    try {
+      const res = await rt.req("POST", "/control/agents/main/prompt", { text: "LOOP" });
+      expect(res.status).toBe(202);
+      const turn = await waitFor(
+        () =>
+          byName(receiver.spans, "invoke_agent main").find(
+            (s) => s.attributes["holon.message.id"] === res.json.message_id,
+          ),
+        { what: "the long turn's span", timeoutMs: 60_000 },
+      );
+      const compactions = receiver.spans.filter(
+        (s) => s.name === "compact_context" && s.parentSpanId === turn.spanId,
+      );
+      const recorded = rt.host.store.events
+        .query("main", { limit: 1000, order: "asc" })
+        .filter((e) => e.type === "context_compacted");
+      expect(recorded.length).toBeGreaterThan(0);
+      expect(compactions).toHaveLength(recorded.length);
+      expect(compactions[0]!.attributes).toMatchObject({
+        "holon.compaction.strategy": "turn_local_recap",
+        "holon.compaction.before_tokens": expect.any(Number),
+        "holon.compaction.after_tokens": expect.any(Number),
+      });
+    } finally {
+      fake.setFallback(null);
+      await rt.close();
+      await receiver.close();
+    }
+  }, 90_000);
 });
