@@ -24,6 +24,7 @@ const LAYERS: string[][] = [
   ["turn"],
   ["host"],
   ["client"],
+  ["mcpserver"],
   ["http"],
   ["cli", "tui"],
 ];

@@ -109,13 +109,18 @@ describe("local mode", () => {
     const home = tempHome();
     const s = await spawnServe(home);
     try {
-      const { rmSync } = await import("node:fs");
-      rmSync(join(home, "run", "holon.sock")); // as if the socket were unusable
+      const { readFileSync, rmSync } = await import("node:fs");
+      // As if the socket were unusable: the runtime file names one that is not there. (Removing
+      // the real one races the host, which puts a deleted socket back within a second.)
+      const runtimeFile = join(home, "run", "runtime.json");
+      const info = JSON.parse(readFileSync(runtimeFile, "utf8"));
+      info.socket_path = join(home, "run", "gone.sock");
+      writeFileSync(runtimeFile, JSON.stringify(info), { mode: 0o600 });
       const env = { HOLON_HOME: home };
       const prompt = await runCli(["prompt", "over tcp"], { env });
       expect(prompt.code, prompt.stderr).toBe(0);
       const tokenFile = join(home, "run", "control-token");
-      const saved = (await import("node:fs")).readFileSync(tokenFile, "utf8");
+      const saved = readFileSync(tokenFile, "utf8");
       rmSync(tokenFile);
       const refused = await runCli(["prompt", "no token"], { env });
       expect(refused.code).toBe(1);

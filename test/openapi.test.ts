@@ -136,6 +136,12 @@ describe("GET /openapi.json", () => {
       expect(r.status).toBe(200);
       await check("GET", `/${p}`, `/${p}`);
     }
+    const next = await check(
+      "GET",
+      "/agents/{id}/briefs/next",
+      `/agents/main/briefs/next?message_id=${prompted.json.message_id}`,
+    );
+    expect(next.json.brief.related_message_id).toBe(prompted.json.message_id);
     const events = await check(
       "GET",
       "/agents/{id}/events",
@@ -255,7 +261,7 @@ describe("GET /openapi.json", () => {
     );
     expect(stopped.status).toBe(409);
     expect(stopped.json.error.kind).toBe("agent_stopped");
-  });
+  }, 90_000); // one long journey through every route: it outlasts the default under a loaded machine
 
   it("the /control/run stream: every NDJSON line validates against the documented line schema", async () => {
     fake.enqueue(reply.text("ran once"));

@@ -98,16 +98,27 @@ export class SpendLedger {
   /** Write one call's row (inside the caller's transaction) and bump the loaded totals. */
   record(call: CallRecord): LedgerRow {
     const agent = this.store.agents.get(call.agent_id);
+    const row = this.row(
+      call,
+      call.work_item_id !== undefined ? call.work_item_id : (agent?.current_work_item_id ?? null),
+      this.store.clock.now().toISOString(),
+    );
+    this.repo.insert(row);
+    this.bump(row);
+    return row;
+  }
+
+  /** One call's row: its lineage, its token columns and its price now. */
+  private row(call: CallRecord, workItemId: string | null, ts: string): LedgerRow {
     const lin = this.lineage(call.agent_id);
     const u = call.usage;
-    const row: LedgerRow = {
-      ts: this.store.clock.now().toISOString(),
+    return {
+      ts,
       agent_id: call.agent_id,
       run_id: call.run_id,
       round: call.round,
       kind: call.kind,
-      work_item_id:
-        call.work_item_id !== undefined ? call.work_item_id : (agent?.current_work_item_id ?? null),
+      work_item_id: workItemId,
       parent_agent_ids: lin.agents,
       parent_work_item_ids: lin.items,
       model_ref: call.model_ref,
@@ -120,9 +131,6 @@ export class SpendLedger {
       elapsed_ms: call.elapsed_ms,
       estimated: call.estimated ?? false,
     };
-    this.repo.insert(row);
-    this.bump(row);
-    return row;
   }
 
   private bump(row: LedgerRow): void {
@@ -207,31 +215,17 @@ export class SpendLedger {
     let n = 0;
     this.store.tx(() => {
       for (const a of agents) {
-        const lin = this.lineage(a.agent_id);
         for (const r of usage.rounds(a.agent_id, new Date(0), new Date(8.64e15))) {
-          const u = r.token_usage;
-          const inserted = this.repo.insert(
-            {
-              ts: r.ts,
-              agent_id: a.agent_id,
-              run_id: r.run_id || null,
-              round: r.round,
-              kind: "round",
-              work_item_id: null,
-              parent_agent_ids: lin.agents,
-              parent_work_item_ids: lin.items,
-              model_ref: r.model_ref,
-              input_tokens: u?.input_tokens ?? 0,
-              cached_input_tokens: u?.cache_read_input_tokens ?? 0,
-              cache_write_tokens: u?.cache_creation_input_tokens ?? 0,
-              output_tokens: u?.output_tokens ?? 0,
-              reasoning_tokens: u?.reasoning_tokens ?? 0,
-              cost_usd: roundCost(u, this.pricing(r.model_ref)),
-              elapsed_ms: 0,
-              estimated: false,
-            },
-            true,
-          );
+          const call: CallRecord = {
+            agent_id: a.agent_id,
+            run_id: r.run_id || null,
+            round: r.round,
+            kind: "round",
+            model_ref: r.model_ref,
+            usage: r.token_usage,
+            elapsed_ms: 0,
+          };
+          const inserted = this.repo.insert(this.row(call, null, r.ts), true);
           if (inserted) n++;
         }
       }

@@ -1,8 +1,9 @@
 // `holon asks …`: the operator's inbox. Everything any agent waits on a person for (a
 // question, a runaway halt, a budget stop), across agents; show one, answer one, or wait
 // until one is decided. Answers speak with the control token's operator authority.
-import { Option, type Command } from "commander";
-import { CliError, action, printJson } from "./output.ts";
+import type { Command } from "commander";
+import { requester } from "./request.ts";
+import { CliError, action, printJson, clientOptions } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 type Flags = ClientFlags & { json?: boolean };
@@ -31,13 +32,6 @@ type Ask = {
 const STATES = ["pending", "decided", "expired", "withdrawn", "all"];
 /** One poll of `--wait` (the server holds the request this long unless the ask settles). */
 const WAIT_SLICE_MS = 30_000;
-
-async function client(flags: Flags) {
-  const { call, connect } = await import("./connect.ts");
-  const c = connect(flags);
-  return <T>(method: string, path: string, body?: unknown) =>
-    call(() => c.call<T>(method, path, body));
-}
 
 function oneLine(a: Ask): string {
   const subject = a.work_item_id ? ` ${a.work_item_id}` : "";
@@ -76,7 +70,7 @@ async function list(flags: Flags & { state?: string; agent?: string }): Promise<
   const state = flags.state ?? "pending";
   if (!STATES.includes(state))
     throw new CliError(`unknown --state ${state}`, `use one of: ${STATES.join(", ")}`);
-  const req = await client(flags);
+  const req = await requester(flags);
   const q = new URLSearchParams({ state });
   if (flags.agent) q.set("agent", flags.agent);
   const res = await req<{ asks: Ask[] }>("GET", `/control/asks?${q}`);
@@ -91,7 +85,7 @@ async function list(flags: Flags & { state?: string; agent?: string }): Promise<
 }
 
 async function show(id: string, flags: Flags & { wait?: boolean }): Promise<void> {
-  const req = await client(flags);
+  const req = await requester(flags);
   const path = `/control/asks/${encodeURIComponent(id)}`;
   let res = await req<{ ask: Ask }>("GET", path);
   // --wait: hold on (server-side waits of WAIT_SLICE_MS each) until it is no longer pending.
@@ -110,7 +104,7 @@ async function answer(
   const decision = words.join(" ").trim();
   if (!decision)
     throw new CliError("the answer is empty", 'usage: holon asks answer <ask_id> "<answer>"');
-  const req = await client(flags);
+  const req = await requester(flags);
   const body: Record<string, string> = { decision };
   if (flags.reason !== undefined) body.reason = flags.reason;
   const res = await req<{ ask: Ask; message_id: string | null }>(
@@ -131,13 +125,7 @@ function withGlobals<A extends unknown[]>(fn: (...args: A) => Promise<void>) {
 }
 
 export function registerAskCommands(program: Command): void {
-  const common = (cmd: Command) =>
-    cmd
-      .addOption(
-        new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-      )
-      .addOption(new Option("--token <token>", "control token for a runtime in bearer mode"))
-      .addOption(new Option("--json", "print machine-readable JSON"));
+  const common = clientOptions;
   const asks = common(
     program
       .command("asks")

@@ -1,7 +1,8 @@
 // `holon budget …`: an agent's budgets (show, set, raise) and the kill switch (freeze,
 // unfreeze). Amounts are typed the way people say them (2M, 500k, 0.50, 2h) and parsed
 // here into the limits the control routes take; the host checks them again, whole.
-import { Option, type Command } from "commander";
+import type { Command } from "commander";
+import { requester } from "./request.ts";
 import {
   parseCount,
   parseDuration,
@@ -10,7 +11,7 @@ import {
   type BudgetPeriod,
 } from "../domain/budget.ts";
 import { HolonError } from "../domain/errors.ts";
-import { CliError, action, printJson } from "./output.ts";
+import { CliError, action, printJson, clientOptions } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 export type LimitFlags = {
@@ -103,13 +104,6 @@ export function budgetLines(v: BudgetView): string[] {
   return lines;
 }
 
-async function client(flags: ClientFlags) {
-  const { call, connect } = await import("./connect.ts");
-  const c = connect(flags);
-  return <T>(method: string, path: string, body?: unknown) =>
-    call(() => c.call<T>(method, path, body));
-}
-
 const PERIODS = ["total", "day", "week", "month"];
 
 async function set(agent: string, flags: Flags & { per?: string; tz?: string }): Promise<void> {
@@ -119,7 +113,7 @@ async function set(agent: string, flags: Flags & { per?: string; tz?: string }):
   if (Object.keys(limits).length === 0) {
     throw new CliError("name a limit", "for example: holon budget set main --tokens 2M --per day");
   }
-  const req = await client(flags);
+  const req = await requester(flags);
   const body: Record<string, unknown> = { period: period as BudgetPeriod, limits };
   if (flags.tz) body.time_zone = flags.tz;
   const r = await req<{ budget: BudgetView }>(
@@ -136,7 +130,7 @@ async function raise(agent: string, flags: Flags & { scope?: string }): Promise<
   if (Object.keys(added).length === 0) {
     throw new CliError("name what to add", "for example: holon budget raise main --tokens 1M");
   }
-  const req = await client(flags);
+  const req = await requester(flags);
   const r = await req<{ budget: BudgetView }>(
     "POST",
     `/control/agents/${encodeURIComponent(agent)}/budget/raise`,
@@ -147,7 +141,7 @@ async function raise(agent: string, flags: Flags & { scope?: string }): Promise<
 }
 
 async function view(agent: string, flags: Flags): Promise<void> {
-  const req = await client(flags);
+  const req = await requester(flags);
   const r = await req<{ budget: BudgetView }>("GET", `/agents/${encodeURIComponent(agent)}/budget`);
   if (flags.json) return printJson(r.budget);
   process.stdout.write(budgetLines(r.budget).join("\n") + "\n");
@@ -157,7 +151,7 @@ function freezeAction(which: "freeze" | "unfreeze") {
   return async (agents: string[], flags: Flags & { all?: boolean }) => {
     if (flags.all && agents.length) throw new CliError("give agents or --all, not both");
     if (!flags.all && !agents.length) throw new CliError("name the agents, or pass --all");
-    const req = await client(flags);
+    const req = await requester(flags);
     const r = await req<{ agent_ids: string[] }>(
       "POST",
       `/control/budget/${which}`,
@@ -186,13 +180,7 @@ export function registerBudgetCommands(program: Command): void {
     .description(
       "Budgets: show, set and raise an agent's limits; freeze every agent's model calls",
     );
-  const common = (c: Command) =>
-    c
-      .addOption(
-        new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-      )
-      .addOption(new Option("--token <token>", "control token for a runtime in bearer mode"))
-      .addOption(new Option("--json", "print machine-readable JSON"));
+  const common = clientOptions;
   const limits = (c: Command) =>
     c
       .option("--tokens <n>", "tokens (input + output), like 500k or 2M")

@@ -2,7 +2,7 @@
 // its implementation lazily so `holon --help` and `holon status` start fast.
 import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
-import { action } from "./output.ts";
+import { action, homeOption, tokenOption, jsonOption } from "./output.ts";
 import { registerConfigCommands } from "./config.ts";
 import { registerTaskCommands } from "./task.ts";
 import { registerWorkspaceCommands } from "./workspace.ts";
@@ -12,6 +12,7 @@ import { registerWorkCommands } from "./work.ts";
 import { registerAskCommands } from "./asks.ts";
 import { registerBudgetCommands } from "./budget.ts";
 import { registerOperatorCommands } from "./operator-commands.ts";
+import { registerMcpCommands } from "./mcp.ts";
 
 // package.json sits two levels up from src/cli/ and from dist/cli/ alike.
 const { version } = JSON.parse(
@@ -43,10 +44,9 @@ program.hook("preAction", async (_program, command) => {
   }
 });
 
-const home = () =>
-  new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
-const token = () => new Option("--token <token>", "control token for a runtime in bearer mode");
-const json = () => new Option("--json", "print machine-readable JSON");
+const home = homeOption;
+const token = tokenOption;
+const json = jsonOption;
 
 program
   .command("serve")
@@ -309,5 +309,6 @@ registerWorkCommands(program);
 registerAskCommands(program);
 registerBudgetCommands(program);
 registerOperatorCommands(program);
+registerMcpCommands(program);
 
 await program.parseAsync(process.argv);

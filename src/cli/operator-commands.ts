@@ -1,12 +1,11 @@
 // Command definitions of the operator surfaces: daemon lifecycle, usage, debugging and the
 // TUI. Definitions only (commander); each action imports its implementation lazily.
 import { Option, type Command } from "commander";
-import { action } from "./output.ts";
+import { action, homeOption, tokenOption, jsonOption } from "./output.ts";
 
-const home = () =>
-  new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
-const json = () => new Option("--json", "print machine-readable JSON");
-const token = () => new Option("--token <token>", "control token for a runtime in bearer mode");
+const home = homeOption;
+const json = jsonOption;
+const token = tokenOption;
 
 /** The access options `serve` takes, for `daemon start|restart`. */
 function serveOptions(cmd: Command): Command {

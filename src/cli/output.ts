@@ -1,4 +1,5 @@
-// Small helpers every CLI command shares: JSON output and clean failures.
+// Small helpers every CLI command shares: JSON output, clean failures, the client flags.
+import { Option, type Command } from "commander";
 
 export class CliError extends Error {
   readonly hint: string | undefined;
@@ -32,4 +33,16 @@ export function action<A extends unknown[]>(
       process.exitCode = 1;
     }
   };
+}
+
+/** The flags every command that talks to a host shares. */
+export const homeOption = () =>
+  new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)");
+export const tokenOption = () =>
+  new Option("--token <token>", "control token for a runtime in bearer mode");
+export const jsonOption = () => new Option("--json", "print machine-readable JSON");
+
+/** Add --home, --token and --json to a command. */
+export function clientOptions(c: Command): Command {
+  return c.addOption(homeOption()).addOption(tokenOption()).addOption(jsonOption());
 }

@@ -1,30 +1,19 @@
 // `holon skills …`: list what an agent can discover, install a skill from a directory or a
 // git tree URL, uninstall one. Without --agent, install and uninstall use the user scope.
+import { requester } from "./request.ts";
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
-import { action, printJson } from "./output.ts";
+import { action, printJson, clientOptions } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 type Flags = ClientFlags & { json?: boolean; agent?: string };
 
-const common = (c: Command) =>
-  c
-    .addOption(
-      new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-    )
-    .addOption(new Option("--token <token>", "control token for a runtime in bearer mode"))
-    .addOption(new Option("--json", "print machine-readable JSON"));
+const common = clientOptions;
 
-async function client(flags: Flags) {
-  const { call, connect } = await import("./connect.ts");
-  const c = connect(flags);
-  return <T>(method: string, path: string, body?: unknown) =>
-    call(() => c.call<T>(method, path, body));
-}
 const out = (s: string) => process.stdout.write(s + "\n");
 
 async function list(flags: Flags) {
-  const req = await client(flags);
+  const req = await requester(flags);
   const agent = flags.agent ?? (await req<{ default_agent: string }>("GET", "/")).default_agent;
   const res = await req<{
     roots: { scope: string; root: string | null }[];
@@ -48,7 +37,7 @@ async function install(
   source: string | undefined,
   flags: Flags & { remote?: string; force?: boolean },
 ) {
-  const req = await client(flags);
+  const req = await requester(flags);
   const body: Record<string, unknown> = {};
   if (flags.remote) body.remote = flags.remote;
   else if (source) body.path = resolve(source);
@@ -64,7 +53,7 @@ async function install(
 }
 
 async function uninstall(name: string, flags: Flags) {
-  const req = await client(flags);
+  const req = await requester(flags);
   const body: Record<string, unknown> = { name };
   if (flags.agent) body.agent_id = flags.agent;
   const res = await req<{ path: string }>("POST", "/control/skills/uninstall", body);

@@ -2,7 +2,7 @@
 // definitions are cheap; each action loads the client only when it runs.
 import { resolve } from "node:path";
 import { Option, type Command } from "commander";
-import { CliError, action, printJson } from "./output.ts";
+import { CliError, action, printJson, homeOption, tokenOption, jsonOption } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 type Flags = ClientFlags & { json?: boolean; agent?: string };
@@ -26,10 +26,9 @@ type Snapshot = {
 };
 
 const opts = {
-  home: () =>
-    new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-  token: () => new Option("--token <token>", "control token for a runtime in bearer mode"),
-  json: () => new Option("--json", "print machine-readable JSON"),
+  home: homeOption,
+  token: tokenOption,
+  json: jsonOption,
   agent: () =>
     new Option("--agent <id>", "the agent that owns the task (default agent when omitted)"),
 };

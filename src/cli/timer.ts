@@ -1,8 +1,8 @@
 // `holon timer …` (create, list, cancel an agent's timers) and `holon agent trigger` (show,
 // rotate or revoke the agent's external trigger URL). Definitions are cheap; each action
 // loads the client only when it runs. Also the waiting lines `holon status` prints.
-import { Option, type Command } from "commander";
-import { CliError, action, printJson } from "./output.ts";
+import type { Command } from "commander";
+import { CliError, action, printJson, homeOption, tokenOption, jsonOption } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 type Flags = ClientFlags & { json?: boolean };
@@ -47,10 +47,9 @@ export function parseDuration(text: string): number {
 }
 
 const opts = {
-  home: () =>
-    new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-  token: () => new Option("--token <token>", "control token for a runtime in bearer mode"),
-  json: () => new Option("--json", "print machine-readable JSON"),
+  home: homeOption,
+  token: tokenOption,
+  json: jsonOption,
 };
 
 async function client(flags: Flags, agent: string | undefined) {

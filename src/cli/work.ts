@@ -1,8 +1,8 @@
 // `holon work …`: the operator's view of an agent's work items: enqueue one, list and show
 // them, and close, park or release one. The definitions are cheap; each action loads the
 // client only when it runs.
-import { Option, type Command } from "commander";
-import { CliError, action, printJson } from "./output.ts";
+import type { Command } from "commander";
+import { CliError, action, printJson, clientOptions } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 type Flags = ClientFlags & { json?: boolean };
@@ -256,15 +256,7 @@ export function registerWorkCommands(program: Command): void {
     .command("work")
     .description("An agent's work items: enqueue, list, show, complete, block, unblock");
   const sub = (name: string, desc: string) =>
-    work
-      .command(name)
-      .description(desc)
-      .argument("<agent>", "agent id")
-      .addOption(
-        new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-      )
-      .addOption(new Option("--token <token>", "control token for a runtime in bearer mode"))
-      .addOption(new Option("--json", "print machine-readable JSON"));
+    clientOptions(work.command(name).description(desc).argument("<agent>", "agent id"));
   sub("add", "Queue a work item for the agent (no message is sent)")
     .argument("<objective...>", "what the work should achieve")
     .option("--budget-tokens <n>", "the item's token budget, like 500k")

@@ -1,26 +1,14 @@
 // `holon workspace …`: attach a directory to an agent, list its workspaces, leave the active
 // one (back to agent_home), detach one, and review or clean its managed worktrees.
+import { requester } from "./request.ts";
 import { resolve } from "node:path";
-import { Option, type Command } from "commander";
-import { action, printJson } from "./output.ts";
+import type { Command } from "commander";
+import { action, printJson, clientOptions } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
 
 type Flags = ClientFlags & { json?: boolean };
 
-const common = (c: Command) =>
-  c
-    .addOption(
-      new Option("--home <path>", "Holon state directory (default: $HOLON_HOME or ~/.holon)"),
-    )
-    .addOption(new Option("--token <token>", "control token for a runtime in bearer mode"))
-    .addOption(new Option("--json", "print machine-readable JSON"));
-
-async function client(flags: Flags) {
-  const { call, connect } = await import("./connect.ts");
-  const c = connect(flags);
-  return <T>(method: string, path: string, body?: unknown) =>
-    call(() => c.call<T>(method, path, body));
-}
+const common = clientOptions;
 
 const enc = encodeURIComponent;
 const out = (s: string) => process.stdout.write(s + "\n");
@@ -62,7 +50,7 @@ function worktreeLine(w: Worktree): string {
 }
 
 async function attach(agent: string, path: string, flags: Flags & { use?: boolean }) {
-  const req = await client(flags);
+  const req = await requester(flags);
   if (flags.use) {
     // Attach (when new) and make it the execution root in one step, as the operator.
     const used = await req<{
@@ -88,7 +76,7 @@ async function attach(agent: string, path: string, flags: Flags & { use?: boolea
 }
 
 async function list(agent: string, flags: Flags) {
-  const req = await client(flags);
+  const req = await requester(flags);
   const res = await req<Listing>("GET", `/agents/${enc(agent)}/workspaces`);
   if (flags.json) return printJson(res);
   for (const w of res.attached) {
@@ -108,7 +96,7 @@ async function list(agent: string, flags: Flags) {
 }
 
 async function exit(agent: string, flags: Flags) {
-  const req = await client(flags);
+  const req = await requester(flags);
   const res = await req<{ left?: { path: string; disposition: string; changed_files: string[] } }>(
     "POST",
     `/control/agents/${enc(agent)}/workspaces/exit`,
@@ -123,7 +111,7 @@ async function exit(agent: string, flags: Flags) {
 }
 
 async function detach(agent: string, workspaceId: string, flags: Flags) {
-  const req = await client(flags);
+  const req = await requester(flags);
   const res = await req("POST", `/control/agents/${enc(agent)}/workspaces/detach`, {
     workspace_id: workspaceId,
   });
@@ -132,7 +120,7 @@ async function detach(agent: string, workspaceId: string, flags: Flags) {
 }
 
 async function worktrees(agent: string, flags: Flags & { clean?: boolean }) {
-  const req = await client(flags);
+  const req = await requester(flags);
   if (flags.clean) {
     const res = await req<{ removed: Worktree[]; retained: Worktree[] }>(
       "POST",

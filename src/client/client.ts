@@ -81,20 +81,21 @@ export class HolonClient {
   /**
    * JSON request; throws ClientError with the server's error kind on non-2xx. With
    * `timeoutMs`, a host that does not answer in time (hung, or stopped with SIGSTOP) gives a
-   * `timeout` ClientError instead of a wait without end.
+   * `timeout` ClientError instead of a wait without end. `signal` gives the request up.
    */
   async call<T = Record<string, unknown>>(
     method: string,
     path: string,
     body?: unknown,
-    opts: { timeoutMs?: number } = {},
+    opts: { timeoutMs?: number; signal?: AbortSignal | undefined } = {},
   ): Promise<T> {
-    if (opts.timeoutMs === undefined) return this.request<T>(method, path, body);
+    if (opts.timeoutMs === undefined) return this.request<T>(method, path, body, opts.signal);
     const ms = opts.timeoutMs;
     const ctl = new AbortController();
     const timer = setTimeout(() => ctl.abort(), ms);
     try {
-      return await this.request<T>(method, path, body, ctl.signal);
+      const signal = opts.signal ? AbortSignal.any([ctl.signal, opts.signal]) : ctl.signal;
+      return await this.request<T>(method, path, body, signal);
     } catch (err) {
       if (ctl.signal.aborted) {
         throw new ClientError("timeout", `the runtime did not answer within ${ms} ms`, 0);

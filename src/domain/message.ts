@@ -105,6 +105,8 @@ export const MessageDeliverySurface = z.enum([
   "http_callback_wake",
   "http_control_prompt",
   "remote_operator_transport",
+  /** `holon mcp serve` or the host's `/mcp` route: an MCP client (Claude Code, Codex, …). */
+  "mcp_server",
   "timer_scheduler",
   "runtime_system",
   "task_rejoin",

@@ -20,6 +20,8 @@ import { operatorRoutes } from "./routes-operator.ts";
 import { memoryRoutes } from "./routes-memory.ts";
 import { metricsRoutes } from "./routes-metrics.ts";
 import { askRoutes } from "./routes-asks.ts";
+import { briefRoutes } from "./routes-briefs.ts";
+import { mcpRoutes } from "./routes-mcp.ts";
 import { openApiRoute } from "./openapi.ts";
 
 export type { AppContext, AppOptions } from "./context.ts";
@@ -80,6 +82,8 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   memoryRoutes(app, ctx);
   metricsRoutes(app, ctx);
   askRoutes(app, ctx); // the operator's inbox: asks across agents, and their decisions
+  briefRoutes(app, ctx); // wait for an agent's next brief
+  mcpRoutes(app, ctx); // Holon's MCP server over streamable HTTP
   openApiRoute(app);
   return { app, hub };
 }

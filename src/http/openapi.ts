@@ -36,6 +36,8 @@ import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
 import { MEMORY_ROUTE_DOCS } from "./routes-memory.ts";
 import { METRICS_ROUTE_DOCS } from "./routes-metrics.ts";
 import { ASK_ROUTE_DOCS } from "./routes-asks.ts";
+import { BRIEF_ROUTE_DOCS } from "./routes-briefs.ts";
+import { MCP_ROUTE_DOCS } from "./routes-mcp.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -447,6 +449,8 @@ export const ROUTES: RouteDoc[] = [
   ...OPERATOR_ROUTE_DOCS,
   ...METRICS_ROUTE_DOCS,
   ...ASK_ROUTE_DOCS,
+  ...BRIEF_ROUTE_DOCS,
+  ...MCP_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

@@ -9,7 +9,7 @@ export type Access = "none" | "read" | "control";
 export type Param = { name: string; schema: z.ZodType; description: string };
 
 export type RouteDoc = {
-  method: "get" | "post";
+  method: "get" | "post" | "delete";
   /** The Hono path, `:param` style. */
   path: string;
   summary: string;

@@ -16,8 +16,11 @@ export const PromptBody = z.strictObject({
   actor_id: z.string().max(200).optional(),
   trust: TrustLevel.optional(),
   correlation_id: z.string().max(200).optional(),
-  /** The CLI marks its prompts so audit shows they came from `holon prompt`. */
-  surface: z.enum(["http_control_prompt", "cli_prompt"]).optional(),
+  /**
+   * The CLI marks its prompts so audit shows they came from `holon prompt`; the MCP server
+   * (src/mcpserver/) marks its own as `mcp_server`.
+   */
+  surface: z.enum(["http_control_prompt", "cli_prompt", "mcp_server"]).optional(),
 });
 
 export const ControlBody = z.strictObject({

@@ -20,6 +20,10 @@ export const EnqueueWorkBody = z.strictObject({
   objective: z.string().max(WORK_LIMITS.objective_chars),
   /** The item's budget (tokens, usd, rounds, time_ms); checked whole before the item exists. */
   budget: z.record(z.string(), z.unknown()).optional(),
+  /** Who asked, for audit (the MCP server names its client: `mcp:<name>`). */
+  actor_id: z.string().max(200).optional(),
+  /** The door it came through, for audit, as on operator prompts. */
+  surface: z.enum(["http_control_prompt", "cli_prompt", "mcp_server"]).optional(),
 });
 export const CompleteWorkBody = z.strictObject({
   note: z.string().max(WORK_LIMITS.note_chars).optional(),
@@ -61,7 +65,12 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       }
       host.services.budgets.checkPriced(host.agents.get(agentId), budget);
     }
-    const item = work().enqueue(agentId, body.objective, budget);
+    const item = work().enqueue(agentId, body.objective, budget, {
+      origin: body.actor_id ? { kind: "operator", actor_id: body.actor_id } : { kind: "operator" },
+      // Over TCP a control request carries the token; over the Unix socket it is the local user.
+      admission_context: c.get("auth").token_ok ? "control_authenticated" : "local_process",
+      ...(body.surface ? { delivery_surface: body.surface } : {}),
+    });
     return c.json({ ok: true, agent_id: agentId, work_item: work().view(item) }, 201);
   });
 

@@ -91,6 +91,19 @@ export function storageRefusal(
 
 /** Read the request body (at most MAX_BODY_BYTES) and parse it as JSON. */
 export async function readJson(c: Context, opts: { optional?: boolean } = {}): Promise<unknown> {
+  const text = await readBodyText(c);
+  if (text === undefined) {
+    if (opts.optional) return {};
+    throw new HolonError("invalid_json", "request body is empty; a JSON object is required");
+  }
+  return parseBody(text, opts);
+}
+
+/**
+ * Read the request body as text, at most MAX_BODY_BYTES (413 `payload_too_large` past it);
+ * undefined when the request has no body at all.
+ */
+export async function readBodyText(c: Context): Promise<string | undefined> {
   const lengthHeader = c.req.header("content-length");
   const declared = Number(lengthHeader ?? "0");
   if (declared > MAX_BODY_BYTES) throw tooLarge();
@@ -98,13 +111,10 @@ export async function readJson(c: Context, opts: { optional?: boolean } = {}): P
     // Known, bounded length: read it in one go (the cheap path on the node adapter).
     const text = await c.req.text();
     if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw tooLarge();
-    return parseBody(text, opts);
+    return text;
   }
   const body = c.req.raw.body;
-  if (!body) {
-    if (opts.optional) return {};
-    throw new HolonError("invalid_json", "request body is empty; a JSON object is required");
-  }
+  if (!body) return undefined;
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = body.getReader();
@@ -118,7 +128,7 @@ export async function readJson(c: Context, opts: { optional?: boolean } = {}): P
     }
     chunks.push(value);
   }
-  return parseBody(Buffer.concat(chunks).toString("utf8"), opts);
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** Bodies nest at most this deep; deeper input is refused before it is parsed. */

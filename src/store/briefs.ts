@@ -7,6 +7,8 @@ export class BriefsRepo {
   private readonly insertStmt: StatementSync;
   private readonly recentStmt: StatementSync;
   private readonly afterStmt: StatementSync;
+  private readonly seqStmt: StatementSync;
+  private readonly newestStmt: StatementSync;
   /** Briefs never change; the prompt reads an agent's recent ones on every turn. */
   private readonly decoded = new DecodedRows<BriefRecord>(1024);
 
@@ -18,6 +20,20 @@ export class BriefsRepo {
     this.afterStmt = db.prepare(
       "SELECT seq, id, data FROM briefs WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     );
+    this.seqStmt = db.prepare("SELECT seq FROM briefs WHERE agent_id = ? AND id = ?");
+    this.newestStmt = db.prepare("SELECT MAX(seq) AS seq FROM briefs WHERE agent_id = ?");
+  }
+
+  /** The sequence number of one of the agent's briefs, or undefined when it has none by that id. */
+  seqOf(agentId: string, id: string): number | undefined {
+    const row = this.seqStmt.get(agentId, id) as { seq: number } | undefined;
+    return row?.seq;
+  }
+
+  /** The sequence number of the agent's newest brief (0 when it has none). */
+  newestSeq(agentId: string): number {
+    const row = this.newestStmt.get(agentId) as { seq: number | null } | undefined;
+    return row?.seq ?? 0;
   }
 
   /** Briefs after a sequence number, oldest first, with their sequence (memory index sync). */

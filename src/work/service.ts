@@ -5,6 +5,7 @@
 import type { AgentRecord } from "../domain/agent.ts";
 import type { AuthorityClass } from "../domain/message.ts";
 import type { BudgetLimits } from "../domain/budget.ts";
+import type { EventProvenance } from "../domain/events.ts";
 export type { WorkItemView } from "../domain/work-item.ts";
 import { HolonError, unknownAgent } from "../domain/errors.ts";
 import {
@@ -147,6 +148,8 @@ export class WorkService {
     input: CreateInput,
     by: "agent" | "operator",
     authority?: AuthorityClass,
+    /** Who asked and through which door, for the event (an operator's enqueue names them). */
+    provenance: EventProvenance = {},
   ): WorkItemRecord {
     const agent = this.agent(agentId);
     const objective = checkObjective(input.objective);
@@ -187,7 +190,7 @@ export class WorkService {
         this.store.workItems.put(item);
         this.store.appendEvent(agentId, {
           type: "work_item_created",
-          provenance: { work_item_id: id },
+          provenance: { ...provenance, work_item_id: id },
           payload: {
             work_item_id: id,
             objective,
@@ -205,10 +208,24 @@ export class WorkService {
     return item;
   }
 
-  /** The operator's enqueue: a new queued item, and a wake for an idle agent with nothing to do. */
-  enqueue(agentId: string, objective: string, budget?: BudgetLimits): WorkItemRecord {
+  /**
+   * The operator's enqueue: a new queued item, and a wake for an idle agent with nothing to do.
+   * `provenance` (origin, delivery surface, admission context) goes on `work_item_created`.
+   */
+  enqueue(
+    agentId: string,
+    objective: string,
+    budget?: BudgetLimits,
+    provenance?: EventProvenance,
+  ): WorkItemRecord {
     return this.store.tx(() => {
-      const item = this.create(agentId, { objective, ...(budget ? { budget } : {}) }, "operator");
+      const item = this.create(
+        agentId,
+        { objective, ...(budget ? { budget } : {}) },
+        "operator",
+        undefined,
+        provenance,
+      );
       this.noteProgress(agentId, "operator_enqueued_work");
       this.wakeIdle(agentId);
       return item;

@@ -1,5 +1,5 @@
 // Test helpers: temp homes, in-process hosts with real HTTP, spawned `holon` processes.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -17,7 +17,35 @@ export function tempHome(prefix = "holon-test-"): string {
   return dir;
 }
 export function cleanupHomes(): void {
-  for (const h of homes.splice(0)) rmSync(h, { recursive: true, force: true });
+  const gone = homes.splice(0);
+  killLeftovers(gone);
+  for (const h of gone) rmSync(h, { recursive: true, force: true });
+}
+
+/**
+ * Kill what a test left running in its homes: tasks outlive their host by design, so a test
+ * that fails before stopping its task would leave the command (sandboxed or not) running
+ * for the rest of the suite. A process is a leftover when its working directory or its
+ * command line names one of the homes.
+ */
+function killLeftovers(dirs: string[]): void {
+  if (dirs.length === 0 || process.platform !== "linux") return;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    let cwd = "";
+    let cmd = "";
+    try {
+      cwd = readlinkSync(`/proc/${pid}/cwd`);
+    } catch {}
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {}
+    const hit = dirs.some((d) => cwd === d || cwd.startsWith(`${d}/`) || cmd.includes(d));
+    if (!hit) continue;
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {}
+  }
 }
 
 /** Poll `check` until it returns a truthy value (bounded); for waiting on runtime events. */
