@@ -77,6 +77,8 @@ export function registerOperatorCommands(program: Command): void {
     .option("--until <when>", "same forms (default: now)")
     .option("--rounds", "list the agent's recent model rounds, each with its cost")
     .option("-n, --limit <n>", "with --rounds: how many (default 50)")
+    .option("--by <what>", "work-item: spend by work item, with the children spawned for each")
+    .option("--tree", "agents as a tree: each child's spend rolled up under its parent")
     .addOption(home())
     .addOption(token())
     .addOption(json())

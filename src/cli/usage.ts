@@ -1,4 +1,6 @@
-// `holon usage`: tokens and dollars per agent, model and day, from GET /usage.
+// `holon usage`: tokens and dollars per agent, model and day, from GET /usage; by work item
+// (`--by work-item`) or as a tree of agents with children rolled up (`--tree`).
+import { CliError } from "./output.ts";
 import { call, connect, type ClientFlags, agentOrDefault } from "./connect.ts";
 import { printJson } from "./output.ts";
 
@@ -37,6 +39,46 @@ type Round = {
   cost_usd: number | null;
 };
 
+type CostTotals = Totals & { reasoning_tokens: number };
+type WorkItemCost = {
+  work_item_id: string | null;
+  objective: string | null;
+  own: CostTotals;
+  with_children: CostTotals;
+};
+type CostNode = { agent_id: string; own: CostTotals; total: CostTotals; children: CostNode[] };
+
+const tokens = (t: Totals) =>
+  `${t.input_tokens} in (${t.cached_input_tokens} cached) / ${t.output_tokens} out`;
+
+/** The tree as indented lines: each agent's subtree total, and its own share when it has children. */
+export function treeLines(nodes: CostNode[], depth = 0): string[] {
+  const out: string[] = [];
+  for (const n of nodes) {
+    const own = n.children.length
+      ? `  (itself ${formatCost(n.own.cost_usd)}, ${n.own.rounds} rounds)`
+      : "";
+    out.push(
+      `${"  ".repeat(depth)}${n.agent_id}  ${formatCost(n.total.cost_usd)}  ${n.total.rounds} rounds  ${tokens(n.total)}${own}`,
+      ...treeLines(n.children, depth + 1),
+    );
+  }
+  return out;
+}
+
+export function workItemLines(items: WorkItemCost[]): string[] {
+  return items.map((w) => {
+    const name = w.work_item_id
+      ? `${w.work_item_id}${w.objective ? `  ${w.objective.split("\n")[0]!.slice(0, 60)}` : ""}`
+      : "(no work item)";
+    const kids =
+      w.with_children.rounds !== w.own.rounds
+        ? `  with children ${formatCost(w.with_children.cost_usd)} over ${w.with_children.rounds} rounds`
+        : "";
+    return `${name}\n  ${formatCost(w.own.cost_usd)}  ${w.own.rounds} rounds  ${tokens(w.own)}${kids}`;
+  });
+}
+
 type UsageFlags = ClientFlags & {
   agent?: string;
   since?: string;
@@ -44,6 +86,8 @@ type UsageFlags = ClientFlags & {
   json?: boolean;
   rounds?: boolean;
   limit?: string;
+  by?: string;
+  tree?: boolean;
 };
 
 export async function usage(flags: UsageFlags): Promise<void> {
@@ -72,6 +116,28 @@ export async function usage(flags: UsageFlags): Promise<void> {
     return;
   }
   if (flags.agent) q.set("agent", flags.agent);
+  if (flags.by !== undefined && flags.by !== "work-item") {
+    throw new CliError(`--by takes work-item, not '${flags.by}'`);
+  }
+  if (flags.by && flags.tree)
+    throw new CliError("--by work-item and --tree are two views: pick one");
+  if (flags.by || flags.tree) {
+    q.set("view", flags.tree ? "tree" : "work_items");
+    const v = await call(() =>
+      client.call<Report & { work_items?: WorkItemCost[]; tree?: CostNode[] }>(
+        "GET",
+        `/usage?${q}`,
+      ),
+    );
+    if (flags.json) return printJson(v);
+    const lines = flags.tree ? treeLines(v.tree ?? []) : workItemLines(v.work_items ?? []);
+    if (!lines.length) lines.push("no model rounds in this window");
+    lines.push(
+      `total: ${v.total.input_tokens} in / ${v.total.output_tokens} out over ${v.total.rounds} rounds, ${formatCost(v.total.cost_usd)}`,
+    );
+    process.stdout.write(lines.join("\n") + "\n");
+    return;
+  }
   const r = await call(() => client.call<Report>("GET", `/usage?${q}`));
   if (flags.json) return printJson(r);
   const rows = [

@@ -104,6 +104,16 @@ const ConfigFileBase = z.strictObject({
           max_agents: z.number().int().min(0).max(10_000).optional(),
         })
         .optional(),
+      /** OpenTelemetry traces over OTLP/HTTP (src/telemetry/tracing.ts); OTEL_* variables win. */
+      traces: z
+        .strictObject({
+          enabled: z.boolean().optional(),
+          endpoint: z.url().max(2048).optional(),
+          headers: z.record(z.string().max(256), z.string().max(4096)).optional(),
+          capture_content: z.boolean().optional(),
+          max_queue_spans: z.number().int().min(16).max(100_000).optional(),
+        })
+        .optional(),
     })
     .optional(),
   /** The action leash, host level (src/policy/): permission mode, rules, taint handling. */
@@ -230,7 +240,11 @@ export type EffectiveConfig = {
   context: { keep_recent_rounds: number; recap_share_percent: number; remote_compaction: boolean };
   tui: { alternate_screen: "auto" | "always" | "never" };
   /** `GET /metrics` (telemetry/metrics.ts): on or off, and how many agents get a label. */
-  telemetry: { metrics: { enabled: boolean; max_agents: number } };
+  telemetry: {
+    metrics: { enabled: boolean; max_agents: number };
+    /** Traces: on or off, whether content is exported (the rest is read by tracing.ts). */
+    traces: { enabled: boolean; capture_content: boolean };
+  };
   /** The agent plane: how deep spawning may nest, how many live children one agent has. */
   agents: { max_spawn_depth: number; max_live_children: number };
   /** Asks (src/asks/): how long an unanswered ask stands before it expires. */
@@ -338,6 +352,10 @@ export function effectiveConfig(
         metrics: {
           enabled: file.telemetry?.metrics?.enabled ?? false,
           max_agents: file.telemetry?.metrics?.max_agents ?? 100,
+        },
+        traces: {
+          enabled: file.telemetry?.traces?.enabled ?? false,
+          capture_content: file.telemetry?.traces?.capture_content ?? false,
         },
       },
       agents: {
@@ -570,6 +588,37 @@ export const KEY_DEFS: readonly KeyDef[] = [
     description:
       "How many public agents get an agent label of their own in metrics (the rest: _other)",
     schema: z.number().int().min(0).max(10_000),
+  },
+  {
+    key: "telemetry.traces.enabled",
+    type: "boolean",
+    default: false,
+    description: "Export OpenTelemetry traces over OTLP/HTTP protobuf (read at host start)",
+    schema: z.boolean(),
+  },
+  {
+    key: "telemetry.traces.endpoint",
+    type: "string",
+    default: "http://localhost:4318/v1/traces",
+    description:
+      "The collector's OTLP/HTTP traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT win)",
+    schema: z.url().max(2048),
+  },
+  {
+    key: "telemetry.traces.max_queue_spans",
+    type: "integer",
+    default: 2048,
+    description:
+      "Spans waiting for export at most; beyond that they are dropped and counted (OTEL_BSP_MAX_QUEUE_SIZE wins)",
+    schema: z.number().int().min(16).max(100_000),
+  },
+  {
+    key: "telemetry.traces.capture_content",
+    type: "boolean",
+    default: false,
+    description:
+      "Put prompts, completions, system instructions, tool arguments and results and brief text on spans",
+    schema: z.boolean(),
   },
   {
     key: "providers.<id>",

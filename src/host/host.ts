@@ -219,6 +219,7 @@ export class RuntimeHost {
     ingress.close();
     await loops.close();
     this.services.mcp.close(); // every MCP server this host started stops with it
+    await this.services.tracing.shutdown(); // spans still queued go out (bounded)
     tasks.close();
     await this.services.sandbox.close();
     store.close();

@@ -4,6 +4,7 @@
 // place: signals come first, so the ingress can wake loops that are built later.
 import { HostMetrics } from "../telemetry/metrics.ts";
 import { CacheHealth } from "../telemetry/cache-health.ts";
+import { Tracing, traceSettings } from "../telemetry/tracing.ts";
 import { RuntimeAudit } from "../agent/audit.ts";
 import { AgentDirectory } from "../agent/directory.ts";
 import { Ingress } from "../agent/ingress.ts";
@@ -20,7 +21,7 @@ import { TaskService } from "../tasks/service.ts";
 import { SandboxService } from "../sandbox/service.ts";
 import { bootId, readProcStat } from "../tasks/process-proc.ts";
 import { buildRegistry } from "../tools/builtin.ts";
-import { ProviderTurnExecutor, type ModelCall } from "../turn/turn.ts";
+import { ProviderTurnExecutor, type ModelCall, type PreProviderHook } from "../turn/turn.ts";
 import { DeadlineScheduler, type DeadlineHandler } from "../waiting/scheduler.ts";
 import { SLEEP_WAKE, SleepWakes, sleepWakeHandler } from "../waiting/sleep.ts";
 import {
@@ -63,7 +64,7 @@ import { ConsentRegistry } from "../policy/consent.ts";
 import { scrubEnv } from "../tasks/env.ts";
 import { commandEnvPolicy } from "./command-policy.ts";
 import { homedir } from "node:os";
-import { SpendLedger, returnReservation } from "../budget/ledger.ts";
+import { SpendLedger, returnReservation, roundCost } from "../budget/ledger.ts";
 import { BUDGET_WINDOW, BudgetGate } from "../budget/gate.ts";
 import { BudgetControl } from "../budget/control.ts";
 import { estimateRequest } from "../memory/tokens.ts";
@@ -344,7 +345,15 @@ export function buildServices(opts: ServiceOptions) {
     wakeHints,
     triggers,
   };
-  const executor: TurnExecutor = opts.executor
+  // Traces (telemetry.traces.enabled): off wraps nothing and loads no SDK module.
+  const tracing = new Tracing({
+    store,
+    settings: traceSettings(config.current().file?.telemetry?.traces, opts.env),
+    price: (modelRef, usage) => roundCost(usage, ledger.pricing(modelRef)),
+  });
+  if (tracing.enabled) store.onEvents(tracing.onEvents);
+  const traced = <T>(hook: T, wrap: (h: T) => T): T => (tracing.enabled ? wrap(hook) : hook);
+  const bareExecutor: TurnExecutor = opts.executor
     ? opts.executor(core)
     : new ProviderTurnExecutor({
         store,
@@ -364,7 +373,9 @@ export function buildServices(opts: ServiceOptions) {
         },
         // A turn's start is where a changed config file is noticed (one stat per file).
         candidates: (agent) => config.forTurn(agent.model_override ?? null),
-        callModel: modelCall(opts.env, opts.clock, transports),
+        callModel: traced(modelCall(opts.env, opts.clock, transports), (h) =>
+          tracing.wrapModelCall(h),
+        ),
         contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),
         leash,
@@ -379,7 +390,10 @@ export function buildServices(opts: ServiceOptions) {
             ? NO_SPAWN
             : NONE_HIDDEN,
         // The stale reminder adds its note, then compaction fits the whole request.
-        beforeProviderCall: (request, ctx) => compactor.hook(staleReminder(request, ctx), ctx),
+        beforeProviderCall: traced<PreProviderHook>(
+          (request, ctx) => compactor.hook(staleReminder(request, ctx), ctx),
+          (h) => tracing.wrapHook(h),
+        ),
         // After the hook: the budget sees the request as it goes out (and its estimate).
         budgetCheck: (request, ctx) => budgetGate.check(request, ctx),
         recordCall: (call) => ledger.record(call),
@@ -395,6 +409,7 @@ export function buildServices(opts: ServiceOptions) {
           };
         },
       });
+  const executor = traced(bareExecutor, (e) => tracing.wrapExecutor(e));
   // Planes that take part in runs (work binding, activation…) add their observer here.
   const observers: RunObserver[] = [
     new WorkRunObserver({
@@ -508,6 +523,9 @@ export function buildServices(opts: ServiceOptions) {
       pendingCount: (id) => store.messages.pendingCount(id),
       activeTaskCount: (id) => store.tasks.activeForAgent(id).length,
       maxAgents: () => config.current().values.telemetry.metrics.max_agents,
+      pendingAsks: () => store.asks.withState("pending", 10_000),
+      price: (modelRef, usage) => roundCost(usage, ledger.pricing(modelRef)),
+      spans: tracing.enabled ? () => tracing.stats() : undefined,
     });
     store.onEvents(m.onEvents);
     metrics = m;
@@ -545,6 +563,7 @@ export function buildServices(opts: ServiceOptions) {
     operatorTransport,
     metrics,
     cacheHealth,
+    tracing,
     compactor,
     contextLimitsOf,
     continuity,

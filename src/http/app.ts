@@ -38,6 +38,14 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
     await next();
   });
 
+  const tracing = host.services.tracing;
+  if (tracing.enabled) {
+    // A W3C traceparent rides along to the message the request admits (telemetry/tracing.ts).
+    app.use("*", (c, next) =>
+      tracing.withRequest(c.req.header("traceparent"), c.req.header("tracestate"), next),
+    );
+  }
+
   app.onError((err, c) => {
     const refused = storageRefusal(c, host.store.health, err);
     if (refused) return refused;

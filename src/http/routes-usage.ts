@@ -1,9 +1,12 @@
 // Usage and cost: `GET /agents/:id/usage` (one agent) and `GET /usage` (every agent,
-// including the temporary agents of `holon run`), grouped by agent, model and day.
+// including the temporary agents of `holon run`), grouped by agent, model and day; with
+// `view=work_items` also by work item, with `view=tree` also as a tree of agents (children
+// rolled up under their parent, telemetry/cost.ts).
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { parseSince } from "../host/usage.ts";
+import { costByWorkItem, costTotal, costTree, subtreeRows } from "../telemetry/cost.ts";
 import type { AppContext } from "./context.ts";
 import type { RouteDoc } from "./route-doc.ts";
 import { intParam, requireRead, type AppEnv } from "./support.ts";
@@ -41,13 +44,26 @@ export function usageRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.get("/usage", (c) => {
     requireRead(c);
     const only = c.req.query("agent");
-    const ids = only
-      ? [host.agents.getPublic(only).agent_id]
-      : host.store.agents.list().map((a) => a.agent_id);
+    const view = c.req.query("view") ?? "groups";
+    if (!USAGE_VIEWS.includes(view)) {
+      throw new HolonError("invalid_request", `view must be one of ${USAGE_VIEWS.join(", ")}`);
+    }
+    const agentId = only ? host.agents.getPublic(only).agent_id : undefined;
+    const all = host.store.agents.list().map((a) => a.agent_id);
+    const ids = agentId ? [agentId] : all;
     const { from, to } = window(c, host.store.clock.now());
-    return c.json({ ok: true, ...host.services.usage.report(ids, from, to) });
+    const report = host.services.usage.report(ids, from, to);
+    if (view === "groups") return c.json({ ok: true, ...report });
+    // Work items and trees take the agent's descendants in (a child's calls are its parent's).
+    const rows = subtreeRows(host.store.ledger.rows(all, from, to), agentId);
+    const total = costTotal(rows); // the descendants' spend included
+    if (view === "tree") return c.json({ ok: true, ...report, total, tree: costTree(rows) });
+    const objective = (id: string) => host.store.workItems.get(id)?.objective.slice(0, 200) ?? null;
+    return c.json({ ok: true, ...report, total, work_items: costByWorkItem(rows, objective) });
   });
 }
+
+const USAGE_VIEWS = ["groups", "work_items", "tree"];
 
 const Totals = z.object({
   rounds: z.number().int(),
@@ -68,6 +84,26 @@ export const UsageResponse = z.object({
   by_agent: z.record(z.string(), Totals),
   total: Totals,
   unpriced_models: z.array(z.string()),
+  /** `view=work_items`: spend by work item, own and with the children spawned for it. */
+  work_items: z
+    .array(
+      z.object({
+        work_item_id: z.string().nullable(),
+        objective: z.string().nullable(),
+        own: Totals,
+        with_children: Totals,
+      }),
+    )
+    .optional(),
+  /** `view=tree`: agents as trees, each with its own spend and its subtree's. */
+  tree: z.array(z.lazy((): z.ZodType => AgentCostNode)).optional(),
+});
+
+const AgentCostNode: z.ZodType = z.object({
+  agent_id: z.string(),
+  own: Totals,
+  total: Totals,
+  children: z.array(z.lazy(() => AgentCostNode)),
 });
 
 const TokenUsageShape = z.looseObject({
@@ -137,7 +173,19 @@ export const USAGE_ROUTE_DOCS: RouteDoc[] = [
     path: "/usage",
     summary: "Tokens and cost of every agent by agent, model and day",
     access: "read",
-    query: [...Window, { name: "agent", schema: z.string(), description: "only this agent" }],
+    query: [
+      ...Window,
+      {
+        name: "agent",
+        schema: z.string(),
+        description: "only this agent (and, for the work_items and tree views, its descendants)",
+      },
+      {
+        name: "view",
+        schema: z.enum(["groups", "work_items", "tree"]),
+        description: "groups (by agent, model and day; the default), work_items, or tree",
+      },
+    ],
     ok: { status: 200, schema: UsageResponse },
   },
 ];

@@ -415,4 +415,21 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX consent_grants_ask ON consent_grants (ask_id);
     `,
   },
+  {
+    version: 18,
+    name: "trace links: the span context that caused a message, task, timer or child",
+    // Written only while tracing is on (src/telemetry/). A turn that starts later, even
+    // after a restart, links its span to the context stored under the message's cause:
+    // `msg:<id>` (a traceparent that came with an HTTP request), `task:<id>`, `timer:<id>`,
+    // `trigger:<id>`, `agent:<id>` (the tool call that made them). Times are epoch ms;
+    // old rows are pruned by age.
+    sql: `
+      CREATE TABLE trace_links (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX trace_links_created ON trace_links (created_at);
+    `,
+  },
 ];

@@ -6,6 +6,8 @@
 //   - the credential variables the provider configuration names (built-in and custom),
 //   - HOLON_CONTROL_TOKEN,
 //   - any name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD (any case),
+//   - the OpenTelemetry exporter headers (OTEL_EXPORTER_OTLP_HEADERS and its per-signal
+//     OTEL_EXPORTER_OTLP_<SIGNAL>_HEADERS), which carry collector keys,
 // except the names a config allowlist (`runtime.command_env_allow`) passes through. The
 // variables the `holon` launcher set for its own Node process (listed in HOLON_LAUNCHER_ENV,
 // which goes too: malloc tuning, see bin/holon.js) are removed as well, so commands start
@@ -27,11 +29,17 @@ const ALWAYS_SECRET = new Set(["HOLON_CONTROL_TOKEN"]);
 /** Names the launcher (bin/holon.js) set for the Node process it started, space-separated. */
 const LAUNCHER_ENV = "HOLON_LAUNCHER_ENV";
 const SECRET_SUFFIX = /(?:_API_KEY|_TOKEN|_SECRET|_PASSWORD)$/i;
+const OTLP_HEADERS = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$/i;
 
 /** Whether a variable is withheld from commands under `policy`. */
 export function isSecretName(name: string, policy: CommandEnvPolicy): boolean {
   if (policy.allow.includes(name)) return false;
-  return ALWAYS_SECRET.has(name) || SECRET_SUFFIX.test(name) || policy.secretNames.includes(name);
+  return (
+    ALWAYS_SECRET.has(name) ||
+    SECRET_SUFFIX.test(name) ||
+    OTLP_HEADERS.test(name) ||
+    policy.secretNames.includes(name)
+  );
 }
 
 /** A copy of `env` without the variables `policy` withholds. The one scrubbing function. */

@@ -11,6 +11,7 @@
 import type { CatalogEvent } from "../domain/events.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { TokenUsage } from "../domain/provider.ts";
+import { triggerKindFor } from "../domain/message.ts";
 
 type Labels = Record<string, string>;
 type Kind = "counter" | "gauge" | "histogram";
@@ -97,6 +98,11 @@ export class MetricsRegistry {
     this.collectors.push({ family: this.family(name, help, "gauge"), collect });
   }
 
+  /** A counter kept elsewhere (monotonic), read when the registry is rendered. */
+  collectedCounter(name: string, help: string, collect: () => [Labels, number][]): void {
+    this.collectors.push({ family: this.family(name, help, "counter"), collect });
+  }
+
   /** The Prometheus text exposition (format 0.0.4) of every family. */
   render(): string {
     for (const { family, collect } of this.collectors) {
@@ -165,6 +171,14 @@ export type MetricsSources = {
   activeTaskCount(agentId: string): number;
   /** `telemetry.metrics.max_agents`: how many public agents get a label of their own. */
   maxAgents(): number;
+  /** Asks still waiting for a decision, by the agent they belong to. */
+  pendingAsks(): { agent_id: string }[];
+  /** Dollars of one provider call (the spend ledger's pricing), or null without a price. */
+  price(modelRef: string, usage: TokenUsage | null): number | null;
+  /** The trace pipeline's counts, when traces are on. */
+  spans?:
+    | (() => { exported: number; dropped_queue_full: number; dropped_export_failed: number })
+    | undefined;
 };
 
 /** How many recent provider rounds of an agent the cache hit ratio covers. */
@@ -177,11 +191,16 @@ export class HostMetrics {
   /** Per agent label: recent rounds' [cached input, input] tokens. */
   private readonly cacheWindows = new Map<string, [number, number][]>();
   private readonly inc: Record<
-    "admitted" | "turns" | "tools" | "errors" | "tokens",
+    "admitted" | "turns" | "tools" | "errors" | "tokens" | "spend" | "rounds",
     (labels: Labels, by?: number) => void
   >;
   private readonly observe: Record<
-    "turnSeconds" | "toolSeconds" | "tokenUsage" | "operationSeconds",
+    | "turnSeconds"
+    | "toolSeconds"
+    | "tokenUsage"
+    | "operationSeconds"
+    | "admissionSeconds"
+    | "wakeSeconds",
     (labels: Labels, value: number) => void
   >;
 
@@ -201,6 +220,14 @@ export class HostMetrics {
       tokens: r.counter(
         "holon_tokens_total",
         "Tokens reported by providers, by agent, model and type (input, cached_input, cache_write, output, reasoning)",
+      ),
+      spend: r.counter(
+        "holon_spend_usd_total",
+        "Dollars of provider calls priced by the model catalog, by agent and model",
+      ),
+      rounds: r.counter(
+        "holon_provider_calls_total",
+        "Provider calls (model rounds), by agent and model",
       ),
     };
     this.observe = {
@@ -224,7 +251,46 @@ export class HostMetrics {
         "Duration of one provider call, retries included (OpenTelemetry GenAI gen_ai.client.operation.duration)",
         DURATION_BUCKETS,
       ),
+      admissionSeconds: r.histogram(
+        "holon_admission_latency_seconds",
+        "From a message's admission to the start of the turn that takes it, by trigger kind",
+        DURATION_BUCKETS,
+      ),
+      wakeSeconds: r.histogram(
+        "holon_wake_latency_seconds",
+        "From a timer's due time to its firing",
+        DURATION_BUCKETS,
+      ),
     };
+    r.gauge("holon_asks_pending", "Asks waiting for a decision, by agent", () => {
+      const by = new Map<string, number>();
+      for (const a of this.sources.pendingAsks()) {
+        const agent = this.agentLabel(a.agent_id);
+        by.set(agent, (by.get(agent) ?? 0) + 1);
+      }
+      return [...by].map(([agent, n]) => [{ agent }, n]);
+    });
+    // Always listed (zero while traces are off), so the family set is the same on every host.
+    const none = { exported: 0, dropped_queue_full: 0, dropped_export_failed: 0 };
+    const spans = sources.spans ?? (() => none);
+    {
+      r.collectedCounter(
+        "holon_telemetry_spans_exported_total",
+        "Trace spans the OTLP collector accepted",
+        () => [[{}, spans().exported]],
+      );
+      r.collectedCounter(
+        "holon_telemetry_spans_dropped_total",
+        "Trace spans dropped: the export queue was full, or the export failed or timed out",
+        () => {
+          const s = spans();
+          return [
+            [{ reason: "queue_full" }, s.dropped_queue_full],
+            [{ reason: "export_failed" }, s.dropped_export_failed],
+          ];
+        },
+      );
+    }
     r.gauge("holon_agents", "Agents by status (archived agents excluded)", () => {
       const by = new Map<string, number>();
       for (const a of this.sources.agents()) {
@@ -272,6 +338,17 @@ export class HostMetrics {
         this.inc.tools({ tool: e.payload.tool_name, status: e.payload.status });
         this.observe.toolSeconds({ tool: e.payload.tool_name }, e.payload.duration_ms / 1000);
         return;
+      case "message_processing_started":
+        this.observe.admissionSeconds(
+          { trigger_kind: triggerKindFor(e.payload.kind) },
+          e.payload.queue_wait_ms / 1000,
+        );
+        return;
+      case "timer_fired": {
+        const late = Date.parse(e.ts) - Date.parse(e.payload.scheduled_for);
+        if (Number.isFinite(late)) this.observe.wakeSeconds({}, Math.max(0, late) / 1000);
+        return;
+      }
       case "runtime_error":
         this.inc.errors({ agent: this.agentLabel(e.agent_id), phase: e.payload.phase });
         return;
@@ -309,6 +386,9 @@ export class HostMetrics {
       ["reasoning", usage.reasoning_tokens ?? 0],
     ];
     for (const [type, n] of parts) this.inc.tokens({ agent, model: modelRef, type }, n);
+    this.inc.rounds({ agent, model: modelRef });
+    const usd = this.sources.price(modelRef, usage);
+    if (usd !== null) this.inc.spend({ agent, model: modelRef }, usd);
     let w = this.cacheWindows.get(agent);
     if (!w) this.cacheWindows.set(agent, (w = []));
     w.push([cached, usage.input_tokens]);
