@@ -21,6 +21,9 @@ import { memoryRoutes } from "./routes-memory.ts";
 import { metricsRoutes } from "./routes-metrics.ts";
 import { askRoutes } from "./routes-asks.ts";
 import { openApiRoute } from "./openapi.ts";
+import { uiRoutes } from "./routes-ui.ts";
+import { ConsoleSessions } from "./console-sessions.ts";
+import { join } from "node:path";
 
 export type { AppContext, AppOptions } from "./context.ts";
 
@@ -28,6 +31,13 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   const app = new Hono<AppEnv>();
   const hub = new EventHub(host.store);
   const ctx: AppContext = { host, hub, opts };
+  const consoleConfig = host.services.config.current().values.console;
+  const consoleSessions = new ConsoleSessions({
+    now: () => host.store.clock.now().getTime(),
+    sessionMs: consoleConfig.session_hours * 3_600_000,
+    persist: consoleConfig.persist_sessions,
+    persistPath: join(host.paths.runDir, "console-sessions.json"),
+  });
 
   app.use("*", async (c, next) => {
     // server.ts runs the pre-routing guard (guard.ts) and hands its verdict in `c.env`.
@@ -72,6 +82,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   memoryRoutes(app, ctx);
   metricsRoutes(app, ctx);
   askRoutes(app, ctx); // the operator's inbox: asks across agents, and their decisions
+  uiRoutes(app, ctx, consoleSessions); // the web console: pages, login, its overview read
   openApiRoute(app);
-  return { app, hub };
+  return { app, hub, consoleSessions };
 }

@@ -36,6 +36,7 @@ import { OPERATOR_ROUTE_DOCS } from "./routes-operator.ts";
 import { MEMORY_ROUTE_DOCS } from "./routes-memory.ts";
 import { METRICS_ROUTE_DOCS } from "./routes-metrics.ts";
 import { ASK_ROUTE_DOCS } from "./routes-asks.ts";
+import { UI_ROUTE_DOCS } from "./routes-ui.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -447,6 +448,7 @@ export const ROUTES: RouteDoc[] = [
   ...OPERATOR_ROUTE_DOCS,
   ...METRICS_ROUTE_DOCS,
   ...ASK_ROUTE_DOCS,
+  ...UI_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

@@ -162,7 +162,7 @@ export async function startServer(
   };
   if (opts.heartbeatMs !== undefined) appOpts.heartbeatMs = opts.heartbeatMs;
   if (opts.onShutdownRequested) appOpts.onShutdown = opts.onShutdownRequested;
-  const { app, hub } = createApp(host, appOpts);
+  const { app, hub, consoleSessions } = createApp(host, appOpts);
 
   // The policy needs the bound address, known only after listen; requests wait for it.
   let policy: AccessPolicy | null = null;
@@ -210,6 +210,7 @@ export async function startServer(
       advertiseHost: advertise ? advertise.hostname : null,
     }),
     advertiseOrigin: advertise ? advertise.origin : null,
+    consoleSession: (cookies, csrf) => consoleSessions.check(cookies, csrf),
   };
 
   let unix: Server | null = null;
