@@ -85,7 +85,11 @@ describe("console login", () => {
       expect(redirect.headers.get("x-frame-options")).toBe("DENY");
       // No path escapes the bundle, and the API part of /ui/ is not open.
       expect((await send(rt, "GET", "/ui/assets/..%2F..%2Fpackage.json")).status).toBe(404);
-      expect((await send(rt, "GET", "/ui/api/overview")).status).toBe(401);
+      const refused = await send(rt, "GET", "/ui/api/overview");
+      expect(refused.status).toBe(401);
+      // Refused before routing, the answer still carries the console's headers.
+      expect(refused.headers.get("content-security-policy")).toBe(CONSOLE_CSP);
+      expect(refused.headers.get("x-frame-options")).toBe("DENY");
       expect((await send(rt, "GET", "/ui/session")).status).toBe(401);
     } finally {
       await rt.close();

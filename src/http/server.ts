@@ -15,6 +15,7 @@ import {
   PRIVATE_FILE,
 } from "../host/files.ts";
 import { createApp, type AppOptions } from "./app.ts";
+import { CONSOLE_CSP } from "./routes-ui.ts";
 import {
   RefusalAudit,
   allowedHostNames,
@@ -172,9 +173,14 @@ export async function startServer(
     const verdict = guardRequest(req, transport, peer, policy!);
     if ("refused" in verdict) {
       audit.note(verdict.refusal);
+      // A refusal is never framed or run as a page either (a refused /ui/ request is still
+      // a /ui/ response).
       return Response.json(
         { ok: false, error: verdict.refused.toBody() },
-        { status: verdict.refused.status },
+        {
+          status: verdict.refused.status,
+          headers: { "content-security-policy": CONSOLE_CSP, "x-frame-options": "DENY" },
+        },
       );
     }
     return app.fetch(req, { ...env, holon_auth: verdict.auth });

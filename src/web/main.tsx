@@ -38,20 +38,17 @@ function App() {
   const started = useRef(false);
 
   useEffect(() => {
-    const onHash = () => setRoute(parseRoute(location.hash));
-    addEventListener("hashchange", onHash);
-    return () => removeEventListener("hashchange", onHash);
-  }, []);
-
-  useEffect(() => {
-    if (started.current) return;
-    started.current = true;
-    const m = /^#login=([A-Za-z0-9_-]+)$/.exec(location.hash);
-    // The secret leaves the address bar (and history) before anything else happens.
-    if (m) history.replaceState(null, "", `${location.pathname}#/`);
-    (async () => {
+    // A login link may also arrive in a tab already open on the console (pasted into the
+    // address bar: only the fragment changes, the page does not load again).
+    const enter = async () => {
+      const m = /^#login=([A-Za-z0-9_-]+)$/.exec(location.hash);
+      // The secret leaves the address bar (and history) before anything else happens.
+      if (m) history.replaceState(null, "", `${location.pathname}#/`);
       try {
-        if (m) await login(m[1]!);
+        if (m) {
+          setAuth("checking");
+          await login(m[1]!);
+        }
         await get("/ui/session");
         setAuth("in");
       } catch (err) {
@@ -60,7 +57,17 @@ function App() {
         } else setAuth({ error: err instanceof Error ? err.message : String(err) });
       }
       setRoute(parseRoute(location.hash));
-    })();
+    };
+    const onHash = () => {
+      if (location.hash.startsWith("#login=")) void enter();
+      else setRoute(parseRoute(location.hash));
+    };
+    addEventListener("hashchange", onHash);
+    if (!started.current) {
+      started.current = true;
+      void enter();
+    }
+    return () => removeEventListener("hashchange", onHash);
   }, []);
 
   const onAuthLost = useCallback(() => setAuth("out"), []);
