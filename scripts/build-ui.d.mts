@@ -3,5 +3,7 @@ export function buildUi(opts?: { outDir?: string }): Promise<{
   outDir: string;
   bytes: number;
   gzipBytes: number;
+  firstGzipBytes: number;
+  files: { file: string; bytes: number; gzipBytes: number }[];
   metafile: unknown;
 }>;

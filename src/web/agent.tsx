@@ -2,7 +2,7 @@
 // presentation layer, live over the resumable event stream; a composer for the operator's
 // prompt, interjection, pause, resume, stop and abort; and tabs for its work items, tasks
 // (live output, stop), timers and external trigger (masked until revealed), and children.
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import type { EventEnvelope } from "../domain/events.ts";
 import {
   IDLE,
@@ -27,13 +27,21 @@ const ROW = 26;
 
 type EventsPage = { events: EventEnvelope[]; newest_seq: number; oldest_available_seq: number };
 
+/** Each event is presented once (the list recomputes on every batch, events stay put). */
+const presented = new WeakMap<EventEnvelope, PresentationItem | null>();
 function present(e: EventEnvelope): PresentationItem | null {
+  const hit = presented.get(e);
+  if (hit !== undefined) return hit;
+  let it: PresentationItem | null;
   try {
-    return presentEvent(e);
+    it = presentEvent(e);
   } catch {
-    return null; // an event this build does not know is skipped, not fatal
+    it = null; // an event this build does not know is skipped, not fatal
   }
+  presented.set(e, it);
+  return it;
 }
+const seqOf = (it: PresentationItem) => it.seq;
 
 export function AgentPage(props: { id: string; tab: string; onAuthLost: () => void }) {
   const { id, tab } = props;
@@ -156,14 +164,24 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
     return out;
   }, [events, level]);
 
+  // Older events come a page at a time, when the view reaches the top (or on request).
+  const loading = useRef(false);
   const older = async () => {
-    if (!oldest) return;
-    const page = await get<EventsPage>(
-      `/control/agents/${enc}/events?limit=${PAGE}&order=desc&before_seq=${oldest.seq}`,
-    );
-    const more = [...page.events].reverse();
-    setEvents((prev) => more.concat(prev));
-    setOldest({ seq: more[0]?.event_seq ?? oldest.seq, available: page.oldest_available_seq });
+    if (!oldest || loading.current || oldest.seq <= oldest.available) return;
+    loading.current = true;
+    try {
+      const page = await get<EventsPage>(
+        `/control/agents/${enc}/events?limit=${PAGE}&order=desc&before_seq=${oldest.seq}`,
+      );
+      const more = [...page.events].reverse();
+      setEvents((prev) => more.concat(prev));
+      setOldest({
+        seq: more[0]?.event_seq ?? page.oldest_available_seq,
+        available: page.oldest_available_seq,
+      });
+    } finally {
+      loading.current = false;
+    }
   };
 
   const line = renderActivity(activity, now, 200);
@@ -202,6 +220,8 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
           rowHeight={ROW}
           height={height}
           follow
+          onReachTop={() => void older()}
+          keyOf={seqOf}
           render={(it) => (
             <button
               type="button"

@@ -7,13 +7,25 @@
 //
 // Everything an agent wrote is shown as text (React escapes it; nothing is ever set as
 // HTML or turned into a link), cut to a bounded length per row, in virtualised lists.
-import { StrictMode, useCallback, useEffect, useMemo, useRef, useState } from "react";
+import {
+  StrictMode,
+  Suspense,
+  lazy,
+  useCallback,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+} from "react";
 import { createRoot } from "react-dom/client";
 import { ApiError, get, login, logout } from "./api.ts";
-import { AgentPage } from "./agent.tsx";
 import { AgentsPage } from "./agents.tsx";
 import { AsksPage } from "./asks.tsx";
 import { UsagePage } from "./usage.tsx";
+
+// The conversation page carries the presentation layer and the event catalog: its own
+// chunk, fetched when first opened, so the agents list does not wait for it.
+const AgentPage = lazy(() => import("./agent.tsx").then((m) => ({ default: m.AgentPage })));
 
 type Route =
   | { page: "agents" }
@@ -48,8 +60,7 @@ function App() {
         if (m) {
           setAuth("checking");
           await login(m[1]!);
-        }
-        await get("/ui/session");
+        } else await get("/ui/session");
         setAuth("in");
       } catch (err) {
         if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
@@ -136,7 +147,11 @@ function Page({ route, onAuthLost }: { route: Route; onAuthLost: () => void }) {
     case "agents":
       return <AgentsPage onAuthLost={onAuthLost} />;
     case "agent":
-      return <AgentPage key={route.id} id={route.id} tab={route.tab} onAuthLost={onAuthLost} />;
+      return (
+        <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+          <AgentPage key={route.id} id={route.id} tab={route.tab} onAuthLost={onAuthLost} />
+        </Suspense>
+      );
     case "asks":
       return <AsksPage key={key} />;
     case "usage":
