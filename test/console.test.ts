@@ -1,6 +1,7 @@
 // The web console in a real browser (Debian's chromium through playwright-core): log in
 // through the one-time link, watch the agents page change when a scripted turn runs, send
-// a prompt and watch the reply come in, stop a task, answer an ask, open the usage chart;
+// a prompt and watch the reply come in, pause and resume, reveal a masked trigger URL, stop
+// a task, answer an ask, open the usage chart;
 // a screenshot of each page is kept under test-artifacts/console/, and axe-core finds no
 // serious or critical accessibility violation on any of them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,6 +76,28 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
     expect(msg?.delivery_surface).toBe("web_console");
     expect(msg?.admission_context).toBe("control_authenticated");
     await screenshot(page, "agent");
+    expect(await axeViolations(page)).toEqual([]);
+
+    // Pause and resume from the composer reach the agent's lifecycle.
+    await page.getByRole("button", { name: "Pause" }).click();
+    await waitFor(() => rt.host.store.agents.get("main")!.status === "paused", {
+      what: "the agent to pause",
+    });
+    await page.getByRole("button", { name: "Resume" }).click();
+    await waitFor(() => rt.host.store.agents.get("main")!.status !== "paused", {
+      what: "the agent to resume",
+    });
+  });
+
+  it("keeps the external trigger's URL masked until revealed", async () => {
+    await page.goto(`${rt.url}/ui/#/agent/main/timers`);
+    const url = page.locator('[data-testid="trigger-url"]');
+    await url.waitFor();
+    expect(await url.textContent()).toContain("hidden");
+    expect(await page.content()).not.toMatch(/callbacks\/wake\/[A-Za-z0-9_-]{16,}/);
+    await page.getByRole("button", { name: "Reveal secret URL" }).click();
+    await page.locator('[data-testid="trigger-url"]', { hasText: "/callbacks/wake/" }).waitFor();
+    await screenshot(page, "timers");
     expect(await axeViolations(page)).toEqual([]);
   });
 

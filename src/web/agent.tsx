@@ -604,11 +604,12 @@ function TimersTab({ id }: { id: string }) {
                 type="button"
                 onClick={async () => {
                   try {
-                    const r = await get<{
-                      external_trigger: { url?: string; wake_url?: string; enqueue_url?: string };
-                    }>(`/control/agents/${enc}/external-trigger`);
-                    const t = r.external_trigger;
-                    setRevealed(t.url ?? t.wake_url ?? t.enqueue_url ?? JSON.stringify(t));
+                    const r = await get<{ external_trigger: { trigger_url: string | null } }>(
+                      `/control/agents/${enc}/external-trigger`,
+                    );
+                    setRevealed(
+                      r.external_trigger.trigger_url ?? "(no URL: the host has no address)",
+                    );
                   } catch (err) {
                     setNote(err instanceof Error ? err.message : String(err));
                   }
