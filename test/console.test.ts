@@ -169,4 +169,23 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
     await screenshot(page, "usage");
     expect(await axeViolations(page)).toEqual([]);
   });
+
+  it("shows work items with their record, and the children tab", async () => {
+    // Paused, so the new item starts no turn (the fake model has nothing scripted).
+    expect((await rt.req("POST", "/control/agents/main/control", { action: "pause" })).status).toBe(
+      200,
+    );
+    const w = await rt.req("POST", "/control/agents/main/work-items", {
+      objective: "migrate the CI to GitHub Actions",
+    });
+    expect(w.status, JSON.stringify(w.json)).toBeLessThan(300);
+    await page.goto(`${rt.url}/ui/#/agent/main/work`);
+    await page.getByRole("button", { name: "migrate the CI to GitHub Actions" }).click();
+    await page.locator("aside.detail dl.fields", { hasText: "objective" }).waitFor();
+    await screenshot(page, "work");
+    expect(await axeViolations(page)).toEqual([]);
+    await page.goto(`${rt.url}/ui/#/agent/main/children`);
+    await page.getByText("No children.").waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+  });
 });

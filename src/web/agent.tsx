@@ -235,7 +235,7 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
             </button>
           )}
         />
-        <aside className="detail" aria-label="Selected item">
+        <aside className="detail" tabIndex={0} aria-label="Selected item">
           {selected ? (
             <Detail it={selected} level={level} />
           ) : (
@@ -259,12 +259,20 @@ function Detail({ it, level }: { it: PresentationItem; level: DisplayLevel }) {
         {it.ts} · {it.category} · seq {it.seq}
       </p>
       {it.summary ? <p>{cut(it.summary, 2000)}</p> : null}
-      {it.body ? <pre className="body">{cut(it.body, 100_000)}</pre> : null}
+      {it.body ? (
+        <pre tabIndex={0} className="body">
+          {cut(it.body, 100_000)}
+        </pre>
+      ) : null}
       {level === "debug" && it.debug_body ? (
-        <pre className="body">{cut(it.debug_body, 100_000)}</pre>
+        <pre tabIndex={0} className="body">
+          {cut(it.debug_body, 100_000)}
+        </pre>
       ) : null}
       {level === "debug" && it.detail ? (
-        <pre className="body dim">{cut(it.detail, 20_000)}</pre>
+        <pre tabIndex={0} className="body dim">
+          {cut(it.detail, 20_000)}
+        </pre>
       ) : null}
     </div>
   );
@@ -466,7 +474,7 @@ function TaskOutput({ agent, task }: { agent: string; task: string }) {
   return (
     <section aria-label={`Output of ${task}`}>
       <h2>Output of {task}</h2>
-      <pre className="body" data-testid="task-output">
+      <pre tabIndex={0} className="body" data-testid="task-output">
         {cut(text, 200_000)}
       </pre>
     </section>
@@ -513,7 +521,7 @@ function WorkTab({ id }: { id: string }) {
         </ul>
         {data && data.work_items.length === 0 ? <p className="dim">No work items.</p> : null}
       </div>
-      <aside className="detail" aria-label="Work item">
+      <aside className="detail" tabIndex={0} aria-label="Work item">
         {open && detail.data ? (
           <Fields value={detail.data.work_item} />
         ) : (
@@ -527,7 +535,11 @@ function WorkTab({ id }: { id: string }) {
 /** A record's fields as a definition list; nested values as bounded JSON text. */
 function Fields({ value }: { value: unknown }) {
   if (!value || typeof value !== "object")
-    return <pre className="body">{cut(String(value), 20_000)}</pre>;
+    return (
+      <pre tabIndex={0} className="body">
+        {cut(String(value), 20_000)}
+      </pre>
+    );
   return (
     <dl className="fields">
       {Object.entries(value as Record<string, unknown>).map(([k, v]) => (
@@ -535,7 +547,9 @@ function Fields({ value }: { value: unknown }) {
           <dt>{k.replaceAll("_", " ")}</dt>
           <dd>
             {typeof v === "object" && v !== null ? (
-              <pre className="body">{cut(JSON.stringify(v, null, 2), 20_000)}</pre>
+              <pre tabIndex={0} className="body">
+                {cut(JSON.stringify(v, null, 2), 20_000)}
+              </pre>
             ) : (
               cut(String(v), 2_000)
             )}

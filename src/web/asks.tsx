@@ -71,7 +71,9 @@ function AskCard({ ask, onDone }: { ask: Ask; onDone: () => void }) {
         {ask.kind} · <a href={`#/agent/${encodeURIComponent(ask.agent_id)}`}>{ask.agent_id}</a> ·
         expires {ago(ask.expires_at)}
       </p>
-      <pre className="body">{cut(ask.detail, 20_000)}</pre>
+      <pre tabIndex={0} className="body">
+        {cut(ask.detail, 20_000)}
+      </pre>
       <form
         onSubmit={async (e) => {
           e.preventDefault();
