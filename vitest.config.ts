@@ -8,5 +8,7 @@ export default defineConfig({
     pool: "forks",
     // A private HOME per test file: hosts seed ~/.agents/templates (docs/agents.md).
     setupFiles: ["test/helpers/isolated-home.ts"],
+    // The web console's bundle, built once for the run (the console tests serve it).
+    globalSetup: ["test/helpers/build-ui.ts"],
   },
 });

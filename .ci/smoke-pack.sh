@@ -24,6 +24,16 @@ if tar -tzf "$work/$tgz" | grep -E '^package/(src|test|bench)/' >/dev/null; then
   exit 1
 fi
 
+# The web console ships built (dist/ui), since an installed package has no bundler.
+listing="$(tar -tzf "$work/$tgz")"
+for f in package/dist/ui/index.html package/dist/ui/assets/app.js package/dist/ui/assets/app.css; do
+  if ! grep -qx "$f" <<<"$listing"; then
+    echo "smoke-pack: FAIL: the tarball lacks $f" >&2
+    exit 1
+  fi
+done
+echo "smoke-pack: the web console is in the tarball"
+
 mkdir -p "$work/app" "$work/home"
 cd "$work/app"
 npm init -y >/dev/null

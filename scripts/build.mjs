@@ -1,11 +1,13 @@
 // `npm run build`: compile src/ to dist/ with tsc (relative `.ts` imports rewritten to `.js`,
 // see tsconfig.build.json), then copy every file of src/ that is not TypeScript (prompt and
 // tool-description Markdown, the plain-JS spawn helper) to the same place under dist/, so
-// the package runs from dist/ on any supported Node without type stripping.
+// the package runs from dist/ on any supported Node without type stripping. Then the web
+// console (src/web/, browser code, not compiled by tsc) is bundled into dist/ui/.
 import { execFileSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildUi } from "./build-ui.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const src = join(root, "src");
@@ -30,9 +32,14 @@ let copied = 0;
 for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
   if (!entry.isFile() || entry.name.endsWith(".ts")) continue;
   const from = join(entry.parentPath, entry.name);
+  // The console's sources are bundled below, not shipped as they are.
+  if (relative(src, from).startsWith("web/")) continue;
   const to = join(out, relative(src, from));
   mkdirSync(dirname(to), { recursive: true });
   copyFileSync(from, to);
   copied++;
 }
-process.stderr.write(`build: dist/ written (${copied} asset files copied)\n`);
+const ui = await buildUi({ outDir: join(out, "ui") });
+process.stderr.write(
+  `build: dist/ written (${copied} asset files copied; console script ${(ui.gzipBytes / 1024).toFixed(1)} KiB gzipped)\n`,
+);

@@ -27,7 +27,7 @@ const LAYERS: string[][] = [
   ["client"],
   ["mcpserver"],
   ["http"],
-  ["cli", "tui"],
+  ["cli", "tui", "web"],
 ];
 const EDGE_FORBIDDEN: Record<string, string[]> = {
   http: ["agent", "turn", "tools"],
@@ -37,6 +37,12 @@ const EDGE_FORBIDDEN: Record<string, string[]> = {
   // never the whole store: tools reach state only through their plane's service.
   tools: ["store"],
 };
+/**
+ * The web console (src/web/) runs in a browser: besides itself it may import only the
+ * domain's shapes and the presentation layer (src/client/presentation.ts), never server
+ * code; it reaches the host over HTTP like any client.
+ */
+const WEB_MAY_IMPORT = ["web", "domain", "client/presentation.ts"];
 
 function layerOf(dir: string): number {
   const i = LAYERS.findIndex((l) => l.includes(dir));
@@ -48,7 +54,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) return sourceFiles(p);
-    return /\.(ts|js)$/.test(name) ? [p] : [];
+    return /\.(ts|tsx|js)$/.test(name) ? [p] : [];
   });
 }
 
@@ -114,6 +120,21 @@ describe("architecture", () => {
       if (layerOf(b) >= layerOf(a)) {
         bad.push(`${relative(SRC, from)} -> ${relative(SRC, target)}`);
       }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it("the web console imports only itself, the domain and the presentation layer", () => {
+    const bad: string[] = [];
+    for (const { from, spec } of all) {
+      if (topDir(from) !== "web") continue;
+      if (!spec.startsWith(".")) {
+        if (!/^(react|react-dom)(\/|$)/.test(spec)) bad.push(`${relative(SRC, from)} -> ${spec}`);
+        continue;
+      }
+      const target = relative(SRC, resolve(dirname(from), spec));
+      if (!WEB_MAY_IMPORT.some((ok) => target === ok || target.startsWith(`${ok}/`)))
+        bad.push(`${relative(SRC, from)} -> ${target}`);
     }
     expect(bad).toEqual([]);
   });

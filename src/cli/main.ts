@@ -67,6 +67,15 @@ program
   .action(action(async (opts) => (await import("./serve.ts")).serve(opts)));
 
 program
+  .command("console")
+  .description("Open the web console in a browser with a one-time login link (valid 60 s)")
+  .option("--no-open", "print the link instead of opening a browser")
+  .addOption(home())
+  .addOption(token())
+  .addOption(json())
+  .action(action(async (opts) => (await import("./console.ts")).consoleCommand(opts)));
+
+program
   .command("status")
   .description("Show an agent's status (default agent when omitted)")
   .argument("[agent]", "agent id")

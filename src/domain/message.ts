@@ -104,6 +104,7 @@ export const MessageDeliverySurface = z.enum([
   "http_callback_enqueue",
   "http_callback_wake",
   "http_control_prompt",
+  "web_console",
   "remote_operator_transport",
   /** `holon mcp serve` or the host's `/mcp` route: an MCP client (Claude Code, Codex, …). */
   "mcp_server",

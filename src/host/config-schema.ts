@@ -78,6 +78,12 @@ const ConfigFileBase = z.strictObject({
     .optional(),
   control_token: z.string().min(1).optional(),
   asks: z.strictObject({ expiry_hours: PositiveInt.optional() }).optional(),
+  console: z
+    .strictObject({
+      persist_sessions: z.boolean().optional(),
+      session_hours: z.number().int().min(1).max(720).optional(),
+    })
+    .optional(),
   agents: z
     .strictObject({
       max_spawn_depth: PositiveInt.optional(),
@@ -251,6 +257,8 @@ export type EffectiveConfig = {
   asks: { expiry_hours: number };
   /** MCP servers of the host and when idle ones stop (src/mcp/). */
   mcp: McpConfig;
+  /** The web console (http/console-sessions.ts): session lifetime, kept across restarts or not. */
+  console: { persist_sessions: boolean; session_hours: number };
 };
 
 /** Where an effective value came from. */
@@ -364,6 +372,10 @@ export function effectiveConfig(
       },
       asks: { expiry_hours: file.asks?.expiry_hours ?? 168 },
       mcp: effectiveMcp(file.mcp),
+      console: {
+        persist_sessions: file.console?.persist_sessions ?? false,
+        session_hours: file.console?.session_hours ?? 12,
+      },
     },
     overrides,
     warnings,
@@ -554,6 +566,21 @@ export const KEY_DEFS: readonly KeyDef[] = [
     description:
       "Hours an unanswered ask stands before it expires (an expired budget ask keeps holding; an expired question tells the agent)",
     schema: PositiveInt,
+  },
+  {
+    key: "console.persist_sessions",
+    type: "boolean",
+    default: false,
+    description:
+      "Keep web console sessions across a host restart (their digests in run/console-sessions.json); off, a restart logs every browser out",
+    schema: z.boolean(),
+  },
+  {
+    key: "console.session_hours",
+    type: "integer",
+    default: 12,
+    description: "Hours a web console session lasts after its login (1 to 720)",
+    schema: z.number().int().min(1).max(720),
   },
   ...RETENTION_KEY_DEFS,
   ...SANDBOX_KEY_DEFS,

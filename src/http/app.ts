@@ -24,6 +24,9 @@ import { askRoutes } from "./routes-asks.ts";
 import { briefRoutes } from "./routes-briefs.ts";
 import { mcpRoutes } from "./routes-mcp.ts";
 import { openApiRoute } from "./openapi.ts";
+import { uiRoutes } from "./routes-ui.ts";
+import { ConsoleSessions } from "./console-sessions.ts";
+import { join } from "node:path";
 
 export type { AppContext, AppOptions } from "./context.ts";
 
@@ -31,6 +34,13 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   const app = new Hono<AppEnv>();
   const hub = new EventHub(host.store);
   const ctx: AppContext = { host, hub, opts };
+  const consoleConfig = host.services.config.current().values.console;
+  const consoleSessions = new ConsoleSessions({
+    now: () => host.store.clock.now().getTime(),
+    sessionMs: consoleConfig.session_hours * 3_600_000,
+    persist: consoleConfig.persist_sessions,
+    persistPath: join(host.paths.runDir, "console-sessions.json"),
+  });
 
   app.use("*", async (c, next) => {
     // server.ts runs the pre-routing guard (guard.ts) and hands its verdict in `c.env`.
@@ -86,6 +96,7 @@ export function createApp(host: RuntimeHost, opts: AppOptions = {}) {
   briefRoutes(app, ctx); // wait for an agent's next brief
   mcpRoutes(app, ctx); // Holon's MCP server over streamable HTTP
   mcpServerRoutes(app, ctx); // MCP servers agents use: state, tool names, test
+  uiRoutes(app, ctx, consoleSessions); // the web console: pages, login, its overview read
   openApiRoute(app);
-  return { app, hub };
+  return { app, hub, consoleSessions };
 }

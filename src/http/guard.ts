@@ -5,7 +5,10 @@
 //   1. a `Host` whose name is not one of ours (loopback names, the bound address, the
 //      `--host` name, the advertised name; any port, since SSH tunnels change ports);
 //   2. a cross-origin browser request (`Origin` that is not our own, or `Sec-Fetch-Site`
-//      saying cross-site), except on webhook and callback routes, which prove themselves;
+//      saying cross-site or same-site), except on webhook and callback routes, which prove
+//      themselves, and a top-level navigation to a web console page (`/ui/…`, mode
+//      `navigate`, destination `document`): a link from elsewhere may open the console,
+//      never read or drive it (its pages forbid framing, its API stays behind this check);
 //   3. a request body that is not JSON (415), so a form post or `text/plain` fetch never
 //      reaches a JSON route (callback URLs excepted: they take any body);
 //   4. over TCP, any request without the control token except the few that must reach the
@@ -14,12 +17,16 @@
 //      token-required access modes they need the token too) and callback URLs (the URL is
 //      the capability). Reads are not open: an agent's events, transcript and briefs carry
 //      the operator's prompts and command output, and another user on the machine can reach
-//      loopback TCP. The Unix socket is guarded by its file modes instead (directory 0700,
-//      socket 0600).
+//      loopback TCP. The web console's static pages and its login exchange are open too
+//      (they hold no data; the exchange proves itself with a one-time secret), and a console
+//      session (cookie and CSRF token together, http/console-sessions.ts) counts as the
+//      token. The Unix socket is guarded by its file modes instead (directory 0700, socket
+//      0600).
 // Every refusal is answered with a stable error kind and recorded as an audit event; nothing
 // is admitted. The per-request auth state computed here is what the routes read.
 import { networkInterfaces } from "node:os";
 import { HolonError } from "../domain/errors.ts";
+import { CSRF_HEADER, sessionCookiesOf } from "./console-sessions.ts";
 import { bearerOf, isLoopback, tokenMatches, type AuthState } from "./support.ts";
 
 /** `serve --access`: how far the TCP listener reaches and what it demands. */
@@ -36,6 +43,11 @@ export type AccessPolicy = {
   allowedHosts: ReadonlySet<string>;
   /** Origin of `--advertise` (e.g. `https://lab.example:7878`), also accepted as our own. */
   advertiseOrigin: string | null;
+  /** Checks a web console session's cookie(s) and CSRF token (http/console-sessions.ts). */
+  consoleSession?: (
+    cookies: string[],
+    csrf: string | undefined,
+  ) => { ok: true } | { ok: false; why: "none" | "bad_csrf" };
 };
 
 /** What the guard tells the audit log about one refusal. */
@@ -78,6 +90,21 @@ function isCapabilityUrl(path: string): boolean {
 /** A callback path as the audit log may keep it: the token is a secret. */
 function withoutCapability(path: string): string {
   return isCapabilityUrl(path) ? path.replace(/^(\/callbacks\/[^/]+\/).*$/, "$1<redacted>") : path;
+}
+
+/** The web console's pages and assets: static, no data, open to a top-level navigation. */
+function isConsolePage(method: string, path: string): boolean {
+  return (
+    (method === "GET" || method === "HEAD") &&
+    (path === "/ui" || path.startsWith("/ui/")) &&
+    !path.startsWith("/ui/api/") &&
+    path !== "/ui/session"
+  );
+}
+
+/** The console's login exchange: the one-time secret in the body is the credential. */
+function isConsoleLogin(method: string, path: string): boolean {
+  return method === "POST" && path === "/ui/session";
 }
 
 /** Token-required access modes: every TCP surface needs the bearer token. */
@@ -176,13 +203,20 @@ export function guardRequest(
   const origin = req.headers.get("origin");
   const local = transport === "unix" || isLoopback(peer);
   const presented = bearerOf(req.headers.get("authorization") ?? undefined);
-  const tokenOk = tokenMatches(presented, policy.token);
+  const bearerOk = tokenMatches(presented, policy.token);
+  const cookies = sessionCookiesOf(req.headers.get("cookie"));
+  const session =
+    !bearerOk && cookies.length > 0 && policy.consoleSession
+      ? policy.consoleSession(cookies, req.headers.get(CSRF_HEADER) ?? undefined)
+      : null;
+  const tokenOk = bearerOk || session?.ok === true;
   const auth: AuthState = {
     mode: tokenRequiredMode(policy.access) ? "bearer" : "local",
     access: policy.access,
     transport,
     local,
     token_ok: tokenOk,
+    console_session: !bearerOk && session?.ok === true,
   };
   const refuse = (err: HolonError): GuardResult => ({
     refused: err,
@@ -226,7 +260,11 @@ export function guardRequest(
   }
 
   // 2. Browsers: an origin other than our own, or a fetch the browser itself calls cross-site.
-  if (!isMachineIngress(path)) {
+  const navigation =
+    isConsolePage(req.method, path) &&
+    req.headers.get("sec-fetch-mode")?.toLowerCase() === "navigate" &&
+    req.headers.get("sec-fetch-dest")?.toLowerCase() === "document";
+  if (!isMachineIngress(path) && !navigation) {
     const site = req.headers.get("sec-fetch-site")?.toLowerCase();
     const own = (o: string) => {
       const lower = o.toLowerCase();
@@ -270,7 +308,22 @@ export function guardRequest(
   // 4. Tokens. The handshake stays open so a client can learn what to send.
   if (transport === "tcp" && path !== "/handshake" && !isCapabilityUrl(path)) {
     const control = path.startsWith("/control/");
-    const open = isPublicIngress(req.method, path) && auth.mode !== "bearer" && local;
+    const open =
+      (isPublicIngress(req.method, path) && auth.mode !== "bearer" && local) ||
+      isConsolePage(req.method, path) ||
+      isConsoleLogin(req.method, path);
+    if (!open && !tokenOk && session?.ok === false && session.why === "bad_csrf") {
+      return refuse(
+        new HolonError(
+          "csrf_token_invalid",
+          "the console session's CSRF token is missing or does not match",
+          {
+            status: 403,
+            hint: "reload the console page; if it persists, log in again with `holon console`",
+          },
+        ),
+      );
+    }
     if (!open && !tokenOk) {
       return refuse(
         new HolonError(

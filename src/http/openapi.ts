@@ -39,6 +39,7 @@ import { ASK_ROUTE_DOCS } from "./routes-asks.ts";
 import { BRIEF_ROUTE_DOCS } from "./routes-briefs.ts";
 import { MCP_ROUTE_DOCS } from "./routes-mcp.ts";
 import { MCP_SERVER_ROUTE_DOCS } from "./routes-mcp-servers.ts";
+import { UI_ROUTE_DOCS } from "./routes-ui.ts";
 import { BlockWorkBody, CompleteWorkBody, EnqueueWorkBody } from "./routes-work.ts";
 import * as S from "./schemas.ts";
 import type { Param, RouteDoc } from "./route-doc.ts";
@@ -453,6 +454,7 @@ export const ROUTES: RouteDoc[] = [
   ...BRIEF_ROUTE_DOCS,
   ...MCP_ROUTE_DOCS,
   ...MCP_SERVER_ROUTE_DOCS,
+  ...UI_ROUTE_DOCS,
 ];
 
 type JsonSchema = Record<string, unknown>;

@@ -87,7 +87,11 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
       body: { type: "text", text: body.text },
       priority: demoted ? "next" : body.priority,
       trust: body.trust,
-      surface: body.surface ?? "http_control_prompt",
+      // The web console's credential is its session; the surface follows from it, never
+      // from what the caller claims.
+      surface: c.get("auth").console_session
+        ? "web_console"
+        : (body.surface ?? "http_control_prompt"),
       admission: admissionOf(c),
       correlation_id: body.correlation_id,
     });

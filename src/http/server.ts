@@ -15,6 +15,7 @@ import {
   PRIVATE_FILE,
 } from "../host/files.ts";
 import { createApp, type AppOptions } from "./app.ts";
+import { CONSOLE_CSP } from "./routes-ui.ts";
 import {
   RefusalAudit,
   allowedHostNames,
@@ -162,7 +163,7 @@ export async function startServer(
   };
   if (opts.heartbeatMs !== undefined) appOpts.heartbeatMs = opts.heartbeatMs;
   if (opts.onShutdownRequested) appOpts.onShutdown = opts.onShutdownRequested;
-  const { app, hub } = createApp(host, appOpts);
+  const { app, hub, consoleSessions } = createApp(host, appOpts);
 
   // The policy needs the bound address, known only after listen; requests wait for it.
   let policy: AccessPolicy | null = null;
@@ -172,9 +173,14 @@ export async function startServer(
     const verdict = guardRequest(req, transport, peer, policy!);
     if ("refused" in verdict) {
       audit.note(verdict.refusal);
+      // A refusal is never framed or run as a page either (a refused /ui/ request is still
+      // a /ui/ response).
       return Response.json(
         { ok: false, error: verdict.refused.toBody() },
-        { status: verdict.refused.status },
+        {
+          status: verdict.refused.status,
+          headers: { "content-security-policy": CONSOLE_CSP, "x-frame-options": "DENY" },
+        },
       );
     }
     return app.fetch(req, { ...env, holon_auth: verdict.auth });
@@ -212,6 +218,7 @@ export async function startServer(
       advertiseHost: advertise ? advertise.hostname : null,
     }),
     advertiseOrigin: advertise ? advertise.origin : null,
+    consoleSession: (cookies, csrf) => consoleSessions.check(cookies, csrf),
   };
 
   let unix: Server | null = null;

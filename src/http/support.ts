@@ -22,8 +22,10 @@ export type AuthState = {
   transport: "tcp" | "unix";
   /** The request came over the Unix socket or from a loopback address. */
   local: boolean;
-  /** A valid bearer token was presented. */
+  /** A valid bearer token, or a web console session (cookie and CSRF token), was presented. */
   token_ok: boolean;
+  /** The credential was a web console session, not the bearer token. */
+  console_session?: boolean;
 };
 
 export type AppEnv = {

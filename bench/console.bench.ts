@@ -1,0 +1,173 @@
+// The web console in Debian's chromium (playwright-core), against a real `holon serve`:
+// (1) cold time to the first agents list: a fresh browser context (empty cache) opens a
+// one-time login link and waits for the agents table, five times; (2) the conversation
+// with 10,000 events: the page pages them all in (scrolling to the top loads older pages)
+// and is then scrolled end to end, one step per animation frame, with every frame's
+// duration measured in the page (requestAnimationFrame deltas). Also the console script's
+// gzipped size. Skipped (with a note) where chromium is missing.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { LoadConfig, LoadResult } from "./workers/loadgen.ts";
+import { round, summarize } from "./lib/stats.ts";
+import { Worker, expectOk, startHolon, workerPath } from "./lib/proc.ts";
+import { ResultBuilder, type Benchmark } from "./lib/types.ts";
+
+const CHROMIUM = process.env.HOLON_TEST_CHROMIUM ?? "/usr/bin/chromium";
+
+const bench: Benchmark = {
+  name: "console",
+  description: "web console: cold first agents list, 10,000-event scroll frame times, bundle size",
+  async run(ctx) {
+    const r = new ResultBuilder();
+    const { buildUi } = (await import(join(ctx.root, "scripts/build-ui.mjs"))) as {
+      buildUi: () => Promise<{ gzipBytes: number; firstGzipBytes: number }>;
+    };
+    const built = await buildUi();
+    r.metric(
+      "bundle_gzip_kib",
+      round(built.gzipBytes / 1024, 1),
+      "KiB",
+      "all console scripts, gzipped",
+    );
+    r.metric(
+      "first_script_gzip_kib",
+      round(built.firstGzipBytes / 1024, 1),
+      "KiB",
+      "the script the agents list needs, gzipped",
+    );
+    r.target("bundle ≤ 250 KiB gzipped", "bundle_gzip_kib", "<=", 250);
+    if (!existsSync(CHROMIUM)) {
+      r.note(`no ${CHROMIUM}: browser figures skipped`);
+      return r.result;
+    }
+    const { chromium } = await import("playwright-core");
+    const host = await startHolon(ctx.root);
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+    const load = new Worker<{ type: "result" } & LoadResult>(workerPath("loadgen.ts"));
+    try {
+      const link = async () =>
+        String((await expectOk(`${host.url}/control/console/login-link`, "POST", {})).url);
+      const runs = ctx.quick ? 2 : 5;
+      const firstList: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        const context = await browser.newContext();
+        const page = await context.newPage();
+        const url = await link();
+        const t0 = performance.now();
+        await page.goto(url);
+        await page.locator('tr[data-agent="main"]').waitFor();
+        firstList.push(performance.now() - t0);
+        await context.close();
+      }
+      const fl = summarize(firstList);
+      ctx.log(`first agents list: p50 ${round(fl.p50)} ms, max ${round(fl.max)} ms`);
+      r.metric("first_list.p50_ms", round(fl.p50), "ms", "cold first agents list p50");
+      r.metric("first_list.max_ms", round(fl.max), "ms", "cold first agents list max");
+      r.target("cold first agents list ≤ 500 ms", "first_list.max_ms", "<=", 500);
+
+      const events = ctx.quick ? 2_000 : 10_000;
+      await expectOk(`${host.url}/control/agents/main/control`, "POST", { action: "pause" });
+      const cfg: LoadConfig = {
+        hostname: host.hostname,
+        port: host.port,
+        path: "/agents/main/enqueue",
+        body: JSON.stringify({ text: "console scroll event {n}" }),
+        connections: 4,
+        warmupMs: 0,
+        durationMs: 0,
+        count: events,
+        requestTimeoutMs: 10_000,
+      };
+      load.send(cfg);
+      const produced = await load.next("result", 300_000);
+      ctx.log(`${produced.totalOk} events produced`);
+
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      await page.goto(await link());
+      await page.locator('tr[data-agent="main"]').waitFor();
+      await page.goto(`${host.url}/ui/#/agent/main`);
+      await page.locator('[data-testid="live"]', { hasText: "live" }).waitFor();
+      await page.selectOption("select", "debug");
+      const t0 = performance.now();
+      // Page everything in: each time the list reaches the top, the next older page loads.
+      for (let i = 0; i < 200; i++) {
+        const n = await page.evaluate(() => {
+          const d = (globalThis as any).document;
+          const list = d.querySelector(".vlist");
+          list.scrollTop = 0;
+          list.dispatchEvent(new Event("scroll"));
+          return d.querySelectorAll(".vrow").length >= 0
+            ? Number(/(\d+) items/.exec(d.querySelector(".bar").textContent)?.[1] ?? 0)
+            : 0;
+        });
+        if (n >= events) break;
+        await page.waitForTimeout(50);
+      }
+      const pagedMs = performance.now() - t0;
+      const loaded = await page.evaluate(() =>
+        Number(
+          /(\d+) items/.exec((globalThis as any).document.querySelector(".bar").textContent)?.[1] ??
+            0,
+        ),
+      );
+      ctx.log(`${loaded} items in the list after ${round(pagedMs)} ms of paging`);
+      const frames = (await page.evaluate(
+        () =>
+          new Promise<number[]>((resolve) => {
+            const list = (globalThis as any).document.querySelector(".vlist");
+            const out: number[] = [];
+            let last = performance.now();
+            const step = Math.max(200, list.scrollHeight / 600);
+            const tick = () => {
+              const now = performance.now();
+              out.push(now - last);
+              last = now;
+              list.scrollTop += step;
+              if (list.scrollTop + list.clientHeight >= list.scrollHeight - 1 || out.length > 2000)
+                resolve(out.slice(1));
+              else (globalThis as any).requestAnimationFrame(tick);
+            };
+            list.scrollTop = 0;
+            (globalThis as any).requestAnimationFrame(tick);
+          }),
+      )) as number[];
+      const fs = summarize(frames);
+      const over = frames.filter((f) => f > 50).length;
+      ctx.log(
+        `scroll: ${frames.length} frames, p50 ${round(fs.p50)} ms, p99 ${round(fs.p99)} ms, max ${round(fs.max)} ms, ${over} over 50 ms`,
+      );
+      r.metric("events_in_list", loaded, "items", "conversation items loaded");
+      r.metric("paging_ms", round(pagedMs), "ms", "time to page every event in");
+      r.metric("scroll.frames", frames.length, "", "frames scrolled");
+      r.metric("scroll.p50_ms", round(fs.p50), "ms", "scroll frame p50");
+      r.metric("scroll.p99_ms", round(fs.p99), "ms", "scroll frame p99");
+      r.metric("scroll.max_ms", round(fs.max), "ms", "scroll frame max");
+      r.metric("scroll.over_50ms", over, "frames", "frames over 50 ms");
+      r.target("no scroll frame over 50 ms", "scroll.max_ms", "<=", 50);
+      r.check("every event reached the list", loaded >= events, `${loaded}/${events}`);
+      await context.close();
+      r.note(
+        "headless chromium on a shared 2-core machine; frame times are rAF deltas in the page",
+      );
+    } finally {
+      await load.stop();
+      await browser.close();
+      await host.stop();
+    }
+    return r.result;
+  },
+};
+export default bench;

@@ -1,0 +1,158 @@
+// The console's side of the HTTP API: every request is same-origin and carries the session's
+// CSRF token (kept in this origin's localStorage; the HttpOnly cookie rides along by
+// itself). Event streams are read with fetch, not EventSource, so they carry the token too,
+// and resume from the last event seq they saw after a drop.
+const CSRF_KEY = "holon.console.csrf";
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly kind: string;
+  constructor(status: number, kind: string, message: string) {
+    super(message);
+    this.status = status;
+    this.kind = kind;
+  }
+}
+
+export function csrfToken(): string | null {
+  try {
+    return localStorage.getItem(CSRF_KEY);
+  } catch {
+    return null;
+  }
+}
+
+function setCsrf(token: string | null): void {
+  if (token === null) localStorage.removeItem(CSRF_KEY);
+  else localStorage.setItem(CSRF_KEY, token);
+}
+
+function headers(json: boolean): Record<string, string> {
+  const h: Record<string, string> = { accept: "application/json" };
+  const t = csrfToken();
+  if (t) h["x-holon-csrf"] = t;
+  if (json) h["content-type"] = "application/json";
+  return h;
+}
+
+async function parse<T>(res: Response): Promise<T> {
+  const body = (await res.json().catch(() => null)) as {
+    ok?: boolean;
+    error?: { kind?: string; message?: string };
+  } | null;
+  if (!res.ok || !body || body.ok === false) {
+    throw new ApiError(
+      res.status,
+      body?.error?.kind ?? "http_error",
+      body?.error?.message ?? `HTTP ${res.status}`,
+    );
+  }
+  return body as T;
+}
+
+export async function get<T>(path: string, signal?: AbortSignal): Promise<T> {
+  const res = await fetch(path, {
+    headers: headers(false),
+    credentials: "same-origin",
+    ...(signal ? { signal } : {}),
+  });
+  return parse<T>(res);
+}
+
+export async function post<T>(path: string, body: unknown = {}): Promise<T> {
+  const res = await fetch(path, {
+    method: "POST",
+    headers: headers(true),
+    credentials: "same-origin",
+    body: JSON.stringify(body),
+  });
+  return parse<T>(res);
+}
+
+/** Spend the one-time secret from the login link. */
+export async function login(secret: string): Promise<void> {
+  const res = await fetch("/ui/session", {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json" },
+    credentials: "same-origin",
+    body: JSON.stringify({ secret }),
+  });
+  const r = await parse<{ csrf_token: string }>(res);
+  setCsrf(r.csrf_token);
+}
+
+export async function logout(): Promise<void> {
+  try {
+    await post("/ui/session/logout");
+  } finally {
+    setCsrf(null);
+  }
+}
+
+export type StreamEvent = { seq: number; type: string; data: string };
+
+/**
+ * Follow an SSE route until `signal` aborts: frames go to `onEvent`; after a drop the
+ * stream reconnects with `Last-Event-ID` (no gap, no duplicate). `onState` says whether the
+ * stream is live.
+ */
+export async function follow(
+  path: string,
+  afterSeq: number,
+  onEvent: (e: StreamEvent) => void,
+  onState: (live: boolean, error?: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  let last = afterSeq;
+  let backoff = 250;
+  while (!signal.aborted) {
+    try {
+      const res = await fetch(path, {
+        headers: { ...headers(false), accept: "text/event-stream", "last-event-id": String(last) },
+        credentials: "same-origin",
+        signal,
+      });
+      if (!res.ok || !res.body) {
+        const err = await parse(res).catch((e: unknown) => e);
+        if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+          onState(false, err.message);
+          return;
+        }
+        throw err instanceof Error ? err : new Error(`HTTP ${res.status}`);
+      }
+      onState(true);
+      backoff = 250;
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        buf += value;
+        let cut: number;
+        while ((cut = buf.indexOf("\n\n")) >= 0) {
+          const frame = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          let id: number | null = null;
+          let type = "message";
+          const data: string[] = [];
+          for (const line of frame.split("\n")) {
+            if (line.startsWith("id: ")) id = Number(line.slice(4));
+            else if (line.startsWith("event: ")) type = line.slice(7);
+            else if (line.startsWith("data: ")) data.push(line.slice(6));
+          }
+          if (id !== null && Number.isFinite(id)) {
+            last = id;
+            onEvent({ seq: id, type, data: data.join("\n") });
+          }
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      onState(false, err instanceof Error ? err.message : String(err));
+    }
+    if (signal.aborted) return;
+    onState(false);
+    await new Promise((r) => setTimeout(r, backoff));
+    backoff = Math.min(backoff * 2, 5_000);
+  }
+}
