@@ -125,7 +125,14 @@ describe.skipIf(!IS_ROOT)("a full disk under a running host", () => {
     expect(outage.payload.state).toBe("full");
     expect(Date.parse(outage.payload.to)).toBeGreaterThanOrEqual(Date.parse(outage.payload.from));
     expect(outage.payload.refused_requests["POST /agents/:id/enqueue"]).toBeGreaterThan(0);
-    const after = await call(url, "GET", "/agents/main/status", auth);
+    // The queued work the outage held back now runs and writes; the state settles on ok.
+    const after = await waitFor(
+      async () => {
+        const r = await call(url, "GET", "/agents/main/status", auth);
+        return r.json.storage.state === "ok" ? r : undefined;
+      },
+      { what: "the storage state to be ok again", timeoutMs: 20_000 },
+    );
     expect(after.json.storage.state).toBe("ok");
     expect(after.json.storage.last_outage.state).toBe("full");
     // Queued work runs again: the last message is processed.

@@ -146,6 +146,11 @@ describe("home faults", () => {
           accepts_input: false,
           terminal_reentry: false,
         });
+        // The command has written its first line before the disk fills (on a loaded machine
+        // its shell can start late).
+        await waitFor(() => readFileSync(task.output_path, "utf8").includes("before"), {
+          what: "the command's first line",
+        });
         const filler = join(mount, "filler");
         fillDisk(filler);
         writeFileSync(join(agentHome, "go"), ""); // an empty file needs no block
