@@ -64,8 +64,11 @@ describe("holon run start-up budget", () => {
     const src = new URL("src/", `file://${REPO_ROOT}/`).href;
     const own = before.filter((u) => u.startsWith(src));
     // Budget: the project's own modules loaded before the first provider request. Measured
-    // at 195 (issue 32); raise it in the commit that needs more, and say why.
-    const BUDGET = 195;
+    // at 195 (issue 32); raise it in the commit that needs more, and say why. 216: the MCP
+    // client (src/mcp/, 10 modules, its SDK still lazy), the `holon mcp` command group (2),
+    // approval asks and consent (3), the sandbox's network namespace, proxy and spares (3),
+    // and the tracing seam (1, the SDK still lazy) are part of every host's composition.
+    const BUDGET = 216;
     expect(
       own.length,
       `own modules before the first provider request: ${own.length}, budget ${BUDGET} (over by ${own.length - BUDGET})`,
