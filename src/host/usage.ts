@@ -2,6 +2,7 @@
 // (budget/ledger.ts: one row per provider call, priced with the model catalog when it was
 // written, kept 400 days by default). A row of a model without a price counts its tokens
 // and leaves the cost unknown (null), never zero; a later price edit never rewrites it.
+import { addCost, emptyCost, type CostTotals } from "../telemetry/cost.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { LedgerRow } from "../domain/budget.ts";
 import type { TokenUsage } from "../domain/provider.ts";
@@ -9,16 +10,8 @@ import type { Store } from "../store/db.ts";
 
 export { roundCost } from "../budget/ledger.ts";
 
-export type UsageTotals = {
-  rounds: number;
-  input_tokens: number;
-  cached_input_tokens: number;
-  cache_write_tokens: number;
-  output_tokens: number;
-  reasoning_tokens: number;
-  /** Null when some round's model has no price. */
-  cost_usd: number | null;
-};
+/** Tokens and dollars of a set of rounds (the ledger's running-total shape). */
+export type UsageTotals = CostTotals;
 
 export type UsageGroup = UsageTotals & { agent_id: string; model_ref: string; day: string };
 
@@ -34,26 +27,6 @@ export type UsageReport = {
   total: UsageTotals;
   unpriced_models: string[];
 };
-
-const empty = (): UsageTotals => ({
-  rounds: 0,
-  input_tokens: 0,
-  cached_input_tokens: 0,
-  cache_write_tokens: 0,
-  output_tokens: 0,
-  reasoning_tokens: 0,
-  cost_usd: 0,
-});
-
-function add(t: UsageTotals, r: LedgerRow): void {
-  t.rounds += 1;
-  t.input_tokens += r.input_tokens;
-  t.cached_input_tokens += r.cached_input_tokens;
-  t.cache_write_tokens += r.cache_write_tokens;
-  t.output_tokens += r.output_tokens;
-  t.reasoning_tokens += r.reasoning_tokens;
-  t.cost_usd = t.cost_usd === null || r.cost_usd === null ? null : t.cost_usd + r.cost_usd;
-}
 
 /** `7d`, `24h`, `30m` or an ISO date/time: the start of a report window. */
 export function parseSince(text: string, now: Date): Date {
@@ -97,21 +70,21 @@ export class UsageService {
   report(agentIds: string[], from: Date, to: Date): UsageReport {
     const groups = new Map<string, UsageGroup>();
     const byAgent: Record<string, UsageTotals> = {};
-    const total = empty();
+    const total = emptyCost();
     const unpriced = new Set<string>();
-    for (const agentId of agentIds) byAgent[agentId] = empty();
+    for (const agentId of agentIds) byAgent[agentId] = emptyCost();
     for (const r of this.store.ledger.rows(agentIds, from, to)) {
       if (r.cost_usd === null) unpriced.add(r.model_ref);
       const day = r.ts.slice(0, 10);
       const key = `${r.agent_id}\u0000${r.model_ref}\u0000${day}`;
       let g = groups.get(key);
       if (!g) {
-        g = { agent_id: r.agent_id, model_ref: r.model_ref, day, ...empty() };
+        g = { agent_id: r.agent_id, model_ref: r.model_ref, day, ...emptyCost() };
         groups.set(key, g);
       }
-      add(g, r);
-      add(byAgent[r.agent_id]!, r);
-      add(total, r);
+      addCost(g, r);
+      addCost(byAgent[r.agent_id]!, r);
+      addCost(total, r);
     }
     return {
       from: from.toISOString(),

@@ -45,7 +45,8 @@ export const emptyCost = (): CostTotals => ({
   cost_usd: 0,
 });
 
-function add(t: CostTotals, r: LedgerRow): void {
+/** Add one ledger row to a running total. */
+export function addCost(t: CostTotals, r: LedgerRow): void {
   t.rounds += 1;
   t.input_tokens += r.input_tokens;
   t.cached_input_tokens += r.cached_input_tokens;
@@ -58,7 +59,7 @@ function add(t: CostTotals, r: LedgerRow): void {
 /** The sum of the rows. */
 export function costTotal(rows: LedgerRow[]): CostTotals {
   const t = emptyCost();
-  for (const r of rows) add(t, r);
+  for (const r of rows) addCost(t, r);
   return t;
 }
 
@@ -89,11 +90,11 @@ export function costByWorkItem(
   };
   for (const r of rows) {
     const own = entry(r.work_item_id);
-    add(own.own, r);
-    add(own.with_children, r);
+    addCost(own.own, r);
+    addCost(own.with_children, r);
     // The items the row's spawn chain ran under count it too (each once).
     for (const up of new Set(r.parent_work_item_ids)) {
-      if (up !== r.work_item_id) add(entry(up).with_children, r);
+      if (up !== r.work_item_id) addCost(entry(up).with_children, r);
     }
   }
   const key = (e: WorkItemCost) => e.with_children.cost_usd ?? -1;
@@ -119,10 +120,10 @@ export function costTree(rows: LedgerRow[]): AgentCostNode[] {
     return n;
   };
   for (const r of rows) {
-    add(node(r.agent_id).own, r);
+    addCost(node(r.agent_id).own, r);
     const chain = [r.agent_id, ...r.parent_agent_ids];
     for (let i = 0; i < chain.length; i++) {
-      add(node(chain[i]!).total, r);
+      addCost(node(chain[i]!).total, r);
       if (!parentOf.has(chain[i]!)) parentOf.set(chain[i]!, chain[i + 1] ?? null);
     }
   }
