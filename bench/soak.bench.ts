@@ -39,6 +39,10 @@
 //
 // The one-hour soak of issue 35 (retention caps on, timers and tasks churning):
 //   npm run bench -- soak --duration=3600 --retention-caps
+// On a shared, loaded machine the host may not keep up with 20 enqueues a second; a
+// backlog of queued messages (which retention never removes) then grows the database for
+// reasons of its own. Lower the open-loop rates until prompt latency is flat, e.g.
+//   --retention-caps=tiny --enqueues-per-sec=2 --timers-per-sec=0.5
 // The host runs from dist/ by default (built first when stale): that is what an installed
 // package, and so a user's daemon, runs. A checkout's host carries a few MB more (Node's
 // compile cache holds the stripped sources of every module for the life of the process).
