@@ -336,6 +336,72 @@ describe("retention", () => {
     }
   });
 
+  it("a pass over many kept tasks yields per page, not once per output file", async () => {
+    // The task pass measures every kept task's output on every pass; awaiting each readdir
+    // and stat made a pass take a loop turn per file, minutes on a busy host (issue 35).
+    const clock = fakeClock();
+    const rt = await startRuntime({ executor: () => parked, clock });
+    try {
+      const store = rt.host.store;
+      const agentHome = store.agents.get("main")!.agent_home;
+      const at = new Date(T0).toISOString();
+      const kept = 300;
+      store.tx(() => {
+        for (let i = 0; i < kept; i++) {
+          const id = `task_kept_${i}`;
+          const dir = join(agentHome, ".holon", "processes", id);
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(join(dir, "stdout.log"), "out\n");
+          writeFileSync(join(dir, "stderr.log"), "");
+          store.tasks.put({
+            id,
+            agent_id: "main",
+            kind: "command_task",
+            status: "completed",
+            created_at: at,
+            updated_at: at,
+            finished_at: at,
+            cmd: "true",
+            cmd_digest: "d",
+            workdir: agentHome,
+            shell: "/bin/sh",
+            login: false,
+            tty: false,
+            accepts_input: false,
+            output_path: join(dir, "stdout.log"),
+            process_dir: dir,
+            terminal_reentry: false,
+          });
+        }
+      });
+      // One output over the cap: the pass measures all of them and removes the oldest.
+      const job = new RetentionJob({
+        store,
+        policy: () => ({
+          ...policy({})(),
+          task_output: { max_age_ms: null, max_bytes: 4 * (kept - 1) },
+        }),
+      });
+      let turns = 0;
+      let spinning = true;
+      const spin = () => {
+        if (!spinning) return;
+        turns++;
+        setImmediate(spin);
+      };
+      setImmediate(spin);
+      const summary = await job.runOnce();
+      spinning = false;
+      expect(summary.removed.task_output).toBe(1);
+      expect(existsSync(join(agentHome, ".holon", "processes", "task_kept_0"))).toBe(false);
+      expect(existsSync(join(agentHome, ".holon", "processes", "task_kept_1"))).toBe(true);
+      // Awaiting each file took at least 3 turns per task (900 here); a page takes one.
+      expect(turns).toBeLessThan(kept / 10);
+    } finally {
+      await rt.close();
+    }
+  });
+
   it("the host runs retention with the policy config.json sets", async () => {
     const home = tempHome();
     const env = { HOLON_HOME: home };

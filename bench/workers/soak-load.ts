@@ -2,7 +2,13 @@
 // - one SSE stream per agent (reconnecting with Last-Event-ID), which is how turn ends are seen;
 // - `promptLoops` operator loops: POST a prompt, wait for its `turn_terminal`, send the next
 //   (every `execEvery`-th prompt asks the fake model for one ExecCommand round);
-// - an open loop of public enqueues at `enqueuePerSec`, spread over the agents.
+// - an open loop of public enqueues at `enqueuePerSec`, spread over the agents;
+// - an open loop of one-shot timers at `timersPerSec` (POST /control/agents/:id/timers, due in
+//   `timerDelayMs`), spread over the agents: each one fires into a turn of its agent;
+// - every `taskEvery`-th prompt asks the fake model for an ExecCommand that yields at once
+//   (`sleep 1`), so it runs on as a background task whose result comes back as one more turn.
+// The streams count timer fires (`timer_fired`) and tasks started (`task_created`) and
+// finished (`task_status_updated` to a terminal status).
 //
 // IPC protocol:
 //   parent → { type: "start", ...SoakLoadConfig }     worker → { type: "started" }
@@ -19,6 +25,12 @@ export type SoakLoadConfig = {
   promptLoops: number;
   execEvery: number;
   enqueuePerSec: number;
+  /** One-shot timers created per second over all agents (0 or absent: none). */
+  timersPerSec?: number;
+  /** How long after its creation a timer is due, [min, max] ms. */
+  timerDelayMs?: [number, number];
+  /** Every n-th prompt starts a background command task (0 or absent: none). */
+  taskEvery?: number;
   /** A prompt whose turn has not ended after this long counts as an error. */
   promptTimeoutMs: number;
   /** Bearer token for the control routes (a host on TCP generates one), or null. */
@@ -35,6 +47,10 @@ export type SoakWindow = {
   errors: number;
   firstError: string | null;
   sseReconnects: number;
+  timersCreated: number;
+  timersFired: number;
+  tasksStarted: number;
+  tasksFinished: number;
 };
 
 let cfg: SoakLoadConfig;
@@ -54,6 +70,10 @@ function emptyWindow(): SoakWindow {
     errors: 0,
     firstError: null,
     sseReconnects: 0,
+    timersCreated: 0,
+    timersFired: 0,
+    tasksStarted: 0,
+    tasksFinished: 0,
   };
 }
 
@@ -134,6 +154,11 @@ function handleFrame(frame: string, now: number, stream: { lastId: string }): vo
   const nl = frame.indexOf("\n");
   stream.lastId = frame.slice(4, nl);
   win.events++;
+  if (frame.startsWith("event: timer_fired", nl + 1)) win.timersFired++;
+  else if (frame.startsWith("event: task_created", nl + 1)) win.tasksStarted++;
+  else if (frame.startsWith("event: task_status_updated", nl + 1)) {
+    if (/"status":"(completed|failed|cancelled)"/.test(frame)) win.tasksFinished++;
+  }
   if (!frame.startsWith("event: turn_terminal", nl + 1)) return;
   win.turns++;
   const at = frame.indexOf("data: ");
@@ -198,10 +223,12 @@ async function promptLoop(loop: number): Promise<void> {
     const agentId = cfg.agents[(loop + cfg.promptLoops * n) % cfg.agents.length]!;
     n++;
     const exec = n % cfg.execEvery === 0;
+    // Offset by one from the ExecCommand prompts, so a multiple of execEvery still gets tasks.
+    const task = !exec && !!cfg.taskEvery && (n + 1) % cfg.taskEvery === 0;
     const t0 = performance.now();
     try {
       const res = await post(`/control/agents/${encodeURIComponent(agentId)}/prompt`, {
-        text: `soak prompt ${loop}.${n}${exec ? " [exec] run true once" : ""}`,
+        text: `soak prompt ${loop}.${n}${exec ? " [exec] run true once" : ""}${task ? " [task] start sleep 1 in the background" : ""}`,
       });
       if (res.status !== 202) {
         fail(`prompt: HTTP ${res.status} ${res.text.slice(0, 200)}`);
@@ -257,6 +284,43 @@ function enqueueLoop(): void {
   tick();
 }
 
+let inFlightTimers = 0;
+function timerLoop(): void {
+  const rate = cfg.timersPerSec ?? 0;
+  if (rate <= 0) return;
+  const [lo, hi] = cfg.timerDelayMs ?? [1_000, 3_000];
+  const gap = 1000 / rate;
+  let next = performance.now();
+  let n = 0;
+  const tick = () => {
+    if (!running) return;
+    const now = performance.now();
+    while (next <= now) {
+      next += gap;
+      if (inFlightTimers >= 16) {
+        fail("timer: 16 requests in flight; skipped one");
+        continue;
+      }
+      // A different stride from the enqueues, so timers do not always land on the same agent.
+      const agentId = cfg.agents[(n * 3 + 1) % cfg.agents.length]!;
+      n++;
+      inFlightTimers++;
+      post(`/control/agents/${encodeURIComponent(agentId)}/timers`, {
+        summary: `soak timer ${n}`,
+        duration_ms: Math.round(lo + Math.random() * (hi - lo)),
+      })
+        .then((res) => {
+          if (res.status !== 201) fail(`timer: HTTP ${res.status} ${res.text.slice(0, 200)}`);
+          else win.timersCreated++;
+        })
+        .catch((err: Error) => fail(`timer: ${err.message}`))
+        .finally(() => inFlightTimers--);
+    }
+    setTimeout(tick, Math.max(1, next - performance.now()));
+  };
+  tick();
+}
+
 let loops: Promise<void>[] = [];
 
 async function start(c: SoakLoadConfig): Promise<void> {
@@ -273,6 +337,7 @@ async function start(c: SoakLoadConfig): Promise<void> {
   }, 10_000).unref();
   loops = Array.from({ length: cfg.promptLoops }, (_, i) => promptLoop(i));
   enqueueLoop();
+  timerLoop();
 }
 
 function takeWindow(): SoakWindow {

@@ -1,6 +1,7 @@
 // The soak's model: the scripted fake provider in its own process, answering at once. A
 // prompt whose text holds "[exec]" gets one ExecCommand round (`true`) before its answer;
-// everything else is answered with text in one round. Requests are not kept (a soak sends
+// one holding "[task]" gets an ExecCommand (`sleep 1`) that yields at once, so it goes on as a
+// background task; everything else is answered with text in one round. Requests are not kept (a soak sends
 // hundreds of thousands).
 //
 // IPC protocol: worker → { type: "ready", baseUrl } once listening; → { type: "stats",
@@ -39,6 +40,19 @@ fake.setFallback((req: RecordedRequest) => {
       {
         usage: USAGE,
       },
+    );
+  }
+  if (!afterTool && text.includes("[task]")) {
+    calls++;
+    return reply.tools(
+      [
+        {
+          name: "ExecCommand",
+          arguments: { cmd: "sleep 1", yield_time_ms: 0, duplicate_policy: "start_new" },
+          call_id: `soak_${calls}`,
+        },
+      ],
+      { usage: USAGE },
     );
   }
   return reply.text("Noted; nothing else to do for this one.", USAGE);

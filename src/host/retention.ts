@@ -8,6 +8,7 @@
 // runtime log records too.
 //
 // Time comes from the store's clock, so tests drive passes with `runOnce()` on a fake clock.
+import { readdirSync, statSync } from "node:fs";
 import { readdir, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import type { EventPayload } from "../domain/events.ts";
@@ -258,7 +259,14 @@ export class RetentionJob {
     }
   }
 
-  /** Finished task records past their age, and task output past its age or over its cap. */
+  /**
+   * Finished task records past their age, and task output past its age or over its cap.
+   * Every kept record's output directory is measured on every pass, so that is done with
+   * synchronous calls, a page (batchSize records) between two yields: awaiting each
+   * readdir and stat made a pass take one event-loop turn per file of every task kept (30
+   * days of them by default), and on a busy host a pass then ran for minutes, long enough
+   * for the history families to overshoot their caps until it ended (issue 35's soak).
+   */
   private async tasks(policy: RetentionPolicy, now: Date, summary: RetentionSummary) {
     const recordCutoff = cutoffOf(now, policy.tasks.max_age_ms);
     const outputCutoff = cutoffOf(now, policy.task_output.max_age_ms);
@@ -280,7 +288,7 @@ export class RetentionJob {
           records.push(t);
           if (dir) await this.removeOutput(dir, t.agent_id, summary);
         } else if (dir) {
-          const bytes = await dirBytes(dir);
+          const bytes = dirBytes(dir);
           if (bytes === null) continue; // already gone
           if (outputCutoff !== null && finished < outputCutoff) {
             await this.removeOutput(dir, t.agent_id, summary, bytes);
@@ -308,7 +316,7 @@ export class RetentionJob {
     summary: RetentionSummary,
     bytes?: number,
   ): Promise<void> {
-    const size = bytes ?? (await dirBytes(dir));
+    const size = bytes ?? dirBytes(dir);
     if (size === null) return;
     await rm(dir, { recursive: true, force: true });
     summary.removed.task_output = (summary.removed.task_output ?? 0) + 1;
@@ -407,22 +415,21 @@ function ownedProcessDir(dir: string | null): string | null {
   return dir && dir.includes(PROCESS_DIR_MARK) ? dir : null;
 }
 
-/** Bytes of the files in a process directory, or null when it no longer exists. */
-async function dirBytes(dir: string): Promise<number | null> {
+/**
+ * Bytes of the files in a process directory, or null when it no longer exists. Synchronous
+ * on purpose (see `tasks`): a process directory holds a couple of files.
+ */
+function dirBytes(dir: string): number | null {
   let names: string[];
   try {
-    names = await readdir(dir);
+    names = readdirSync(dir);
   } catch {
     return null;
   }
   let total = 0;
   for (const name of names) {
-    try {
-      const s = await stat(join(dir, name));
-      if (s.isFile()) total += s.size;
-    } catch {
-      // removed meanwhile
-    }
+    const s = statSync(join(dir, name), { throwIfNoEntry: false });
+    if (s?.isFile()) total += s.size;
   }
   return total;
 }
