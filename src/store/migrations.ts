@@ -400,8 +400,8 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
         data TEXT NOT NULL,
         PRIMARY KEY (ask_id, call_id)
       );
-      CREATE INDEX approval_calls_agent_state ON approval_calls (agent_id, state);
-      CREATE INDEX approval_calls_state ON approval_calls (state);
+      CREATE INDEX approval_calls_agent_state ON approval_calls (agent_id, state, created_at);
+      CREATE INDEX approval_calls_state ON approval_calls (state, created_at);
       CREATE TABLE consent_grants (
         subject TEXT NOT NULL,
         workspace TEXT NOT NULL,
