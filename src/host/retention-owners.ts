@@ -45,6 +45,14 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
     rule: "per",
     of: "pending ask, plus the newest 200 closed ones per agent (older ones pruned)",
   },
+  approval_calls: {
+    rule: "per",
+    of: "call of a kept approval ask (settled ones are removed when their ask is pruned)",
+  },
+  consent_grants: {
+    rule: "per",
+    of: "operator decision on one workspace definition (hook or MCP server, by its SHA-256)",
+  },
   delivery_summaries: { rule: "per", of: "work item (removed with it)" },
   workspaces: { rule: "per", of: "registered workspace" },
   worktrees: { rule: "per", of: "retained worktree (removed when it is cleaned up)" },

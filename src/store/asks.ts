@@ -19,6 +19,7 @@ export class AsksRepo {
   private readonly recentStmt: StatementSync;
   private readonly recentForAgentStmt: StatementSync;
   private readonly pruneStmt: StatementSync;
+  private readonly pruneCallsStmt: StatementSync;
 
   constructor(db: DatabaseSync) {
     this.getStmt = db.prepare("SELECT data FROM asks WHERE id = ?");
@@ -44,11 +45,15 @@ export class AsksRepo {
     this.recentForAgentStmt = db.prepare(
       "SELECT data FROM asks WHERE agent_id = ? ORDER BY created_at DESC LIMIT ?",
     );
-    this.pruneStmt = db.prepare(
-      `DELETE FROM asks WHERE id IN (
-         SELECT id FROM asks WHERE agent_id = ? AND holding = 0 AND state != 'pending'
-         ORDER BY created_at DESC LIMIT -1 OFFSET ?)`,
+    const pruned = `SELECT id FROM asks WHERE agent_id = ? AND holding = 0 AND state != 'pending'
+         ORDER BY created_at DESC LIMIT -1 OFFSET ?`;
+    // The calls an approval ask held go with it once they are settled (an approved call that
+    // has not run yet stays: it is still owed a run).
+    this.pruneCallsStmt = db.prepare(
+      `DELETE FROM approval_calls WHERE ask_id IN (${pruned})
+         AND state IN ('completed', 'interrupted', 'denied', 'void')`,
     );
+    this.pruneStmt = db.prepare(`DELETE FROM asks WHERE id IN (${pruned})`);
   }
 
   get(id: string): AskRecord | undefined {
@@ -106,6 +111,7 @@ export class AsksRepo {
 
   /** Drop the agent's closed asks beyond the newest `keep`. */
   pruneClosed(agentId: string, keep: number): number {
+    this.pruneCallsStmt.run(agentId, keep);
     return Number(this.pruneStmt.run(agentId, keep).changes);
   }
 }
