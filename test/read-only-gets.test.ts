@@ -100,7 +100,9 @@ describe("reads change nothing", () => {
           continue;
         }
         const res = await rt.req("GET", path);
-        expect(res.status, `${path}: ${JSON.stringify(res.json)}`).toBe(status);
+        // A documented redirect (GET /ui → /ui/) is followed to the page it names.
+        const expected = status >= 300 && status < 400 ? 200 : status;
+        expect(res.status, `${path}: ${JSON.stringify(res.json)}`).toBe(expected);
         expect(snapshot(rt), path).toEqual(before);
       }
       expect(snapshot(rt)).toEqual(before);
