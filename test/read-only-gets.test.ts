@@ -77,6 +77,7 @@ describe("reads change nothing", () => {
         task_id: taskId,
         work_item_id: work.json.work_item.id,
         ask_id: ask.id,
+        name: "app.js", // a console asset
       };
       type GetOp = { responses: Record<string, unknown> };
       const gets = Object.entries(doc.paths as Record<string, { get?: GetOp }>)
