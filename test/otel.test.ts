@@ -367,6 +367,30 @@ describe("traces", () => {
     ]);
   });
 
+  it("parents the turn a capability callback wakes on the callback's traceparent", async () => {
+    const before = byName(receiver.spans, "invoke_agent main").length;
+    const trigger = await rt.req("GET", "/control/agents/main/external-trigger");
+    expect(trigger.status).toBe(200);
+    const tp = "77777777777777777777777777777777";
+    const res = await fetch(trigger.json.external_trigger.trigger_url as string, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        traceparent: `00-${tp}-8888888888888888-01`,
+      },
+      body: JSON.stringify({ event: "ci_finished" }),
+    });
+    expect(res.status).toBe(202);
+    const turn = await waitFor(
+      () =>
+        byName(receiver.spans, "invoke_agent main")
+          .slice(before)
+          .find((s) => s.traceId === tp),
+      { what: "the callback's turn in the callback's trace", timeoutMs: 15_000 },
+    );
+    expect(turn.parentSpanId).toBe("8888888888888888");
+  });
+
   it("records a traceparent from public ingress as an untrusted link, never a parent", async () => {
     const before = byName(receiver.spans, "invoke_agent main").length;
     const foreign = "11111111111111111111111111111111";
@@ -397,6 +421,61 @@ describe("traces", () => {
         },
       },
     ]);
+  });
+});
+
+describe("links across a restart", () => {
+  it("a task started before a host restart links its later turn to the tool call that started it", async () => {
+    const receiver = await startOtlpReceiver();
+    let rt = await tracedHost(receiver);
+    const gate = join(rt.host.agents.get("main").agent_home, "restart-gate");
+    try {
+      fake.enqueue(
+        reply.tools([
+          {
+            name: "ExecCommand",
+            arguments: {
+              cmd: `while [ ! -e ${gate} ]; do sleep 0.02; done; echo after-restart`,
+              yield_time_ms: 50,
+            },
+            call_id: "r-bg",
+          },
+        ]),
+        reply.text("started it"),
+      );
+      expect(
+        (await rt.req("POST", "/control/agents/main/prompt", { text: "RESTART-TRACE" })).status,
+      ).toBe(202);
+      const started = await waitFor(
+        () => receiver.spans.find((s) => s.attributes["gen_ai.tool.call.id"] === "r-bg"),
+        { what: "the tool call's span", timeoutMs: 15_000 },
+      );
+      await waitFor(() => rt.host.agents.get("main").status !== "awake_running", {
+        what: "the turn to end",
+      });
+      const home = rt.home;
+      await rt.close();
+      rt = await startRuntime({
+        home,
+        env: { ...process.env, HOLON_HOME: home, OTEL_BSP_SCHEDULE_DELAY: "50" },
+      });
+      fake.enqueue(reply.text("saw the task end"));
+      writeFileSync(gate, "");
+      const turn = await waitFor(
+        () =>
+          byName(receiver.spans, "invoke_agent main").find(
+            (s) => s.attributes["holon.message.kind"] === "task_result",
+          ),
+        { what: "the task result's turn after the restart", timeoutMs: 20_000 },
+      );
+      expect(turn.links.map((l) => [l.spanId, l.attributes["holon.link.kind"]])).toContainEqual([
+        started.spanId,
+        "task_result",
+      ]);
+    } finally {
+      await rt.close();
+      await receiver.close();
+    }
   });
 });
 
