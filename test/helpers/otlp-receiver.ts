@@ -1,12 +1,16 @@
 // An OTLP/HTTP trace receiver inside the test: a real HTTP server on 127.0.0.1 that decodes
-// every export with the official OpenTelemetry protobuf definitions (test/fixtures/otlp) and
-// keeps the spans. It can also play a collector that never answers (black hole).
+// every export with the official OpenTelemetry protobuf definitions (copied unchanged under
+// test/fixtures/third_party/open-telemetry-opentelemetry-proto) and keeps the spans. It can
+// also play a collector that never answers (black hole).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { join } from "node:path";
 import protobuf from "protobufjs";
 
-const PROTO_ROOT = join(import.meta.dirname, "../fixtures/otlp");
+const PROTO_ROOT = join(
+  import.meta.dirname,
+  "../fixtures/third_party/open-telemetry-opentelemetry-proto",
+);
 
 let requestType: protobuf.Type | undefined;
 function exportRequestType(): protobuf.Type {
