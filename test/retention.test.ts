@@ -2,7 +2,8 @@
 // nothing newer, says what it removed per agent and kind, hands the space back, and the
 // event stream tells a client resuming from a removed seq that those events are gone.
 // Real SQLite in a temp home, real HTTP on 127.0.0.1; nothing sleeps.
-import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import fs, { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TurnExecutor } from "../src/agent/runtime.ts";
@@ -382,21 +383,31 @@ describe("retention", () => {
           task_output: { max_age_ms: null, max_bytes: 4 * (kept - 1) },
         }),
       });
-      let turns = 0;
-      let spinning = true;
-      const spin = () => {
-        if (!spinning) return;
-        turns++;
-        setImmediate(spin);
-      };
-      setImmediate(spin);
-      const summary = await job.runOnce();
-      spinning = false;
+      // Count the pass's awaited file-system calls (the old code awaited a readdir per kept
+      // task and a stat per file: 900 here, each at least one event-loop turn).
+      const fsp = fs.promises as unknown as Record<string, (...a: unknown[]) => unknown>;
+      const original = { readdir: fsp.readdir!, stat: fsp.stat! };
+      let awaited = 0;
+      for (const name of ["readdir", "stat"] as const) {
+        fsp[name] = (...a: unknown[]) => {
+          awaited++;
+          return original[name](...a);
+        };
+      }
+      syncBuiltinESMExports();
+      let summary;
+      try {
+        summary = await job.runOnce();
+      } finally {
+        fsp.readdir = original.readdir;
+        fsp.stat = original.stat;
+        syncBuiltinESMExports();
+      }
       expect(summary.removed.task_output).toBe(1);
       expect(existsSync(join(agentHome, ".holon", "processes", "task_kept_0"))).toBe(false);
       expect(existsSync(join(agentHome, ".holon", "processes", "task_kept_1"))).toBe(true);
-      // Awaiting each file took at least 3 turns per task (900 here); a page takes one.
-      expect(turns).toBeLessThan(kept / 10);
+      // Kept tasks are measured with synchronous calls, a page between two yields.
+      expect(awaited).toBeLessThan(kept / 10);
     } finally {
       await rt.close();
     }
