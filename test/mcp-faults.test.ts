@@ -4,13 +4,13 @@
 // is not JSON Schema is left out, a 20 MB result is capped, a clean shutdown leaves no server
 // running, and a server a SIGKILLed host left behind is killed by the next start.
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { RuntimeHost } from "../src/host/host.ts";
 import { isSameLiveProcess, readProcStat } from "../src/tasks/process-proc.ts";
 import { cleanupHomes, runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
-import { callMcp, fixture, writeMcpConfig } from "./helpers/mcp.ts";
+import { FIXTURE, NODE, callMcp, fixture, writeMcpConfig } from "./helpers/mcp.ts";
 
 const hosts: RuntimeHost[] = [];
 const procs: ChildProcess[] = [];
@@ -50,6 +50,19 @@ describe("MCP server faults", () => {
     const again = await callMcp(host, "mcp__f__ping", {});
     expect(again.canonical.status, again.rendered).toBe("success");
     expect(view(host, "f").pid).not.toBe(firstPid);
+  });
+
+  it("a sandboxed server whose command line names files under the host's /tmp still starts", async () => {
+    // The sandbox's /tmp is private; a server kept in /tmp (a checkout or an unpacked package
+    // there) sees that directory read-only.
+    const dir = tempHome("holon-mcp-tmp-");
+    const script = join(dir, "server.mjs");
+    copyFileSync(FIXTURE, script);
+    const host = openHost({ t: { command: NODE, args: [script, "ok"] } });
+    expect(host.services.sandbox.summary(host.agents.get("main")).state).toBe("enforced");
+    const r = await callMcp(host, "mcp__t__ping", {});
+    expect(r.canonical.status, r.rendered).toBe("success");
+    expect(r.result.text).toBe("pong from ping");
   });
 
   it("a call the server never answers times out; a server that never initializes too", async () => {

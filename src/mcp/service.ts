@@ -691,7 +691,7 @@ export class McpService {
     let argv = [command, ...args];
     const launch =
       agent && !s.shared
-        ? this.#deps.sandbox.launchFor(agent, root, def.writable_paths ?? [])
+        ? this.#deps.sandbox.launchFor(agent, root, def.writable_paths ?? [], underTmp(argv))
         : null;
     if (launch) {
       const full = launch.argv(argv, { writable: [], tty: false, statusFd: null });
@@ -1040,4 +1040,19 @@ function clip(s: string, n = 500): string {
 
 function resolve_(root: string, p: string): string {
   return resolve(root, p);
+}
+
+/**
+ * The sandbox gives a server a private /tmp, which hides whatever the host keeps there. A
+ * server whose own command line names a file under /tmp (a checkout or an unpacked package
+ * there) sees that top-level directory read-only, so it can start.
+ */
+function underTmp(argv: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  for (const a of argv) {
+    if (!a.startsWith("/tmp/")) continue;
+    const top = a.split("/").slice(0, 3).join("/");
+    if (top.length > "/tmp/".length && existsSync(top)) dirs.add(top);
+  }
+  return [...dirs];
 }

@@ -33,6 +33,11 @@ export type SandboxProfileInput = {
   writablePaths: readonly string[];
   hiddenPaths: readonly string[];
   /**
+   * Paths under the host's /tmp shown read-only over the private /tmp (an MCP server whose
+   * own command line names files there). HOLON_HOME and the hidden paths stay hidden.
+   */
+  tmpReadOnly?: readonly string[];
+  /**
    * The agent's network namespace its commands join (sandbox.network off or allowlist), with
    * the proxy on its loopback under allowlist; null: the host's network (`on`).
    */
@@ -169,6 +174,7 @@ export function sandboxProfile(input: SandboxProfileInput): SandboxLaunch {
   const root = real(input.executionRoot);
   const writable = expandPaths(input.writablePaths, input.userHome).map(real);
   const hidden = expandPaths(input.hiddenPaths, input.userHome);
+  const tmpReadOnly = (input.tmpReadOnly ?? []).filter((p) => p.startsWith("/tmp/"));
   const digest = createHash("sha256")
     .update(
       JSON.stringify([
@@ -179,6 +185,7 @@ export function sandboxProfile(input: SandboxProfileInput): SandboxLaunch {
         root,
         writable,
         hidden,
+        tmpReadOnly,
         input.netns === null ? "on" : [input.netns.mode, input.netns.id, input.netns.proxyPort],
       ]),
     )
@@ -196,6 +203,7 @@ export function sandboxProfile(input: SandboxProfileInput): SandboxLaunch {
       a.push(bwrap, ...isolationFlags(input.probe.userns));
       if (!start.tty) a.push("--new-session");
       a.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
+      for (const t of tmpReadOnly) a.push("--ro-bind-try", t, t); // hidden again below if need be
       // 2. writable roots
       a.push("--bind", root, root);
       for (const w of writable) a.push("--bind-try", w, w);

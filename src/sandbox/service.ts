@@ -185,6 +185,7 @@ export class SandboxService {
     agent: AgentRecord,
     executionRoot: string,
     extraWritable: readonly string[] = [],
+    tmpReadOnly: readonly string[] = [],
   ): SandboxLaunch | null {
     const { mode } = this.mode(agent);
     if (mode === "off") return null;
@@ -211,6 +212,7 @@ export class SandboxService {
       userHome: this.#deps.userHome,
       writablePaths: [...host.writable_paths, ...(own?.writable_paths ?? []), ...extraWritable],
       hiddenPaths: [...host.hidden_paths, ...(own?.hidden_paths ?? [])],
+      tmpReadOnly,
     });
   }
 
