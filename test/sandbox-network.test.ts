@@ -189,7 +189,9 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
   });
 
   it("an agent's commands and tasks share one loopback; each keeps its own PID namespace", async () => {
-    const server = `${JSON.stringify(process.execPath)} -e "require('http').createServer((q,s)=>s.end('MEET-'+process.pid)).listen(3000,'127.0.0.1')"`;
+    // `node` from the command's PATH: the test's own Node may live in a checkout under /tmp,
+    // which the sandbox's private /tmp hides (CI clones there).
+    const server = `node -e "require('http').createServer((q,s)=>s.end('MEET-'+process.pid)).listen(3000,'127.0.0.1')"`;
     const task = await exec("offline", server, { yield_time_ms: 0 });
     const taskId = task.result.task_handle.task_id as string;
     try {
