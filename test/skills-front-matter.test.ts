@@ -4,7 +4,7 @@
 // descriptions, and hostile front matter (too large, alias bombs, deep nesting, broken YAML)
 // skips that one skill with a diagnostic and never throws.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cpSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   MAX_FRONT_MATTER_ALIASES,
@@ -205,7 +205,7 @@ describe("real published skills", () => {
     .filter((s) => statSync(join(FIXTURES, s)).isDirectory())
     .flatMap((source) =>
       readdirSync(join(FIXTURES, source))
-        .filter((d) => statSync(join(FIXTURES, source, d)).isDirectory())
+        .filter((d) => existsSync(join(FIXTURES, source, d, "SKILL.md"))) // other fixtures too
         .map((d) => ({ source, name: d, dir: join(FIXTURES, source, d) })),
     );
 
