@@ -176,7 +176,7 @@ export function buildServices(opts: ServiceOptions) {
     signals,
     deadlines: scheduler,
     expiryHours: () => config.current().values.asks.expiry_hours,
-    effects: () => [workAsks, approvals, consent, mcpConsent],
+    effects: () => [workAsks, approvals, consent, mcpConsent, mcp.elicitations],
   });
   handlers.set(ASK_EXPIRY, asks.expiryHandler());
   const work = new WorkService({ store, deadlines: scheduler, ingress, asks });
