@@ -191,6 +191,24 @@ export function envNamesOf(def: ServerDefinition): string[] {
     .map((r) => r.name);
 }
 
+/**
+ * Host environment variables named anywhere in a value (every string, at any depth): what a
+ * stored consent grant's definition or reference list reads.
+ */
+export function envNamesIn(value: unknown, depth = 0): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown, d: number) => {
+    if (d > 8) return;
+    if (typeof v === "string") {
+      for (const m of v.matchAll(REF_RE)) if (!m[1]) out.add(m[2]!);
+    } else if (Array.isArray(v)) for (const x of v.slice(0, 1_000)) walk(x, d + 1);
+    else if (v && typeof v === "object")
+      for (const x of Object.values(v).slice(0, 1_000)) walk(x, d + 1);
+  };
+  walk(value, depth);
+  return [...out];
+}
+
 /** What a reference resolves to, or undefined when it may not or cannot be resolved. */
 export type Resolver = (ref: Reference) => string | undefined;
 

@@ -42,6 +42,7 @@ import {
   WORKSPACE_MCP_MAX_BYTES,
   definitionDigest,
   describeDefinition,
+  envNamesIn,
   envNamesOf,
   expand,
   parseDefinition,
@@ -54,7 +55,12 @@ import {
   type ServerDefinition,
 } from "./config.ts";
 import { ToolListingCache, toListing, type ListedTool, type ToolListing } from "./catalog.ts";
-import { ConsentBook, consentAsk, consentOf, type ConsentRequest } from "./consent.ts";
+import {
+  consentPresentation,
+  migrateApprovalsFile,
+  type McpConsentBinding,
+  type WorkspaceConsent,
+} from "./consent.ts";
 import { nameTools } from "./names.ts";
 import { ServerProcessRecords, killGroup } from "./records.ts";
 import type { ChildStdioTransport } from "./stdio.ts";
@@ -103,10 +109,9 @@ export type CatalogEntry = {
 
 export type AgentCatalog = { key: string; entries: CatalogEntry[] };
 
-/** The asks plane as MCP uses it (consent, elicitation); absent in a graph without it. */
-export interface ConsentAsks {
+/** The asks plane as MCP uses it (elicitation); absent in a graph without it. */
+export interface McpAsks {
   open(draft: AskDraft): { id: string };
-  pendingFor(agentId: string): { id: string; details: Record<string, unknown> }[];
   withdraw(id: string, reason: string): unknown;
   list(filter: {
     state: "pending";
@@ -129,7 +134,9 @@ export type McpDeps = {
   /** The host's own listeners (`http://127.0.0.1:<port>`): a workspace server may not point there. */
   hostOrigins: () => string[];
   store: Store;
-  asks?: () => ConsentAsks | undefined;
+  asks?: () => McpAsks | undefined;
+  /** The host's consent store (workspace servers); without it none is ever approved. */
+  consent?: () => WorkspaceConsent | undefined;
   now: () => Date;
 };
 
@@ -228,7 +235,6 @@ export class McpService {
   readonly #sessions = new Map<string, Session>();
   readonly #listings: ToolListingCache;
   readonly #records: ServerProcessRecords;
-  readonly consent: ConsentBook;
   /** The calls waiting on an elicitation ask; also the asks plane's hooks for them. */
   readonly elicitations = new ElicitationWaiters();
   readonly #catalogs = new Map<string, AgentCatalog>();
@@ -240,11 +246,21 @@ export class McpService {
     this.#deps = deps;
     this.#listings = new ToolListingCache(join(deps.home, "mcp", "tools"));
     this.#records = new ServerProcessRecords(deps.runDir);
-    this.consent = new ConsentBook(join(deps.home, "mcp", "approvals.json"));
   }
 
-  /** Kill the servers a host killed with SIGKILL left behind. Called once at start. */
+  /**
+   * Called once at start: kill the servers a host killed with SIGKILL left behind, withdraw
+   * the elicitation asks its calls left, and take in an old approvals file.
+   */
   sweep(): number[] {
+    const consent = this.#deps.consent?.();
+    if (consent) {
+      try {
+        migrateApprovalsFile(join(this.#deps.home, "mcp", "approvals.json"), consent);
+      } catch {
+        // left in place; tried again at the next start
+      }
+    }
     // A call that waited on an elicitation died with the host: its ask answers nothing now.
     const asks = this.#deps.asks?.();
     for (const a of asks?.list({ state: "pending", limit: 500 }) ?? []) {
@@ -265,9 +281,12 @@ export class McpService {
   referencedEnvNames(): readonly string[] {
     const config = this.#deps.config();
     const kept = this.#envNames;
-    const version = this.#agentsVersion * 1_000_003 + this.consent.version;
+    const consent = this.#deps.consent?.();
+    const version = this.#agentsVersion * 1_000_003 + (consent?.version ?? 0);
     if (kept && kept.config === config && kept.version === version) return kept.names;
-    const names = new Set<string>(this.consent.approvedEnvNames());
+    const names = new Set<string>();
+    for (const g of consent?.grants("mcp_server", "granted") ?? [])
+      for (const n of envNamesIn(g.definition)) names.add(n);
     for (const def of Object.values(config.servers)) for (const n of envNamesOf(def)) names.add(n);
     for (const a of this.#deps.store.agents.list())
       for (const def of Object.values(agentServers(a)))
@@ -384,14 +403,10 @@ export class McpService {
       const { shared: _ignored, ...rest } = def as ServerDefinition & { shared?: boolean };
       const clean = rest as ServerDefinition;
       const digest = definitionDigest(clean);
-      const decision = this.consent.find(root, name, digest);
-      const consent =
-        decision?.decision === "approved"
-          ? "approved"
-          : decision?.decision === "denied"
-            ? "denied"
-            : "pending";
-      const allowed = consent === "approved" ? new Set(decision!.references) : new Set<string>();
+      const state = this.#deps.consent?.()?.peek(binding(root, name, clean, digest)).state;
+      const consent = state === "granted" ? "approved" : state === "refused" ? "denied" : "pending";
+      // The approval listed every reference of this exact definition (the digest binds it).
+      const allowed = new Set(consent === "approved" ? referencesOf(clean).map(referenceText) : []);
       out.push(this.#resolved(agent, name, "workspace", clean, false, root, consent, allowed));
     }
     return out;
@@ -402,32 +417,23 @@ export class McpService {
    * (one ask per definition; an ask already open is not opened again).
    */
   requestConsent(agent: AgentRecord): string[] {
-    const asks = this.#deps.asks?.();
-    if (!asks) return [];
+    const consent = this.#deps.consent?.();
+    if (!consent) return [];
     const pending = this.serversFor(agent).filter((s) => s.consent === "pending");
-    if (pending.length === 0) return [];
-    const open = asks
-      .pendingFor(agent.agent_id)
-      .map((a) => consentOf(a as never))
-      .filter((c): c is ConsentRequest => c !== undefined);
-    const opened: string[] = [];
+    const asked: string[] = [];
     for (const s of pending) {
-      if (
-        open.some(
-          (c) => c.workspace === s.workspace && c.server === s.name && c.sha256 === s.digest,
-        )
-      )
-        continue;
-      const req: ConsentRequest = {
+      const b = binding(s.workspace!, s.name, s.def, s.digest);
+      b.present = consentPresentation({
         workspace: s.workspace!,
         server: s.name,
         sha256: s.digest,
         references: referencesOf(s.def).map(referenceText),
         shown: describeDefinition(s.def),
-      };
-      opened.push(asks.open(consentAsk(agent.agent_id, req)).id);
+      });
+      const c = consent.check(agent.agent_id, b);
+      if (c.ask_id) asked.push(c.ask_id);
     }
-    return opened;
+    return asked;
   }
 
   // -------------------------------------------------------------------------------------
@@ -1224,6 +1230,22 @@ async function cappedFetch(url: string | URL, init?: RequestInit): Promise<Respo
 
 function stdioOf(t: Transport | null): ChildStdioTransport | null {
   return t && "garbageCount" in t ? (t as ChildStdioTransport) : null;
+}
+
+/** A workspace server as the consent store keys it; the operator sees it redacted. */
+function binding(
+  workspace: string,
+  name: string,
+  def: ServerDefinition,
+  digest: string,
+): McpConsentBinding {
+  return {
+    subject: "mcp_server",
+    workspace,
+    name,
+    definition: redactDefinition(def),
+    digest,
+  };
 }
 
 function agentServers(agent: AgentRecord): Record<string, ServerDefinition> {
