@@ -151,6 +151,55 @@ describe("an MCP server's elicitation is an input ask", () => {
     expect(late.status).toBe(409);
     writeMcpConfig(home, { servers });
   });
+
+  it("stopping the agent mid-question withdraws the ask and ends the call", async () => {
+    fake.enqueue(reply.tools([{ name: ELICIT, arguments: {}, call_id: "el4" }]), reply.text("ok"));
+    await prompt("the form, then you will be stopped");
+    const ask = await pendingElicitation();
+    const stop = await rt.req("POST", "/control/agents/main/control", { action: "stop" });
+    expect(stop.status, JSON.stringify(stop.json)).toBe(200);
+    await waitFor(() => rt.host.services.asks.get(ask.id).state === "withdrawn", {
+      what: "the ask withdrawn",
+    });
+    await waitFor(
+      () =>
+        rt.host.services.mcp
+          .status(rt.host.agents.get("main"))
+          .every((v) => v.calls_in_flight === 0),
+      { what: "the call to end" },
+    );
+    const start = await rt.req("POST", "/control/agents/main/control", { action: "start" });
+    expect(start.status, JSON.stringify(start.json)).toBe(200);
+  });
+
+  it("an ask a dead host left behind is withdrawn at the next start", async () => {
+    // What a host killed mid-question leaves: a pending elicitation ask nobody waits on.
+    const left = rt.host.services.asks.open({
+      agent_id: "main",
+      kind: "input",
+      source: "mcp_elicitation",
+      scope: "agent",
+      gates_agent: false,
+      about: "left behind",
+      detail: "left behind",
+      options: ["decline", "cancel"],
+      free_text: true,
+      details: {
+        mcp_elicitation: {
+          server: "everything",
+          tool: "trigger-elicitation-request",
+          call_id: "gone",
+          message: "?",
+          requested_schema: { type: "object", properties: { name: { type: "string" } } },
+        },
+      },
+    });
+    await rt.close();
+    rt = await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
+    const after = rt.host.services.asks.get(left.id);
+    expect(after.state).toBe("withdrawn");
+    expect(after.reason).toContain("host restarted");
+  });
 });
 
 describe("elicitation misuse is refused", () => {

@@ -569,7 +569,7 @@ export class McpService {
       clock.stop();
       session.calls.delete(id);
       for (const askId of inflight.open)
-        this.#deps.asks?.()?.withdraw(askId, "the tool call ended before the operator answered");
+        this.#withdraw(askId, "the tool call ended before the operator answered");
       session.inflight--;
       session.lastUsed = Date.now();
     }
@@ -619,14 +619,14 @@ export class McpService {
     const waiting = this.elicitations.wait(askId);
     call.open.add(askId);
     call.clock.pause();
-    const giveUp = (why: string) => () => asks.withdraw(askId, why);
+    const giveUp = (why: string) => () => this.#withdraw(askId, why);
     const onCallEnd = giveUp("the tool call was interrupted before the operator answered");
     const onServer = giveUp("the MCP server withdrew its question");
     call.signal.addEventListener("abort", onCallEnd);
     signal.addEventListener("abort", onServer);
     const timer = setTimeout(() => {
       this.elicitations.markTimedOut(askId);
-      asks.withdraw(askId, `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`);
+      this.#withdraw(askId, `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`);
     }, timeoutMs);
     timer.unref();
     try {
@@ -696,6 +696,15 @@ export class McpService {
       "try again",
       true,
     );
+  }
+
+  /** Withdraw an elicitation ask; a host shutting down (store closed) leaves it to the next start. */
+  #withdraw(askId: string, why: string): void {
+    try {
+      this.#deps.asks?.()?.withdraw(askId, why);
+    } catch {
+      // the next start withdraws what is left (sweep)
+    }
   }
 
   #transportFailure(session: Session): string | null {
