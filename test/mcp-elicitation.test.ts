@@ -12,6 +12,7 @@ import { reply } from "./fake-provider/server.ts";
 import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { EVERYTHING, NODE, callMcp, fixture, writeMcpConfig } from "./helpers/mcp.ts";
+import { openSse } from "./helpers/sse.ts";
 
 const fake = useFakeProvider();
 let rt: TestRuntime;
@@ -89,8 +90,18 @@ describe("an MCP server's elicitation is an input ask", () => {
     expect(list.stdout, list.stderr).toMatch(new RegExp(`${ask.id}\\s+main\\s+input`));
     const opened = rt.host.store.events
       .after("main", 0, 1_000_000)
-      .find((e: any) => e.type === "ask_opened" && e.payload.ask.id === ask.id);
-    expect((opened as any).payload.ask.kind).toBe("input");
+      .find((e: any) => e.type === "ask_opened" && e.payload.ask.id === ask.id)!;
+    const sse = await openSse(
+      `${rt.url}/agents/main/events/stream?after_seq=${opened.event_seq - 1}`,
+      { authorization: `Bearer ${rt.token}` },
+    );
+    for await (const f of sse.frames) {
+      const e = JSON.parse(f.data);
+      if (e.type !== "ask_opened") continue;
+      expect(e.payload.ask).toMatchObject({ id: ask.id, kind: "input", source: "mcp_elicitation" });
+      break;
+    }
+    sse.close();
 
     // Answers that do not fit the form are refused; the ask stays pending.
     for (const [bad, problem] of [
