@@ -4,7 +4,7 @@
 // message says so. The real server-everything's `get-tiny-image` and the scripted fake model.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reply } from "./fake-provider/server.ts";
-import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { EVERYTHING, NODE, writeMcpConfig } from "./helpers/mcp.ts";
 import { lowerChatMessages } from "../src/providers/openai-chat-completions.ts";
@@ -44,6 +44,26 @@ describe("MCP images on Chat Completions", () => {
     expect(images.content[0].text).toContain("not the operator's words");
     expect(images.content[1].type).toBe("image_url");
     expect(images.content[1].image_url.url).toMatch(/^data:image\/png;base64,[A-Za-z0-9+/=]+$/);
+  });
+
+  it("a provider marked images: false gets the description only", async () => {
+    const set = await runCli(["config", "set", "providers.fake.images", "false"], {
+      env: { HOLON_HOME: rt.home },
+    });
+    expect(set.code, set.stderr).toBe(0);
+    const from = fake.requests.length;
+    fake.enqueue(
+      reply.tools([{ name: "mcp__everything__get-tiny-image", arguments: {}, call_id: "img2" }]),
+      reply.text("I read about an image."),
+    );
+    const r = await rt.req("POST", "/control/agents/main/prompt", { text: "show me again" });
+    expect(r.status, JSON.stringify(r.json)).toBeLessThan(300);
+    await waitFor(() => fake.requests.length >= from + 2, { what: "the second request" });
+    const messages = (fake.requests[from + 1]!.body as { messages: any[] }).messages;
+    const tool = messages.find((m) => m.role === "tool" && m.tool_call_id === "img2");
+    expect(tool.content).toContain("image/png");
+    expect(tool.content).not.toContain("follows in the next message");
+    expect(JSON.stringify(messages)).not.toContain("image_url");
   });
 
   it("a round's tool messages stay together; its images follow them all", () => {

@@ -39,7 +39,10 @@ import { openAiClient } from "./openai-responses.ts";
 import { emitToolSchema } from "./schema.ts";
 import type { ModelCandidate } from "./types.ts";
 
-export function lowerChatMessages(request: ProviderRequest): ChatCompletionMessageParam[] {
+export function lowerChatMessages(
+  request: ProviderRequest,
+  opts: { images?: boolean | undefined } = {},
+): ChatCompletionMessageParam[] {
   const messages: ChatCompletionMessageParam[] = [];
   const system = [systemText(request.frame), contextText(request.frame) ?? ""]
     .filter((t) => t.length > 0)
@@ -97,7 +100,10 @@ export function lowerChatMessages(request: ProviderRequest): ChatCompletionMessa
         break;
       case "tool_result": {
         if (assistant) flush();
-        const shown = (item.images ?? []).filter((i) => CHAT_IMAGE_TYPES.has(i.mime_type));
+        const shown =
+          opts.images === false
+            ? []
+            : (item.images ?? []).filter((i) => CHAT_IMAGE_TYPES.has(i.mime_type));
         const note = shown.length
           ? `\n[${shown.length === 1 ? "its image follows" : `its ${shown.length} images follow`} in the next message]`
           : "";
@@ -138,7 +144,7 @@ export function buildChatRequest(
 ): ChatCompletionCreateParamsNonStreaming {
   const body: ChatCompletionCreateParamsNonStreaming = {
     model: candidate.model,
-    messages: lowerChatMessages(request),
+    messages: lowerChatMessages(request, { images: candidate.images }),
   };
   if (request.tools.length > 0) body.tools = lowerChatTools(request);
   const maxOut = request.max_output_tokens ?? candidate.max_output_tokens;
