@@ -127,7 +127,7 @@ export class ConsentRegistry implements AskEffects {
     return { state: "pending", ask_id: ask.id, digest };
   }
 
-  /** The decided grants of one subject in one state (newest last), at most `limit`. */
+  /** The grants of one subject in one state (in no particular order), at most `limit`. */
   grants(subject: ConsentSubject, state: ConsentGrant["state"], limit = 1_000): ConsentGrant[] {
     return this.store.approvals.grantsIn(subject, state, limit);
   }

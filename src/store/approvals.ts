@@ -52,7 +52,7 @@ export class ApprovalsRepo {
     );
     this.grantsByAskStmt = db.prepare("SELECT data FROM consent_grants WHERE ask_id = ?");
     this.grantsInStmt = db.prepare(
-      "SELECT data FROM consent_grants WHERE subject = ? AND state = ? ORDER BY rowid LIMIT ?",
+      "SELECT data FROM consent_grants WHERE subject = ? AND state = ? LIMIT ?",
     );
   }
 
