@@ -74,6 +74,11 @@ export type AskDecision = { decision: string; option?: string | undefined; count
  */
 export interface AskEffects {
   opened?(ask: AskRecord): void;
+  /**
+   * Before a decision is written: throw (a HolonError with a 4xx status) to refuse it, and
+   * the ask stays pending (an MCP elicitation's answer must fit the server's form).
+   */
+  vetDecision?(ask: AskRecord, decision: AskDecision, by: AskCredential): void;
   /** Decided; returns a line to add to the agent's message, if it has one to say. */
   decided?(ask: AskRecord, decision: AskDecision): string | undefined;
   /** Expired or withdrawn. */
@@ -271,6 +276,7 @@ export class AskService {
         });
       }
       const decision = this.checkAnswer(ask, answer);
+      for (const e of this.effects()) e.vetDecision?.(ask, decision, by);
       const reason = answer.reason?.trim();
       if (reason && reason.length > ASK_LIMITS.reason_chars) {
         throw invalid("reason", `the reason is longer than ${ASK_LIMITS.reason_chars} characters`);

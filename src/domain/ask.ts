@@ -27,6 +27,8 @@ export const AskSource = z.enum([
   "budget",
   /** An approval request (the action leash). */
   "approval",
+  /** An MCP server asked the user for input during a tool call (src/mcp/elicitation.ts). */
+  "mcp_elicitation",
 ]);
 export type AskSource = z.infer<typeof AskSource>;
 

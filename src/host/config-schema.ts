@@ -706,6 +706,12 @@ export const KEY_DEFS: readonly KeyDef[] = [
     z.boolean(),
   ),
   providerField(
+    "images",
+    "boolean",
+    "Send images a tool returned (an MCP server's) to the model; false for models that take no images",
+    z.boolean(),
+  ),
+  providerField(
     "models",
     "string_list",
     "Extra model names to list for this provider",

@@ -69,7 +69,6 @@ import { BUDGET_WINDOW, BudgetGate } from "../budget/gate.ts";
 import { BudgetControl } from "../budget/control.ts";
 import { estimateRequest } from "../memory/tokens.ts";
 import { McpService } from "../mcp/service.ts";
-import { consentEffects } from "../mcp/consent.ts";
 import { McpToolBridge } from "../tools/mcp/mcp-tool.ts";
 import { commandEnvOf } from "../tasks/command-policy.ts";
 import { readFileSync } from "node:fs";
@@ -176,7 +175,7 @@ export function buildServices(opts: ServiceOptions) {
     signals,
     deadlines: scheduler,
     expiryHours: () => config.current().values.asks.expiry_hours,
-    effects: () => [workAsks, approvals, consent, mcpConsent],
+    effects: () => [workAsks, approvals, consent, mcp.elicitations],
   });
   handlers.set(ASK_EXPIRY, asks.expiryHandler());
   const work = new WorkService({ store, deadlines: scheduler, ingress, asks });
@@ -193,9 +192,10 @@ export function buildServices(opts: ServiceOptions) {
     hostOrigins: () => hostOrigins(paths.runtimeFile),
     store,
     asks: () => asks,
+    // Workspace servers' approvals live in the one consent store, beside workspace hooks'.
+    consent: () => consent,
     now: () => opts.clock.now(),
   });
-  const mcpConsent = consentEffects(mcp.consent, () => {});
   const mcpTools = new McpToolBridge(mcp);
   const workAsks = new WorkAskEffects({ store, work, deadlines: scheduler });
   // Context management: the request budget per model and turn-local compaction.

@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { stableJson } from "../providers/model.ts";
+import { DEFAULT_ELICITATION_TIMEOUT_MS, MAX_ELICITATION_TIMEOUT_MS } from "./elicitation.ts";
 
 /** Server names: what `mcp__<server>__<tool>` is built from; kept short and plain. */
 export const SERVER_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -135,18 +136,25 @@ export const McpFileSchema = z.strictObject({
   servers: ServerMap.optional(),
   /** Stop a server this long after its last call (default 10 minutes). */
   idle_stop_ms: z.number().int().min(1_000).max(86_400_000).optional(),
+  /**
+   * How long a tool call waits for the operator's answer to a server's elicitation (default 5
+   * minutes, at most an hour: the agent's turn is held meanwhile).
+   */
+  elicitation_timeout_ms: z.number().int().min(1_000).max(MAX_ELICITATION_TIMEOUT_MS).optional(),
 });
 export type McpFile = z.infer<typeof McpFileSchema>;
 
 export type McpConfig = {
   servers: Record<string, ServerDefinition>;
   idle_stop_ms: number;
+  elicitation_timeout_ms: number;
 };
 
 export function effectiveMcp(file: McpFile | undefined): McpConfig {
   return {
     servers: file?.servers ?? {},
     idle_stop_ms: file?.idle_stop_ms ?? DEFAULT_IDLE_STOP_MS,
+    elicitation_timeout_ms: file?.elicitation_timeout_ms ?? DEFAULT_ELICITATION_TIMEOUT_MS,
   };
 }
 
@@ -181,6 +189,24 @@ export function envNamesOf(def: ServerDefinition): string[] {
   return referencesOf(def)
     .filter((r) => r.kind === "env")
     .map((r) => r.name);
+}
+
+/**
+ * Host environment variables named anywhere in a value (every string, at any depth): what a
+ * stored consent grant's definition or reference list reads.
+ */
+export function envNamesIn(value: unknown, depth = 0): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown, d: number) => {
+    if (d > 8) return;
+    if (typeof v === "string") {
+      for (const m of v.matchAll(REF_RE)) if (!m[1]) out.add(m[2]!);
+    } else if (Array.isArray(v)) for (const x of v.slice(0, 1_000)) walk(x, d + 1);
+    else if (v && typeof v === "object")
+      for (const x of Object.values(v).slice(0, 1_000)) walk(x, d + 1);
+  };
+  walk(value, depth);
+  return [...out];
 }
 
 /** What a reference resolves to, or undefined when it may not or cannot be resolved. */

@@ -152,5 +152,18 @@ export function renderForModel(result: Record<string, unknown>): string {
   }
   if (result.truncated === true)
     lines.push(`[the result was longer than this call's output budget]`);
+  for (const e of (result.elicitations as Record<string, unknown>[] | undefined) ?? []) {
+    lines.push(elicitationLine(e));
+  }
   return lines.join("\n");
+}
+
+/** What the runtime says about a question the server asked the operator during the call. */
+function elicitationLine(e: Record<string, unknown>): string {
+  const ask = `ask ${String(e.ask_id)}`;
+  if (e.how === "timed_out")
+    return `[runtime: the server asked the operator for input (${ask}); the operator did not answer in time, so the server was told "cancel"]`;
+  if (e.how === "withdrawn")
+    return `[runtime: the server asked the operator for input (${ask}); the question was withdrawn (${String(e.reason ?? "")}), so the server was told "cancel"]`;
+  return `[runtime: the server asked the operator for input (${ask}); the operator answered "${String(e.action)}"]`;
 }

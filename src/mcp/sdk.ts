@@ -4,12 +4,13 @@
 export type Sdk = Awaited<ReturnType<typeof load>>;
 
 async function load() {
-  const [client, http, sse, types, stdio] = await Promise.all([
+  const [client, http, sse, types, stdio, protocol] = await Promise.all([
     import("@modelcontextprotocol/sdk/client/index.js"),
     import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
     import("@modelcontextprotocol/sdk/client/sse.js"),
     import("@modelcontextprotocol/sdk/types.js"),
     import("./stdio.ts"),
+    import("@modelcontextprotocol/sdk/shared/protocol.js"),
   ]);
   return {
     Client: client.Client,
@@ -18,6 +19,8 @@ async function load() {
     ErrorCode: types.ErrorCode,
     McpError: types.McpError,
     ListRootsRequestSchema: types.ListRootsRequestSchema,
+    ElicitRequestFormParamsSchema: types.ElicitRequestFormParamsSchema,
+    Protocol: protocol.Protocol,
     ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
     ChildStdioTransport: stdio.ChildStdioTransport,
   };

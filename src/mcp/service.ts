@@ -15,6 +15,10 @@
 //
 // The catalog of a turn comes from each server's last `tools/list` (catalog.ts), so it is
 // built without starting anything; only a server never listed is started for its first list.
+//
+// A server may ask the user for input during a call (`elicitation/create`, form mode only):
+// it becomes an input ask of the calling agent (elicitation.ts) and the call's own timeout is
+// paused while the operator is asked.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -38,6 +42,7 @@ import {
   WORKSPACE_MCP_MAX_BYTES,
   definitionDigest,
   describeDefinition,
+  envNamesIn,
   envNamesOf,
   expand,
   parseDefinition,
@@ -50,11 +55,26 @@ import {
   type ServerDefinition,
 } from "./config.ts";
 import { ToolListingCache, toListing, type ListedTool, type ToolListing } from "./catalog.ts";
-import { ConsentBook, consentAsk, consentOf, type ConsentRequest } from "./consent.ts";
+import {
+  consentPresentation,
+  migrateApprovalsFile,
+  type McpConsentBinding,
+  type WorkspaceConsent,
+} from "./consent.ts";
 import { nameTools } from "./names.ts";
 import { ServerProcessRecords, killGroup } from "./records.ts";
 import type { ChildStdioTransport } from "./stdio.ts";
 import { MAX_MESSAGE_BYTES } from "./limits.ts";
+import {
+  ElicitationWaiters,
+  MAX_ELICITATIONS_PER_CALL,
+  elicitationAsk,
+  refuseRequest,
+  type ElicitResult,
+  type ElicitationOutcome,
+  type RequestedSchema,
+} from "./elicitation.ts";
+import type { AskDraft } from "../asks/service.ts";
 import { renderCallResult, type McpCallResult, type RenderedResult } from "./results.ts";
 
 export type ServerSource = "host" | "agent" | "workspace";
@@ -89,10 +109,14 @@ export type CatalogEntry = {
 
 export type AgentCatalog = { key: string; entries: CatalogEntry[] };
 
-/** Who asks for consent (the asks plane); absent in a graph without it. */
-export interface ConsentAsks {
-  open(draft: ReturnType<typeof consentAsk>): { id: string };
-  pendingFor(agentId: string): { id: string; details: Record<string, unknown> }[];
+/** The asks plane as MCP uses it (elicitation); absent in a graph without it. */
+export interface McpAsks {
+  open(draft: AskDraft): { id: string };
+  withdraw(id: string, reason: string): unknown;
+  list(filter: {
+    state: "pending";
+    limit: number;
+  }): { id: string; details: Record<string, unknown> }[];
 }
 
 export type McpDeps = {
@@ -110,7 +134,9 @@ export type McpDeps = {
   /** The host's own listeners (`http://127.0.0.1:<port>`): a workspace server may not point there. */
   hostOrigins: () => string[];
   store: Store;
-  asks?: () => ConsentAsks | undefined;
+  asks?: () => McpAsks | undefined;
+  /** The host's consent store (workspace servers); without it none is ever approved. */
+  consent?: () => WorkspaceConsent | undefined;
   now: () => Date;
 };
 
@@ -124,6 +150,62 @@ function fail(kind: string, message: string, hint: string, retryable = false): M
   return e;
 }
 
+/**
+ * A call's own timeout, paused while the call waits on the operator (an elicitation): the
+ * server's time is bounded by `tool_timeout_ms`, the person's by the elicitation timeout.
+ */
+class CallClock {
+  #left: number;
+  #since = 0;
+  #timer: NodeJS.Timeout | null = null;
+  #paused = 0;
+  readonly #onTimeout: () => void;
+
+  constructor(ms: number, onTimeout: () => void) {
+    this.#left = ms;
+    this.#onTimeout = onTimeout;
+    this.#run();
+  }
+
+  #run(): void {
+    this.#since = Date.now();
+    this.#timer = setTimeout(this.#onTimeout, Math.max(0, this.#left));
+    this.#timer.unref();
+  }
+
+  pause(): void {
+    if (this.#paused++ > 0 || !this.#timer) return;
+    clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#left -= Date.now() - this.#since;
+  }
+
+  resume(): void {
+    if (--this.#paused > 0) return;
+    this.#paused = 0;
+    if (!this.#timer) this.#run();
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#paused = Number.POSITIVE_INFINITY;
+  }
+}
+
+/** A call in flight on a session: whom an elicitation during it is about. */
+type InflightCall = {
+  agentId: string;
+  tool: string;
+  callId: string | null;
+  signal: AbortSignal;
+  clock: CallClock;
+  /** Elicitation asks opened during the call and still open. */
+  open: Set<string>;
+  outcomes: ElicitationOutcome[];
+  requests: number;
+};
+
 /** One live (or last) session to a server. */
 class Session {
   state: ServerState = "stopped";
@@ -134,6 +216,7 @@ class Session {
   startedAt: string | null = null;
   lastUsed = 0;
   inflight = 0;
+  readonly calls = new Map<number, InflightCall>();
   failures = 0;
   notBefore = 0;
   lastError: string | null = null;
@@ -152,8 +235,10 @@ export class McpService {
   readonly #sessions = new Map<string, Session>();
   readonly #listings: ToolListingCache;
   readonly #records: ServerProcessRecords;
-  readonly consent: ConsentBook;
+  /** The calls waiting on an elicitation ask; also the asks plane's hooks for them. */
+  readonly elicitations = new ElicitationWaiters();
   readonly #catalogs = new Map<string, AgentCatalog>();
+  #callSeq = 0;
   #idleTimer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -161,11 +246,27 @@ export class McpService {
     this.#deps = deps;
     this.#listings = new ToolListingCache(join(deps.home, "mcp", "tools"));
     this.#records = new ServerProcessRecords(deps.runDir);
-    this.consent = new ConsentBook(join(deps.home, "mcp", "approvals.json"));
   }
 
-  /** Kill the servers a host killed with SIGKILL left behind. Called once at start. */
+  /**
+   * Called once at start: kill the servers a host killed with SIGKILL left behind, withdraw
+   * the elicitation asks its calls left, and take in an old approvals file.
+   */
   sweep(): number[] {
+    const consent = this.#deps.consent?.();
+    if (consent) {
+      try {
+        migrateApprovalsFile(join(this.#deps.home, "mcp", "approvals.json"), consent);
+      } catch {
+        // left in place; tried again at the next start
+      }
+    }
+    // A call that waited on an elicitation died with the host: its ask answers nothing now.
+    const asks = this.#deps.asks?.();
+    for (const a of asks?.list({ state: "pending", limit: 500 }) ?? []) {
+      if (a.details?.mcp_elicitation !== undefined)
+        asks!.withdraw(a.id, "the host restarted; the tool call that asked is gone");
+    }
     return this.#records.sweep();
   }
 
@@ -180,9 +281,12 @@ export class McpService {
   referencedEnvNames(): readonly string[] {
     const config = this.#deps.config();
     const kept = this.#envNames;
-    const version = this.#agentsVersion * 1_000_003 + this.consent.version;
+    const consent = this.#deps.consent?.();
+    const version = this.#agentsVersion * 1_000_003 + (consent?.version ?? 0);
     if (kept && kept.config === config && kept.version === version) return kept.names;
-    const names = new Set<string>(this.consent.approvedEnvNames());
+    const names = new Set<string>();
+    for (const g of consent?.grants("mcp_server", "granted") ?? [])
+      for (const n of envNamesIn(g.definition)) names.add(n);
     for (const def of Object.values(config.servers)) for (const n of envNamesOf(def)) names.add(n);
     for (const a of this.#deps.store.agents.list())
       for (const def of Object.values(agentServers(a)))
@@ -299,14 +403,10 @@ export class McpService {
       const { shared: _ignored, ...rest } = def as ServerDefinition & { shared?: boolean };
       const clean = rest as ServerDefinition;
       const digest = definitionDigest(clean);
-      const decision = this.consent.find(root, name, digest);
-      const consent =
-        decision?.decision === "approved"
-          ? "approved"
-          : decision?.decision === "denied"
-            ? "denied"
-            : "pending";
-      const allowed = consent === "approved" ? new Set(decision!.references) : new Set<string>();
+      const state = this.#deps.consent?.()?.peek(binding(root, name, clean, digest)).state;
+      const consent = state === "granted" ? "approved" : state === "refused" ? "denied" : "pending";
+      // The approval listed every reference of this exact definition (the digest binds it).
+      const allowed = new Set(consent === "approved" ? referencesOf(clean).map(referenceText) : []);
       out.push(this.#resolved(agent, name, "workspace", clean, false, root, consent, allowed));
     }
     return out;
@@ -317,32 +417,23 @@ export class McpService {
    * (one ask per definition; an ask already open is not opened again).
    */
   requestConsent(agent: AgentRecord): string[] {
-    const asks = this.#deps.asks?.();
-    if (!asks) return [];
+    const consent = this.#deps.consent?.();
+    if (!consent) return [];
     const pending = this.serversFor(agent).filter((s) => s.consent === "pending");
-    if (pending.length === 0) return [];
-    const open = asks
-      .pendingFor(agent.agent_id)
-      .map((a) => consentOf(a as never))
-      .filter((c): c is ConsentRequest => c !== undefined);
-    const opened: string[] = [];
+    const asked: string[] = [];
     for (const s of pending) {
-      if (
-        open.some(
-          (c) => c.workspace === s.workspace && c.server === s.name && c.sha256 === s.digest,
-        )
-      )
-        continue;
-      const req: ConsentRequest = {
+      const b = binding(s.workspace!, s.name, s.def, s.digest);
+      b.present = consentPresentation({
         workspace: s.workspace!,
         server: s.name,
         sha256: s.digest,
         references: referencesOf(s.def).map(referenceText),
         shown: describeDefinition(s.def),
-      };
-      opened.push(asks.open(consentAsk(agent.agent_id, req)).id);
+      });
+      const c = consent.check(agent.agent_id, b);
+      if (c.ask_id) asked.push(c.ask_id);
     }
-    return opened;
+    return asked;
   }
 
   // -------------------------------------------------------------------------------------
@@ -419,7 +510,7 @@ export class McpService {
     serverName: string,
     tool: string,
     args: Record<string, unknown>,
-    opts: { signal: AbortSignal; chars: number },
+    opts: { signal: AbortSignal; chars: number; call_id?: string },
   ): Promise<RenderedResult> {
     const s = this.serversFor(agent).find((x) => x.name === serverName);
     if (!s) {
@@ -439,21 +530,115 @@ export class McpService {
     const session = this.#session(agent, s);
     const client = await this.#ensure(session, agent);
     const timeout = s.def.tool_timeout_ms ?? DEFAULT_CALL_TIMEOUT_MS;
+    // The call's own clock stops while the operator is asked (an elicitation); the SDK's
+    // timeout is only the outer bound of both.
+    const { McpError, ErrorCode } = sdk();
+    const expired = new AbortController();
+    const clock = new CallClock(timeout, () =>
+      expired.abort(new McpError(ErrorCode.RequestTimeout, "Request timed out")),
+    );
+    const outer =
+      timeout + MAX_ELICITATIONS_PER_CALL * this.#deps.config().elicitation_timeout_ms + 5_000;
+    const id = ++this.#callSeq;
+    const inflight: InflightCall = {
+      agentId: agent.agent_id,
+      tool,
+      callId: opts.call_id ?? null,
+      signal: opts.signal,
+      clock,
+      open: new Set(),
+      outcomes: [],
+      requests: 0,
+    };
+    session.calls.set(id, inflight);
     session.inflight++;
     session.lastUsed = Date.now();
     try {
       const raw = (await client.callTool({ name: tool, arguments: args }, undefined, {
-        timeout,
-        maxTotalTimeout: timeout,
-        signal: opts.signal,
+        timeout: outer,
+        maxTotalTimeout: outer,
+        signal: AbortSignal.any([opts.signal, expired.signal]),
       })) as McpCallResult;
       session.failures = 0;
-      return renderCallResult(serverName, tool, raw, opts.chars);
+      const out = renderCallResult(serverName, tool, raw, opts.chars);
+      if (inflight.outcomes.length) out.result.elicitations = inflight.outcomes;
+      return out;
     } catch (err) {
       throw this.#callFailure(session, err, timeout, opts.signal);
     } finally {
+      clock.stop();
+      session.calls.delete(id);
+      for (const askId of inflight.open)
+        this.#withdraw(askId, "the tool call ended before the operator answered");
       session.inflight--;
       session.lastUsed = Date.now();
+    }
+  }
+
+  /**
+   * A server's `elicitation/create` (the SDK checked its shape: form mode, a flat object of
+   * primitive fields). It becomes an input ask of the one agent whose call is in flight on the
+   * session; anything else (no call, calls of several agents, over the caps, no asks plane)
+   * is declined. Resolves when the operator answers, or with `cancel` when the time is up,
+   * the call ends or the server gives up.
+   */
+  async #elicit(
+    session: Session,
+    params: { message: string; requestedSchema: RequestedSchema; task?: unknown },
+    signal: AbortSignal,
+  ): Promise<ElicitResult> {
+    const asks = this.#deps.asks?.();
+    const calls = [...session.calls.values()];
+    const agents = new Set(calls.map((c) => c.agentId));
+    if (!asks || calls.length === 0 || agents.size !== 1 || params.task !== undefined)
+      return { action: "decline" };
+    // Several calls of one agent at once: the oldest is named (the asker cannot say which).
+    const call = calls[0]!;
+    if (++call.requests > MAX_ELICITATIONS_PER_CALL) return { action: "decline" };
+    if (refuseRequest(params.message, params.requestedSchema) !== null)
+      return { action: "decline" };
+    const timeoutMs = this.#deps.config().elicitation_timeout_ms;
+    let askId: string;
+    try {
+      askId = asks.open(
+        elicitationAsk(
+          call.agentId,
+          {
+            server: session.server.name,
+            tool: call.tool,
+            call_id: call.callId,
+            message: params.message,
+            requested_schema: params.requestedSchema,
+          },
+          timeoutMs,
+        ),
+      ).id;
+    } catch {
+      return { action: "decline" };
+    }
+    const waiting = this.elicitations.wait(askId);
+    call.open.add(askId);
+    call.clock.pause();
+    const giveUp = (why: string) => () => this.#withdraw(askId, why);
+    const onCallEnd = giveUp("the tool call was interrupted before the operator answered");
+    const onServer = giveUp("the MCP server withdrew its question");
+    call.signal.addEventListener("abort", onCallEnd);
+    signal.addEventListener("abort", onServer);
+    const timer = setTimeout(() => {
+      this.elicitations.markTimedOut(askId);
+      this.#withdraw(askId, `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`);
+    }, timeoutMs);
+    timer.unref();
+    try {
+      const { outcome, result } = await waiting;
+      call.outcomes.push(outcome);
+      return result;
+    } finally {
+      clearTimeout(timer);
+      call.open.delete(askId);
+      call.signal.removeEventListener("abort", onCallEnd);
+      signal.removeEventListener("abort", onServer);
+      call.clock.resume();
     }
   }
 
@@ -513,6 +698,15 @@ export class McpService {
     );
   }
 
+  /** Withdraw an elicitation ask; a host shutting down (store closed) leaves it to the next start. */
+  #withdraw(askId: string, why: string): void {
+    try {
+      this.#deps.asks?.()?.withdraw(askId, why);
+    } catch {
+      // the next start withdraws what is left (sweep)
+    }
+  }
+
   #transportFailure(session: Session): string | null {
     return stdioOf(session.transport)?.failure ?? null;
   }
@@ -555,7 +749,13 @@ export class McpService {
   }
 
   async #start(session: Session, agent: AgentRecord | null): Promise<Client> {
-    const { Client, ListRootsRequestSchema, ToolListChangedNotificationSchema } = await loadSdk();
+    const {
+      Client,
+      ElicitRequestFormParamsSchema,
+      ListRootsRequestSchema,
+      Protocol,
+      ToolListChangedNotificationSchema,
+    } = await loadSdk();
     const s = session.server;
     const timeout = startupTimeout(s.def);
     session.state = "starting";
@@ -580,7 +780,22 @@ export class McpService {
       );
     }
     const root = agent && !s.shared ? executionBinding(agent).execution_root : null;
-    const client = new Client(CLIENT_INFO, { capabilities: { roots: { listChanged: false } } });
+    // No `sampling` (it would spend tokens outside every budget); elicitation in form mode only.
+    const client = new Client(CLIENT_INFO, {
+      capabilities: { roots: { listChanged: false }, elicitation: { form: {} } },
+    });
+    // Installed below the SDK client's own elicitation wrapper, which answers a malformed
+    // request with a long validation error: here anything but a well-formed form request (a
+    // nested field, URL mode, a task) is declined.
+    Protocol.prototype.setRequestHandler.call(
+      client,
+      LooseElicitRequest as never,
+      async (request: { params?: unknown }, extra: { signal: AbortSignal }) => {
+        const form = ElicitRequestFormParamsSchema.safeParse(request.params);
+        if (!form.success) return { action: "decline" };
+        return this.#elicit(session, form.data as never, extra.signal);
+      },
+    );
     client.setRequestHandler(ListRootsRequestSchema, async () => ({
       roots: root ? [{ uri: pathToFileURL(root).href, name: "execution root" }] : [],
     }));
@@ -985,6 +1200,11 @@ async function listTools(client: Client, timeout: number): Promise<unknown[]> {
   return tools;
 }
 
+const LooseElicitRequest = z.looseObject({
+  method: z.literal("elicitation/create"),
+  params: z.unknown(),
+});
+
 const LooseToolList = z.looseObject({
   tools: z.array(z.unknown()).max(10_000),
   nextCursor: z.string().optional(),
@@ -1019,6 +1239,22 @@ async function cappedFetch(url: string | URL, init?: RequestInit): Promise<Respo
 
 function stdioOf(t: Transport | null): ChildStdioTransport | null {
   return t && "garbageCount" in t ? (t as ChildStdioTransport) : null;
+}
+
+/** A workspace server as the consent store keys it; the operator sees it redacted. */
+function binding(
+  workspace: string,
+  name: string,
+  def: ServerDefinition,
+  digest: string,
+): McpConsentBinding {
+  return {
+    subject: "mcp_server",
+    workspace,
+    name,
+    definition: redactDefinition(def),
+    digest,
+  };
 }
 
 function agentServers(agent: AgentRecord): Record<string, ServerDefinition> {

@@ -12,6 +12,11 @@
 //       run it; refused: the operator said no to this exact definition, do not run it.
 // An ask opened here is of kind `approval` (details.approval "consent", details.subject the
 // binding's subject) and holds nothing up: the agent keeps working without the entry.
+//
+// This is the one store of these decisions: the MCP client (src/mcp/, a layer below) reaches
+// it through the interface it declares (WorkspaceConsent there), which this class satisfies;
+// its bindings bring their own digest (MCP's tool listings are bound to the same SHA-256)
+// and their own wording of the ask (the full command line or URL and every reference).
 import type { AskRecord } from "../domain/ask.ts";
 import type { ConsentGrant, ConsentSubject } from "../domain/approval.ts";
 import type { AskDecision, AskEffects, AskService } from "../asks/service.ts";
@@ -24,8 +29,12 @@ export type ConsentBinding = {
   workspace: string;
   /** The entry's name within the workspace file (`PreToolUse[0]`, an MCP server's name). */
   name: string;
-  /** The entry's full definition, as parsed from the file. */
+  /** The entry's full definition, as parsed from the file (as shown, when `digest` is given). */
   definition: unknown;
+  /** The SHA-256 the subject computed itself over the full definition (else computed here). */
+  digest?: string | undefined;
+  /** How the subject words its ask (replaces the generic about and detail; adds details). */
+  present?: { about: string; detail: string; details: Record<string, unknown> } | undefined;
 };
 
 export type ConsentCheck = {
@@ -57,14 +66,14 @@ export class ConsentRegistry implements AskEffects {
 
   /** Whether this exact binding may run, without asking (status surfaces). */
   peek(b: ConsentBinding): ConsentCheck {
-    const digest = consentDigest(b.definition);
+    const digest = b.digest ?? consentDigest(b.definition);
     const grant = this.store.approvals.getGrant(b.subject, b.workspace, b.name, digest);
     return { state: grant?.state ?? "pending", ask_id: grant?.ask_id ?? null, digest };
   }
 
   /** Whether this exact binding may run; opens its approval ask when none stands. */
   check(agentId: string, b: ConsentBinding): ConsentCheck {
-    const digest = consentDigest(b.definition);
+    const digest = b.digest ?? consentDigest(b.definition);
     const grant = this.store.approvals.getGrant(b.subject, b.workspace, b.name, digest);
     if (grant && grant.state !== "pending") {
       return { state: grant.state, ask_id: grant.ask_id, digest };
@@ -83,14 +92,17 @@ export class ConsentRegistry implements AskEffects {
         source: "approval",
         scope: "agent",
         gates_agent: false,
-        about: `Allow ${label} ${b.name} of ${b.workspace}`,
-        detail: [
-          `The ${label} ${b.name} in ${b.workspace} asks to run. It runs only once you approve this exact definition (sha256 ${digest}); any change to it asks again.`,
-          "",
-          shown.length > 6_000 ? shown.slice(0, 6_000) + "…" : shown,
-        ].join("\n"),
+        about: b.present?.about ?? `Allow ${label} ${b.name} of ${b.workspace}`,
+        detail:
+          b.present?.detail ??
+          [
+            `The ${label} ${b.name} in ${b.workspace} asks to run. It runs only once you approve this exact definition (sha256 ${digest}); any change to it asks again.`,
+            "",
+            shown.length > 6_000 ? shown.slice(0, 6_000) + "…" : shown,
+          ].join("\n"),
         options: ["approve", "deny"],
         details: {
+          ...b.present?.details,
           approval: "consent",
           subject: b.subject,
           workspace: b.workspace,
@@ -113,6 +125,44 @@ export class ConsentRegistry implements AskEffects {
       return opened;
     });
     return { state: "pending", ask_id: ask.id, digest };
+  }
+
+  /** The grants of one subject in one state (in no particular order), at most `limit`. */
+  grants(subject: ConsentSubject, state: ConsentGrant["state"], limit = 1_000): ConsentGrant[] {
+    return this.store.approvals.grantsIn(subject, state, limit);
+  }
+
+  /**
+   * Take in a decision made before this store existed (an MCP approvals file): kept unless
+   * the same binding already has a decision here. True when it was taken.
+   */
+  adopt(g: {
+    subject: ConsentSubject;
+    workspace: string;
+    name: string;
+    digest: string;
+    state: "granted" | "refused";
+    ask_id: string;
+    definition: unknown;
+    decided_at: string;
+  }): boolean {
+    return this.store.tx(() => {
+      const had = this.store.approvals.getGrant(g.subject, g.workspace, g.name, g.digest);
+      if (had && had.state !== "pending") return false;
+      this.store.approvals.putGrant({
+        subject: g.subject,
+        workspace: g.workspace,
+        name: g.name,
+        digest: g.digest,
+        state: g.state,
+        ask_id: g.ask_id,
+        definition: g.definition,
+        created_at: g.decided_at,
+        updated_at: g.decided_at,
+      });
+      this.version++;
+      return true;
+    });
   }
 
   decided(ask: AskRecord, decision: AskDecision): undefined {

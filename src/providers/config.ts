@@ -88,6 +88,12 @@ export const ProviderEntryFileSchema = z.strictObject({
    * non-streaming request under a total timeout.
    */
   stream: z.boolean().optional(),
+  /**
+   * Default true: images a tool returned (an MCP server's) are sent to the model. False for a
+   * provider whose models take no images (a text-only Chat Completions server): the model
+   * gets the line describing each image instead.
+   */
+  images: z.boolean().optional(),
 });
 export type ProviderEntryFile = z.infer<typeof ProviderEntryFileSchema>;
 /** A provider entry with any `auth` block folded into the flat fields. */

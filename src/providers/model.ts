@@ -80,7 +80,8 @@ export const ToolResultItem = z.object({
   is_error: z.boolean(),
   /**
    * Images the tool returned (an MCP server's image content), base64: sent beside the text by
-   * the transports whose tool results take images (OpenAI Responses, Anthropic Messages).
+   * the transports whose tool results take images (OpenAI Responses, Anthropic Messages), and
+   * by Chat Completions as a user message right after the round's tool messages.
    */
   images: z.array(z.object({ mime_type: z.string(), data: z.string() })).optional(),
 });

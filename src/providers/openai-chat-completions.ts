@@ -3,7 +3,10 @@
 // Lowering: one system message (system prompt, system blocks, then context blocks);
 // user text → user messages; assistant text and the tool calls after it → one assistant
 // message; tool results → `tool` messages. Reasoning items are not replayed (the shape has
-// no place for them). Freeform tools are sent as plain functions with their JSON fallback.
+// no place for them). A `tool` message takes text only, so the images a tool returned (an
+// MCP server's) follow the round's tool messages as one `user` message of `image_url` parts
+// (data URLs), framed as the tool's output, not the operator's words; each tool message
+// says its images follow. Freeform tools are sent as plain functions with their JSON fallback.
 // `max_tokens` is used for the output budget because compatible servers know it best.
 //
 // Streams by default: reads the SSE chunk feed with `stream_options.include_usage` and folds
@@ -36,7 +39,10 @@ import { openAiClient } from "./openai-responses.ts";
 import { emitToolSchema } from "./schema.ts";
 import type { ModelCandidate } from "./types.ts";
 
-export function lowerChatMessages(request: ProviderRequest): ChatCompletionMessageParam[] {
+export function lowerChatMessages(
+  request: ProviderRequest,
+  opts: { images?: boolean | undefined } = {},
+): ChatCompletionMessageParam[] {
   const messages: ChatCompletionMessageParam[] = [];
   const system = [systemText(request.frame), contextText(request.frame) ?? ""]
     .filter((t) => t.length > 0)
@@ -46,7 +52,28 @@ export function lowerChatMessages(request: ProviderRequest): ChatCompletionMessa
     text: string[];
     calls: { id: string; type: "function"; function: { name: string; arguments: string } }[];
   } | null = null;
+  // Images of the current run of tool messages: sent after the run, before anything else.
+  let images: { call_id: string; image: { mime_type: string; data: string } }[] = [];
+  const flushImages = () => {
+    if (images.length === 0) return;
+    const calls = [...new Set(images.map((i) => i.call_id))].join(", ");
+    messages.push({
+      role: "user",
+      content: [
+        {
+          type: "text",
+          text: `[runtime: the ${images.length === 1 ? "image" : `${images.length} images`} below came back from tool call ${calls}: external evidence from the tool, not the operator's words]`,
+        },
+        ...images.map((i) => ({
+          type: "image_url" as const,
+          image_url: { url: `data:${i.image.mime_type};base64,${i.image.data}` },
+        })),
+      ],
+    });
+    images = [];
+  };
   const flush = () => {
+    flushImages();
     if (!assistant) return;
     const text = assistant.text.join("");
     messages.push(
@@ -71,10 +98,19 @@ export function lowerChatMessages(request: ProviderRequest): ChatCompletionMessa
           function: { name: item.name, arguments: item.arguments },
         });
         break;
-      case "tool_result":
-        flush();
-        messages.push({ role: "tool", tool_call_id: item.call_id, content: item.output });
+      case "tool_result": {
+        if (assistant) flush();
+        const shown =
+          opts.images === false
+            ? []
+            : (item.images ?? []).filter((i) => CHAT_IMAGE_TYPES.has(i.mime_type));
+        const note = shown.length
+          ? `\n[${shown.length === 1 ? "its image follows" : `its ${shown.length} images follow`} in the next message]`
+          : "";
+        messages.push({ role: "tool", tool_call_id: item.call_id, content: item.output + note });
+        for (const image of shown) images.push({ call_id: item.call_id, image });
         break;
+      }
       case "user_text":
         flush();
         messages.push({ role: "user", content: item.text });
@@ -86,6 +122,8 @@ export function lowerChatMessages(request: ProviderRequest): ChatCompletionMessa
   flush();
   return messages;
 }
+
+const CHAT_IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
 export function lowerChatTools(request: ProviderRequest): ChatCompletionTool[] {
   const mode = request.schema_mode ?? "relaxed";
@@ -106,7 +144,7 @@ export function buildChatRequest(
 ): ChatCompletionCreateParamsNonStreaming {
   const body: ChatCompletionCreateParamsNonStreaming = {
     model: candidate.model,
-    messages: lowerChatMessages(request),
+    messages: lowerChatMessages(request, { images: candidate.images }),
   };
   if (request.tools.length > 0) body.tools = lowerChatTools(request);
   const maxOut = request.max_output_tokens ?? candidate.max_output_tokens;

@@ -173,6 +173,7 @@ export function resolveCandidate(ref: string, inputs: ResolutionInputs): ModelCa
     base.max_output_tokens = meta.runtime_max_output_tokens;
   }
   if (inputs.config.providers[def.id]?.stream === false) base.stream = false;
+  if (inputs.config.providers[def.id]?.images === false) base.images = false;
   const cred = resolveCredential(def, inputs);
   if (cred.status === "configured" || cred.status === "not_required") {
     return { ...base, credential: cred.credential };

@@ -50,6 +50,8 @@ export type ModelCandidate = {
    * under an idle timeout between chunks.
    */
   stream?: boolean;
+  /** False when the provider entry says `images: false`: tool results' images are not sent. */
+  images?: boolean;
 };
 
 /** Retry policy shared by the retry loop and `config providers doctor`. */

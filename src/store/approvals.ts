@@ -21,6 +21,7 @@ export class ApprovalsRepo {
   private readonly putGrantStmt: StatementSync;
   private readonly getGrantStmt: StatementSync;
   private readonly grantsByAskStmt: StatementSync;
+  private readonly grantsInStmt: StatementSync;
 
   constructor(db: DatabaseSync) {
     this.putCallStmt = db.prepare(
@@ -50,6 +51,9 @@ export class ApprovalsRepo {
       "SELECT data FROM consent_grants WHERE subject = ? AND workspace = ? AND name = ? AND digest = ?",
     );
     this.grantsByAskStmt = db.prepare("SELECT data FROM consent_grants WHERE ask_id = ?");
+    this.grantsInStmt = db.prepare(
+      "SELECT data FROM consent_grants WHERE subject = ? AND state = ? LIMIT ?",
+    );
   }
 
   addCall(call: ApprovalCallRecord): void {
@@ -107,6 +111,12 @@ export class ApprovalsRepo {
     const row = this.getGrantStmt.get(subject, workspace, name, digest) as
       { data: string } | undefined;
     return row ? readRow(ConsentGrant, row.data, "consent grant") : undefined;
+  }
+
+  grantsIn(subject: ConsentSubject, state: ConsentGrant["state"], limit: number): ConsentGrant[] {
+    return (this.grantsInStmt.all(subject, state, limit) as { data: string }[]).map((r) =>
+      readRow(ConsentGrant, r.data, "consent grant"),
+    );
   }
 
   grantsOfAsk(askId: string): ConsentGrant[] {

@@ -32,6 +32,7 @@ function definition(entry: CatalogEntry): ToolDefinition<typeof Args> {
         const out = await mcp.call(ctx.agent, entry.server, entry.tool, input, {
           signal: ctx.signal,
           chars: previewChars(ctx.budget),
+          call_id: ctx.call_id,
         });
         if (out.is_error) {
           throw new ToolFailure("mcp_tool_error", out.summary_text, {
