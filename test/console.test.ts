@@ -18,6 +18,8 @@ import {
   screenshot,
   type TestBrowser,
 } from "./helpers/browser.ts";
+import { executionBinding } from "../src/workspace/roots.ts";
+import { TaskService } from "../src/tasks/service.ts";
 
 const fake = useFakeProvider();
 let rt: TestRuntime;
@@ -187,5 +189,70 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
     await page.goto(`${rt.url}/ui/#/agent/main/children`);
     await page.getByText("No children.").waitFor();
     expect(await axeViolations(page)).toEqual([]);
+  });
+});
+
+describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
+  it("shows its work items, tasks and timers through the /control twins, and stops its task", async () => {
+    const spawned = rt.host.services.agentPlane.spawn({
+      parent_agent_id: "main",
+      preset: "private_child",
+      initial_message: "look around",
+      workspace_mode: "inherit",
+      context_mode: "fresh",
+    });
+    const child = spawned.agent_id;
+    // Paused before its first turn: it stays a live private child, its job pending.
+    rt.host.lifecycle.control(child, "pause");
+    rt.host.services.work.enqueue(child, "audit the child's corner of the repo");
+    const task = rt.host.tasks.start({
+      agent_id: child,
+      cmd: "echo child-task-says-hi; sleep 60",
+      workdir: executionBinding(rt.host.agents.get(child)).cwd,
+      shell: TaskService.shellOr(undefined),
+      login: false,
+      tty: false,
+      accepts_input: false,
+      terminal_reentry: false,
+      summary: "the child's long sleep",
+    });
+    rt.host.services.timers.create(child, { summary: "child check-in", duration_ms: 3_600_000 });
+
+    // The public reads keep it hidden, as before; the twins need the operator.
+    for (const path of ["tasks", "timers", "work-items", `tasks/${task.id}/output`]) {
+      expect((await rt.req("GET", `/agents/${child}/${path}`)).status, path).toBe(404);
+      const anon = await rt.req("GET", `/control/agents/${child}/${path}`, undefined, {
+        authorization: "",
+      });
+      expect(anon.status, path).toBe(401);
+      expect((await rt.req("GET", `/control/agents/${child}/${path}`)).status, path).toBe(200);
+    }
+
+    const enc = encodeURIComponent(child);
+    await page.goto(`${rt.url}/ui/#/agent/${enc}/work`);
+    await page.getByRole("button", { name: "audit the child's corner of the repo" }).click();
+    await page.locator("aside.detail dl.fields", { hasText: "objective" }).waitFor();
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
+
+    await page.goto(`${rt.url}/ui/#/agent/${enc}/timers`);
+    await page.locator('[data-testid="timers"]', { hasText: "child check-in" }).waitFor();
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
+
+    await page.goto(`${rt.url}/ui/#/agent/${enc}/tasks`);
+    const row = page.locator(`tr[data-task="${task.id}"]`);
+    await row.locator("button.link").click();
+    await page.locator('[data-testid="task-output"]', { hasText: "child-task-says-hi" }).waitFor();
+    await row.locator("button.danger").click();
+    await waitFor(
+      () => !["queued", "running", "cancelling"].includes(rt.host.store.tasks.get(task.id)!.status),
+      {
+        what: "the child's task to stop",
+        timeoutMs: 15_000,
+      },
+    );
+    await row
+      .locator('[data-testid="task-status"]', { hasText: /^(cancelled|failed|completed)$/ })
+      .waitFor();
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
   });
 });

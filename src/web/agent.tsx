@@ -394,7 +394,7 @@ type Task = {
 
 function TasksTab({ id }: { id: string }) {
   const enc = encodeURIComponent(id);
-  const { data, error, reload } = usePoll<{ tasks: Task[] }>(`/agents/${enc}/tasks`, 1500);
+  const { data, error, reload } = usePoll<{ tasks: Task[] }>(`/control/agents/${enc}/tasks`, 1500);
   const [open, setOpen] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
   return (
@@ -463,7 +463,7 @@ function TasksTab({ id }: { id: string }) {
 }
 
 function TaskOutput({ agent, task }: { agent: string; task: string }) {
-  const path = `/agents/${encodeURIComponent(agent)}/tasks/${encodeURIComponent(task)}/output`;
+  const path = `/control/agents/${encodeURIComponent(agent)}/tasks/${encodeURIComponent(task)}/output`;
   const { data } = usePoll<{
     task?: { output_preview?: string | null; status?: string };
     retrieval_status?: string;
@@ -493,12 +493,12 @@ type WorkItem = {
 function WorkTab({ id }: { id: string }) {
   const enc = encodeURIComponent(id);
   const { data, error } = usePoll<{ work_items: WorkItem[] }>(
-    `/agents/${enc}/work-items?limit=200`,
+    `/control/agents/${enc}/work-items?limit=200`,
     3000,
   );
   const [open, setOpen] = useState<string | null>(null);
   const detail = usePoll<Record<string, unknown>>(
-    open ? `/agents/${enc}/work-items/${encodeURIComponent(open)}` : "/ui/session",
+    open ? `/control/agents/${enc}/work-items/${encodeURIComponent(open)}` : "/ui/session",
     open ? 3000 : 0,
   );
   return (
@@ -570,7 +570,7 @@ type Timer = {
 
 function TimersTab({ id }: { id: string }) {
   const enc = encodeURIComponent(id);
-  const { data, error } = usePoll<{ timers: Timer[] }>(`/agents/${enc}/timers`, 3000);
+  const { data, error } = usePoll<{ timers: Timer[] }>(`/control/agents/${enc}/timers`, 3000);
   const [trigger, setTrigger] = useState<Record<string, unknown> | null>(null);
   const [revealed, setRevealed] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
