@@ -18,7 +18,7 @@ import {
   useState,
 } from "react";
 import { createRoot } from "react-dom/client";
-import { ApiError, get, login, logout } from "./api.ts";
+import { ApiError, get, login, logout, onSessionLost } from "./api.ts";
 import { AgentsPage } from "./agents.tsx";
 import { AsksPage } from "./asks.tsx";
 import { UsagePage } from "./usage.tsx";
@@ -42,7 +42,8 @@ function parseRoute(hash: string): Route {
   return { page: "agents" };
 }
 
-type AuthState = "checking" | "in" | "out" | { error: string };
+/** `ended`: the session was in and the host stopped accepting it. */
+type AuthState = "checking" | "in" | "out" | "ended" | { error: string };
 
 function App() {
   const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
@@ -81,7 +82,8 @@ function App() {
     return () => removeEventListener("hashchange", onHash);
   }, []);
 
-  const onAuthLost = useCallback(() => setAuth("out"), []);
+  const onAuthLost = useCallback(() => setAuth((a) => (a === "in" ? "ended" : a)), []);
+  useEffect(() => onSessionLost(onAuthLost), [onAuthLost]);
 
   if (auth === "checking")
     return (
@@ -96,6 +98,11 @@ function App() {
         {typeof auth === "object" ? (
           <p role="alert" className="bad">
             {auth.error}
+          </p>
+        ) : auth === "ended" ? (
+          <p role="alert" className="bad" data-testid="session-ended">
+            Your console session has ended: it expired, you logged out elsewhere, or the host
+            restarted without keeping console sessions.
           </p>
         ) : null}
         <p>
