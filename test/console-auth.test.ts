@@ -122,6 +122,24 @@ describe("console login", () => {
           .kind,
       ).toBe("invalid_request");
       expect((await send(rt, "POST", "/ui/session", { body: { nope: 1 } })).status).toBe(400);
+      expect(
+        (await send(rt, "POST", "/ui/session", { body: { secret, overview: "yes" } })).status,
+      ).toBe(400);
+      // Asked for, the login's answer carries the first screen too (the console's first
+      // request brings the agents list); a refused login carries nothing of it.
+      const link = await rt.req("POST", "/control/console/login-link", {});
+      const fresh = /#login=([A-Za-z0-9_-]+)$/.exec(link.json.url)![1]!;
+      const withOverview = await send(rt, "POST", "/ui/session", {
+        body: { secret: fresh, overview: true },
+      });
+      expect(withOverview.status).toBe(200);
+      expect(withOverview.json.overview.agents.map((a: any) => a.agent_id)).toContain("main");
+      expect(typeof withOverview.json.overview.cursor).toBe("number");
+      const refusedOverview = await send(rt, "POST", "/ui/session", {
+        body: { secret: fresh, overview: true },
+      });
+      expect(refusedOverview.status).toBe(401);
+      expect(refusedOverview.json.overview).toBeUndefined();
 
       // Cookie and token together are a credential for reads and control routes alike.
       const both = { cookie, "x-holon-csrf": csrf };

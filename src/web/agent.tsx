@@ -2,7 +2,7 @@
 // presentation layer, live over the resumable event stream; a composer for the operator's
 // prompt, interjection, pause, resume, stop and abort; and tabs for its work items, tasks
 // (live output, stop), timers and external trigger (masked until revealed), and children.
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { EventEnvelope } from "../domain/events.ts";
 import {
   IDLE,
@@ -42,6 +42,38 @@ function present(e: EventEnvelope): PresentationItem | null {
   return it;
 }
 const seqOf = (it: PresentationItem) => it.seq;
+
+/** A row shows at most this much of an item's text (a wide screen shows fewer). */
+const ROW_CHARS = 200;
+/** A row's three cut strings, made once per item rather than on every render. */
+type RowText = { ts: string; title: string; summary: string };
+const rowTexts = new WeakMap<PresentationItem, RowText>();
+function rowText(it: PresentationItem): RowText {
+  let t = rowTexts.get(it);
+  if (!t) {
+    t = {
+      ts: it.ts.slice(11, 19),
+      title: cut(it.title, 80),
+      summary: cut(it.summary || it.body, ROW_CHARS),
+    };
+    rowTexts.set(it, t);
+  }
+  return t;
+}
+
+/** The live activity line: it ticks every second on its own, without the list. */
+function ActivityLine({ activity }: { activity: ActivityState }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, []);
+  return (
+    <p className="activity" aria-live="polite" data-testid="activity">
+      {renderActivity(activity, now, 200) ?? "idle"}
+    </p>
+  );
+}
 
 export function AgentPage(props: { id: string; tab: string; onAuthLost: () => void }) {
   const { id, tab } = props;
@@ -83,18 +115,13 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
   const [error, setError] = useState<string | null>(null);
   const [selected, setSelected] = useState<PresentationItem | null>(null);
   const [activity, setActivity] = useState<ActivityState>(IDLE);
-  const [now, setNow] = useState(Date.now());
   const [height, setHeight] = useState(480);
 
   useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), 1000);
     const fit = () => setHeight(Math.max(240, innerHeight - 330));
     fit();
     addEventListener("resize", fit);
-    return () => {
-      clearInterval(t);
-      removeEventListener("resize", fit);
-    };
+    return () => removeEventListener("resize", fit);
   }, []);
 
   useEffect(() => {
@@ -183,8 +210,26 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
       loading.current = false;
     }
   };
+  const olderRef = useRef(older);
+  olderRef.current = older;
 
-  const line = renderActivity(activity, now, 200);
+  const renderRow = useCallback((it: PresentationItem) => {
+    const t = rowText(it);
+    return (
+      <button
+        type="button"
+        className={`item t-${it.tone} c-${it.category}`}
+        onClick={() => setSelected(it)}
+        data-seq={it.seq}
+      >
+        <span className="ts">{t.ts}</span>
+        <span className="title">{t.title}</span>
+        <span className="summary">{t.summary}</span>
+      </button>
+    );
+  }, []);
+  const onReachTop = useCallback(() => void olderRef.current(), []);
+
   return (
     <div className="conv">
       <div className="bar">
@@ -220,20 +265,9 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
           rowHeight={ROW}
           height={height}
           follow
-          onReachTop={() => void older()}
+          onReachTop={onReachTop}
           keyOf={seqOf}
-          render={(it) => (
-            <button
-              type="button"
-              className={`item t-${it.tone} c-${it.category}`}
-              onClick={() => setSelected(it)}
-              data-seq={it.seq}
-            >
-              <span className="ts">{it.ts.slice(11, 19)}</span>
-              <span className="title">{cut(it.title, 80)}</span>
-              <span className="summary">{cut(it.summary || it.body, 300)}</span>
-            </button>
-          )}
+          render={renderRow}
         />
         <aside className="detail" tabIndex={0} aria-label="Selected item">
           {selected ? (
@@ -243,9 +277,7 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
           )}
         </aside>
       </div>
-      <p className="activity" aria-live="polite" data-testid="activity">
-        {line ?? "idle"}
-      </p>
+      <ActivityLine activity={activity} />
       <Composer id={id} />
     </div>
   );

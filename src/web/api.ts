@@ -86,16 +86,20 @@ export async function post<T>(path: string, body: unknown = {}): Promise<T> {
   return parse<T>(res);
 }
 
-/** Spend the one-time secret from the login link. */
-export async function login(secret: string): Promise<void> {
+/**
+ * Spend the one-time secret from the login link. With `overview`, the answer also carries
+ * the agents overview (the first screen, from this one request).
+ */
+export async function login(secret: string, overview = false): Promise<unknown> {
   const res = await fetch("/ui/session", {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json" },
     credentials: "same-origin",
-    body: JSON.stringify({ secret }),
+    body: JSON.stringify(overview ? { secret, overview } : { secret }),
   });
-  const r = await parse<{ csrf_token: string }>(res);
+  const r = await parse<{ csrf_token: string; overview?: unknown }>(res);
   setCsrf(r.csrf_token);
+  return r.overview;
 }
 
 export async function logout(): Promise<void> {
