@@ -15,7 +15,13 @@ import type { Page } from "playwright-core";
 import { cleanupHomes, spawnServe, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { reply } from "./fake-provider/server.ts";
-import { HAVE_CHROMIUM, launchBrowser, newPage, type TestBrowser } from "./helpers/browser.ts";
+import {
+  HAVE_CHROMIUM,
+  launchBrowser,
+  logIn,
+  newPage,
+  type TestBrowser,
+} from "./helpers/browser.ts";
 import { presentEvent, shows } from "../src/client/presentation.ts";
 import type { EventEnvelope } from "../src/domain/events.ts";
 
@@ -160,9 +166,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the console across a host restart", () => {
     let rt = await startRuntime({ home });
     const port = rt.server.httpAddr.split(":").at(-1)!;
     try {
-      const link = await rt.req("POST", "/control/console/login-link", {});
-      await page.goto(link.json.url as string);
-      await page.locator('tr[data-agent="main"]').waitFor();
+      await logIn(page, rt);
       await page.goto(`${rt.url}/ui/#/agent/main`);
       await page.locator('[data-testid="live"]', { hasText: "live" }).waitFor();
       await rt.close();

@@ -6,37 +6,31 @@
 // serious or critical accessibility violation on any of them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { waitFor, type TestRuntime } from "./helpers/home.ts";
+import { useFakeProvider } from "./helpers/provider.ts";
 import { reply } from "./fake-provider/server.ts";
 import {
   HAVE_CHROMIUM,
   axeViolations,
-  launchBrowser,
   loginLink,
-  newPage,
   screenshot,
-  type TestBrowser,
+  openConsole,
+  type ConsoleSetup,
 } from "./helpers/browser.ts";
 import { executionBinding } from "../src/workspace/roots.ts";
 import { TaskService } from "../src/tasks/service.ts";
 
 const fake = useFakeProvider();
+let c: ConsoleSetup;
 let rt: TestRuntime;
-let b: TestBrowser;
 let page: Page;
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
-  const home = tempHome();
-  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  [rt, b] = await Promise.all([startRuntime({ home }), launchBrowser()]);
-  ({ page } = await newPage(b));
+  c = await openConsole(fake);
+  ({ rt, page } = c);
 });
-afterAll(async () => {
-  await b?.close();
-  await rt?.close();
-});
+afterAll(() => c?.close());
 
 const idle = (agent = "main") =>
   waitFor(
