@@ -3,7 +3,9 @@
 // one-time login link and waits for the agents table, five times; (2) the conversation
 // with 10,000 events: the page pages them all in (scrolling to the top loads older pages)
 // and is then scrolled end to end, one step per animation frame, with every frame's
-// duration measured in the page (requestAnimationFrame deltas). Also the console script's
+// duration measured in the page (requestAnimationFrame deltas), then an empty box of the same
+// size and scroll height in the same page, scrolled the same way: the machine's own floor
+// of long frames (on a shared, loaded machine it is not zero). Also the console scripts'
 // gzipped size. Skipped (with a note) where chromium is missing.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
