@@ -76,6 +76,20 @@ describe("console login", () => {
       );
       expect(page.headers.get("x-frame-options")).toBe("DENY");
       expect(page.text).toContain('src="/ui/assets/app.js"');
+      // The boot script runs first; every script the first screen needs is preloaded, each
+      // is a file of the console's own (no inline script: the CSP would refuse it anyway).
+      expect(page.text.indexOf('src="/ui/assets/boot.js"')).toBeGreaterThan(0);
+      expect(page.text.indexOf('src="/ui/assets/boot.js"')).toBeLessThan(
+        page.text.indexOf('src="/ui/assets/app.js"'),
+      );
+      const preloaded = [...page.text.matchAll(/rel="modulepreload" href="([^"]+)"/g)].map(
+        (m) => m[1]!,
+      );
+      expect(preloaded).toEqual(
+        expect.arrayContaining(["/ui/assets/boot.js", "/ui/assets/app.js"]),
+      );
+      for (const href of preloaded) expect((await send(rt, "GET", href)).status, href).toBe(200);
+      expect(page.text).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
       const js = await send(rt, "GET", "/ui/assets/app.js");
       expect(js.status).toBe(200);
       expect(js.headers.get("content-type")).toContain("text/javascript");
