@@ -88,7 +88,9 @@ async function shown(p: Page, containing = ""): Promise<{ count: number; seqs: n
     const count = Number(/(\d+) items/.exec(d.querySelector(".bar").textContent)?.[1] ?? -1);
     const seqs = [...d.querySelectorAll("[data-seq]")]
       .filter((el: any) => el.textContent.includes(text))
-      .map((el: any) => Number(el.dataset.seq));
+      .map((el: any) => Number(el.dataset.seq))
+      // Rows are reused in place: the page's order is not the visual one.
+      .sort((a: number, b: number) => a - b);
     return { count, seqs };
   }, containing);
 }

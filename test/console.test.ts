@@ -71,6 +71,28 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
       .find((m) => m.body.type === "text" && m.body.text === "say hello");
     expect(msg?.delivery_surface).toBe("web_console");
     expect(msg?.admission_context).toBe("control_authenticated");
+
+    // The keyboard walks the rows in their visual order (rows are reused in place, so their
+    // order in the page is not): the list is one tab stop, End and the arrows move the focus.
+    const focusedRow = () =>
+      page.evaluate(() => {
+        const d = (globalThis as any).document;
+        const row = d.activeElement?.closest("[data-index]");
+        return row ? { index: Number(row.dataset.index), text: row.textContent as string } : null;
+      });
+    await page.getByRole("list", { name: "Conversation" }).focus();
+    await page.keyboard.press("End");
+    const last = await focusedRow();
+    expect(last).not.toBeNull();
+    const count = Number(/(\d+) items/.exec((await page.locator(".bar").textContent())!)?.[1]);
+    expect(last!.index).toBe(count - 1);
+    await page.keyboard.press("ArrowUp");
+    expect((await focusedRow())!.index).toBe(count - 2);
+    await page.keyboard.press("Home");
+    expect((await focusedRow())!.index).toBe(0);
+    await page.keyboard.press("End");
+    await page.keyboard.press("Enter");
+    await page.locator("aside.detail h2").waitFor();
     await screenshot(page, "agent");
     expect(await axeViolations(page)).toEqual([]);
 

@@ -218,6 +218,7 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
     return (
       <button
         type="button"
+        tabIndex={-1}
         className={`item t-${it.tone} c-${it.category}`}
         onClick={() => setSelected(it)}
         data-seq={it.seq}
