@@ -76,6 +76,20 @@ describe("console login", () => {
       );
       expect(page.headers.get("x-frame-options")).toBe("DENY");
       expect(page.text).toContain('src="/ui/assets/app.js"');
+      // The boot script runs first; every script the first screen needs is preloaded, each
+      // is a file of the console's own (no inline script: the CSP would refuse it anyway).
+      expect(page.text.indexOf('src="/ui/assets/boot.js"')).toBeGreaterThan(0);
+      expect(page.text.indexOf('src="/ui/assets/boot.js"')).toBeLessThan(
+        page.text.indexOf('src="/ui/assets/app.js"'),
+      );
+      const preloaded = [...page.text.matchAll(/rel="modulepreload" href="([^"]+)"/g)].map(
+        (m) => m[1]!,
+      );
+      expect(preloaded).toEqual(
+        expect.arrayContaining(["/ui/assets/boot.js", "/ui/assets/app.js"]),
+      );
+      for (const href of preloaded) expect((await send(rt, "GET", href)).status, href).toBe(200);
+      expect(page.text).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
       const js = await send(rt, "GET", "/ui/assets/app.js");
       expect(js.status).toBe(200);
       expect(js.headers.get("content-type")).toContain("text/javascript");
@@ -122,6 +136,24 @@ describe("console login", () => {
           .kind,
       ).toBe("invalid_request");
       expect((await send(rt, "POST", "/ui/session", { body: { nope: 1 } })).status).toBe(400);
+      expect(
+        (await send(rt, "POST", "/ui/session", { body: { secret, overview: "yes" } })).status,
+      ).toBe(400);
+      // Asked for, the login's answer carries the first screen too (the console's first
+      // request brings the agents list); a refused login carries nothing of it.
+      const link = await rt.req("POST", "/control/console/login-link", {});
+      const fresh = /#login=([A-Za-z0-9_-]+)$/.exec(link.json.url)![1]!;
+      const withOverview = await send(rt, "POST", "/ui/session", {
+        body: { secret: fresh, overview: true },
+      });
+      expect(withOverview.status).toBe(200);
+      expect(withOverview.json.overview.agents.map((a: any) => a.agent_id)).toContain("main");
+      expect(typeof withOverview.json.overview.cursor).toBe("number");
+      const refusedOverview = await send(rt, "POST", "/ui/session", {
+        body: { secret: fresh, overview: true },
+      });
+      expect(refusedOverview.status).toBe(401);
+      expect(refusedOverview.json.overview).toBeUndefined();
 
       // Cookie and token together are a credential for reads and control routes alike.
       const both = { cookie, "x-holon-csrf": csrf };

@@ -6,35 +6,31 @@
 // serious or critical accessibility violation on any of them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Page } from "playwright-core";
-import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { waitFor, type TestRuntime } from "./helpers/home.ts";
+import { useFakeProvider } from "./helpers/provider.ts";
 import { reply } from "./fake-provider/server.ts";
 import {
   HAVE_CHROMIUM,
   axeViolations,
-  launchBrowser,
   loginLink,
-  newPage,
   screenshot,
-  type TestBrowser,
+  openConsole,
+  type ConsoleSetup,
 } from "./helpers/browser.ts";
+import { executionBinding } from "../src/workspace/roots.ts";
+import { TaskService } from "../src/tasks/service.ts";
 
 const fake = useFakeProvider();
+let c: ConsoleSetup;
 let rt: TestRuntime;
-let b: TestBrowser;
 let page: Page;
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
-  const home = tempHome();
-  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  [rt, b] = await Promise.all([startRuntime({ home }), launchBrowser()]);
-  ({ page } = await newPage(b));
+  c = await openConsole(fake);
+  ({ rt, page } = c);
 });
-afterAll(async () => {
-  await b?.close();
-  await rt?.close();
-});
+afterAll(() => c?.close());
 
 const idle = (agent = "main") =>
   waitFor(
@@ -75,6 +71,28 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
       .find((m) => m.body.type === "text" && m.body.text === "say hello");
     expect(msg?.delivery_surface).toBe("web_console");
     expect(msg?.admission_context).toBe("control_authenticated");
+
+    // The keyboard walks the rows in their visual order (rows are reused in place, so their
+    // order in the page is not): the list is one tab stop, End and the arrows move the focus.
+    const focusedRow = () =>
+      page.evaluate(() => {
+        const d = (globalThis as any).document;
+        const row = d.activeElement?.closest("[data-index]");
+        return row ? { index: Number(row.dataset.index), text: row.textContent as string } : null;
+      });
+    await page.getByRole("list", { name: "Conversation" }).focus();
+    await page.keyboard.press("End");
+    const last = await focusedRow();
+    expect(last).not.toBeNull();
+    const count = Number(/(\d+) items/.exec((await page.locator(".bar").textContent())!)?.[1]);
+    expect(last!.index).toBe(count - 1);
+    await page.keyboard.press("ArrowUp");
+    expect((await focusedRow())!.index).toBe(count - 2);
+    await page.keyboard.press("Home");
+    expect((await focusedRow())!.index).toBe(0);
+    await page.keyboard.press("End");
+    await page.keyboard.press("Enter");
+    await page.locator("aside.detail h2").waitFor();
     await screenshot(page, "agent");
     expect(await axeViolations(page)).toEqual([]);
 
@@ -187,5 +205,70 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
     await page.goto(`${rt.url}/ui/#/agent/main/children`);
     await page.getByText("No children.").waitFor();
     expect(await axeViolations(page)).toEqual([]);
+  });
+});
+
+describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
+  it("shows its work items, tasks and timers through the /control twins, and stops its task", async () => {
+    const spawned = rt.host.services.agentPlane.spawn({
+      parent_agent_id: "main",
+      preset: "private_child",
+      initial_message: "look around",
+      workspace_mode: "inherit",
+      context_mode: "fresh",
+    });
+    const child = spawned.agent_id;
+    // Paused before its first turn: it stays a live private child, its job pending.
+    rt.host.lifecycle.control(child, "pause");
+    rt.host.services.work.enqueue(child, "audit the child's corner of the repo");
+    const task = rt.host.tasks.start({
+      agent_id: child,
+      cmd: "echo child-task-says-hi; sleep 60",
+      workdir: executionBinding(rt.host.agents.get(child)).cwd,
+      shell: TaskService.shellOr(undefined),
+      login: false,
+      tty: false,
+      accepts_input: false,
+      terminal_reentry: false,
+      summary: "the child's long sleep",
+    });
+    rt.host.services.timers.create(child, { summary: "child check-in", duration_ms: 3_600_000 });
+
+    // The public reads keep it hidden, as before; the twins need the operator.
+    for (const path of ["tasks", "timers", "work-items", `tasks/${task.id}/output`]) {
+      expect((await rt.req("GET", `/agents/${child}/${path}`)).status, path).toBe(404);
+      const anon = await rt.req("GET", `/control/agents/${child}/${path}`, undefined, {
+        authorization: "",
+      });
+      expect(anon.status, path).toBe(401);
+      expect((await rt.req("GET", `/control/agents/${child}/${path}`)).status, path).toBe(200);
+    }
+
+    const enc = encodeURIComponent(child);
+    await page.goto(`${rt.url}/ui/#/agent/${enc}/work`);
+    await page.getByRole("button", { name: "audit the child's corner of the repo" }).click();
+    await page.locator("aside.detail dl.fields", { hasText: "objective" }).waitFor();
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
+
+    await page.goto(`${rt.url}/ui/#/agent/${enc}/timers`);
+    await page.locator('[data-testid="timers"]', { hasText: "child check-in" }).waitFor();
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
+
+    await page.goto(`${rt.url}/ui/#/agent/${enc}/tasks`);
+    const row = page.locator(`tr[data-task="${task.id}"]`);
+    await row.locator("button.link").click();
+    await page.locator('[data-testid="task-output"]', { hasText: "child-task-says-hi" }).waitFor();
+    await row.locator("button.danger").click();
+    await waitFor(
+      () => !["queued", "running", "cancelling"].includes(rt.host.store.tasks.get(task.id)!.status),
+      {
+        what: "the child's task to stop",
+        timeoutMs: 15_000,
+      },
+    );
+    await row
+      .locator('[data-testid="task-status"]', { hasText: /^(cancelled|failed|completed)$/ })
+      .waitFor();
+    expect(await page.locator('[role="alert"]').count()).toBe(0);
   });
 });

@@ -167,7 +167,7 @@ export const ROUTES: RouteDoc[] = [
     query: [Limit(1000, 100)],
     ok: { status: 200, schema: S.TranscriptResponse },
   }),
-  ...withDefault({
+  ...agentRead({
     method: "get",
     path: "/agents/:id/tasks",
     summary: "Task records, newest first",
@@ -340,14 +340,14 @@ export const ROUTES: RouteDoc[] = [
     body: { schema: StartBody },
     ok: { status: 201, schema: S.TaskStartResponse },
   },
-  {
+  ...withControlTwin({
     method: "get",
     path: "/agents/:id/tasks/:task_id",
     summary: "One task's snapshot",
     access: "read",
     ok: { status: 200, schema: S.TaskResponse },
-  },
-  {
+  }),
+  ...withControlTwin({
     method: "get",
     path: "/agents/:id/tasks/:task_id/output",
     summary: "A task's output preview",
@@ -365,11 +365,11 @@ export const ROUTES: RouteDoc[] = [
       },
     ],
     ok: { status: 200, schema: S.TaskOutputResponse },
-  },
+  }),
   {
     method: "post",
     path: "/control/agents/:id/tasks/:task_id/stop",
-    summary: "Stop a task's process group",
+    summary: "Stop a task's process group (any agent's task, a private child's too)",
     access: "control",
     ok: { status: 200, schema: S.TaskStopResponse },
   },
@@ -389,7 +389,7 @@ export const ROUTES: RouteDoc[] = [
     body: { schema: EnqueueWorkBody },
     ok: { status: 201, schema: S.WorkItemCreatedResponse },
   },
-  {
+  ...withControlTwin({
     method: "get",
     path: "/agents/:id/work-items",
     summary: "An agent's work items, by view",
@@ -411,14 +411,14 @@ export const ROUTES: RouteDoc[] = [
       Limit(200, 50),
     ],
     ok: { status: 200, schema: S.WorkItemsResponse },
-  },
-  {
+  }),
+  ...withControlTwin({
     method: "get",
     path: "/agents/:id/work-items/:work_item_id",
     summary: "One work item with its plan descriptor and completion report",
     access: "read",
     ok: { status: 200, schema: S.WorkItemResponse },
-  },
+  }),
   {
     method: "post",
     path: "/control/agents/:id/work-items/:work_item_id/complete",

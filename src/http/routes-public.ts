@@ -139,7 +139,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
   ] as const) {
     app.get(`/agents/:id/${path}`, handler(resolveAgent));
     app.get(`/${path}`, handler(resolveAgent));
-    if (path !== "tasks") app.get(`/control/agents/:id/${path}`, handler(resolveAny));
+    app.get(`/control/agents/:id/${path}`, handler(resolveAny));
   }
 
   const enqueue = async (c: Context<AppEnv>) => {

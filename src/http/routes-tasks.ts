@@ -53,6 +53,12 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const agent = host.agents.getPublic(c.req.param("id")!);
     return tasks().get(agent.agent_id, c.req.param("task_id")!);
   };
+  /** The operator's view (control routes): a task of any agent, private children's too. */
+  const anyTaskOf = (c: Context<AppEnv>) => {
+    const agent = host.agents.get(c.req.param("id")!);
+    return tasks().get(agent.agent_id, c.req.param("task_id")!);
+  };
+  type TaskOf = typeof taskOf;
 
   app.post("/control/agents/:id/tasks", async (c) => {
     requireControl(c);
@@ -88,31 +94,38 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return c.json({ ok: true, agent_id: agent.agent_id, task: taskSnapshot(task) }, 201);
   });
 
-  app.get("/agents/:id/tasks/:task_id", (c) => {
-    requireRead(c);
-    return c.json({ ok: true, task: taskSnapshot(taskOf(c)) });
-  });
+  // Reads: the public routes see public agents' tasks; their /control twins any agent's.
+  const snapshot = (find: TaskOf, auth: (c: Context<AppEnv>) => void) => (c: Context<AppEnv>) => {
+    auth(c);
+    return c.json({ ok: true, task: taskSnapshot(find(c)) });
+  };
+  const output =
+    (find: TaskOf, auth: (c: Context<AppEnv>) => void) => async (c: Context<AppEnv>) => {
+      auth(c);
+      const chars =
+        intParam(c, "max_chars", { min: 256, max: MAX_PREVIEW_CHARS }) ?? DEFAULT_PREVIEW_CHARS;
+      const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS });
+      let task = find(c);
+      if (waitMs !== undefined)
+        task = await tasks().waitTerminal(task.id, waitMs, c.req.raw.signal);
+      if (task.kind === "child_agent_task") {
+        return c.json({
+          ok: true,
+          ...host.services.agentPlane.output(task, chars, waitMs !== undefined),
+        });
+      }
+      return c.json({ ok: true, ...taskOutputView(task, chars, waitMs !== undefined) });
+    };
+  app.get("/agents/:id/tasks/:task_id", snapshot(taskOf, requireRead));
+  app.get("/agents/:id/tasks/:task_id/output", output(taskOf, requireRead));
+  app.get("/control/agents/:id/tasks/:task_id", snapshot(anyTaskOf, requireControl));
+  app.get("/control/agents/:id/tasks/:task_id/output", output(anyTaskOf, requireControl));
 
-  app.get("/agents/:id/tasks/:task_id/output", async (c) => {
-    requireRead(c);
-    const chars =
-      intParam(c, "max_chars", { min: 256, max: MAX_PREVIEW_CHARS }) ?? DEFAULT_PREVIEW_CHARS;
-    const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS });
-    let task = taskOf(c);
-    if (waitMs !== undefined) task = await tasks().waitTerminal(task.id, waitMs, c.req.raw.signal);
-    if (task.kind === "child_agent_task") {
-      return c.json({
-        ok: true,
-        ...host.services.agentPlane.output(task, chars, waitMs !== undefined),
-      });
-    }
-    return c.json({ ok: true, ...taskOutputView(task, chars, waitMs !== undefined) });
-  });
-
+  // Stopping is the operator's, for any agent's task (a private child's included).
   app.post("/control/agents/:id/tasks/:task_id/stop", async (c) => {
     requireControl(c);
     await readJson(c, { optional: true });
-    const task = taskOf(c);
+    const task = anyTaskOf(c);
     const r =
       task.kind === "child_agent_task"
         ? { ...host.services.agentPlane.stop(task), escalated: false }

@@ -72,13 +72,12 @@ const TYPES: Record<string, string> = {
   ".svg": "image/svg+xml",
 };
 
-export const LoginBody = z.strictObject({ secret: z.string().min(1).max(200) });
-
-const LoginResponse = z.object({
-  ok: z.literal(true),
-  csrf_token: z.string(),
-  expires_at: z.string(),
+export const LoginBody = z.strictObject({
+  secret: z.string().min(1).max(200),
+  /** Also answer with the agents overview: the first screen from the login's own request. */
+  overview: z.boolean().optional(),
 });
+
 const SessionResponse = z.object({
   ok: z.literal(true),
   via: z.enum(["console_session", "token", "local_socket"]),
@@ -105,6 +104,12 @@ const OverviewResponse = z.object({
   default_agent: z.string(),
   asks_pending: z.number().int(),
   agents: z.array(OverviewAgent),
+});
+const LoginResponse = z.object({
+  ok: z.literal(true),
+  csrf_token: z.string(),
+  expires_at: z.string(),
+  overview: OverviewResponse.optional(),
 });
 
 /** The longest an overview request waits for a change. */
@@ -166,7 +171,12 @@ export function uiRoutes(
       "Set-Cookie",
       `${SESSION_COOKIE}=${opened.session_id}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure}`,
     );
-    return c.json({ ok: true, csrf_token: opened.csrf_token, expires_at: opened.expires_at });
+    return c.json({
+      ok: true,
+      csrf_token: opened.csrf_token,
+      expires_at: opened.expires_at,
+      ...(body.overview ? { overview: overview() } : {}),
+    });
   });
 
   app.get("/ui/session", (c) => {
@@ -239,23 +249,8 @@ export function uiRoutes(
     for (const w of [...waiters]) w();
   });
 
-  app.get("/ui/api/overview", async (c) => {
-    requireRead(c);
-    const after = intParam(c, "after", { min: 0 });
-    const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS }) ?? 0;
-    if (after !== undefined && after === cursor && waitMs > 0) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          waiters.delete(done);
-          c.req.raw.signal.removeEventListener("abort", done);
-          resolve();
-        };
-        const timer = setTimeout(done, waitMs);
-        waiters.add(done);
-        c.req.raw.signal.addEventListener("abort", done, { once: true });
-      });
-    }
+  /** The agents page's data: every agent with its wait, work item and today's cost. */
+  const overview = () => {
     const now = host.store.clock.now();
     const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
     const records = host.store.agents.list().filter((a) => !a.archived_at);
@@ -290,14 +285,34 @@ export function uiRoutes(
         tokens_today: u ? u.input_tokens + u.output_tokens : 0,
       };
     });
-    return c.json({
+    return {
       ok: true,
       cursor,
       now: now.toISOString(),
       default_agent: host.defaultAgentId,
       asks_pending: host.services.asks.list({ state: "pending", limit: 500 }).length,
       agents,
-    });
+    };
+  };
+
+  app.get("/ui/api/overview", async (c) => {
+    requireRead(c);
+    const after = intParam(c, "after", { min: 0 });
+    const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS }) ?? 0;
+    if (after !== undefined && after === cursor && waitMs > 0) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(done);
+          c.req.raw.signal.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, waitMs);
+        waiters.add(done);
+        c.req.raw.signal.addEventListener("abort", done, { once: true });
+      });
+    }
+    return c.json(overview());
   });
 }
 

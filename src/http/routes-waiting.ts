@@ -96,10 +96,10 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return c.json({ ok: true, timer }, 201);
   });
 
-  app.get("/agents/:id/timers", (c) => {
-    requireRead(c);
-    const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
+  // The public read sees public agents; its /control twin any agent, private children
+  // included (the operator's view, as for the other reads).
+  const timers = (resolve: (c: Context<AppEnv>) => string) => (c: Context<AppEnv>) => {
+    const agentId = resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 100;
     const { active, finished } = svc().timers.list(agentId, limit);
     return c.json({
@@ -108,7 +108,23 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       active_count: svc().timers.activeCount(agentId),
       timers: [...active, ...finished],
     });
-  });
+  };
+  app.get(
+    "/agents/:id/timers",
+    timers((c) => {
+      requireRead(c);
+      const agentId = c.req.param("id")!;
+      host.agents.getPublic(agentId);
+      return agentId;
+    }),
+  );
+  app.get(
+    "/control/agents/:id/timers",
+    timers((c) => {
+      requireControl(c);
+      return host.agents.get(c.req.param("id")!).agent_id;
+    }),
+  );
 
   const cancel = (c: Context<AppEnv>) => {
     requireControl(c);
@@ -189,6 +205,29 @@ const Ok = z.literal(true);
 const TimerResponse = z.object({ ok: Ok, timer: TimerRecord });
 const TriggerResponse = z.object({ ok: Ok, external_trigger: ExternalTriggerDescriptor });
 
+const TIMERS_DOC: RouteDoc = {
+  method: "get",
+  path: "/agents/:id/timers",
+  summary: "Active timers (soonest first), then recently finished ones",
+  access: "read",
+  query: [
+    {
+      name: "limit",
+      schema: z.number().int().min(1).max(1_000),
+      description: "how many active timers (default 100)",
+    },
+  ],
+  ok: {
+    status: 200,
+    schema: z.object({
+      ok: Ok,
+      agent_id: z.string(),
+      active_count: z.number().int(),
+      timers: z.array(TimerRecord),
+    }),
+  },
+};
+
 export const WAITING_ROUTE_DOCS: RouteDoc[] = [
   {
     method: "post",
@@ -198,27 +237,12 @@ export const WAITING_ROUTE_DOCS: RouteDoc[] = [
     body: { schema: TimerBody },
     ok: { status: 201, schema: TimerResponse },
   },
+  TIMERS_DOC,
   {
-    method: "get",
-    path: "/agents/:id/timers",
-    summary: "Active timers (soonest first), then recently finished ones",
-    access: "read",
-    query: [
-      {
-        name: "limit",
-        schema: z.number().int().min(1).max(1_000),
-        description: "how many active timers (default 100)",
-      },
-    ],
-    ok: {
-      status: 200,
-      schema: z.object({
-        ok: Ok,
-        agent_id: z.string(),
-        active_count: z.number().int(),
-        timers: z.array(TimerRecord),
-      }),
-    },
+    ...TIMERS_DOC,
+    path: "/control/agents/:id/timers",
+    summary: `${TIMERS_DOC.summary} (any agent, private ones included)`,
+    access: "control",
   },
   {
     method: "post",

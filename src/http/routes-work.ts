@@ -1,7 +1,7 @@
 // Work-item routes: the operator enqueues work (no transcript message, the current item is
 // left alone), reads an agent's items, and closes, parks or releases one. Reads follow the
 // read auth rule; every change is a control route. All of it goes through the work service.
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
 import { WORK_LIMITS } from "../domain/work-item.ts";
@@ -74,9 +74,20 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return c.json({ ok: true, agent_id: agentId, work_item: work().view(item) }, 201);
   });
 
-  app.get("/agents/:id/work-items", (c) => {
+  // Reads: the public routes see public agents; their /control twins (behind the control
+  // token or a console session) see any agent, private children included, as the other
+  // operator reads do (routes-public.ts).
+  type Resolve = (c: Context<AppEnv>) => string;
+  const publicAgent: Resolve = (c) => {
     requireRead(c);
-    const agentId = agentOf(c.req.param("id"));
+    return agentOf(c.req.param("id")!);
+  };
+  const anyAgent: Resolve = (c) => {
+    requireControl(c);
+    return host.agents.get(c.req.param("id")!).agent_id;
+  };
+  const list = (resolve: Resolve) => (c: Context<AppEnv>) => {
+    const agentId = resolve(c);
     const state = c.req.query("state") ?? "all";
     if (!(FILTERS as readonly string[]).includes(state)) {
       throw new HolonError("invalid_request", `unknown state filter '${state}'`, {
@@ -87,18 +98,20 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const limit = intParam(c, "limit", { min: 1, max: 200 }) ?? 50;
     const items = work().list(agentId, state as Filter, { limit });
     return c.json({ ok: true, agent_id: agentId, state, work_items: items });
-  });
-
-  app.get("/agents/:id/work-items/:work_item_id", (c) => {
-    requireRead(c);
-    const agentId = agentOf(c.req.param("id"));
-    const item = work().get(agentId, c.req.param("work_item_id"));
+  };
+  const one = (resolve: Resolve) => (c: Context<AppEnv>) => {
+    const agentId = resolve(c);
+    const item = work().get(agentId, c.req.param("work_item_id")!);
     return c.json({
       ok: true,
       work_item: item,
       budget: host.services.budgets.workItemView(item),
     });
-  });
+  };
+  app.get("/agents/:id/work-items", list(publicAgent));
+  app.get("/agents/:id/work-items/:work_item_id", one(publicAgent));
+  app.get("/control/agents/:id/work-items", list(anyAgent));
+  app.get("/control/agents/:id/work-items/:work_item_id", one(anyAgent));
 
   app.post("/control/agents/:id/work-items/:work_item_id/complete", async (c) => {
     requireControl(c);

@@ -2,7 +2,7 @@
 // presentation layer, live over the resumable event stream; a composer for the operator's
 // prompt, interjection, pause, resume, stop and abort; and tabs for its work items, tasks
 // (live output, stop), timers and external trigger (masked until revealed), and children.
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { EventEnvelope } from "../domain/events.ts";
 import {
   IDLE,
@@ -42,6 +42,38 @@ function present(e: EventEnvelope): PresentationItem | null {
   return it;
 }
 const seqOf = (it: PresentationItem) => it.seq;
+
+/** A row shows at most this much of an item's text (a wide screen shows fewer). */
+const ROW_CHARS = 200;
+/** A row's three cut strings, made once per item rather than on every render. */
+type RowText = { ts: string; title: string; summary: string };
+const rowTexts = new WeakMap<PresentationItem, RowText>();
+function rowText(it: PresentationItem): RowText {
+  let t = rowTexts.get(it);
+  if (!t) {
+    t = {
+      ts: it.ts.slice(11, 19),
+      title: cut(it.title, 80),
+      summary: cut(it.summary || it.body, ROW_CHARS),
+    };
+    rowTexts.set(it, t);
+  }
+  return t;
+}
+
+/** The live activity line: it ticks every second on its own, without the list. */
+function ActivityLine({ activity }: { activity: ActivityState }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, []);
+  return (
+    <p className="activity" aria-live="polite" data-testid="activity">
+      {renderActivity(activity, now, 200) ?? "idle"}
+    </p>
+  );
+}
 
 export function AgentPage(props: { id: string; tab: string; onAuthLost: () => void }) {
   const { id, tab } = props;
@@ -83,18 +115,13 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
   const [error, setError] = useState<string | null>(null);
   const [selected, setSelected] = useState<PresentationItem | null>(null);
   const [activity, setActivity] = useState<ActivityState>(IDLE);
-  const [now, setNow] = useState(Date.now());
   const [height, setHeight] = useState(480);
 
   useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), 1000);
     const fit = () => setHeight(Math.max(240, innerHeight - 330));
     fit();
     addEventListener("resize", fit);
-    return () => {
-      clearInterval(t);
-      removeEventListener("resize", fit);
-    };
+    return () => removeEventListener("resize", fit);
   }, []);
 
   useEffect(() => {
@@ -183,8 +210,27 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
       loading.current = false;
     }
   };
+  const olderRef = useRef(older);
+  olderRef.current = older;
 
-  const line = renderActivity(activity, now, 200);
+  const renderRow = useCallback((it: PresentationItem) => {
+    const t = rowText(it);
+    return (
+      <button
+        type="button"
+        tabIndex={-1}
+        className={`item t-${it.tone} c-${it.category}`}
+        onClick={() => setSelected(it)}
+        data-seq={it.seq}
+      >
+        <span className="ts">{t.ts}</span>
+        <span className="title">{t.title}</span>
+        <span className="summary">{t.summary}</span>
+      </button>
+    );
+  }, []);
+  const onReachTop = useCallback(() => void olderRef.current(), []);
+
   return (
     <div className="conv">
       <div className="bar">
@@ -220,20 +266,9 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
           rowHeight={ROW}
           height={height}
           follow
-          onReachTop={() => void older()}
+          onReachTop={onReachTop}
           keyOf={seqOf}
-          render={(it) => (
-            <button
-              type="button"
-              className={`item t-${it.tone} c-${it.category}`}
-              onClick={() => setSelected(it)}
-              data-seq={it.seq}
-            >
-              <span className="ts">{it.ts.slice(11, 19)}</span>
-              <span className="title">{cut(it.title, 80)}</span>
-              <span className="summary">{cut(it.summary || it.body, 300)}</span>
-            </button>
-          )}
+          render={renderRow}
         />
         <aside className="detail" tabIndex={0} aria-label="Selected item">
           {selected ? (
@@ -243,9 +278,7 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
           )}
         </aside>
       </div>
-      <p className="activity" aria-live="polite" data-testid="activity">
-        {line ?? "idle"}
-      </p>
+      <ActivityLine activity={activity} />
       <Composer id={id} />
     </div>
   );
@@ -394,7 +427,7 @@ type Task = {
 
 function TasksTab({ id }: { id: string }) {
   const enc = encodeURIComponent(id);
-  const { data, error, reload } = usePoll<{ tasks: Task[] }>(`/agents/${enc}/tasks`, 1500);
+  const { data, error, reload } = usePoll<{ tasks: Task[] }>(`/control/agents/${enc}/tasks`, 1500);
   const [open, setOpen] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);
   return (
@@ -463,7 +496,7 @@ function TasksTab({ id }: { id: string }) {
 }
 
 function TaskOutput({ agent, task }: { agent: string; task: string }) {
-  const path = `/agents/${encodeURIComponent(agent)}/tasks/${encodeURIComponent(task)}/output`;
+  const path = `/control/agents/${encodeURIComponent(agent)}/tasks/${encodeURIComponent(task)}/output`;
   const { data } = usePoll<{
     task?: { output_preview?: string | null; status?: string };
     retrieval_status?: string;
@@ -493,12 +526,12 @@ type WorkItem = {
 function WorkTab({ id }: { id: string }) {
   const enc = encodeURIComponent(id);
   const { data, error } = usePoll<{ work_items: WorkItem[] }>(
-    `/agents/${enc}/work-items?limit=200`,
+    `/control/agents/${enc}/work-items?limit=200`,
     3000,
   );
   const [open, setOpen] = useState<string | null>(null);
   const detail = usePoll<Record<string, unknown>>(
-    open ? `/agents/${enc}/work-items/${encodeURIComponent(open)}` : "/ui/session",
+    open ? `/control/agents/${enc}/work-items/${encodeURIComponent(open)}` : "/ui/session",
     open ? 3000 : 0,
   );
   return (
@@ -570,7 +603,7 @@ type Timer = {
 
 function TimersTab({ id }: { id: string }) {
   const enc = encodeURIComponent(id);
-  const { data, error } = usePoll<{ timers: Timer[] }>(`/agents/${enc}/timers`, 3000);
+  const { data, error } = usePoll<{ timers: Timer[] }>(`/control/agents/${enc}/timers`, 3000);
   const [trigger, setTrigger] = useState<Record<string, unknown> | null>(null);
   const [revealed, setRevealed] = useState<string | null>(null);
   const [note, setNote] = useState<string | null>(null);

@@ -4,6 +4,7 @@
 // the next change, so the page stays live.
 import { useEffect, useState } from "react";
 import { ApiError, get } from "./api.ts";
+import { takeBootOverview } from "./boot.ts";
 import { ago, cut, money } from "./format.ts";
 
 export type OverviewAgent = {
@@ -79,17 +80,24 @@ function tree(agents: OverviewAgent[]): { a: OverviewAgent; depth: number }[] {
 }
 
 export function AgentsPage({ onAuthLost }: { onAuthLost: () => void }) {
-  const [data, setData] = useState<Overview | null>(null);
+  // The first answer may have come already: boot.ts asked for it before React loaded.
+  const [early] = useState(() => takeBootOverview<Overview>());
+  const [data, setData] = useState<Overview | null>(() =>
+    early && "value" in early ? early.value : null,
+  );
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
     const ac = new AbortController();
     (async () => {
-      let cursor: number | null = null;
+      let cursor: number | null = early && "value" in early ? early.value.cursor : null;
+      let pending = early && "promise" in early ? early.promise : null;
       while (!ac.signal.aborted) {
         try {
           const q: string = cursor === null ? "" : `?after=${cursor}&wait_ms=20000`;
-          const o: Overview = await get<Overview>(`/ui/api/overview${q}`, ac.signal);
+          const first = pending;
+          pending = null;
+          const o: Overview = await (first ?? get<Overview>(`/ui/api/overview${q}`, ac.signal));
           cursor = o.cursor;
           setData(o);
           setError(null);
@@ -105,7 +113,7 @@ export function AgentsPage({ onAuthLost }: { onAuthLost: () => void }) {
       }
     })();
     return () => ac.abort();
-  }, [onAuthLost]);
+  }, [onAuthLost, early]);
 
   if (!data) return <p aria-busy="true">{error ?? "Loading agents…"}</p>;
   const now = Date.parse(data.now);

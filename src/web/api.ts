@@ -35,17 +35,34 @@ function headers(json: boolean): Record<string, string> {
   return h;
 }
 
+/**
+ * Called when the host stops accepting this browser's session (it expired, was logged out
+ * elsewhere, or the host restarted without keeping sessions): the page then says so and
+ * how to log in again, instead of retrying for ever.
+ */
+const authLostListeners = new Set<() => void>();
+export function onSessionLost(f: () => void): () => void {
+  authLostListeners.add(f);
+  return () => {
+    authLostListeners.delete(f);
+  };
+}
+
+function sessionLost(status: number, kind: string): boolean {
+  return status === 401 || (status === 403 && kind === "csrf_token_invalid");
+}
+
 async function parse<T>(res: Response): Promise<T> {
   const body = (await res.json().catch(() => null)) as {
     ok?: boolean;
     error?: { kind?: string; message?: string };
   } | null;
   if (!res.ok || !body || body.ok === false) {
-    throw new ApiError(
-      res.status,
-      body?.error?.kind ?? "http_error",
-      body?.error?.message ?? `HTTP ${res.status}`,
-    );
+    const kind = body?.error?.kind ?? "http_error";
+    if (sessionLost(res.status, kind) && kind !== "login_link_invalid") {
+      for (const f of [...authLostListeners]) f();
+    }
+    throw new ApiError(res.status, kind, body?.error?.message ?? `HTTP ${res.status}`);
   }
   return body as T;
 }
@@ -69,16 +86,20 @@ export async function post<T>(path: string, body: unknown = {}): Promise<T> {
   return parse<T>(res);
 }
 
-/** Spend the one-time secret from the login link. */
-export async function login(secret: string): Promise<void> {
+/**
+ * Spend the one-time secret from the login link. With `overview`, the answer also carries
+ * the agents overview (the first screen, from this one request).
+ */
+export async function login(secret: string, overview = false): Promise<unknown> {
   const res = await fetch("/ui/session", {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json" },
     credentials: "same-origin",
-    body: JSON.stringify({ secret }),
+    body: JSON.stringify(overview ? { secret, overview } : { secret }),
   });
-  const r = await parse<{ csrf_token: string }>(res);
+  const r = await parse<{ csrf_token: string; overview?: unknown }>(res);
   setCsrf(r.csrf_token);
+  return r.overview;
 }
 
 export async function logout(): Promise<void> {
@@ -93,8 +114,9 @@ export type StreamEvent = { seq: number; type: string; data: string };
 
 /**
  * Follow an SSE route until `signal` aborts: frames go to `onEvent`; after a drop the
- * stream reconnects with `Last-Event-ID` (no gap, no duplicate). `onState` says whether the
- * stream is live.
+ * stream reconnects with `Last-Event-ID` (no gap, no duplicate), also across a restart of
+ * the host. `onState` says whether the stream is live. A refused session ends it (the
+ * ApiError is thrown): retrying would only be refused again.
  */
 export async function follow(
   path: string,
@@ -115,8 +137,9 @@ export async function follow(
       if (!res.ok || !res.body) {
         const err = await parse(res).catch((e: unknown) => e);
         if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+          // No retry: the session is gone (the page shows the login-needed state).
           onState(false, err.message);
-          return;
+          throw err;
         }
         throw err instanceof Error ? err : new Error(`HTTP ${res.status}`);
       }
@@ -148,11 +171,20 @@ export async function follow(
       }
     } catch (err) {
       if (signal.aborted) return;
-      onState(false, err instanceof Error ? err.message : String(err));
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) throw err;
+      // A dropped connection or a host that is restarting: say so, and try again.
+      onState(
+        false,
+        err instanceof TypeError
+          ? "the host is unreachable; reconnecting…"
+          : err instanceof Error
+            ? err.message
+            : String(err),
+      );
     }
     if (signal.aborted) return;
     onState(false);
     await new Promise((r) => setTimeout(r, backoff));
-    backoff = Math.min(backoff * 2, 5_000);
+    backoff = Math.min(backoff * 2, 2_000);
   }
 }

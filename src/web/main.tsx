@@ -17,15 +17,18 @@ import {
   useRef,
   useState,
 } from "react";
+import { flushSync } from "react-dom";
 import { createRoot } from "react-dom/client";
-import { ApiError, get, login, logout } from "./api.ts";
+import { bootAuthOk, takeBootAuth } from "./boot.ts";
+import { ApiError, get, login, logout, onSessionLost } from "./api.ts";
 import { AgentsPage } from "./agents.tsx";
-import { AsksPage } from "./asks.tsx";
-import { UsagePage } from "./usage.tsx";
 
-// The conversation page carries the presentation layer and the event catalog: its own
-// chunk, fetched when first opened, so the agents list does not wait for it.
+// Every page but the agents list is its own chunk, fetched when first opened, so the first
+// screen evaluates only its own code. The conversation page carries the presentation layer
+// and the event catalog, by far the largest part.
 const AgentPage = lazy(() => import("./agent.tsx").then((m) => ({ default: m.AgentPage })));
+const AsksPage = lazy(() => import("./asks.tsx").then((m) => ({ default: m.AsksPage })));
+const UsagePage = lazy(() => import("./usage.tsx").then((m) => ({ default: m.UsagePage })));
 
 type Route =
   | { page: "agents" }
@@ -42,22 +45,29 @@ function parseRoute(hash: string): Route {
   return { page: "agents" };
 }
 
-type AuthState = "checking" | "in" | "out" | { error: string };
+/** `ended`: the session was in and the host stopped accepting it. */
+type AuthState = "checking" | "in" | "out" | "ended" | { error: string };
 
 function App() {
   const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
-  const [auth, setAuth] = useState<AuthState>("checking");
+  // Usually the boot script's session check has come back while this script loaded: then
+  // the first render is already the page, not "Connecting…".
+  const [auth, setAuth] = useState<AuthState>(() => (bootAuthOk() ? "in" : "checking"));
   const started = useRef(false);
 
   useEffect(() => {
     // A login link may also arrive in a tab already open on the console (pasted into the
     // address bar: only the fragment changes, the page does not load again).
     const enter = async () => {
-      const m = /^#login=([A-Za-z0-9_-]+)$/.exec(location.hash);
+      // The first check was started by boot.ts before this script ran (it also took the
+      // login secret out of the address bar).
+      const boot = takeBootAuth();
+      const m = boot ? null : /^#login=([A-Za-z0-9_-]+)$/.exec(location.hash);
       // The secret leaves the address bar (and history) before anything else happens.
       if (m) history.replaceState(null, "", `${location.pathname}#/`);
       try {
-        if (m) {
+        if (boot) await boot;
+        else if (m) {
           setAuth("checking");
           await login(m[1]!);
         } else await get("/ui/session");
@@ -81,7 +91,8 @@ function App() {
     return () => removeEventListener("hashchange", onHash);
   }, []);
 
-  const onAuthLost = useCallback(() => setAuth("out"), []);
+  const onAuthLost = useCallback(() => setAuth((a) => (a === "in" ? "ended" : a)), []);
+  useEffect(() => onSessionLost(onAuthLost), [onAuthLost]);
 
   if (auth === "checking")
     return (
@@ -96,6 +107,11 @@ function App() {
         {typeof auth === "object" ? (
           <p role="alert" className="bad">
             {auth.error}
+          </p>
+        ) : auth === "ended" ? (
+          <p role="alert" className="bad" data-testid="session-ended">
+            Your console session has ended: it expired, you logged out elsewhere, or the host
+            restarted without keeping console sessions.
           </p>
         ) : null}
         <p>
@@ -153,14 +169,27 @@ function Page({ route, onAuthLost }: { route: Route; onAuthLost: () => void }) {
         </Suspense>
       );
     case "asks":
-      return <AsksPage key={key} />;
+      return (
+        <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+          <AsksPage key={key} />
+        </Suspense>
+      );
     case "usage":
-      return <UsagePage />;
+      return (
+        <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+          <UsagePage />
+        </Suspense>
+      );
   }
 }
 
-createRoot(document.getElementById("root")!).render(
-  <StrictMode>
-    <App />
-  </StrictMode>,
+// The first render happens now, not in a later task: when the boot script's answers are in,
+// the agents list is on the page as soon as this script has run.
+const root = createRoot(document.getElementById("root")!);
+flushSync(() =>
+  root.render(
+    <StrictMode>
+      <App />
+    </StrictMode>,
+  ),
 );

@@ -7,7 +7,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { REPO_ROOT } from "./home.ts";
+import { REPO_ROOT, startRuntime, tempHome, type TestRuntime } from "./home.ts";
+import { configureFakeProvider } from "./provider.ts";
+import type { FakeProvider } from "../fake-provider/server.ts";
 
 export const CHROMIUM = process.env.HOLON_TEST_CHROMIUM ?? "/usr/bin/chromium";
 export const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -59,6 +61,40 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(ARTIFACTS, `${name}.png`);
   await page.screenshot({ path, fullPage: false });
   return path;
+}
+
+/**
+ * The console tests' common setup, once per test file: a host on a fresh home with the fake
+ * provider configured as a user would, and one browser with one page, started side by side.
+ */
+export type ConsoleSetup = {
+  rt: TestRuntime;
+  browser: TestBrowser;
+  page: Page;
+  close(): Promise<void>;
+};
+
+export async function openConsole(fake: FakeProvider): Promise<ConsoleSetup> {
+  const home = tempHome();
+  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+  const [rt, browser] = await Promise.all([startRuntime({ home }), launchBrowser()]);
+  const page = await browser.context.newPage();
+  page.setDefaultTimeout(15_000);
+  return {
+    rt,
+    browser,
+    page,
+    async close() {
+      await browser.close();
+      await rt.close();
+    },
+  };
+}
+
+/** Log the page in as `holon console` would (a fresh one-time link) and wait for the list. */
+export async function logIn(page: Page, rt: Parameters<typeof loginLink>[0]): Promise<void> {
+  await page.goto(await loginLink(rt));
+  await page.locator('tr[data-agent="main"]').waitFor();
 }
 
 /** A one-time login link, as `holon console --json` would print it. */
