@@ -7,11 +7,12 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { TurnExecutor } from "../src/agent/runtime.ts";
-import type { LedgerRow } from "../src/domain/budget.ts";
+import { windowOf, type LedgerRow } from "../src/domain/budget.ts";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
 import type { TaskRecord } from "../src/domain/task.ts";
 import { effectiveRetention, type RetentionPolicy } from "../src/host/retention-config.ts";
-import { LEDGER_DETAIL_MS, RetentionJob } from "../src/host/retention.ts";
+import { RetentionJob } from "../src/host/retention.ts";
+import { LEDGER_BUCKET_MS } from "../src/store/ledger.ts";
 import { cleanupHomes, runCli, startRuntime, tempHome } from "./helpers/home.ts";
 
 afterAll(cleanupHomes);
@@ -137,7 +138,7 @@ describe("size caps beside the ages", () => {
     }
   });
 
-  it("the spend ledger over its cap rolls old days up: holon usage and budget checks count the same", async () => {
+  it("the spend ledger over its cap rolls old calls up: holon usage and budget checks count the same", async () => {
     const home = tempHome();
     const clock = fakeClock();
     const now = T0 + 61 * DAY + 13 * 3_600_000; // 61 days in, at 13:00 UTC
@@ -153,14 +154,22 @@ describe("size caps beside the ages", () => {
         const r = await rt.req("POST", "/control/agents/main/budget", body);
         expect(r.status, JSON.stringify(r.json)).toBe(200);
       }
-      // 61 days of calls, 150 a day at every hour: main and a child of it, two models (one
-      // without a price), some on a work item.
+      // 61 days of calls, 150 a day: main and a child of it, two models (one without a
+      // price), some on a work item.
       const writer = rt.host.store;
       let n = 0;
       writer.tx(() => {
         for (let d = 0; d <= 61; d++) {
           for (let i = 0; i < 150; i++) {
-            const ts = T0 + d * DAY + Math.floor((i * DAY) / 150);
+            // Mostly in two busy quarter-hours (09:00 and 21:30), a tenth spread over the day,
+            // and some just after midnight in Kathmandu (18:15 UTC) and St. John's (03:30).
+            const at =
+              i % 10 === 0
+                ? Math.floor((i * DAY) / 150)
+                : i % 10 === 5
+                  ? (i % 20 === 5 ? 18 * 60 + 20 : 3 * 60 + 40) * 60_000 + i * 1_000
+                  : (i < 75 ? 9 * 60 : 21 * 60 + 30) * 60_000 + i * 5_000;
+            const ts = T0 + d * DAY + at;
             if (ts > now) continue;
             const kid = i % 5 === 0;
             const row: LedgerRow = {
@@ -191,7 +200,7 @@ describe("size caps beside the ages", () => {
       rt = await startRuntime({ home, executor: () => parked, clock });
       const store = rt.host.store;
       const rowsBefore = store.ledger.count();
-      const horizon = now - LEDGER_DETAIL_MS;
+      const horizon = now - 48 * 3_600_000; // retention.ledger.detail_hours below
       const recentDetail = () =>
         (
           store.db
@@ -199,16 +208,31 @@ describe("size caps beside the ages", () => {
             .get(horizon) as { n: number }
         ).n;
       const recentBefore = recentDetail();
+      // What budgets read: sums by scope, and calendar windows in zones a quarter-hour,
+      // half an hour and 14 hours off UTC, at instants all over the rolled-up days.
+      const zones = ["UTC", "Asia/Kathmandu", "America/St_Johns", "Pacific/Kiritimati"];
       const sums = () => {
         const L = store.ledger;
-        const month = { from: new Date(T0 + 31 * DAY), to: new Date(now + DAY) };
+        const windows: Record<string, unknown> = {};
+        for (let d = 0; d <= 61; d += 3) {
+          for (const tz of zones) {
+            for (const period of ["day", "week", "month"] as const) {
+              const w = windowOf(period, new Date(T0 + d * DAY + 5 * 3_600_000), tz);
+              windows[`${d}:${tz}:${period}`] = L.sum(
+                { kind: "agent_tree", agent_id: "main" },
+                w.start,
+                w.end,
+              );
+            }
+          }
+        }
         return {
           tree: L.sum({ kind: "agent_tree", agent_id: "main" }),
           main: L.sum({ kind: "agent", agent_id: "main" }),
           kid: L.sum({ kind: "agent", agent_id: "kid" }),
           item: L.sum({ kind: "work_item_tree", work_item_id: "wi_a" }),
           parentItem: L.sum({ kind: "work_item_tree", work_item_id: "wi_p" }),
-          window: L.sum({ kind: "agent_tree", agent_id: "main" }, month.from, month.to),
+          windows,
         };
       };
       const cli = async (...args: string[]) => {
@@ -236,7 +260,7 @@ describe("size caps beside the ages", () => {
       // The cap, as a user sets it: 1 MB.
       writeFileSync(
         join(home, "config.json"),
-        JSON.stringify({ retention: { ledger: { max_mb: 1 } } }),
+        JSON.stringify({ retention: { ledger: { max_mb: 1, detail_hours: 48 } } }),
         { mode: 0o600 },
       );
       const summary = await rt.host.services.retention.runOnce();
@@ -244,14 +268,17 @@ describe("size caps beside the ages", () => {
       expect(summary.removed.ledger ?? 0).toBe(0); // nothing past its age (400 days)
       expect(store.ledger.bytes()).toBeLessThanOrEqual(1024 * 1024);
       expect(store.ledger.count()).toBeLessThan(rowsBefore);
-      // The newest 32 days keep every call, as do all the days the cap did not need.
+      // The newest 48 hours keep every call; summaries sit on quarter-hours before that.
       expect(recentDetail()).toBe(recentBefore);
-      const rolledDays = store.db
+      const rolled = store.db
         .prepare("SELECT DISTINCT ts FROM spend_ledger WHERE rollup = 1 ORDER BY ts")
         .all() as { ts: number }[];
-      expect(rolledDays.length).toBeGreaterThan(0);
-      expect(rolledDays[0]!.ts).toBe(T0);
-      for (const d of rolledDays) expect(d.ts + DAY).toBeLessThanOrEqual(horizon);
+      expect(rolled.length).toBeGreaterThan(0);
+      expect(rolled[0]!.ts).toBe(T0);
+      for (const r of rolled) {
+        expect(r.ts % LEDGER_BUCKET_MS).toBe(0);
+        expect(r.ts + LEDGER_BUCKET_MS).toBeLessThanOrEqual(horizon);
+      }
 
       // What budgets read, and what `holon usage` shows, is unchanged.
       expect(norm(sums())).toEqual(sumsBefore);

@@ -23,7 +23,9 @@ export const RetentionFileSchema = z.strictObject({
   episodes: Limit.optional(),
   tasks: Limit.optional(),
   task_output: Limit.optional(),
-  ledger: Limit.optional(),
+  ledger: Limit.extend({
+    detail_hours: z.number().int().min(0, "must be 0 or more hours").optional(),
+  }).optional(),
   logs: z
     .strictObject({
       max_file_mb: z.number().int().min(1, "must be at least 1 MB").optional(),
@@ -57,7 +59,10 @@ export type RetentionPolicy = {
    * every open budget window are rolled up into one row per agent, model and day, which
    * budgets and usage reports keep counting (host/retention.ts).
    */
-  ledger: FamilyLimit;
+  ledger: FamilyLimit & {
+    /** Per-call rows younger than this are never rolled up (`holon usage --rounds` lists them). */
+    detail_ms: number;
+  };
   /** Rotated log files (holon.log.1, …) older than `max_age_ms` are removed by the job. */
   logs: { max_file_bytes: number; max_files: number; max_age_ms: number | null };
   interval_ms: number;
@@ -71,7 +76,7 @@ export const RETENTION_DEFAULTS = {
   episodes: { max_age_days: 90, max_mb: 32 },
   tasks: { max_age_days: 30, max_mb: 64 },
   task_output: { max_age_days: 14, max_mb: 256 },
-  ledger: { max_age_days: 400, max_mb: 64 },
+  ledger: { max_age_days: 400, max_mb: 64, detail_hours: 24 },
   logs: { max_file_mb: 10, max_files: 5, max_age_days: 30 },
   interval_minutes: 10,
 } as const;
@@ -102,7 +107,10 @@ export function effectiveRetention(file: RetentionFile | undefined): RetentionPo
     episodes: limit(file?.episodes, d.episodes),
     tasks: limit(file?.tasks, d.tasks),
     task_output: limit(file?.task_output, d.task_output),
-    ledger: limit(file?.ledger, d.ledger),
+    ledger: {
+      ...limit(file?.ledger, d.ledger),
+      detail_ms: (file?.ledger?.detail_hours ?? d.ledger.detail_hours) * 3_600_000,
+    },
     logs: {
       max_file_bytes: (file?.logs?.max_file_mb ?? d.logs.max_file_mb) * MB,
       max_files: file?.logs?.max_files ?? d.logs.max_files,
@@ -140,7 +148,7 @@ function familyKeys(family: keyof typeof FAMILY_TEXT): KeyDef[] {
       default: d.max_mb,
       description:
         family === "ledger"
-          ? "Megabytes of spend ledger rows above which the oldest whole days before every open budget window are rolled up into one row per agent, model and day (totals unchanged); 0 is no limit"
+          ? "Megabytes of spend ledger rows above which the oldest per-call rows are rolled up into one row per agent, model and quarter-hour (budgets and usage totals unchanged); 0 is no limit"
           : `Megabytes of ${FAMILY_TEXT[family]} to keep at most, oldest removed first; 0 is no limit`,
       schema: Megabytes,
     },
@@ -156,6 +164,14 @@ export const RETENTION_KEY_DEFS: readonly KeyDef[] = [
   ...familyKeys("tasks"),
   ...familyKeys("task_output"),
   ...familyKeys("ledger"),
+  {
+    key: "retention.ledger.detail_hours",
+    type: "integer",
+    default: RETENTION_DEFAULTS.ledger.detail_hours,
+    description:
+      "Hours of spend ledger rows kept one per provider call whatever the size cap (holon usage --rounds lists them); older ones may be rolled up",
+    schema: z.number().int().min(0),
+  },
   {
     key: "retention.logs.max_file_mb",
     type: "integer",

@@ -23,6 +23,7 @@ import {
   type Removed,
   type TaskRow,
 } from "../store/retention.ts";
+import { LEDGER_BUCKET_MS } from "../store/ledger.ts";
 import type { RetentionPolicy } from "./retention-config.ts";
 
 export type RemovedFamily =
@@ -73,15 +74,6 @@ export type RetentionDeps = {
 
 const TERMINAL_TASK = new Set(["completed", "failed", "cancelled"]);
 const PROCESS_DIR_MARK = `${sep}.holon${sep}processes${sep}`;
-
-const DAY_MS = 86_400_000;
-
-/**
- * Ledger rows newer than this are never rolled up. The longest budget window is a calendar
- * month (31 days) and a time zone moves it by at most 14 hours, so every window open now, or
- * opened by a budget set later, starts after it: a roll-up never changes what one counts.
- */
-export const LEDGER_DETAIL_MS = 32 * DAY_MS;
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -172,9 +164,10 @@ export class RetentionJob {
 
   /**
    * Spend ledger rows past their own age (400 days by default), in short batches; then, while
-   * the ledger is over its size cap, the oldest whole UTC day of per-call rows older than
-   * LEDGER_DETAIL_MS is rolled up into day summaries (one transaction per day). Sums by
-   * agent, agent tree and work item, and usage per day, count the summaries the same.
+   * the ledger is over its size cap, the oldest per-call rows older than
+   * `retention.ledger.detail_hours` are rolled up into quarter-hour summaries, one agent's
+   * quarter-hour per transaction. Sums by agent, agent tree, work item and calendar window, and usage per
+   * day, count the summaries the same (store/ledger.ts).
    */
   private async ledger(limit: RetentionPolicy["ledger"], now: Date, summary: RetentionSummary) {
     if (limit.max_age_ms !== null) {
@@ -188,16 +181,25 @@ export class RetentionJob {
     }
     if (limit.max_bytes === null || this.stopped) return;
     let over = this.store.ledger.bytes() - limit.max_bytes;
-    const horizon = now.getTime() - LEDGER_DETAIL_MS;
+    // Only whole quarter-hours, all of them older than the detail kept.
+    const horizon = now.getTime() - limit.detail_ms;
+    const end = horizon - (horizon % LEDGER_BUCKET_MS);
     while (over > 0 && !this.stopped) {
-      const day = this.store.ledger.oldestDetailDay();
-      if (day === null || day + DAY_MS > horizon) return;
-      const r = this.store.tx(() => this.store.ledger.rollUpDay(day));
-      summary.removed.ledger_rolled_up = (summary.removed.ledger_rolled_up ?? 0) + r.removed;
-      summary.bytes_removed.ledger_rolled_up =
-        (summary.bytes_removed.ledger_rolled_up ?? 0) + r.bytes;
-      over -= r.bytes;
-      await tick();
+      const oldest = this.store.ledger.oldestDetail();
+      if (oldest === null) return;
+      const lo = oldest - (oldest % LEDGER_BUCKET_MS);
+      const hi = lo + LEDGER_BUCKET_MS;
+      if (hi > end) return;
+      // One agent's quarter-hour per transaction (a busy host makes thousands of calls in one).
+      for (const agentId of this.store.ledger.detailAgents(lo, hi)) {
+        if (this.stopped) return;
+        const r = this.store.tx(() => this.store.ledger.rollUp(lo, hi, agentId));
+        summary.removed.ledger_rolled_up = (summary.removed.ledger_rolled_up ?? 0) + r.removed;
+        summary.bytes_removed.ledger_rolled_up =
+          (summary.bytes_removed.ledger_rolled_up ?? 0) + r.bytes;
+        over -= r.bytes;
+        await tick();
+      }
     }
   }
 

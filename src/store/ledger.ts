@@ -2,10 +2,11 @@
 // written in the round's own transaction and priced when written, so a later price edit
 // never rewrites the past and event retention never erases spend. Its own retention
 // (`retention.ledger`, host/retention.ts) removes rows past their age (400 days by default)
-// and, over its size cap, rolls the oldest whole days that lie before every open budget
-// window into summary rows (one per agent lineage, work item, model, kind and priced-or-not,
-// at the day's start in UTC; `calls` says how many calls a row stands for). Every sum below
-// counts `calls`, so a roll-up changes neither a budget's total nor a usage report's day.
+// and, over its size cap, rolls the oldest per-call rows into summary rows, one per
+// quarter-hour and agent lineage, work item, model, kind and priced-or-not (`calls` says how
+// many calls a row stands for). Every sum below counts `calls`, and every budget window
+// starts on a quarter-hour, so a roll-up changes neither a budget's total nor a usage
+// report's day.
 // Sums per scope are read here once (at start, per scope); src/budget/ keeps the running
 // totals after.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
@@ -50,7 +51,11 @@ const SUMS = `COALESCE(SUM(calls), 0) AS rounds,
   COALESCE(SUM(CASE WHEN cost_usd IS NULL THEN calls ELSE 0 END), 0) AS unpriced_rounds,
   COALESCE(SUM(elapsed_ms), 0) AS time_ms`;
 
-const DAY_MS = 86_400_000;
+/**
+ * The span one rolled-up row covers: a quarter-hour, on which every time zone's midnight
+ * falls (zone offsets are whole quarter-hours), so no budget window ever splits one.
+ */
+export const LEDGER_BUCKET_MS = 15 * 60_000;
 
 /** A row's bytes as retention counts them: its text fields and a fixed share for the rest. */
 const LEDGER_BYTES = `octet_length(agent_id) + COALESCE(octet_length(run_id), 0) +
@@ -182,43 +187,58 @@ export class LedgerRepo {
     );
   }
 
-  /** The start (epoch ms) of the oldest UTC day that still has per-call rows, if any. */
-  oldestDetailDay(): number | null {
+  /** The agents with per-call rows in [lo, hi). */
+  detailAgents(lo: number, hi: number): string[] {
+    return (
+      this.stmt(
+        "SELECT DISTINCT agent_id FROM spend_ledger WHERE rollup = 0 AND ts >= ? AND ts < ?",
+      ).all(lo, hi) as { agent_id: string }[]
+    ).map((r) => r.agent_id);
+  }
+
+  /** The time (epoch ms) of the oldest per-call row, if any. */
+  oldestDetail(): number | null {
     const r = this.stmt(
       "SELECT ts FROM spend_ledger WHERE rollup = 0 ORDER BY ts LIMIT 1",
     ).get() as { ts: number } | undefined;
-    return r ? r.ts - (r.ts % DAY_MS) : null;
+    return r?.ts ?? null;
   }
 
   /**
-   * Roll the per-call rows of the UTC day starting at `dayStart` into summary rows, one per
-   * (agent lineage, work item, model, kind, estimated, priced or not), dated at the day's
-   * start. Sums by any scope but a run (a run id is not kept) and usage by day are the same
-   * after. Run inside a transaction; returns the rows removed and added and the bytes freed.
+   * Roll the agent's per-call rows in [lo, hi) into summary rows, one per quarter-hour (UTC)
+   * and (agent lineage, work item, model, kind, estimated, priced or not), dated at the start
+   * of their quarter-hour. Every time zone's offset is a whole number of quarter-hours, so
+   * every calendar window (day, week, month, in any zone) starts on one: a window's sum, a
+   * sum by agent, agent tree or work item, and usage per day are the same after. A run's
+   * sum is not (a summary keeps no run id). Run inside a transaction; returns the rows
+   * removed and added and the bytes freed.
    */
-  rollUpDay(dayStart: number): { removed: number; added: number; bytes: number } {
-    const lo = dayStart;
-    const hi = dayStart + DAY_MS;
+  rollUp(
+    lo: number,
+    hi: number,
+    agentId: string,
+  ): { removed: number; added: number; bytes: number } {
     const before = this.stmt(
-      `SELECT COUNT(*) AS n, COALESCE(SUM(${LEDGER_BYTES}), 0) AS b FROM spend_ledger
-       WHERE rollup = 0 AND ts >= ? AND ts < ?`,
-    ).get(lo, hi) as { n: number; b: number };
+      `SELECT COUNT(*) AS n, COALESCE(SUM(${LEDGER_BYTES}), 0) AS b
+       FROM spend_ledger WHERE agent_id = ? AND rollup = 0 AND ts >= ? AND ts < ?`,
+    ).get(agentId, lo, hi) as { n: number; b: number };
     if (before.n === 0) return { removed: 0, added: 0, bytes: 0 };
     const maxSeq = (
       this.stmt("SELECT COALESCE(MAX(seq), 0) AS m FROM spend_ledger").get() as { m: number }
     ).m;
+    const bucket = `(ts - ts % ${LEDGER_BUCKET_MS})`;
     this.stmt(
       `INSERT INTO spend_ledger (ts, agent_id, run_id, round, kind, work_item_id, agent_path,
          item_path, model_ref, input_tokens, cached_input_tokens, cache_write_tokens,
          output_tokens, reasoning_tokens, cost_usd, elapsed_ms, estimated, calls, rollup)
-       SELECT ?, agent_id, NULL, NULL, kind, work_item_id, agent_path, item_path, model_ref,
-         SUM(input_tokens), SUM(cached_input_tokens), SUM(cache_write_tokens),
+       SELECT ${bucket}, agent_id, NULL, NULL, kind, work_item_id, agent_path, item_path,
+         model_ref, SUM(input_tokens), SUM(cached_input_tokens), SUM(cache_write_tokens),
          SUM(output_tokens), SUM(reasoning_tokens), SUM(cost_usd), SUM(elapsed_ms), estimated,
          SUM(calls), 1
        FROM spend_ledger WHERE rollup = 0 AND ts >= ? AND ts < ?
-       GROUP BY agent_id, agent_path, item_path, work_item_id, model_ref, kind, estimated,
-         cost_usd IS NULL`,
-    ).run(lo, lo, hi);
+       GROUP BY ${bucket}, agent_id, agent_path, item_path, work_item_id, model_ref, kind,
+         estimated, cost_usd IS NULL`,
+    ).run(lo, hi);
     this.stmt("DELETE FROM spend_ledger WHERE rollup = 0 AND ts >= ? AND ts < ? AND seq <= ?").run(
       lo,
       hi,
@@ -226,8 +246,8 @@ export class LedgerRepo {
     );
     const after = this.stmt(
       `SELECT COUNT(*) AS n, COALESCE(SUM(${LEDGER_BYTES}), 0) AS b FROM spend_ledger
-       WHERE rollup = 1 AND ts = ? AND seq > ?`,
-    ).get(lo, maxSeq) as { n: number; b: number };
+       WHERE seq > ?`,
+    ).get(maxSeq) as { n: number; b: number };
     return { removed: before.n, added: after.n, bytes: before.b - after.b };
   }
 
