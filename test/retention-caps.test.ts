@@ -235,20 +235,26 @@ describe("size caps beside the ages", () => {
           windows,
         };
       };
-      const cli = async (...args: string[]) => {
-        const r = await runCli(["usage", ...args, "--json"], { env: { HOLON_HOME: home } });
+      // `holon usage` as a user runs it, and the views it reads over HTTP.
+      const cli = async () => {
+        const r = await runCli(["usage", "--json"], { env: { HOLON_HOME: home } });
         expect(r.code, r.stderr).toBe(0);
         return JSON.parse(r.stdout);
       };
-      const usage = async () => ({
-        groups: await cli(),
-        tree: await cli("--tree"),
-        items: await cli("--by", "work-item"),
-        last30: await cli("--since", "30d"),
-      });
+      const usage = async () => {
+        const get = async (q: string) => (await rt.req("GET", `/usage${q}`)).json;
+        return {
+          groups: await get(""),
+          tree: await get("?view=tree"),
+          items: await get("?view=work_items"),
+          last30: await get("?since=30d"),
+        };
+      };
       const budgetView = async () => (await rt.req("GET", "/agents/main/budget")).json.budget;
       const sumsBefore = norm(sums());
       const usageBefore = norm(await usage());
+      const cliBefore = norm(await cli());
+      expect(cliBefore.total).toEqual(usageBefore.groups.total);
       const budgetBefore = norm(await budgetView());
       const mainRows = store.db
         .prepare("SELECT COUNT(*) AS n FROM spend_ledger WHERE agent_id = 'main'")

@@ -2,10 +2,11 @@
 // background. Every family has an age and a size limit. A pass removes, oldest first, the
 // history rows past their age or beyond their family's size cap, finished task records
 // (with their output) and task output past theirs, spend ledger rows past their age (and,
-// over the ledger's cap, rolls old days up without changing any total), then hands freed
-// database pages back to the file system. It works in small batches, each one short
-// transaction followed by a yield to the event loop, so a turn never waits on more than one
-// batch. Rotated runtime log files past their age go too. What a pass removed is told per agent as a `retention_applied` event (counts per
+// over the ledger's cap, rolls old calls up into quarter-hour summaries without changing
+// any total), then hands freed database pages back to the file system. It works in small
+// batches, each one short transaction followed by a yield to the event loop, so a turn
+// never waits on more than one batch. Rotated runtime log files past their age go too.
+// What a pass removed is told per agent as a `retention_applied` event (counts per
 // family and per event type, and how far the agent's event log now starts), which the
 // runtime log records too.
 //
@@ -34,7 +35,7 @@ export type RemovedFamily =
   | "task_output"
   | "logs"
   | "ledger"
-  /** Per-call ledger rows replaced by day summaries (their spend is still counted). */
+  /** Per-call ledger rows replaced by quarter-hour summaries (their spend still counts). */
   | "ledger_rolled_up";
 
 export type AgentRemoval = {
@@ -184,12 +185,15 @@ export class RetentionJob {
     // Only whole quarter-hours, all of them older than the detail kept.
     const horizon = now.getTime() - limit.detail_ms;
     const end = horizon - (horizon % LEDGER_BUCKET_MS);
+    // `from` skips what this pass has rolled up already (the summaries sit below it).
+    let from = 0;
     while (over > 0 && !this.stopped) {
-      const oldest = this.store.ledger.oldestDetail();
+      const oldest = this.store.ledger.oldestDetail(from);
       if (oldest === null) return;
       const lo = oldest - (oldest % LEDGER_BUCKET_MS);
       const hi = lo + LEDGER_BUCKET_MS;
       if (hi > end) return;
+      from = hi;
       // One agent's quarter-hour per transaction (a busy host makes thousands of calls in one).
       for (const agentId of this.store.ledger.detailAgents(lo, hi)) {
         if (this.stopped) return;

@@ -196,11 +196,11 @@ export class LedgerRepo {
     ).map((r) => r.agent_id);
   }
 
-  /** The time (epoch ms) of the oldest per-call row, if any. */
-  oldestDetail(): number | null {
+  /** The time (epoch ms) of the oldest per-call row at or after `from`, if any. */
+  oldestDetail(from = 0): number | null {
     const r = this.stmt(
-      "SELECT ts FROM spend_ledger WHERE rollup = 0 ORDER BY ts LIMIT 1",
-    ).get() as { ts: number } | undefined;
+      "SELECT ts FROM spend_ledger WHERE ts >= ? AND rollup = 0 ORDER BY ts LIMIT 1",
+    ).get(from) as { ts: number } | undefined;
     return r?.ts ?? null;
   }
 
