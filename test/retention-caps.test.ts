@@ -286,6 +286,21 @@ describe("size caps beside the ages", () => {
         expect(r.ts + LEDGER_BUCKET_MS).toBeLessThanOrEqual(horizon);
       }
 
+      // The rounds list shows a rolled-up quarter-hour as one row that says how many calls.
+      const listed = (
+        await rt.req(
+          "GET",
+          `/agents/main/usage/rounds?since=${new Date(T0).toISOString()}&until=${new Date(T0 + DAY).toISOString()}&limit=1000`,
+        )
+      ).json.rounds as { calls?: number; rolled_up?: boolean; run_id: string }[];
+      expect(listed.length).toBeGreaterThan(0);
+      expect(listed.every((r) => r.rolled_up === true && r.run_id === "")).toBe(true);
+      expect(listed.reduce((n, r) => n + (r.calls ?? 1), 0)).toBe(
+        usageBefore.groups.groups
+          .filter((g: { day: string }) => g.day === "2026-03-01")
+          .reduce((n: number, g: { rounds: number }) => n + g.rounds, 0),
+      );
+
       // What budgets read, and what `holon usage` shows, is unchanged.
       expect(norm(sums())).toEqual(sumsBefore);
       expect(norm(await usage())).toEqual(usageBefore);
