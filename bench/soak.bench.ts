@@ -28,9 +28,11 @@
 //   --quiet=<s>                                idle time after the load before the RSS reading
 //                                              (default 150; 0 skips it)
 //   --retention-caps                           low retention caps (events 40 MB, transcript 20,
-//                                              messages 20, briefs 10, episodes 5) and a pass
-//                                              every minute: does the whole home level off?
-//   --retention-caps=tiny                      a tenth of those (4, 2, 2, 1, 1 MB), for a short
+//                                              messages 20, briefs 10, episodes 5, task records
+//                                              2, task output 5, spend ledger 5 with no per-call
+//                                              detail kept) and a pass every minute: does the
+//                                              whole home level off?
+//   --retention-caps=tiny                      a tenth of those (at least 1 MB each), for a short
 //                                              run or a slow machine that would not reach them
 //   --window=<s>                               the compared windows' length (a multiple of 10)
 //   --timers-per-sec=<n>                       timers made per second (default 1; 0: none)
@@ -163,6 +165,9 @@ const LOW_RETENTION: Record<string, number> = {
   messages: 20,
   briefs: 10,
   episodes: 5,
+  tasks: 2,
+  task_output: 5,
+  ledger: 5,
 };
 
 function retentionSettings(caps: "issue" | "tiny"): [string, string][] {
@@ -172,6 +177,8 @@ function retentionSettings(caps: "issue" | "tiny"): [string, string][] {
       `retention.${family}.max_mb`,
       String(Math.max(1, Math.round(mb * scale))),
     ]),
+    // Every call older than the current quarter-hour may be rolled up (default: a day).
+    ["retention.ledger.detail_hours", "0"],
     ["retention.interval_minutes", "1"],
   ];
 }

@@ -1,6 +1,7 @@
 // Everything under HOLON_HOME is bounded: every table of the database and every kind of file
-// a working home holds has an owner in retention (host/retention-owners.ts), and context
-// episodes (the table and each agent's JSONL mirror) and the memory index follow the policy.
+// a working home holds has an owner in retention (host/retention-owners.ts), every retention
+// owner is bounded by age and by size both, and context episodes (the table and each agent's
+// JSONL mirror) and the memory index follow the policy.
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -8,9 +9,9 @@ import type { TurnExecutor } from "../src/agent/runtime.ts";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
 import type { EpisodeRecord } from "../src/domain/memory.ts";
 import { openLog } from "../src/host/log.ts";
-import { effectiveRetention } from "../src/host/retention-config.ts";
+import { RETENTION_KEY_DEFS, effectiveRetention } from "../src/host/retention-config.ts";
 import { RetentionJob } from "../src/host/retention.ts";
-import { FILE_KINDS, TABLE_OWNERS, fileKindOf } from "../src/host/retention-owners.ts";
+import { FILE_KINDS, TABLE_OWNERS, fileKindOf, type Owner } from "../src/host/retention-owners.ts";
 import { episodesMirrorPath } from "../src/memory/continuity.ts";
 import { indexPaths } from "../src/memory/search.ts";
 import { reply } from "./fake-provider/server.ts";
@@ -65,7 +66,47 @@ function walk(dir: string): string[] {
   return out;
 }
 
+/** The retention families the owners name (tables and file kinds). */
+function retentionFamilies(): string[] {
+  const owners: Owner[] = [...Object.values(TABLE_OWNERS), ...FILE_KINDS.map((k) => k.owner)];
+  const families = owners.flatMap((o) => (o.rule === "retention" ? [o.family] : []));
+  return [...new Set(families)].sort();
+}
+
+/** What a family lacks of the two limits, judged from the config keys a user can set. */
+function missingLimits(family: string, keys: ReadonlySet<string>): string[] {
+  const missing: string[] = [];
+  if (!keys.has(`retention.${family}.max_age_days`)) missing.push("age");
+  if (!keys.has(`retention.${family}.max_mb`) && !keys.has(`retention.${family}.max_file_mb`)) {
+    missing.push("size");
+  }
+  return missing;
+}
+
 describe("everything under HOLON_HOME has a retention owner", () => {
+  it("every retention owner is bounded by age and by size, and both are on by default", () => {
+    const keys = new Set(RETENTION_KEY_DEFS.map((k) => k.key));
+    const policy = effectiveRetention(undefined) as unknown as Record<
+      string,
+      Record<string, number | null>
+    >;
+    const families = retentionFamilies();
+    expect(families).toEqual(
+      expect.arrayContaining(["events", "tasks", "ledger", "task_output", "episodes", "logs"]),
+    );
+    for (const family of families) {
+      expect(missingLimits(family, keys), `retention.${family}`).toEqual([]);
+      const limit = policy[family]!;
+      expect(limit.max_age_ms, `${family} age default`).toBeGreaterThan(0);
+      expect(limit.max_bytes ?? limit.max_file_bytes, `${family} size default`).toBeGreaterThan(0);
+    }
+    // The check fails on an owner with one limit only (the ledger and tasks had only an age).
+    const ageOnly = new Set([...keys].filter((k) => k !== "retention.tasks.max_mb"));
+    expect(missingLimits("tasks", ageOnly)).toEqual(["size"]);
+    const sizeOnly = new Set([...keys].filter((k) => k !== "retention.ledger.max_age_days"));
+    expect(missingLimits("ledger", sizeOnly)).toEqual(["age"]);
+  });
+
   it("every table in the database has an owner, and no owner names a table that is gone", async () => {
     const rt = await startRuntime({ executor: () => parked });
     closers.push(() => rt.close());

@@ -125,6 +125,12 @@ export type LedgerRow = {
   elapsed_ms: number;
   /** True when the provider reported no usage and the tokens are the request estimate. */
   estimated: boolean;
+  /**
+   * A day rolled up by ledger retention: how many provider calls this row stands for (absent
+   * on a row of one call). Its time is the start of its UTC day; it has no run or round.
+   */
+  calls?: number;
+  rolled_up?: boolean;
 };
 
 // ---- Parsing what people type: `2M`, `500k`, `$5`, `0.50`, `2h`, `90m` ----

@@ -3,8 +3,9 @@
 // schema, the effective configuration and the key list; the retention job and the log read
 // the effective values. 0 means "no limit" for that dimension.
 //
+// Every family has both an age and a size limit (test/retention-coverage.test.ts checks it).
 // The defaults keep a HOLON_HOME under about 1 GB however busy it is: the size caps add up
-// to 512 MB of stored records (the database file is some 20% larger for its indexes),
+// to 640 MB of stored records (the database file is some 20% larger for its indexes),
 // 256 MB of finished task output and 50 MB of logs; the ages keep a month of history.
 import { z } from "zod";
 import type { KeyDef } from "./config-keys.ts";
@@ -13,7 +14,6 @@ const Days = z.number().int().min(0, "must be 0 (keep forever) or more days");
 const Megabytes = z.number().int().min(0, "must be 0 (no size limit) or more megabytes");
 
 const Limit = z.strictObject({ max_age_days: Days.optional(), max_mb: Megabytes.optional() });
-const AgeOnly = z.strictObject({ max_age_days: Days.optional() });
 
 export const RetentionFileSchema = z.strictObject({
   events: Limit.optional(),
@@ -21,9 +21,11 @@ export const RetentionFileSchema = z.strictObject({
   messages: Limit.optional(),
   briefs: Limit.optional(),
   episodes: Limit.optional(),
-  tasks: AgeOnly.optional(),
+  tasks: Limit.optional(),
   task_output: Limit.optional(),
-  ledger: AgeOnly.optional(),
+  ledger: Limit.extend({
+    detail_hours: z.number().int().min(0, "must be 0 or more hours").optional(),
+  }).optional(),
   logs: z
     .strictObject({
       max_file_mb: z.number().int().min(1, "must be at least 1 MB").optional(),
@@ -45,12 +47,22 @@ export type RetentionPolicy = {
   briefs: FamilyLimit;
   /** Context episodes (and each agent's `.holon/ledger/context_episodes.jsonl` mirror). */
   episodes: FamilyLimit;
-  /** Finished task records (their output follows `task_output`). */
-  tasks: { max_age_ms: number | null };
+  /**
+   * Finished task records: one past its age or beyond the cap goes with its output files.
+   * Queued and running tasks never go (their bytes count toward the cap all the same).
+   */
+  tasks: FamilyLimit;
   /** Output files of finished tasks. */
   task_output: FamilyLimit;
-  /** Spend ledger rows (budgets' totals count what it keeps). */
-  ledger: { max_age_ms: number | null };
+  /**
+   * Spend ledger rows. Past the age they go; over the size cap the oldest whole days before
+   * every open budget window are rolled up into one row per agent, model and day, which
+   * budgets and usage reports keep counting (host/retention.ts).
+   */
+  ledger: FamilyLimit & {
+    /** Per-call rows younger than this are never rolled up (`holon usage --rounds` lists them). */
+    detail_ms: number;
+  };
   /** Rotated log files (holon.log.1, …) older than `max_age_ms` are removed by the job. */
   logs: { max_file_bytes: number; max_files: number; max_age_ms: number | null };
   interval_ms: number;
@@ -62,9 +74,9 @@ export const RETENTION_DEFAULTS = {
   messages: { max_age_days: 30, max_mb: 64 },
   briefs: { max_age_days: 90, max_mb: 32 },
   episodes: { max_age_days: 90, max_mb: 32 },
-  tasks: { max_age_days: 30 },
+  tasks: { max_age_days: 30, max_mb: 64 },
   task_output: { max_age_days: 14, max_mb: 256 },
-  ledger: { max_age_days: 400 },
+  ledger: { max_age_days: 400, max_mb: 64, detail_hours: 24 },
   logs: { max_file_mb: 10, max_files: 5, max_age_days: 30 },
   interval_minutes: 10,
 } as const;
@@ -93,9 +105,12 @@ export function effectiveRetention(file: RetentionFile | undefined): RetentionPo
     messages: limit(file?.messages, d.messages),
     briefs: limit(file?.briefs, d.briefs),
     episodes: limit(file?.episodes, d.episodes),
-    tasks: { max_age_ms: ms(file?.tasks?.max_age_days ?? d.tasks.max_age_days) },
+    tasks: limit(file?.tasks, d.tasks),
     task_output: limit(file?.task_output, d.task_output),
-    ledger: { max_age_ms: ms(file?.ledger?.max_age_days ?? d.ledger.max_age_days) },
+    ledger: {
+      ...limit(file?.ledger, d.ledger),
+      detail_ms: (file?.ledger?.detail_hours ?? d.ledger.detail_hours) * 3_600_000,
+    },
     logs: {
       max_file_bytes: (file?.logs?.max_file_mb ?? d.logs.max_file_mb) * MB,
       max_files: file?.logs?.max_files ?? d.logs.max_files,
@@ -111,6 +126,9 @@ const FAMILY_TEXT = {
   messages: "finished messages (queued and running ones are never removed)",
   briefs: "briefs",
   episodes: "context episodes (each agent's episode mirror file follows)",
+  tasks:
+    "the records of finished tasks (each goes with its output files; queued and running tasks never go)",
+  ledger: "spend ledger rows (one per provider call); budgets and usage reports count what is kept",
   task_output: "output files of finished tasks (the task keeps its bounded snapshot)",
 } as const;
 
@@ -128,7 +146,10 @@ function familyKeys(family: keyof typeof FAMILY_TEXT): KeyDef[] {
       key: `retention.${family}.max_mb`,
       type: "integer",
       default: d.max_mb,
-      description: `Megabytes of ${FAMILY_TEXT[family]} to keep at most, oldest removed first; 0 is no limit`,
+      description:
+        family === "ledger"
+          ? "Megabytes of spend ledger rows above which the oldest per-call rows are rolled up into one row per agent, model and quarter-hour (budgets and usage totals unchanged); 0 is no limit"
+          : `Megabytes of ${FAMILY_TEXT[family]} to keep at most, oldest removed first; 0 is no limit`,
       schema: Megabytes,
     },
   ];
@@ -140,21 +161,16 @@ export const RETENTION_KEY_DEFS: readonly KeyDef[] = [
   ...familyKeys("messages"),
   ...familyKeys("briefs"),
   ...familyKeys("episodes"),
-  {
-    key: "retention.tasks.max_age_days",
-    type: "integer",
-    default: RETENTION_DEFAULTS.tasks.max_age_days,
-    description: "Days to keep the records of finished tasks; 0 keeps them forever",
-    schema: Days,
-  },
+  ...familyKeys("tasks"),
   ...familyKeys("task_output"),
+  ...familyKeys("ledger"),
   {
-    key: "retention.ledger.max_age_days",
+    key: "retention.ledger.detail_hours",
     type: "integer",
-    default: RETENTION_DEFAULTS.ledger.max_age_days,
+    default: RETENTION_DEFAULTS.ledger.detail_hours,
     description:
-      "Days to keep spend ledger rows (one per provider call); budgets and usage reports count what is kept; 0 keeps them forever",
-    schema: Days,
+      "Hours of spend ledger rows kept one per provider call whatever the size cap (holon usage --rounds lists them); older ones may be rolled up",
+    schema: z.number().int().min(0),
   },
   {
     key: "retention.logs.max_file_mb",

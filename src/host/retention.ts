@@ -1,9 +1,12 @@
 // The retention job: applies the user's retention policy (host/retention-config.ts) in the
-// background. A pass removes, oldest first, the history rows past their age or beyond their
-// family's size cap, finished task records and task output past theirs, then hands freed
-// database pages back to the file system. It works in small batches, each one short
-// transaction followed by a yield to the event loop, so a turn never waits on more than one
-// batch. Rotated runtime log files past their age go too. What a pass removed is told per agent as a `retention_applied` event (counts per
+// background. Every family has an age and a size limit. A pass removes, oldest first, the
+// history rows past their age or beyond their family's size cap, finished task records
+// (with their output) and task output past theirs, spend ledger rows past their age (and,
+// over the ledger's cap, rolls old calls up into quarter-hour summaries without changing
+// any total), then hands freed database pages back to the file system. It works in small
+// batches, each one short transaction followed by a yield to the event loop, so a turn
+// never waits on more than one batch. Rotated runtime log files past their age go too.
+// What a pass removed is told per agent as a `retention_applied` event (counts per
 // family and per event type, and how far the agent's event log now starts), which the
 // runtime log records too.
 //
@@ -21,10 +24,19 @@ import {
   type Removed,
   type TaskRow,
 } from "../store/retention.ts";
+import { LEDGER_BUCKET_MS } from "../store/ledger.ts";
 import type { RetentionPolicy } from "./retention-config.ts";
 
 export type RemovedFamily =
-  HistoryFamily | "episodes" | "tombstones" | "tasks" | "task_output" | "logs" | "ledger";
+  | HistoryFamily
+  | "episodes"
+  | "tombstones"
+  | "tasks"
+  | "task_output"
+  | "logs"
+  | "ledger"
+  /** Per-call ledger rows replaced by quarter-hour summaries (their spend still counts). */
+  | "ledger_rolled_up";
 
 export type AgentRemoval = {
   counts: Partial<Record<RemovedFamily, number>>;
@@ -143,7 +155,7 @@ export class RetentionJob {
     this.tombstones(policy.events.max_age_ms, started, summary);
     await this.tasks(policy, started, summary);
     await this.logs(policy.logs.max_age_ms, started, summary);
-    await this.ledger(policy.ledger.max_age_ms, started, summary);
+    await this.ledger(policy.ledger, started, summary);
     await this.vacuum(summary);
     this.announce(summary);
     this.derived(summary);
@@ -151,15 +163,47 @@ export class RetentionJob {
     return summary;
   }
 
-  /** Spend ledger rows past their own age (400 days by default), in short batches. */
-  private async ledger(maxAgeMs: number | null, now: Date, summary: RetentionSummary) {
-    if (maxAgeMs === null) return;
-    const before = new Date(now.getTime() - maxAgeMs);
-    while (!this.stopped) {
-      const n = this.store.tx(() => this.store.ledger.deleteBefore(before, this.batchSize));
-      if (n > 0) summary.removed.ledger = (summary.removed.ledger ?? 0) + n;
-      if (n < this.batchSize) return;
-      await tick();
+  /**
+   * Spend ledger rows past their own age (400 days by default), in short batches; then, while
+   * the ledger is over its size cap, the oldest per-call rows older than
+   * `retention.ledger.detail_hours` are rolled up into quarter-hour summaries, one agent's
+   * quarter-hour per transaction. Sums by agent, agent tree, work item and calendar window, and usage per
+   * day, count the summaries the same (store/ledger.ts).
+   */
+  private async ledger(limit: RetentionPolicy["ledger"], now: Date, summary: RetentionSummary) {
+    if (limit.max_age_ms !== null) {
+      const before = new Date(now.getTime() - limit.max_age_ms);
+      while (!this.stopped) {
+        const n = this.store.tx(() => this.store.ledger.deleteBefore(before, this.batchSize));
+        if (n > 0) summary.removed.ledger = (summary.removed.ledger ?? 0) + n;
+        if (n < this.batchSize) break;
+        await tick();
+      }
+    }
+    if (limit.max_bytes === null || this.stopped) return;
+    let over = this.store.ledger.bytes() - limit.max_bytes;
+    // Only whole quarter-hours, all of them older than the detail kept.
+    const horizon = now.getTime() - limit.detail_ms;
+    const end = horizon - (horizon % LEDGER_BUCKET_MS);
+    // `from` skips what this pass has rolled up already (the summaries sit below it).
+    let from = 0;
+    while (over > 0 && !this.stopped) {
+      const oldest = this.store.ledger.oldestDetail(from);
+      if (oldest === null) return;
+      const lo = oldest - (oldest % LEDGER_BUCKET_MS);
+      const hi = lo + LEDGER_BUCKET_MS;
+      if (hi > end) return;
+      from = hi;
+      // One agent's quarter-hour per transaction (a busy host makes thousands of calls in one).
+      for (const agentId of this.store.ledger.detailAgents(lo, hi)) {
+        if (this.stopped) return;
+        const r = this.store.tx(() => this.store.ledger.rollUp(lo, hi, agentId));
+        summary.removed.ledger_rolled_up = (summary.removed.ledger_rolled_up ?? 0) + r.removed;
+        summary.bytes_removed.ledger_rolled_up =
+          (summary.bytes_removed.ledger_rolled_up ?? 0) + r.bytes;
+        over -= r.bytes;
+        await tick();
+      }
     }
   }
 
@@ -235,10 +279,13 @@ export class RetentionJob {
     }
   }
 
-  /** Tombstones of deleted agents go with the events that explain them (`retention.events` age). */
+  /**
+   * Tombstones of deleted agents go with the events that explain them: past the events' age,
+   * or once the events' size cap has taken all of that agent's events.
+   */
   private tombstones(maxAgeMs: number | null, now: Date, summary: RetentionSummary): void {
     const cutoff = cutoffOf(now, maxAgeMs);
-    if (cutoff === null || this.stopped) return;
+    if (this.stopped) return;
     const n = this.store.tx(() => this.repo.removeTombstones(cutoff));
     if (n > 0) summary.removed.tombstones = (summary.removed.tombstones ?? 0) + n;
   }
@@ -260,7 +307,8 @@ export class RetentionJob {
   }
 
   /**
-   * Finished task records past their age, and task output past its age or over its cap.
+   * Finished task records past their age or over their cap (a record and its output go
+   * together), and task output past its age or over its cap.
    * Every kept record's output directory is measured on every pass, so that is done with
    * synchronous calls, a page (batchSize records) between two yields: awaiting each
    * readdir and stat made a pass take one event-loop turn per file of every task kept (30
@@ -269,9 +317,14 @@ export class RetentionJob {
    */
   private async tasks(policy: RetentionPolicy, now: Date, summary: RetentionSummary) {
     const recordCutoff = cutoffOf(now, policy.tasks.max_age_ms);
+    const recordCap = policy.tasks.max_bytes;
     const outputCutoff = cutoffOf(now, policy.task_output.max_age_ms);
     const outputCap = policy.task_output.max_bytes;
-    if (recordCutoff === null && outputCutoff === null && outputCap === null) return;
+    if (recordCutoff === null && recordCap === null && outputCutoff === null && outputCap === null)
+      return;
+    // Bytes of records over the cap: finished ones go oldest first (with their output) until
+    // the rest fits; queued and running ones count but never go.
+    let recordExcess = recordCap === null ? 0 : this.repo.taskBytes() - recordCap;
     const at = now.toISOString();
     const kept: { dir: string; agent: string; finished: string; bytes: number }[] = [];
     let cursor = 0;
@@ -284,8 +337,9 @@ export class RetentionJob {
         if (!TERMINAL_TASK.has(t.status)) continue;
         const finished = t.finished_at ?? "";
         const dir = ownedProcessDir(t.process_dir);
-        if (recordCutoff !== null && finished < recordCutoff) {
+        if ((recordCutoff !== null && finished < recordCutoff) || recordExcess > 0) {
           records.push(t);
+          recordExcess -= t.bytes;
           if (dir) await this.removeOutput(dir, t.agent_id, summary);
         } else if (dir) {
           const bytes = dirBytes(dir);

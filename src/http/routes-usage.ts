@@ -135,6 +135,9 @@ export const UsageRoundsResponse = z.object({
       reasoning_tokens: z.number().int(),
       elapsed_ms: z.number().int(),
       estimated: z.boolean(),
+      /** A quarter-hour of calls rolled up by ledger retention: how many it stands for. */
+      calls: z.number().int().optional(),
+      rolled_up: z.boolean().optional(),
     }),
   ),
 });

@@ -1,8 +1,14 @@
 // The spend ledger's rows: one per provider call (a model round or a remote compaction),
 // written in the round's own transaction and priced when written, so a later price edit
 // never rewrites the past and event retention never erases spend. Its own retention
-// (`retention.ledger.max_age_days`, 400 days by default) removes old rows. Sums per scope
-// are read here once (at start, per scope); src/budget/ keeps the running totals after.
+// (`retention.ledger`, host/retention.ts) removes rows past their age (400 days by default)
+// and, over its size cap, rolls the oldest per-call rows into summary rows, one per
+// quarter-hour and agent lineage, work item, model, kind and priced-or-not (`calls` says how
+// many calls a row stands for). Every sum below counts `calls`, and every budget window
+// starts on a quarter-hour, so a roll-up changes neither a budget's total nor a usage
+// report's day.
+// Sums per scope are read here once (at start, per scope); src/budget/ keeps the running
+// totals after.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { emptyTotals, type LedgerRow, type SpendTotals } from "../domain/budget.ts";
 
@@ -31,17 +37,30 @@ type Raw = {
   cost_usd: number | null;
   elapsed_ms: number;
   estimated: number;
+  calls: number;
+  rollup: number;
 };
 
-const SUMS = `COUNT(*) AS rounds,
+const SUMS = `COALESCE(SUM(calls), 0) AS rounds,
   COALESCE(SUM(input_tokens), 0) AS input_tokens,
   COALESCE(SUM(cached_input_tokens), 0) AS cached_input_tokens,
   COALESCE(SUM(cache_write_tokens), 0) AS cache_write_tokens,
   COALESCE(SUM(output_tokens), 0) AS output_tokens,
   COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
   COALESCE(SUM(cost_usd), 0) AS usd,
-  COALESCE(SUM(cost_usd IS NULL), 0) AS unpriced_rounds,
+  COALESCE(SUM(CASE WHEN cost_usd IS NULL THEN calls ELSE 0 END), 0) AS unpriced_rounds,
   COALESCE(SUM(elapsed_ms), 0) AS time_ms`;
+
+/**
+ * The span one rolled-up row covers: a quarter-hour, on which every time zone's midnight
+ * falls (zone offsets are whole quarter-hours), so no budget window ever splits one.
+ */
+export const LEDGER_BUCKET_MS = 15 * 60_000;
+
+/** A row's bytes as retention counts them: its text fields and a fixed share for the rest. */
+const LEDGER_BYTES = `octet_length(agent_id) + COALESCE(octet_length(run_id), 0) +
+  octet_length(kind) + COALESCE(octet_length(work_item_id), 0) + octet_length(agent_path) +
+  octet_length(item_path) + octet_length(model_ref) + 112`;
 
 /** '/a/b/' for [a, b]: a path a LIKE '%/x/%' finds x in. */
 export function pathOf(ids: string[]): string {
@@ -157,6 +176,81 @@ export class LedgerRepo {
     return Number(r.changes);
   }
 
+  /** Bytes the rows take (an estimate from their fields, as the retention caps count). */
+  bytes(): number {
+    return Number(
+      (
+        this.stmt(`SELECT COALESCE(SUM(${LEDGER_BYTES}), 0) AS b FROM spend_ledger`).get() as {
+          b: number;
+        }
+      ).b,
+    );
+  }
+
+  /** The agents with per-call rows in [lo, hi). */
+  detailAgents(lo: number, hi: number): string[] {
+    return (
+      this.stmt(
+        "SELECT DISTINCT agent_id FROM spend_ledger WHERE rollup = 0 AND ts >= ? AND ts < ?",
+      ).all(lo, hi) as { agent_id: string }[]
+    ).map((r) => r.agent_id);
+  }
+
+  /** The time (epoch ms) of the oldest per-call row at or after `from`, if any. */
+  oldestDetail(from = 0): number | null {
+    const r = this.stmt(
+      "SELECT ts FROM spend_ledger WHERE ts >= ? AND rollup = 0 ORDER BY ts LIMIT 1",
+    ).get(from) as { ts: number } | undefined;
+    return r?.ts ?? null;
+  }
+
+  /**
+   * Roll the agent's per-call rows in [lo, hi) into summary rows, one per quarter-hour (UTC)
+   * and (agent lineage, work item, model, kind, estimated, priced or not), dated at the start
+   * of their quarter-hour. Every time zone's offset is a whole number of quarter-hours, so
+   * every calendar window (day, week, month, in any zone) starts on one: a window's sum, a
+   * sum by agent, agent tree or work item, and usage per day are the same after. A run's
+   * sum is not (a summary keeps no run id). Run inside a transaction; returns the rows
+   * removed and added and the bytes freed.
+   */
+  rollUp(
+    lo: number,
+    hi: number,
+    agentId: string,
+  ): { removed: number; added: number; bytes: number } {
+    const before = this.stmt(
+      `SELECT COUNT(*) AS n, COALESCE(SUM(${LEDGER_BYTES}), 0) AS b
+       FROM spend_ledger WHERE agent_id = ? AND rollup = 0 AND ts >= ? AND ts < ?`,
+    ).get(agentId, lo, hi) as { n: number; b: number };
+    if (before.n === 0) return { removed: 0, added: 0, bytes: 0 };
+    const maxSeq = (
+      this.stmt("SELECT COALESCE(MAX(seq), 0) AS m FROM spend_ledger").get() as { m: number }
+    ).m;
+    const bucket = `(ts - ts % ${LEDGER_BUCKET_MS})`;
+    this.stmt(
+      `INSERT INTO spend_ledger (ts, agent_id, run_id, round, kind, work_item_id, agent_path,
+         item_path, model_ref, input_tokens, cached_input_tokens, cache_write_tokens,
+         output_tokens, reasoning_tokens, cost_usd, elapsed_ms, estimated, calls, rollup)
+       SELECT ${bucket}, agent_id, NULL, NULL, kind, work_item_id, agent_path, item_path,
+         model_ref, SUM(input_tokens), SUM(cached_input_tokens), SUM(cache_write_tokens),
+         SUM(output_tokens), SUM(reasoning_tokens), SUM(cost_usd), SUM(elapsed_ms), estimated,
+         SUM(calls), 1
+       FROM spend_ledger WHERE rollup = 0 AND ts >= ? AND ts < ?
+       GROUP BY ${bucket}, agent_id, agent_path, item_path, work_item_id, model_ref, kind,
+         estimated, cost_usd IS NULL`,
+    ).run(lo, hi);
+    this.stmt("DELETE FROM spend_ledger WHERE rollup = 0 AND ts >= ? AND ts < ? AND seq <= ?").run(
+      lo,
+      hi,
+      maxSeq,
+    );
+    const after = this.stmt(
+      `SELECT COUNT(*) AS n, COALESCE(SUM(${LEDGER_BYTES}), 0) AS b FROM spend_ledger
+       WHERE seq > ?`,
+    ).get(maxSeq) as { n: number; b: number };
+    return { removed: before.n, added: after.n, bytes: before.b - after.b };
+  }
+
   backfillPending(): boolean {
     const r = this.stmt("SELECT value FROM spend_ledger_meta WHERE key = 'backfill'").get() as
       { value: string } | undefined;
@@ -207,5 +301,6 @@ function toRow(r: Raw): LedgerRow {
     cost_usd: r.cost_usd,
     elapsed_ms: r.elapsed_ms,
     estimated: r.estimated === 1,
+    ...(r.calls !== 1 || r.rollup === 1 ? { calls: r.calls, rolled_up: true } : {}),
   };
 }

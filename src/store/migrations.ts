@@ -432,4 +432,16 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX trace_links_created ON trace_links (created_at);
     `,
   },
+  {
+    version: 15,
+    name: "spend ledger: rolled-up days (one row standing for many provider calls)",
+    // Over its size cap, retention rolls the oldest whole days (before every open budget
+    // window) into one row per agent lineage, work item, model, kind and priced-or-not, at
+    // the day's start (UTC). `calls` is how many provider calls a row stands for (1 for a
+    // detail row), which the sums count as rounds; `rollup` marks the summary rows.
+    sql: `
+      ALTER TABLE spend_ledger ADD COLUMN calls INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE spend_ledger ADD COLUMN rollup INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];

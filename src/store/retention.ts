@@ -54,7 +54,12 @@ export type TaskRow = {
   status: string;
   finished_at: string | null;
   process_dir: string | null;
+  /** Bytes the record counts for under `retention.tasks.max_mb`. */
+  bytes: number;
 };
+
+const TASK_BYTES =
+  "octet_length(data) + octet_length(id) + octet_length(agent_id) + octet_length(status) + 24";
 
 const TERMINAL_MESSAGE = "status NOT IN ('queued', 'processing')";
 
@@ -89,6 +94,7 @@ export class RetentionRepo {
   private readonly floorsStmt: StatementSync;
   private readonly tasksPageStmt: StatementSync;
   private readonly deleteTaskStmt: StatementSync;
+  private readonly taskBytesStmt: StatementSync;
   private readonly episodeBytesStmt: StatementSync;
   private readonly episodesPageStmt: StatementSync;
   private readonly deleteEpisodeStmt: StatementSync;
@@ -118,9 +124,10 @@ export class RetentionRepo {
     this.tasksPageStmt = db.prepare(
       `SELECT rowid AS rowid, id, agent_id, status,
          COALESCE(json_extract(data, '$.finished_at'), json_extract(data, '$.updated_at')) AS finished_at,
-         json_extract(data, '$.process_dir') AS process_dir
+         json_extract(data, '$.process_dir') AS process_dir, ${TASK_BYTES} AS bytes
        FROM tasks WHERE rowid > ? ORDER BY rowid LIMIT ?`,
     );
+    this.taskBytesStmt = db.prepare(`SELECT COALESCE(SUM(${TASK_BYTES}), 0) AS bytes FROM tasks`);
     this.deleteTaskStmt = db.prepare("DELETE FROM tasks WHERE rowid = ?");
     this.episodeBytesStmt = db.prepare(
       `SELECT COALESCE(SUM(${EPISODE_BYTES}), 0) AS bytes FROM context_episodes`,
@@ -130,7 +137,13 @@ export class RetentionRepo {
        FROM context_episodes WHERE seq > ? ORDER BY seq LIMIT ?`,
     );
     this.deleteEpisodeStmt = db.prepare("DELETE FROM context_episodes WHERE seq = ?");
-    this.tombstonesStmt = db.prepare("DELETE FROM agent_tombstones WHERE deleted_at < ?");
+    // A tombstone explains a deleted agent's events: it goes past the events' age, or once
+    // none of them is left (the events' size cap took them), which bounds tombstones by the
+    // events kept.
+    this.tombstonesStmt = db.prepare(
+      `DELETE FROM agent_tombstones WHERE deleted_at < ?
+         OR NOT EXISTS (SELECT 1 FROM events WHERE events.agent_id = agent_tombstones.agent_id)`,
+    );
     this.floorsStmt = db.prepare(
       "SELECT agent_id, family, removed_through, removed_count, updated_at FROM retention_floors ORDER BY agent_id, family",
     );
@@ -198,12 +211,21 @@ export class RetentionRepo {
     return this.tasksPageStmt.all(afterRowid, limit) as TaskRow[];
   }
 
+  /**
+   * Bytes the task records take. Tasks have no trigger-kept tally: a pass sums them once (the
+   * table is held under its cap, so the scan is bounded).
+   */
+  taskBytes(): number {
+    return (this.taskBytesStmt.get() as { bytes: number }).bytes;
+  }
+
   /** Delete finished task records (their output directories are the caller's to remove). */
   removeTasks(rows: TaskRow[], at: string): Removed {
     const removed: Removed = { count: 0, bytes: 0, byAgent: new Map() };
     for (const row of rows) {
       this.deleteTaskStmt.run(row.rowid);
       removed.count++;
+      removed.bytes += row.bytes;
       let agent = removed.byAgent.get(row.agent_id);
       if (!agent) {
         removed.byAgent.set(row.agent_id, (agent = { count: 0, maxSeq: 0, types: new Map() }));
@@ -262,9 +284,12 @@ export class RetentionRepo {
     return removed;
   }
 
-  /** Tombstones of agents deleted before `cutoff` (ISO time); returns how many went. */
-  removeTombstones(cutoff: string): number {
-    return Number(this.tombstonesStmt.run(cutoff).changes);
+  /**
+   * Tombstones of agents deleted before `cutoff` (ISO time; none by age when null) or whose
+   * events are all gone; returns how many went.
+   */
+  removeTombstones(cutoff: string | null): number {
+    return Number(this.tombstonesStmt.run(cutoff ?? "").changes);
   }
 
   /** Everything retention has removed so far, per agent and family. */

@@ -47,7 +47,7 @@ export const emptyCost = (): CostTotals => ({
 
 /** Add one ledger row to a running total. */
 export function addCost(t: CostTotals, r: LedgerRow): void {
-  t.rounds += 1;
+  t.rounds += r.calls ?? 1;
   t.input_tokens += r.input_tokens;
   t.cached_input_tokens += r.cached_input_tokens;
   t.cache_write_tokens += r.cache_write_tokens;
