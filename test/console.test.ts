@@ -244,6 +244,38 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
       expect((await rt.req("GET", `/control/agents/${child}/${path}`)).status, path).toBe(200);
     }
 
+    // The operator's other per-agent routes reach the private child too: its usage and a
+    // task's input (the public usage route keeps it hidden).
+    expect((await rt.req("GET", `/agents/${child}/usage/rounds`)).status).toBe(404);
+    for (const path of ["usage", "usage/rounds"]) {
+      const anon = await rt.req("GET", `/control/agents/${child}/${path}`, undefined, {
+        authorization: "",
+      });
+      expect(anon.status, path).toBe(401);
+      expect((await rt.req("GET", `/control/agents/${child}/${path}`)).status, path).toBe(200);
+    }
+    const reader = rt.host.tasks.start({
+      agent_id: child,
+      cmd: "read line; echo got:$line",
+      workdir: executionBinding(rt.host.agents.get(child)).cwd,
+      shell: TaskService.shellOr(undefined),
+      login: false,
+      tty: false,
+      accepts_input: true,
+      terminal_reentry: false,
+      summary: "the child's reader",
+    });
+    const fed = await rt.req("POST", `/control/agents/${child}/tasks/${reader.id}/input`, {
+      input: "hello-child\n",
+      close_input: true,
+    });
+    expect(fed.status).toBe(200);
+    expect(fed.json.accepted_input).toBe(true);
+    await waitFor(() => rt.host.store.tasks.get(reader.id)!.status === "completed", {
+      what: "the child's reader to finish",
+      timeoutMs: 15_000,
+    });
+
     const enc = encodeURIComponent(child);
     await page.goto(`${rt.url}/ui/#/agent/${enc}/work`);
     await page.getByRole("button", { name: "audit the child's corner of the repo" }).click();

@@ -445,7 +445,9 @@ export const ROUTES: RouteDoc[] = [
   ...WAITING_ROUTE_DOCS,
   ...WORKSPACE_ROUTE_DOCS,
   ...AGENT_ROUTE_DOCS,
-  ...USAGE_ROUTE_DOCS,
+  ...USAGE_ROUTE_DOCS.flatMap((d) =>
+    d.path.startsWith("/agents/:id/") ? withControlTwin(d) : [d],
+  ),
   ...BUDGET_ROUTE_DOCS,
   ...MEMORY_ROUTE_DOCS,
   ...OPERATOR_ROUTE_DOCS,

@@ -141,7 +141,7 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/tasks/:task_id/input", async (c) => {
     requireControl(c);
     const body = validate(InputBody, await readJson(c));
-    const task = taskOf(c);
+    const task = anyTaskOf(c); // the operator's, like stop: a private child's task too
     const r =
       task.kind === "child_agent_task"
         ? { bytes_written: 0, ...host.services.agentPlane.input(task, body.input) }

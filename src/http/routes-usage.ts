@@ -9,7 +9,7 @@ import { parseSince } from "../host/usage.ts";
 import { costByWorkItem, costTotal, costTree, subtreeRows } from "../telemetry/cost.ts";
 import type { AppContext } from "./context.ts";
 import type { RouteDoc } from "./route-doc.ts";
-import { intParam, requireRead, type AppEnv } from "./support.ts";
+import { intParam, requireControl, requireRead, type AppEnv } from "./support.ts";
 
 function window(c: Context<AppEnv>, now: Date): { from: Date; to: Date } {
   const since = c.req.query("since");
@@ -23,24 +23,37 @@ function window(c: Context<AppEnv>, now: Date): { from: Date; to: Date } {
 }
 
 export function usageRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
-  app.get("/agents/:id/usage", (c) => {
-    requireRead(c);
-    const agent = host.agents.getPublic(c.req.param("id"));
-    const { from, to } = window(c, host.store.clock.now());
-    return c.json({ ok: true, ...host.services.usage.report([agent.agent_id], from, to) });
+  // One agent's figures: the public routes see public agents; their /control twins any agent,
+  // a private child included (the console's usage page reads those).
+  const oneAgent = (
+    find: (id: string) => { agent_id: string },
+    auth: (c: Context<AppEnv>) => void,
+  ) => ({
+    usage: (c: Context<AppEnv>) => {
+      auth(c);
+      const agent = find(c.req.param("id")!);
+      const { from, to } = window(c, host.store.clock.now());
+      return c.json({ ok: true, ...host.services.usage.report([agent.agent_id], from, to) });
+    },
+    rounds: (c: Context<AppEnv>) => {
+      auth(c);
+      const agent = find(c.req.param("id")!);
+      const { from, to } = window(c, host.store.clock.now());
+      const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 50;
+      return c.json({
+        ok: true,
+        agent_id: agent.agent_id,
+        currency: "USD",
+        rounds: host.services.usage.rounds(agent.agent_id, from, to, limit),
+      });
+    },
   });
-  app.get("/agents/:id/usage/rounds", (c) => {
-    requireRead(c);
-    const agent = host.agents.getPublic(c.req.param("id"));
-    const { from, to } = window(c, host.store.clock.now());
-    const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 50;
-    return c.json({
-      ok: true,
-      agent_id: agent.agent_id,
-      currency: "USD",
-      rounds: host.services.usage.rounds(agent.agent_id, from, to, limit),
-    });
-  });
+  const pub = oneAgent((id) => host.agents.getPublic(id), requireRead);
+  const any = oneAgent((id) => host.agents.get(id), requireControl);
+  app.get("/agents/:id/usage", pub.usage);
+  app.get("/agents/:id/usage/rounds", pub.rounds);
+  app.get("/control/agents/:id/usage", any.usage);
+  app.get("/control/agents/:id/usage/rounds", any.rounds);
   app.get("/usage", (c) => {
     requireRead(c);
     const only = c.req.query("agent");

@@ -64,7 +64,7 @@ export function UsagePage() {
         const out: Row[] = [];
         for (const a of agents) {
           const rr = await get<{ rounds: Round[] }>(
-            `/agents/${encodeURIComponent(a)}/usage/rounds?since=${days}d&limit=1000`,
+            `/control/agents/${encodeURIComponent(a)}/usage/rounds?since=${days}d&limit=1000`,
             ac.signal,
           ).catch(() => ({ rounds: [] as Round[] }));
           for (const x of rr.rounds) {
