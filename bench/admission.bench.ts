@@ -8,6 +8,10 @@
 // (bare, hono, holon; bare, hono, holon; …) and the report gives the median round rate, the
 // median of the per-round holon/bare ratios, and pooled latency percentiles. CPU time per
 // request (from /proc) is reported too: it is far less sensitive to other load than rates.
+// `--cpu-prof` also writes a V8 CPU profile of the host and lists its top functions.
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { topFunctions } from "./lib/cpuprofile.ts";
 import type { LoadConfig, LoadResult } from "./workers/loadgen.ts";
 import { round, summarize } from "./lib/stats.ts";
 import {
@@ -76,6 +80,14 @@ const bench: Benchmark = {
   async run(ctx) {
     const r = new ResultBuilder();
     const rounds = ctx.quick ? 1 : 3;
+    const profDir =
+      ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof")
+        ? join(ctx.root, "bench", "results", "admission-profile")
+        : undefined;
+    if (profDir) {
+      rmSync(profDir, { recursive: true, force: true });
+      mkdirSync(profDir, { recursive: true });
+    }
     const servers: Partial<Record<ServerKey, ServerProc>> = {};
     const runs: Record<ServerKey, Round[]> = { bare: [], hono: [], holon: [] };
     let pendingBefore = 0;
@@ -83,7 +95,11 @@ const bench: Benchmark = {
     try {
       servers.bare = await startBaseline("bare");
       servers.hono = await startBaseline("hono");
-      servers.holon = await startHolon(ctx.root);
+      // --cpu-prof: a V8 CPU profile of the host, its top functions in the notes.
+      servers.holon = await startHolon(
+        ctx.root,
+        profDir ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`] } : {},
+      );
       const holonUrl = servers.holon.url;
       await expectOk(`${holonUrl}/control/agents/main/control`, "POST", { action: "pause" });
       pendingBefore = Number((await expectOk(`${holonUrl}/agents/main/status`)).pending);
@@ -177,6 +193,12 @@ const bench: Benchmark = {
       `closed loop from a forked load generator; latency percentiles pool all rounds; ` +
         `temp HOLON_HOME under ${process.env.TMPDIR ?? "/tmp"} (set TMPDIR to move it)`,
     );
+    if (profDir) {
+      for (const f of readdirSync(profDir).filter((f) => f.endsWith(".cpuprofile"))) {
+        r.note(`CPU profile: ${join(profDir, f)}; top self time:`);
+        for (const line of topFunctions(join(profDir, f), 15)) r.note(`  ${line}`);
+      }
+    }
     return r.result;
   },
 };

@@ -16,19 +16,63 @@ import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
 
 type Run = { ms: number; code: number | null; stderr: string; peakKb: number };
 
-/** Total RSS (KiB) of `pid` and its descendants, from /proc (0 when unreadable). */
+/**
+ * Total RSS (KiB) of `pid` and its descendants, from /proc (0 when unreadable). The tree is
+ * walked through each thread's `children` list, so a sample reads only the run's own
+ * processes: a scan of all of /proc every 5 ms cost a loaded machine enough CPU to slow
+ * the very start-up it was sampling. Without `children` (an older kernel) it scans /proc.
+ */
 function treeRssKb(root: number): number {
-  const children = new Map<number, number[]>();
+  const childrenOf = (pid: number): number[] | null => {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      return [];
+    }
+    const out: number[] = [];
+    for (const tid of tids) {
+      try {
+        for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").split(" ")) {
+          if (c.trim()) out.push(Number(c));
+        }
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT" && tid === String(pid)) return null;
+      }
+    }
+    return out;
+  };
+  const rssOf = (pid: number): number => {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      return Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch {
+      return 0; // gone
+    }
+  };
   let total = 0;
-  let rss = new Map<number, number>();
+  const stack = [root];
+  while (stack.length > 0) {
+    const pid = stack.pop()!;
+    total += rssOf(pid);
+    const kids = childrenOf(pid);
+    if (kids === null) return scanTreeRssKb(root);
+    stack.push(...kids);
+  }
+  return total;
+}
+
+/** The same figure from a scan of every process in /proc. */
+function scanTreeRssKb(root: number): number {
+  const children = new Map<number, number[]>();
+  const rss = new Map<number, number>();
   for (const name of readdirSync("/proc")) {
     const pid = Number(name);
     if (!Number.isInteger(pid)) continue;
     try {
       const status = readFileSync(`/proc/${pid}/status`, "utf8");
       const ppid = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]);
-      const kb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0);
-      rss.set(pid, kb);
+      rss.set(pid, Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0));
       const list = children.get(ppid) ?? [];
       list.push(pid);
       children.set(ppid, list);
@@ -36,13 +80,13 @@ function treeRssKb(root: number): number {
       // gone
     }
   }
+  let total = 0;
   const stack = [root];
   while (stack.length > 0) {
     const pid = stack.pop()!;
     total += rss.get(pid) ?? 0;
     stack.push(...(children.get(pid) ?? []));
   }
-  rss = new Map();
   return total;
 }
 
@@ -132,6 +176,7 @@ const bench: Benchmark = {
       );
       cli(["config", "set", "model.default", "fake/test-model"]);
       const firstRequest: number[] = [];
+      const fromSources: number[] = [];
       const whole: number[] = [];
       const peaks: number[] = [];
       for (const [label, e] of [
@@ -149,7 +194,7 @@ const bench: Benchmark = {
             whole.push(x.ms);
             peaks.push(x.peakKb / 1024);
           } else {
-            r.metric("run_src.first_request_ms", round(arrived - t0, 1), "ms", "sources (last)");
+            fromSources.push(arrived - t0);
           }
         }
       }
@@ -162,7 +207,19 @@ const bench: Benchmark = {
       r.metric("run.first_request_ms", round(f.p50, 1), "ms", "launch → first provider request");
       r.metric("run.wall_ms", round(w.p50, 1), "ms", "holon run wall (one round)");
       r.metric("run.peak_tree_rss_mb", round(p.p50, 1), "MiB", "peak RSS, whole process tree");
+      r.metric(
+        "run_src.first_request_ms",
+        round(summarize(fromSources).p50, 1),
+        "ms",
+        "launch → first provider request, from a checkout (sources)",
+      );
       r.target("launch → first provider request ≤ 200 ms", "run.first_request_ms", "<=", 200);
+      r.target(
+        "from a checkout: launch → first provider request ≤ 260 ms",
+        "run_src.first_request_ms",
+        "<=",
+        260,
+      );
       r.target("holon run peak tree RSS ≤ 100 MiB", "run.peak_tree_rss_mb", "<=", 100);
     } finally {
       await fake.close();

@@ -80,5 +80,14 @@ describe("holon run start-up budget", () => {
     const loadedForbidden = packages.filter((p) => forbidden.some((f) => f.test(p)));
     expect(loadedForbidden, "packages this run must not load").toEqual([]);
     expect(packages).toContain("openai"); // the hook saw the SDK the run does use
+    // Packages that load at their first use, never before the first provider request: the
+    // shell grammar's runtime (at the first command a policy looks at) and the YAML library
+    // (at the first front matter to parse). Each was loaded by every `holon run` before.
+    const lazy = [/^web-tree-sitter$/, /^yaml$/];
+    const early = [...new Set(before.map(packageOf).filter((p) => p !== null))];
+    expect(
+      early.filter((p) => lazy.some((f) => f.test(p))),
+      "packages loaded before the first provider request that should wait for their first use",
+    ).toEqual([]);
   }, 60_000);
 });

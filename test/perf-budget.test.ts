@@ -220,8 +220,10 @@ describe("per-turn cost budgets", () => {
       // 83: a turn's start asks once whether an approved call waits to run (approvals.callsOf).
       store_calls: 83,
       // Was 10: the interjection check at each safe point opens a transaction only when an
-      // interjection is queued.
-      transactions: 8,
+      // interjection is queued. Was 8: the final round commits with the turn's terminal
+      // record, the idle look opens none unless a plane writes, and the agent rests in the
+      // transaction that settles the message.
+      transactions: 5,
       sqlite_rows_encoded: 19,
       sqlite_rows_compressed: 18,
       sqlite_body_bytes: 1950,
@@ -247,7 +249,7 @@ describe("per-turn cost budgets", () => {
       // As the text turn (the approved-call check at a turn start), plus the MCP env names a
       // command withholds, computed once (an agents.list over ten turns).
       store_calls: 102.1,
-      transactions: 10, // was 15 (see the text turn)
+      transactions: 7, // was 15, then 10 (see the text turn)
       sqlite_rows_encoded: 24,
       sqlite_rows_compressed: 23,
       sqlite_body_bytes: 2450,

@@ -62,9 +62,11 @@ export interface RunObserver {
   /** The closure was decided (inside the settle transaction). */
   onClosure?(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void;
   /**
-   * The queue is empty and the agent is about to rest (inside a transaction). A plane may
-   * admit runtime-owned input here (a pending wake hint becomes its SystemTick); the loop
-   * then runs it instead of resting.
+   * The queue is empty and the agent is about to rest. A plane may admit runtime-owned input
+   * here (a pending wake hint becomes its SystemTick); the loop then runs it instead of
+   * resting. Called inside the settle transaction after a run, and outside any transaction
+   * at the loop's idle point: a plane that writes opens its own (it joins an outer one), so
+   * an idle look that finds nothing to do costs no transaction.
    */
   atIdle?(agentId: string): void;
 }
@@ -102,6 +104,8 @@ export class AgentRuntime {
   private closed = false;
   private wake: (() => void) | undefined;
   private kicked = false;
+  /** The last run's settle transaction rested the agent (see restAfterRun). */
+  private restedAfterRun = false;
   private current: CurrentRun | undefined;
   private loopDone: Promise<void> | undefined;
   /** Aborted by close(): ends any wait for the store. */
@@ -199,6 +203,15 @@ export class AgentRuntime {
 
   /** One look at the queue and what it holds; false when the agent is gone. */
   private async step(): Promise<boolean> {
+    if (this.restedAfterRun) {
+      // The run's settle transaction found nothing to run and rested the agent: the look
+      // below would find the same, unless something arrived since (which kicked the loop).
+      this.restedAfterRun = false;
+      if (!this.kicked) {
+        await this.waitForKick();
+        return true;
+      }
+    }
     this.kicked = false;
     const agent = this.store.agents.get(this.agentId);
     if (!agent) return false;
@@ -318,10 +331,28 @@ export class AgentRuntime {
   /** Let the planes act at the idle point; true when that queued something to run. */
   private admittedAtIdle(): boolean {
     if (!this.observers.some((o) => o.atIdle)) return false;
-    return this.store.tx(() => {
-      for (const o of this.observers) o.atIdle?.(this.agentId);
-      return this.store.messages.peekNext(this.agentId) !== undefined;
-    });
+    for (const o of this.observers) o.atIdle?.(this.agentId);
+    return this.store.messages.peekNext(this.agentId) !== undefined;
+  }
+
+  /**
+   * Inside the settle transaction: when the loop would find nothing to run next (not paused,
+   * held or gated, nothing queued once the planes had their idle look), the agent rests in
+   * the same commit as the run's end instead of one transaction later. The loop's next look
+   * then finds it resting already; every other case is left to that look.
+   */
+  private restAfterRun(): boolean {
+    const store = this.store;
+    const agent = store.agents.get(this.agentId);
+    if (!agent || this.closed) return false;
+    if (agent.status === "paused" || agent.status === "stopped" || agent.budget_hold) return false;
+    if (this.deps.gate?.gatedBy(this.agentId)) return false;
+    if (store.messages.peekNext(this.agentId)) return false;
+    if (this.admittedAtIdle()) return false;
+    // What restIfIdle reads (status, closure, run id) is as read above: an idle look that
+    // admitted nothing changed none of it.
+    this.restIfIdle(agent);
+    return true;
   }
 
   private visibility(message: QueuedMessage): Visibility {
@@ -439,7 +470,10 @@ export class AgentRuntime {
     await this.durably(() => this.settle(message, runId, startedAt, settled, after));
   }
 
-  /** Record the message's end, derive the closure, arm any deadline: one transaction. */
+  /**
+   * Record the message's end, derive the closure, arm any deadline, and rest when nothing
+   * else waits to run: one transaction.
+   */
   private settle(
     message: QueuedMessage,
     runId: string,
@@ -449,6 +483,7 @@ export class AgentRuntime {
   ): void {
     const store = this.store;
     const shutdown = this.closed && outcome.kind === "aborted";
+    let rested = false;
     store.tx(() => {
       const now = store.clock.now();
       const status = shutdown
@@ -532,7 +567,10 @@ export class AgentRuntime {
       if (decided && after !== "stopped") {
         for (const o of this.observers) o.onClosure?.({ ...run, closure: decided });
       }
+      if (after !== "stopped") rested = this.restAfterRun();
     });
+    // Only once committed: a settle that failed leaves the loop to look for itself.
+    this.restedAfterRun = rested;
   }
 
   /** Claim queued interject-priority operator prompts so the turn can insert them. */

@@ -4,7 +4,20 @@
 // is parsed, duplicate keys are checked here with a set (the library's own check compares
 // every key with every other), and alias expansion is bounded twice (how many aliases the
 // block holds, and the library's `maxAliasCount` on how far they expand).
-import { isMap, isScalar, parseDocument, visit, type YAMLError } from "yaml";
+import { createRequire } from "node:module";
+import type { YAMLError } from "yaml";
+
+type Yaml = typeof import("yaml");
+let yamlLib: Yaml | undefined;
+
+/**
+ * The YAML library (some 70 modules) loads at the first front matter there is to parse, not
+ * with every process that might list skills (`holon run`'s start-up). Its CommonJS build is
+ * required, so parsing stays synchronous.
+ */
+function yaml(): Yaml {
+  return (yamlLib ??= createRequire(import.meta.url)("yaml") as Yaml);
+}
 
 /** The front matter block (between the delimiters) may hold at most this many bytes. */
 export const MAX_FRONT_MATTER_BYTES = 64 * 1024;
@@ -43,6 +56,7 @@ export function parseFrontMatter(text: string, opts: { truncated?: boolean } = {
 
 /** One YAML mapping, as plain data (every scalar a string: the failsafe schema). */
 export function parseYamlBlock(block: string): FrontMatter & object {
+  const { isMap, isScalar, parseDocument, visit } = yaml();
   try {
     const doc = parseDocument(block, {
       // Scalars stay strings: `name: 007` is "007", `description: yes` is "yes".

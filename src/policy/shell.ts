@@ -13,7 +13,7 @@
 // `/usr/bin/git -C . push` still meets `git push:*`). The parser loads once, asynchronously.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { Language, Parser, type Node } from "web-tree-sitter";
+import type { Node, Parser } from "web-tree-sitter";
 
 /** One simple command a shell line would run. A null word is not known before it runs. */
 export type CommandPart = {
@@ -42,6 +42,9 @@ let parser: Parser | undefined;
 /** Loads the grammar (once per process); later calls resolve at once. */
 export function loadShellParser(): Promise<Parser> {
   parserPromise ??= (async () => {
+    // The grammar's runtime (150 KB of JavaScript) loads at the first command a policy
+    // looks at, not with every process that merely could run one (`holon run`'s start-up).
+    const { Language, Parser } = await import("web-tree-sitter");
     await Parser.init();
     const require = createRequire(import.meta.url);
     const wasm = readFileSync(require.resolve("tree-sitter-bash/tree-sitter-bash.wasm"));

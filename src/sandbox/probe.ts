@@ -2,9 +2,24 @@
 // flags commands get (no capabilities, new user namespace where the kernel allows one, own
 // PID namespace, new session) to run `true`. The result is kept per bubblewrap path, so a
 // host probes once at start and again only when `sandbox.bwrap_path` changes.
+//
+// Probing starts bubblewrap three or four times (some 50 ms on a quiet machine), which every
+// `holon run` paid before its first model call. With a cache file the result is also kept
+// on disk, under the home's run/ directory, for an hour, and only for exactly this machine
+// as it was probed: the same programs (path, inode, size, modification time), the same
+// kernel and user, the same namespace limits. Anything different probes again.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
-import { delimiter, join } from "node:path";
+import {
+  accessSync,
+  constants,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { release } from "node:os";
+import { delimiter, dirname, join } from "node:path";
 
 export type SandboxProbe = {
   available: boolean;
@@ -87,14 +102,100 @@ function attempt(bwrap: string, userns: boolean): { ok: boolean; error: string }
   return { ok: false, error: text || `exit status ${r.status ?? r.signal}` };
 }
 
-/** Probe (or return the kept result for) this bubblewrap. */
-export function probeSandbox(bwrapPath: string, pathEnv = process.env["PATH"]): SandboxProbe {
+/** How long a probe kept on disk is trusted. */
+export const PROBE_CACHE_MS = 60 * 60 * 1000;
+/** The cache file is small; anything larger is not ours. */
+const MAX_CACHE_BYTES = 16 * 1024;
+
+/**
+ * Probe (or return the kept result for) this bubblewrap. `cacheFile` also keeps the result
+ * on disk between processes (see the header).
+ */
+export function probeSandbox(
+  bwrapPath: string,
+  pathEnv = process.env["PATH"],
+  cacheFile?: string,
+): SandboxProbe {
   const key = `${bwrapPath}\0${pathEnv ?? ""}`;
   const kept = cache.get(key);
   if (kept !== undefined) return kept;
-  const result = runProbe(bwrapPath, pathEnv);
+  const machine = cacheFile === undefined ? null : machineKey(bwrapPath, pathEnv);
+  let result = machine === null ? undefined : readCached(cacheFile!, machine);
+  if (result === undefined) {
+    result = runProbe(bwrapPath, pathEnv);
+    if (machine !== null) writeCached(cacheFile!, machine, result);
+  }
   cache.set(key, result);
   return result;
+}
+
+/** Identity of a file, or "-" when it is missing. */
+function fileKey(path: string | null): string {
+  if (path === null) return "-";
+  try {
+    const st = statSync(path);
+    return `${path}:${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return "-";
+  }
+}
+
+function readSmall(path: string): string {
+  try {
+    return readFileSync(path, "utf8").trim();
+  } catch {
+    return "-";
+  }
+}
+
+/**
+ * What the probe's answer depends on, as one string: the programs it would run, the kernel,
+ * who runs it, and the user-namespace limits. Null when there is nothing to probe.
+ */
+function machineKey(bwrapPath: string, pathEnv: string | undefined): string | null {
+  if (process.platform !== "linux") return null;
+  const bwrap = onPath(bwrapPath, pathEnv);
+  if (bwrap === null) return null; // nothing is spawned then: no need to keep anything
+  return [
+    fileKey(bwrap),
+    fileKey(onPath("nsenter", pathEnv)),
+    release(),
+    process.getuid?.() ?? -1,
+    readSmall("/proc/sys/user/max_user_namespaces"),
+    readSmall("/proc/sys/kernel/unprivileged_userns_clone"),
+    readSmall("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+  ].join("|");
+}
+
+function readCached(file: string, machine: string): SandboxProbe | undefined {
+  try {
+    if (statSync(file).size > MAX_CACHE_BYTES) return undefined;
+    const kept = JSON.parse(readFileSync(file, "utf8")) as {
+      machine?: unknown;
+      at?: unknown;
+      probe?: unknown;
+    };
+    if (kept.machine !== machine || typeof kept.at !== "number") return undefined;
+    const age = Date.now() - kept.at;
+    if (age < 0 || age > PROBE_CACHE_MS) return undefined;
+    const p = kept.probe as SandboxProbe | null;
+    if (typeof p !== "object" || p === null || typeof p.available !== "boolean") return undefined;
+    if (typeof p.userns !== "boolean" || typeof p.netns !== "boolean") return undefined;
+    return p;
+  } catch {
+    return undefined; // missing, unreadable, not JSON: probe
+  }
+}
+
+function writeCached(file: string, machine: string, probe: SandboxProbe): void {
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ machine, at: Date.now(), probe }), { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    // a home we cannot write to probes again next time; nothing else changes
+  }
 }
 
 function runProbe(bwrapPath: string, pathEnv: string | undefined): SandboxProbe {

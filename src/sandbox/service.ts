@@ -3,6 +3,7 @@
 // what is enforced field by field and why, and the profile its commands start under. A
 // command that cannot be confined under `required` is refused here, with the reason; under
 // `auto` it runs unconfined and every surface says so. Nothing falls back silently.
+import { join } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { SandboxNetwork, SandboxSummary } from "../domain/sandbox.ts";
@@ -120,7 +121,11 @@ export class SandboxService {
 
   /** What this machine can confine (probed once per bubblewrap path). */
   probe(): SandboxProbe {
-    return probeSandbox(this.#deps.config().bwrap_path, this.#deps.pathEnv);
+    return probeSandbox(
+      this.#deps.config().bwrap_path,
+      this.#deps.pathEnv,
+      join(this.#deps.holonHome, "run", "sandbox-probe.json"),
+    );
   }
 
   /** The mode for this agent and where it came from. */

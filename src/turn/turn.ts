@@ -497,7 +497,10 @@ class Turn {
         .join("\n");
       const calls = response.blocks.filter((b) => b.type === "tool_call");
       if (text) lastText = text;
-      store.tx(() => {
+      // A round without tool calls usually ends the turn: its record, the look for
+      // interjections and the turn's terminal record and brief commit together (one
+      // transaction; a crash before it loses the round as a whole, nothing acknowledged).
+      const ended = store.tx((): TurnOutcome | undefined => {
         this.transcript("assistant_round", {
           round: this.rounds,
           text,
@@ -550,15 +553,15 @@ class Turn {
           total_output_tokens: agent.total_output_tokens + (roundUsage?.output_tokens ?? 0),
           total_model_rounds: agent.total_model_rounds + 1,
         });
-      });
-      this.conversation.push(...response.blocks);
-
-      if (calls.length === 0) {
+        this.conversation.push(...response.blocks);
+        if (calls.length > 0) return undefined;
         this.drainInterjections("after_provider_round");
         // An interjection that arrived with the final answer gets its own round.
-        if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) continue;
-        return this.completed(lastText, text);
-      }
+        if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) return undefined;
+        return this.complete(lastText, text);
+      });
+      if (ended) return this.stopHooks(ended);
+      if (calls.length === 0) continue;
 
       this.drainInterjections("before_tool_execution", true);
       try {
@@ -708,7 +711,11 @@ class Turn {
 
   /** The terminal record, then the Stop hooks (which may admit one follow-up). */
   private async completed(lastText: string, finalRoundText: string): Promise<TurnOutcome> {
-    const outcome = this.complete(lastText, finalRoundText);
+    return this.stopHooks(this.complete(lastText, finalRoundText));
+  }
+
+  /** After the terminal record committed: the Stop hooks (which may admit one follow-up). */
+  private async stopHooks(outcome: TurnOutcome): Promise<TurnOutcome> {
     await this.deps.leash?.turnStop(this.agent, this.req.message, this.req.run_id, this.authority);
     return outcome;
   }

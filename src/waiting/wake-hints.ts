@@ -123,7 +123,8 @@ export class WakeHints implements RunObserver, OperatorWake {
     const agent = this.store.agents.get(agentId);
     if (!agent?.pending_wake_hint) return;
     if (agent.status === "stopped" || agent.status === "paused") return;
-    this.convert(agent, agent.pending_wake_hint);
+    const hint = agent.pending_wake_hint;
+    this.store.tx(() => this.convert(agent, hint));
   }
 
   pending(agentId: string): WakeHint | undefined {

@@ -3,8 +3,8 @@
 // The runtime never commits and never removes a worktree with changes: callers check
 // `worktreeChanges` first, and `removeWorktree` refuses a dirty tree itself (no --force).
 import { execFileSync } from "node:child_process";
-import { realpathSync } from "node:fs";
-import { basename, dirname, isAbsolute, resolve } from "node:path";
+import { existsSync, realpathSync } from "node:fs";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 
 /** git with a bounded run time, no prompts, and the user's config (identity for the model's commits). */
@@ -35,8 +35,26 @@ export type GitLocation = {
   linked_worktree: boolean;
 };
 
+/**
+ * Whether git could find a repository from `dir` at all: some ancestor holds a `.git` entry
+ * (a directory, or a linked worktree's file), or the environment names one. When none can,
+ * git is not started to say so (a child process on the start path of every `holon run`
+ * outside a repository).
+ */
+function mayBeInGit(dir: string): boolean {
+  if (process.env.GIT_DIR !== undefined || process.env.GIT_WORK_TREE !== undefined) return true;
+  let d = resolve(dir);
+  for (;;) {
+    if (existsSync(join(d, ".git"))) return true;
+    const up = dirname(d);
+    if (up === d) return false;
+    d = up;
+  }
+}
+
 /** Where `dir` sits in git, or null when it is not inside a working tree. */
 export function gitLocation(dir: string): GitLocation | null {
+  if (!mayBeInGit(dir)) return null;
   const out = tryGit(dir, [
     "rev-parse",
     "--path-format=absolute",
