@@ -587,7 +587,6 @@ class Recorder implements TraceRecorder {
         "holon.model_ref": modelRef,
         "holon.provider.attempt": a?.attempt ?? 1,
         "holon.provider.fallback": a?.candidate_index ?? 0,
-        "holon.run.id": st.runId,
       };
       if (a?.transport) attrs["holon.provider.transport"] = a.transport;
       if (req.request.max_output_tokens)
@@ -656,7 +655,6 @@ class Recorder implements TraceRecorder {
         "holon.compaction.before_tokens": c.before_tokens,
         "holon.compaction.after_tokens": c.after_tokens,
         "holon.compaction.budget_tokens": c.budget_tokens,
-        "holon.run.id": st.runId,
       };
       this.tracer
         .startSpan("compact_context", { startTime: st.hookStartMs, attributes: attrs }, st.ctx)
@@ -677,7 +675,6 @@ class Recorder implements TraceRecorder {
       "gen_ai.tool.name": next.tool_name,
       "gen_ai.tool.call.id": next.call_id,
       "gen_ai.tool.type": "function",
-      "holon.run.id": st.runId,
     };
     if (this.settings.captureContent)
       attrs["gen_ai.tool.call.arguments"] = clip(next.arguments_preview);
