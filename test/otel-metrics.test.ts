@@ -151,8 +151,13 @@ describe("metrics over OTLP", () => {
   });
 
   it("sends the same families as /metrics, each of the right kind, with the resource and headers", async () => {
-    const metrics = await exportAfterTurn();
+    await exportAfterTurn();
     const text = (await rt.req("GET", "/metrics")).json as string;
+    // An export snapshotted after that read (the one in flight then may be older).
+    const seen = receiver.metricExports.length;
+    const metrics = await waitFor(() => receiver.metricExports[seen + 1]?.metrics ?? null, {
+      what: "an export made after /metrics was read",
+    });
     const served = promFamilies(text);
     const kinds: Record<string, string> = {};
     for (const m of text.matchAll(/^# TYPE (\S+) (\w+)$/gm)) kinds[m[1]!] = m[2]!;
@@ -163,7 +168,7 @@ describe("metrics over OTLP", () => {
         m.kind === "sum" ? "counter" : m.kind === "gauge" ? "gauge" : "histogram",
       );
     }
-    // every family that has a series at /metrics is in the export
+    // every family that had a series at /metrics is in the later export (none loses its series)
     const withSeries = new Set(
       [...text.matchAll(/^([a-z_]+?)(?:_bucket|_sum|_count)?(?:\{[^}]*\})? \S+$/gm)].map(
         (m) => m[1]!,
