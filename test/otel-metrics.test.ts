@@ -191,6 +191,45 @@ describe("metrics over OTLP", () => {
   });
 });
 
+describe("metrics over OTLP at a graceful stop", () => {
+  beforeAll(() =>
+    fake.setFallback(() => reply.text("ok", { input_tokens: 1234, output_tokens: 5 })),
+  );
+  afterAll(() => fake.setFallback(null));
+
+  it("sends the final values when the host stops, long before the next tick", async () => {
+    const receiver = await startOtlpReceiver();
+    // The default interval (60 s): no tick comes during this test.
+    const rt = await host(receiver.metricsUrl, { OTEL_METRIC_EXPORT_INTERVAL: "" });
+    try {
+      expect(rt.host.services.metricExport!.settings.intervalMs).toBe(60_000);
+      expect((await rt.req("POST", "/control/agents/main/prompt", { text: "one" })).status).toBe(
+        202,
+      );
+      await waitFor(
+        () =>
+          rt.host.store.messages
+            .withStatus("main", "processed")
+            .some((m) => m.kind === "operator_prompt"),
+        { what: "the turn to finish" },
+      );
+      expect(receiver.metricExports).toHaveLength(0);
+    } finally {
+      await rt.close();
+    }
+    try {
+      expect(receiver.metricExports).toHaveLength(1);
+      const usage = receiver.metricExports[0]!.metrics.find(
+        (m) => m.name === "gen_ai.client.token.usage",
+      )!;
+      const input = usage.points.find((p) => p.attributes["gen_ai.token.type"] === "input")!;
+      expect(input).toMatchObject({ count: 1, sum: 1234 });
+    } finally {
+      await receiver.close();
+    }
+  }, 60_000);
+});
+
 describe("metrics over OTLP to a collector that does not answer", () => {
   async function drive(rt: TestRuntime, turns: number): Promise<void> {
     for (let i = 0; i < turns; i++) {
