@@ -1,11 +1,14 @@
 // A collector that black-holes exports (reads them, never answers) or is not there at all:
 // turns go on, the span queue never holds more than its bound, and every span that could not
-// be delivered is counted in /metrics. Nothing on a turn's path waits for the collector.
+// be delivered is counted in /metrics. Nothing on a turn's path waits for the collector, nor
+// encodes a batch: the queue sends a full batch from a task of its own.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { reply, type FakeAnswer } from "./fake-provider/server.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./helpers/otlp-receiver.ts";
+import { BoundedBatchProcessor } from "../src/telemetry/otel.ts";
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace";
 
 const fake = useFakeProvider();
 const MAX_QUEUE = 32;
@@ -109,4 +112,52 @@ describe("a collector that does not answer", () => {
       await rt.close();
     }
   }, 90_000);
+});
+
+describe("the span queue", () => {
+  const span = {} as ReadableSpan;
+  const processor = (exporter: SpanExporter) =>
+    new BoundedBatchProcessor(exporter, {
+      maxQueue: 8,
+      maxBatch: 4,
+      delayMs: 3_600_000,
+      timeoutMs: 1000,
+    });
+
+  it("never encodes or sends a batch inside the call that ended a span", async () => {
+    const calls: number[] = [];
+    let ending = false;
+    const p = processor({
+      export: (batch, done) => {
+        calls.push(ending ? -batch.length : batch.length);
+        done({ code: 0 });
+      },
+      shutdown: async () => {},
+    });
+    ending = true;
+    for (let i = 0; i < 4; i++) p.onEnd(span); // a full batch
+    ending = false;
+    expect(calls).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toEqual([4]);
+    await p.shutdown();
+  });
+
+  it("keeps exporting after an exporter that answers synchronously", async () => {
+    let exported = 0;
+    const p = processor({
+      export: (batch, done) => {
+        exported += batch.length;
+        done({ code: 0 });
+      },
+      shutdown: async () => {},
+    });
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 4; i++) p.onEnd(span);
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(exported).toBe(20);
+    expect(p.droppedQueueFull).toBe(0);
+    await p.shutdown();
+  });
 });

@@ -21,18 +21,23 @@ registerHooks({
 });
 `;
 
-async function run(traces: boolean): Promise<string> {
+const TRACES_ON: [string, string][] = [
+  ["telemetry.traces.enabled", "true"],
+  // a collector that is not there: the run must not wait for it
+  ["telemetry.traces.endpoint", "http://127.0.0.1:9/v1/traces"],
+];
+const OTLP_METRICS_ON: [string, string][] = [
+  ["telemetry.metrics.otlp_enabled", "true"],
+  ["telemetry.metrics.otlp_endpoint", "http://127.0.0.1:9/v1/metrics"],
+];
+
+async function run(traces: boolean | [string, string][]): Promise<string> {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  if (traces) {
-    for (const [k, v] of [
-      ["telemetry.traces.enabled", "true"],
-      // a collector that is not there: the run must not wait for it
-      ["telemetry.traces.endpoint", "http://127.0.0.1:9/v1/traces"],
-    ] as const) {
-      const r = await runCli(["config", "set", k, v], { env: { HOLON_HOME: home } });
-      expect(r.code, r.stderr).toBe(0);
-    }
+  const settings = traces === true ? TRACES_ON : traces === false ? [] : traces;
+  for (const [k, v] of settings) {
+    const r = await runCli(["config", "set", k, v], { env: { HOLON_HOME: home } });
+    expect(r.code, r.stderr).toBe(0);
   }
   const hooks = join(home, "otel-hooks.mjs");
   writeFileSync(hooks, HOOKS);
@@ -55,6 +60,14 @@ describe("the OpenTelemetry SDK", () => {
     const stderr = await run(true);
     expect(stderr).toContain("otel-resolved:@opentelemetry/sdk-trace");
     expect(stderr).toContain("otel-resolved:@opentelemetry/exporter-trace-otlp-proto");
+  });
+
+  it("is never loaded with only /metrics on, and only the OTLP pieces with the metrics export on", async () => {
+    expect(await run([["telemetry.metrics.enabled", "true"]])).not.toContain("otel-resolved:");
+    const stderr = await run(OTLP_METRICS_ON);
+    expect(stderr).toContain("otel-resolved:@opentelemetry/otlp-transformer");
+    expect(stderr).toContain("otel-resolved:@opentelemetry/otlp-exporter-base/node-http");
+    expect(stderr).not.toContain("otel-resolved:@opentelemetry/exporter-trace-otlp-proto");
   });
 
   it("stays off on a Node older than it needs, saying so in one line", async () => {

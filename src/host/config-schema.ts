@@ -108,6 +108,11 @@ const ConfigFileBase = z.strictObject({
         .strictObject({
           enabled: z.boolean().optional(),
           max_agents: z.number().int().min(0).max(10_000).optional(),
+          /** The same metrics over OTLP/HTTP (src/telemetry/metrics.ts); OTEL_* variables win. */
+          otlp_enabled: z.boolean().optional(),
+          otlp_endpoint: z.url().max(2048).optional(),
+          otlp_headers: z.record(z.string().max(256), z.string().max(4096)).optional(),
+          otlp_interval_ms: z.number().int().min(1000).max(86_400_000).optional(),
         })
         .optional(),
       /** OpenTelemetry traces over OTLP/HTTP (src/telemetry/tracing.ts); OTEL_* variables win. */
@@ -615,6 +620,29 @@ export const KEY_DEFS: readonly KeyDef[] = [
     description:
       "How many public agents get an agent label of their own in metrics (the rest: _other)",
     schema: z.number().int().min(0).max(10_000),
+  },
+  {
+    key: "telemetry.metrics.otlp_enabled",
+    type: "boolean",
+    default: false,
+    description:
+      "Export the metrics over OTLP/HTTP protobuf as well, every otlp_interval_ms (read at host start; OTEL_METRICS_EXPORTER wins)",
+    schema: z.boolean(),
+  },
+  {
+    key: "telemetry.metrics.otlp_endpoint",
+    type: "string",
+    default: "http://localhost:4318/v1/metrics",
+    description:
+      "The collector's OTLP/HTTP metrics URL (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT win)",
+    schema: z.url().max(2048),
+  },
+  {
+    key: "telemetry.metrics.otlp_interval_ms",
+    type: "integer",
+    default: 60000,
+    description: "Milliseconds between two OTLP metrics exports (OTEL_METRIC_EXPORT_INTERVAL wins)",
+    schema: z.number().int().min(1000).max(86_400_000),
   },
   {
     key: "telemetry.traces.enabled",

@@ -220,6 +220,7 @@ export class RuntimeHost {
     await loops.close();
     this.services.mcp.close(); // every MCP server this host started stops with it
     await this.services.tracing.shutdown(); // spans still queued go out (bounded)
+    await this.services.metricExport?.shutdown(); // the final values go out (bounded)
     tasks.close();
     await this.services.sandbox.close();
     store.close();

@@ -2,9 +2,10 @@
 // order, each handed its collaborators by constructor. Nothing else builds services or
 // looks them up; a plane plugs in by adding its service here. Order matters only in one
 // place: signals come first, so the ingress can wake loops that are built later.
-import { HostMetrics } from "../telemetry/metrics.ts";
+import { HostMetrics, MetricExport, metricExportSettings } from "../telemetry/metrics.ts";
 import { CacheHealth } from "../telemetry/cache-health.ts";
 import { Tracing, traceSettings } from "../telemetry/tracing.ts";
+
 import { RuntimeAudit } from "../agent/audit.ts";
 import { AgentDirectory } from "../agent/directory.ts";
 import { Ingress } from "../agent/ingress.ts";
@@ -514,9 +515,12 @@ export function buildServices(opts: ServiceOptions) {
   // Prompt-cache health from every provider round's usage (holon status, an event on a drop).
   const cacheHealth = new CacheHealth(store);
   store.onEvents(cacheHealth.onEvents);
-  // `GET /metrics`, when on: counters fed by committed events, gauges read on scrape.
+  // `GET /metrics` and the OTLP metrics export, when on: one registry, counters fed by
+  // committed events, gauges read on scrape or export. Both off: nothing is built or loaded.
   let metrics: HostMetrics | null = null;
-  if (config.current().values.telemetry.metrics.enabled) {
+  let metricExport: MetricExport | null = null;
+  const exportSettings = metricExportSettings(config.current().file?.telemetry?.metrics, opts.env);
+  if (config.current().values.telemetry.metrics.enabled || exportSettings.enabled) {
     const m = new HostMetrics({
       agents: () => store.agents.list(),
       agent: (id) => store.agents.get(id),
@@ -526,10 +530,15 @@ export function buildServices(opts: ServiceOptions) {
       pendingAsks: () => store.asks.withState("pending", 10_000),
       price: (modelRef, usage) => roundCost(usage, ledger.pricing(modelRef)),
       spans: tracing.enabled ? () => tracing.stats() : undefined,
+      metricExports: () => metricExport?.stats() ?? { exported: 0, failed: 0, busy: 0 },
     });
     store.onEvents(m.onEvents);
-    metrics = m;
+    if (config.current().values.telemetry.metrics.enabled) metrics = m;
+    if (exportSettings.enabled)
+      metricExport = new MetricExport({ settings: exportSettings, registry: m.registry });
   }
+  if (exportSettings.refused)
+    process.stderr.write(`holon: OTLP metrics stay off: ${exportSettings.refused}\n`);
   // Operator transport bindings: relayed operator prompts in, briefs out to their callbacks.
   const operatorTransport = new OperatorTransportService({
     home: opts.home,
@@ -562,6 +571,7 @@ export function buildServices(opts: ServiceOptions) {
     budgets,
     operatorTransport,
     metrics,
+    metricExport,
     cacheHealth,
     tracing,
     compactor,

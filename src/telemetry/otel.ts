@@ -178,6 +178,7 @@ function usageAttributes(u: TokenUsage | undefined | null): Attributes {
 export class BoundedBatchProcessor implements SpanProcessor {
   private queue: ReadableSpan[] = [];
   private inFlight: Promise<void> | null = null;
+  private soon: NodeJS.Immediate | null = null;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
   exported = 0;
@@ -209,34 +210,43 @@ export class BoundedBatchProcessor implements SpanProcessor {
       return;
     }
     this.queue.push(span);
-    if (this.queue.length >= this.opts.maxBatch) this.exportSome();
+    // A full batch goes out soon, never here: the exporter encodes the whole batch
+    // synchronously, and `onEnd` runs inside whatever ended the span (a turn, a commit).
+    if (this.queue.length >= this.opts.maxBatch && !this.soon) {
+      this.soon = setImmediate(() => {
+        this.soon = null;
+        void this.exportSome();
+      });
+    }
   }
 
   private exportSome(): Promise<void> {
     if (this.inFlight) return this.inFlight;
     if (this.queue.length === 0) return Promise.resolve();
     const batch = this.queue.splice(0, this.opts.maxBatch);
-    this.inFlight = new Promise<void>((resolve) => {
-      let settled = false;
-      const finish = (ok: boolean) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(guard);
-        if (ok) this.exported += batch.length;
-        else this.droppedExportFailed += batch.length;
-        this.inFlight = null;
-        resolve();
-      };
-      // The exporter has its own timeout; this one only guards against a callback never coming.
-      const guard = setTimeout(() => finish(false), this.opts.timeoutMs + 1000);
-      guard.unref();
-      try {
-        this.exporter.export(batch, (r) => finish(r.code === 0));
-      } catch {
-        finish(false);
-      }
-    });
-    return this.inFlight;
+    let resolve!: () => void;
+    const inFlight = new Promise<void>((r) => (resolve = r));
+    // Set before the exporter runs: an exporter that answers synchronously clears it again.
+    this.inFlight = inFlight;
+    let settled = false;
+    const finish = (ok: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(guard);
+      if (ok) this.exported += batch.length;
+      else this.droppedExportFailed += batch.length;
+      if (this.inFlight === inFlight) this.inFlight = null;
+      resolve();
+    };
+    // The exporter has its own timeout; this one only guards against a callback never coming.
+    const guard = setTimeout(() => finish(false), this.opts.timeoutMs + 1000);
+    guard.unref();
+    try {
+      this.exporter.export(batch, (r) => finish(r.code === 0));
+    } catch {
+      finish(false);
+    }
+    return inFlight;
   }
 
   /** Export everything queued, giving up at `deadline` (epoch ms). */
@@ -264,6 +274,8 @@ export class BoundedBatchProcessor implements SpanProcessor {
     await this.drain(Date.now() + Math.min(this.opts.timeoutMs, 3000));
     this.closed = true;
     clearInterval(this.timer);
+    if (this.soon) clearImmediate(this.soon);
+    this.soon = null;
     this.droppedExportFailed += this.queue.length;
     this.queue = [];
     await Promise.race([
@@ -575,7 +587,6 @@ class Recorder implements TraceRecorder {
         "holon.model_ref": modelRef,
         "holon.provider.attempt": a?.attempt ?? 1,
         "holon.provider.fallback": a?.candidate_index ?? 0,
-        "holon.run.id": st.runId,
       };
       if (a?.transport) attrs["holon.provider.transport"] = a.transport;
       if (req.request.max_output_tokens)
@@ -644,7 +655,6 @@ class Recorder implements TraceRecorder {
         "holon.compaction.before_tokens": c.before_tokens,
         "holon.compaction.after_tokens": c.after_tokens,
         "holon.compaction.budget_tokens": c.budget_tokens,
-        "holon.run.id": st.runId,
       };
       this.tracer
         .startSpan("compact_context", { startTime: st.hookStartMs, attributes: attrs }, st.ctx)
@@ -665,7 +675,6 @@ class Recorder implements TraceRecorder {
       "gen_ai.tool.name": next.tool_name,
       "gen_ai.tool.call.id": next.call_id,
       "gen_ai.tool.type": "function",
-      "holon.run.id": st.runId,
     };
     if (this.settings.captureContent)
       attrs["gen_ai.tool.call.arguments"] = clip(next.arguments_preview);

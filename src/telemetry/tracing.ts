@@ -122,7 +122,7 @@ export function traceSettings(
 /** Events that arrive while the SDK loads wait here (bounded); the first turn waits for the load. */
 const MAX_EARLY_EVENTS = 1000;
 
-function nodeTooOld(version: string): boolean {
+export function nodeTooOld(version: string): boolean {
   const [major = 0, minor = 0] = version.split(".").map(Number);
   const [wantMajor, wantMinor] = MIN_NODE_FOR_TRACES;
   return major < wantMajor || (major === wantMajor && minor < wantMinor);
