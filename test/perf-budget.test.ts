@@ -247,8 +247,9 @@ describe("per-turn cost budgets", () => {
     );
     withinBudgets("a one-tool turn", perTurn, {
       // As the text turn (the approved-call check at a turn start), plus the MCP env names a
-      // command withholds, computed once (an agents.list over ten turns).
-      store_calls: 102.1,
+      // command withholds, computed once (an agents.list and, since workspace MCP approvals
+      // live in the consent store, one read of its granted MCP grants, over ten turns).
+      store_calls: 102.2,
       transactions: 7, // was 15, then 10 (see the text turn)
       sqlite_rows_encoded: 24,
       sqlite_rows_compressed: 23,
