@@ -6,6 +6,11 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // Vitest's default is one worker less than the cores: a single worker on a 2-core machine,
+    // which then sits idle while a test waits on the hosts and commands it spawned. Two files
+    // at a time keep both cores busy; a third gained nothing measurable on a loaded 2-core
+    // machine and made the timing-sensitive tests flakier.
+    maxWorkers: 2,
     // A private HOME per test file: hosts seed ~/.agents/templates (docs/agents.md).
     setupFiles: ["test/helpers/isolated-home.ts"],
     // The web console's bundle, built once for the run (the console tests serve it).

@@ -50,8 +50,9 @@ describe("starting serve", () => {
     ],
     ["an unknown access mode", ["--access", "internet"], {}, /--access/],
   ];
+  // Each refusal is one short-lived process in a home of its own: they run side by side.
   for (const [name, args, env, message] of refused) {
-    it(`refuses ${name}`, async () => {
+    it.concurrent(`refuses ${name}`, async ({ expect }) => {
       const home = tempHome();
       const r = await runCli(["serve", "--port", "0", "--home", home, ...args], { env });
       expect(r.code).toBe(1);

@@ -131,16 +131,26 @@ describe("README", () => {
       let line = s.replace(/^export HOLON_HOME=\S+/, `export HOLON_HOME=${holonHome}`);
       line = line.replaceAll("9101", String(port));
       if (/^holon tui\b/.test(line)) {
-        line = `timeout 2 script -qec ${JSON.stringify(line)} /dev/null > ${tuiOut} || test $? -eq 124`;
+        line = `upto ${tuiOut} live script -qec ${JSON.stringify(line)} /dev/null`;
       } else if (/^curl -N /.test(line)) {
-        line = `${line.replace(/^curl -N /, "curl -sS -N --max-time 2 ")} || test $? -eq 28`;
+        const streamOut = join(userHome, "stream.out");
+        line = `upto ${streamOut} ": connected" ${line.replace(/^curl -N /, "curl -sS -N ")}; cat ${streamOut}`;
       }
       lines.push(line);
     }
     expect(providerLines).toBe(2);
     expect(lines.some((l) => l.startsWith(`export HOLON_HOME=${holonHome}`))).toBe(true);
 
-    const child = spawn("sh", ["-e", "-x", "-c", lines.join("\n")], {
+    // The console and the event stream run until stopped: `upto` runs one with its output in a
+    // file and stops it once that output shows `pattern` (at most 10 s on), instead of giving
+    // each a fixed two seconds. Stopped by us, any exit status goes (as under `timeout`); one
+    // that ended on its own must have succeeded.
+    const upto = [
+      'upto() { out=$1; pattern=$2; shift 2; "$@" > "$out" & p=$!; n=0',
+      '  while kill -0 $p 2>/dev/null && ! grep -q "$pattern" "$out" && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done',
+      "  if kill $p 2>/dev/null; then wait $p || true; else wait $p; fi; }",
+    ];
+    const child = spawn("sh", ["-e", "-x", "-c", [...upto, ...lines].join("\n")], {
       cwd: project,
       env: freshEnv({ HOME: userHome, PATH: `${shimDir}:${process.env.PATH}` }),
       stdio: ["ignore", "pipe", "pipe"],

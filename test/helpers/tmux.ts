@@ -3,7 +3,7 @@
 // would see (`screen`), the pane's scrollback as well (`scrollback`), whether the program
 // switched to the alternate screen, and the command's exit status once it is gone (the pane
 // stays after exit). Keys go in through tmux, as typed.
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { tempHome, waitFor } from "./home.ts";
@@ -78,6 +78,17 @@ export class Tmux {
     return this.tmux("capture-pane", "-p", "-t", this.target);
   }
 
+  private screenAsync(): Promise<string> {
+    return new Promise((resolve, reject) =>
+      execFile(
+        "tmux",
+        ["-S", this.socket, "capture-pane", "-p", "-t", this.target],
+        { encoding: "utf8" },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+      ),
+    );
+  }
+
   /** Everything the pane holds: its scrollback history, then the visible screen. */
   scrollback(): string {
     return this.tmux("capture-pane", "-p", "-S", "-", "-E", "-", "-t", this.target);
@@ -108,7 +119,11 @@ export class Tmux {
     this.tmux("send-keys", "-t", this.target, name);
   }
 
-  /** Wait until the screen satisfies `check` (bounded); returns that screen. */
+  /**
+   * Wait until the screen satisfies `check` (bounded); returns that screen. Each look is an
+   * asynchronous `capture-pane`: a synchronous one would block the event loop for the whole
+   * wait, and with it the in-process host whose output the test is waiting to see.
+   */
   async waitScreen(
     check: (screen: string) => boolean,
     what: string,
@@ -117,8 +132,8 @@ export class Tmux {
     let last = "";
     try {
       return await waitFor(
-        () => {
-          last = this.screen();
+        async () => {
+          last = await this.screenAsync();
           return check(last) ? last : undefined;
         },
         { what, timeoutMs },
