@@ -145,7 +145,10 @@ describe("a host fed the worst texts keeps answering", () => {
       console.log(
         `handshake under adversarial admission: n=${latencies.length} p50=${latencies[Math.floor(latencies.length / 2)]!.toFixed(1)} ms p99=${p99.toFixed(1)} ms max=${latencies.at(-1)!.toFixed(1)} ms`,
       );
-      expect(latencies.at(-1)!).toBeLessThan(1000);
+      // A stall, not a speed: before counting was bounded one message held the host for
+      // minutes (the probe died). The bound leaves room for a loaded machine running two test
+      // files at once; the latency figure itself is the liveness bench's (bench/README.md).
+      expect(latencies.at(-1)!).toBeLessThan(5000);
     },
   );
 });
