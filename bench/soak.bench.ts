@@ -30,8 +30,8 @@
 //   --retention-caps                           low retention caps (events 40 MB, transcript 20,
 //                                              messages 20, briefs 10, episodes 5, task records
 //                                              2, task output 5, spend ledger 5 with no per-call
-//                                              detail kept) and a pass every minute: does the
-//                                              whole home level off?
+//                                              detail kept, the log at most 2 × 5 MB) and a pass
+//                                              every minute: does the whole home level off?
 //   --retention-caps=tiny                      a tenth of those (at least 1 MB each), for a short
 //                                              run or a slow machine that would not reach them
 //   --window=<s>                               the compared windows' length (a multiple of 10)
@@ -179,6 +179,9 @@ function retentionSettings(caps: "issue" | "tiny"): [string, string][] {
     ]),
     // Every call older than the current quarter-hour may be rolled up (default: a day).
     ["retention.ledger.detail_hours", "0"],
+    // The runtime log at most 2 × 5 MB (default 6 × 10 MB, which an hour does not reach).
+    ["retention.logs.max_file_mb", String(Math.max(1, Math.round(5 * scale)))],
+    ["retention.logs.max_files", "1"],
     ["retention.interval_minutes", "1"],
   ];
 }

@@ -319,6 +319,62 @@ describe("size caps beside the ages", () => {
     }
   }, 60_000);
 
+  it("episodes over their cap are trimmed below it, so the mirror and index are not rebuilt on every pass", async () => {
+    const rt = await startRuntime({ executor: () => parked });
+    try {
+      const store = rt.host.store;
+      const add = (n: number) =>
+        store.tx(() =>
+          store.memory.addEpisode({
+            id: `ep_${n}`,
+            agent_id: "main",
+            created_at: store.clock.now().toISOString(),
+            started_at: store.clock.now().toISOString(),
+            turn_range: [n, n],
+            message_count_range: [n, n],
+            work_item_id: null,
+            workspace_id: null,
+            files: [],
+            commands: [],
+            verification: [],
+            decisions: [],
+            carry_forward: [],
+            waiting: null,
+            boundary: "cap",
+            summary: `episode ${n} ${"x".repeat(1000)}`,
+          }),
+        );
+      for (let n = 1; n <= 100; n++) add(n);
+      const bytes = () =>
+        (
+          store.db
+            .prepare(
+              "SELECT SUM(octet_length(data) + octet_length(id) + octet_length(agent_id) + 24) AS b FROM context_episodes",
+            )
+            .get() as { b: number }
+        ).b;
+      const cap = Math.floor(bytes() / 2);
+      let rebuilds = 0;
+      const job = new RetentionJob({
+        store,
+        policy: only({ episodes: { max_age_ms: null, max_bytes: cap } }),
+        afterRemoval: () => rebuilds++,
+      });
+      await job.runOnce();
+      expect(rebuilds).toBe(1);
+      expect(bytes()).toBeLessThanOrEqual(cap * 0.9);
+      expect(bytes()).toBeGreaterThan(cap * 0.75);
+      // A few more episodes, still under the cap: nothing goes and nothing is rebuilt.
+      for (let n = 101; n <= 104; n++) add(n);
+      expect(bytes()).toBeLessThanOrEqual(cap);
+      await job.runOnce();
+      expect(rebuilds).toBe(1);
+      expect(store.memory.recentEpisodes("main", 1)[0]!.id).toBe("ep_104");
+    } finally {
+      await rt.close();
+    }
+  });
+
   it("tombstones go past the events' age or once the events they explain are gone", async () => {
     const rt = await startRuntime({ executor: () => parked });
     try {

@@ -76,6 +76,15 @@ export type RetentionDeps = {
 const TERMINAL_TASK = new Set(["completed", "failed", "cancelled"]);
 const PROCESS_DIR_MARK = `${sep}.holon${sep}processes${sep}`;
 
+/**
+ * Briefs and episodes feed files rebuilt after a removal (each agent's memory index, the
+ * episode mirror). Over its cap such a family is trimmed to this fraction below the cap, so
+ * the rebuild comes once per tenth of the cap the agents write, not on every pass: in the
+ * one-hour soak (a pass a minute) rebuilding them on every pass raised host CPU per turn
+ * from 14 to 20 ms once the episodes reached their cap.
+ */
+const DERIVED_LOW_WATER = 0.1;
+
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class RetentionJob {
@@ -220,10 +229,18 @@ export class RetentionJob {
     // Messages and briefs are numbered by rowid: their newest row stays so no number repeats.
     const keepNewest = family === "messages" || family === "briefs";
     let cursor = 0;
+    // Over the cap, a family with derived files is trimmed to below it (DERIVED_LOW_WATER).
+    let slack = 0;
+    if (family === "briefs" && limit.max_bytes !== null) {
+      if (this.repo.tally(family).bytes > limit.max_bytes) {
+        slack = Math.floor(limit.max_bytes * DERIVED_LOW_WATER);
+      }
+    }
     while (!this.stopped) {
       let done = false;
       this.store.tx(() => {
-        const over = limit.max_bytes === null ? 0 : this.repo.tally(family).bytes - limit.max_bytes;
+        const over =
+          limit.max_bytes === null ? 0 : this.repo.tally(family).bytes - limit.max_bytes + slack;
         const page = this.repo.page(family, cursor, this.batchSize);
         const newest = keepNewest ? this.repo.newestRowid(family) : Number.POSITIVE_INFINITY;
         const take: HistoryRow[] = [];
@@ -256,6 +273,8 @@ export class RetentionJob {
     const cutoff = limit.max_age_ms === null ? null : now.getTime() - limit.max_age_ms;
     const at = now.toISOString();
     let excess = limit.max_bytes === null ? 0 : this.repo.episodeBytes() - limit.max_bytes;
+    // Over the cap, trimmed to below it: the mirror and index are rebuilt less often.
+    if (excess > 0) excess += Math.floor(limit.max_bytes! * DERIVED_LOW_WATER);
     let cursor = 0;
     while (!this.stopped) {
       let done = false;
