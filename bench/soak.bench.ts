@@ -38,6 +38,10 @@
 //   --timers-per-sec=<n>                       timers made per second (default 1; 0: none)
 //   --task-every=<n>                           every n-th prompt starts a task (default 10; 0: none)
 //   --enqueues-per-sec=<n>                     public enqueues per second (default 20)
+//   --telemetry                                traces, /metrics and the OTLP metrics export on,
+//                                              exporting to a collector in the bench process that
+//                                              accepts and counts (issue 30's "telemetry on" figure;
+//                                              run it beside a run without, alternated)
 //
 // The one-hour soak of issue 35 (retention caps on, timers and tasks churning):
 //   npm run bench -- soak --duration=3600 --retention-caps
@@ -59,6 +63,8 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SoakLoadConfig, SoakWindow } from "./workers/soak-load.ts";
@@ -247,6 +253,8 @@ const bench: Benchmark = {
       throw new Error("--retention-caps takes no value or =tiny");
     const retention = capsOption ? retentionSettings(capsOption) : [];
     const lowRetention = retention.length > 0;
+    const telemetry = process.argv.includes("--telemetry") || ctx.options.telemetry !== undefined;
+    const collector = telemetry ? await startSinkCollector() : null;
     const quietMs = Number(ctx.options.quiet ?? QUIET_S) * 1000;
     if (!Number.isFinite(quietMs) || quietMs < 0) throw new Error("--quiet must be >= 0 (seconds)");
     const layout = ctx.options.layout ?? "dist";
@@ -294,6 +302,22 @@ const bench: Benchmark = {
           [join(ctx.root, "bin", "holon.js"), "config", "set", key, value, "--home", home],
           { stdio: "pipe" },
         );
+      if (collector) {
+        const sets: [string, string][] = [
+          ["telemetry.traces.enabled", "true"],
+          ["telemetry.traces.endpoint", `${collector.url}/v1/traces`],
+          ["telemetry.metrics.enabled", "true"],
+          ["telemetry.metrics.otlp_enabled", "true"],
+          ["telemetry.metrics.otlp_endpoint", `${collector.url}/v1/metrics`],
+          ["telemetry.metrics.otlp_interval_ms", "10000"],
+        ];
+        for (const [key, value] of sets)
+          execFileSync(
+            process.execPath,
+            [join(ctx.root, "bin", "holon.js"), "config", "set", key, value, "--home", home],
+            { stdio: "pipe" },
+          );
+      }
       if (cpuProf) {
         rmSync(profDir, { recursive: true, force: true });
         mkdirSync(profDir, { recursive: true });
@@ -404,6 +428,7 @@ const bench: Benchmark = {
     } finally {
       await load.stop();
       await provider.stop();
+      collector?.server.close();
       rmSync(probe, { force: true });
       rmSync(`${probe}.tmp`, { force: true });
       if (keepHome) ctx.log(`home kept at ${home}`);
@@ -573,6 +598,10 @@ const bench: Benchmark = {
       `host RSS ${quietMs / 1000} s after the load stopped`,
     );
     r.metric("restart_ms", round(restartMs, 0), "ms", "restart on the soaked home, to listening");
+    if (collector)
+      r.note(
+        `telemetry on: traces and OTLP metrics exported, ${collector.requests} requests, ${round(collector.bytes / 2 ** 20, 1)} MB received`,
+      );
 
     r.target("throughput: last ≥ 90% of first", "throughput_ratio", ">=", 0.9);
     r.target("prompt p99: last ≤ 110% of first", "p99_ratio", "<=", 1.1);
@@ -625,3 +654,32 @@ const bench: Benchmark = {
   },
 };
 export default bench;
+
+/** `--telemetry`: an OTLP/HTTP collector that accepts every export and counts it. */
+async function startSinkCollector(): Promise<{
+  server: Server;
+  url: string;
+  requests: number;
+  bytes: number;
+}> {
+  const state = { requests: 0, bytes: 0 };
+  const server = createServer((req, res) => {
+    req.on("data", (chunk: Buffer) => (state.bytes += chunk.length));
+    req.on("end", () => {
+      state.requests++;
+      res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    server,
+    url: `http://127.0.0.1:${port}`,
+    get requests() {
+      return state.requests;
+    },
+    get bytes() {
+      return state.bytes;
+    },
+  };
+}
