@@ -26,6 +26,21 @@ export const systemClock: Clock = {
     }),
 };
 
+/**
+ * Ids as `<prefix>_` and 20 hex digits: 11 of the wall-clock millisecond, then 9 of a counter
+ * that starts at a random value in each process and counts up. Ids are therefore unique in a
+ * process and ordered by creation time, so a new row's id lands at the end of its unique
+ * index: one leaf page per commit instead of one page per row (random ids touched a different
+ * leaf for every insert, some 4 KB of write-ahead log each). They name rows, never grant
+ * anything: tokens and capabilities come from `randomBytes` where they are minted.
+ */
+const ID_COUNTER_SPAN = 2 ** 36;
+let idCounter = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 9), 16);
+
 export const randomIds: IdSource = {
-  next: (prefix) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 20)}`,
+  next: (prefix) => {
+    idCounter = (idCounter + 1) % ID_COUNTER_SPAN;
+    const ms = Date.now().toString(16).padStart(11, "0").slice(-11);
+    return `${prefix}_${ms}${idCounter.toString(16).padStart(9, "0")}`;
+  },
 };
