@@ -109,25 +109,31 @@ export class AgentDirectory {
   /**
    * Make sure every agent home has its layout; the default agent gets the holon-default
    * AGENTS.md when it has none (an existing one is never overwritten). Run at start, so it
-   * also gives a public agent that never had an external trigger its default one.
+   * also gives a public agent that never had an external trigger its default one. Agents
+   * `skip` names (finished run agents) get theirs when their loop starts again.
    */
-  ensureHomes(): void {
+  ensureHomes(skip: (a: AgentRecord) => boolean = () => false): void {
     for (const a of this.store.agents.list()) {
-      if (a.archived_at) continue;
-      // Agents made before triggers were minted at creation get theirs once, here.
-      if (a.visibility === "public") this.deps.triggers.provisionDefault(a.agent_id);
-      const isDefault = a.agent_id === this.deps.defaultAgentId;
-      const seed =
-        isDefault && !existsSync(join(a.agent_home, "AGENTS.md"))
-          ? this.deps.homes.defaultSeed()
-          : undefined;
-      try {
-        ensureHomeLayout(a.agent_home, seed);
-      } catch (err) {
-        process.emitWarning(
-          `could not prepare the home of ${a.agent_id}: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
+      if (a.archived_at || skip(a)) continue;
+      this.ensureHome(a);
+    }
+  }
+
+  /** One agent's home layout (and a public agent's default trigger), as ensureHomes does. */
+  ensureHome(a: AgentRecord): void {
+    // Agents made before triggers were minted at creation get theirs once, here.
+    if (a.visibility === "public") this.deps.triggers.provisionDefault(a.agent_id);
+    const isDefault = a.agent_id === this.deps.defaultAgentId;
+    const seed =
+      isDefault && !existsSync(join(a.agent_home, "AGENTS.md"))
+        ? this.deps.homes.defaultSeed()
+        : undefined;
+    try {
+      ensureHomeLayout(a.agent_home, seed);
+    } catch (err) {
+      process.emitWarning(
+        `could not prepare the home of ${a.agent_id}: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 

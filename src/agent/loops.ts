@@ -8,10 +8,17 @@ export class AgentLoops {
   private readonly signals: AgentSignals;
   private readonly runtimes = new Map<string, { rt: AgentRuntime; unsubscribe: () => void }>();
   private accepting = false;
+  /** Runs before an agent's loop starts (the host's deferred start-up work for it). */
+  private readonly beforeStart: (agentId: string) => void;
 
-  constructor(deps: LoopDeps, signals: AgentSignals) {
+  constructor(
+    deps: LoopDeps,
+    signals: AgentSignals,
+    beforeStart: (agentId: string) => void = () => {},
+  ) {
     this.deps = deps;
     this.signals = signals;
+    this.beforeStart = beforeStart;
   }
 
   /** From now on, agents created at run time start their loop at once. */
@@ -26,6 +33,7 @@ export class AgentLoops {
   /** Make sure this agent's loop runs (a no-op when it already does). */
   start(agentId: string): void {
     if (this.runtimes.has(agentId)) return;
+    this.beforeStart(agentId);
     const rt = new AgentRuntime(this.deps, agentId);
     const unsubscribe = this.signals.subscribe(agentId, () => rt.notify());
     this.runtimes.set(agentId, { rt, unsubscribe });

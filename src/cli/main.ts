@@ -3,16 +3,6 @@
 import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { action, homeOption, tokenOption, jsonOption } from "./output.ts";
-import { registerConfigCommands } from "./config.ts";
-import { registerTaskCommands } from "./task.ts";
-import { registerWorkspaceCommands } from "./workspace.ts";
-import { registerSkillsCommands } from "./skills.ts";
-import { registerTimerCommands } from "./timer.ts";
-import { registerWorkCommands } from "./work.ts";
-import { registerAskCommands } from "./asks.ts";
-import { registerBudgetCommands } from "./budget.ts";
-import { registerOperatorCommands } from "./operator-commands.ts";
-import { registerMcpCommands } from "./mcp.ts";
 
 // package.json sits two levels up from src/cli/ and from dist/cli/ alike.
 const { version } = JSON.parse(
@@ -309,15 +299,35 @@ modelCmd
   .addOption(json())
   .action(action(async (agent, opts) => (await import("./agent.ts")).modelClear(agent, opts)));
 
-registerConfigCommands(program);
-registerTaskCommands(program);
-registerWorkspaceCommands(program);
-registerSkillsCommands(program);
-registerTimerCommands(program);
-registerWorkCommands(program);
-registerAskCommands(program);
-registerBudgetCommands(program);
-registerOperatorCommands(program);
-registerMcpCommands(program); // `holon mcp …` (other subcommands attach to the group it returns)
+// The command groups of their own modules load only when the command line may need them:
+// a command defined above (`holon run`, `serve`, `agent …`) loads none of them (issue 32);
+// anything else (a group, help, a typo to suggest for) registers every group.
+const ownCommands = new Set(program.commands.flatMap((c) => [c.name(), ...c.aliases()]));
+const first = process.argv.slice(2).find((a) => !a.startsWith("-"));
+if (first === undefined || !ownCommands.has(first)) {
+  const groups = await Promise.all([
+    import("./config.ts"),
+    import("./task.ts"),
+    import("./workspace.ts"),
+    import("./skills.ts"),
+    import("./timer.ts"),
+    import("./work.ts"),
+    import("./asks.ts"),
+    import("./budget.ts"),
+    import("./operator-commands.ts"),
+    import("./mcp.ts"),
+  ]);
+  const [config, task, workspace, skills, timer, work, asks, budget, operator, mcp] = groups;
+  config.registerConfigCommands(program);
+  task.registerTaskCommands(program);
+  workspace.registerWorkspaceCommands(program);
+  skills.registerSkillsCommands(program);
+  timer.registerTimerCommands(program);
+  work.registerWorkCommands(program);
+  asks.registerAskCommands(program);
+  budget.registerBudgetCommands(program);
+  operator.registerOperatorCommands(program);
+  mcp.registerMcpCommands(program); // `holon mcp …` (other subcommands attach to the group it returns)
+}
 
 await program.parseAsync(process.argv);

@@ -5,6 +5,7 @@
 import { bodyText } from "../domain/message.ts";
 import { estimateTokens } from "../memory/tokens.ts";
 import type { AgentRecord } from "../domain/agent.ts";
+import type { BriefRecord } from "../domain/brief.ts";
 import type { PromptContributor } from "./section.ts";
 
 /** Most messages looked at, whatever the budget (keeps assembly time flat). */
@@ -17,9 +18,16 @@ export function historyBudget(promptBudget: number): number {
   return Math.max(400, Math.min(6_000, Math.floor(promptBudget * 0.08)));
 }
 
+/** Rendered blocks kept per contributor (host): a few dozen agents' recent exchanges. */
+const BLOCKS_KEPT = 2_048;
+
 export function recentHistoryContributor(
   budgetOf: (agent: AgentRecord) => number = () => historyBudget(100_000),
 ): PromptContributor {
+  // A message's block (its line, its tools, its answering brief) and that block's token
+  // cost, by what it is made of: messages, briefs and a turn's tool evidence never change,
+  // and the same ones are shown turn after turn, so each is rendered and counted once.
+  const rendered = new Map<string, { text: string; cost: number }>();
   return {
     id: "recent_history",
     contribute: ({ store, agent, message }) => {
@@ -39,20 +47,29 @@ export function recentHistoryContributor(
       const header = "Recent history (oldest first; older work is in working memory and episodes):";
       let used = estimateTokens(header);
       const blocks: string[] = [];
+      // The newest brief answering each message.
+      const answers = new Map<string, BriefRecord>();
+      for (const b of briefs) if (b.related_message_id) answers.set(b.related_message_id, b);
       // Newest first until the budget is spent, then shown oldest first.
       for (const m of messages) {
-        const lines = [
-          `- ${m.kind} from ${m.origin.kind} at ${m.created_at}: ${clip(bodyText(m.body), MESSAGE_CHARS)}`,
-        ];
         const tools = evidence.get(m.id);
-        if (tools) lines.push(`  tools: ${tools}`);
-        const answer = briefs.filter((b) => b.related_message_id === m.id).at(-1);
-        if (answer) lines.push(`  your ${answer.kind} brief: ${clip(answer.text, BRIEF_CHARS)}`);
-        const text = lines.join("\n");
-        const cost = estimateTokens(text) + 1;
-        if (used + cost > budget) break;
-        used += cost;
-        blocks.push(text);
+        const answer = answers.get(m.id);
+        const key = `${m.id}\n${answer?.id ?? ""}\n${tools ?? ""}`;
+        let block = rendered.get(key);
+        if (block === undefined) {
+          const lines = [
+            `- ${m.kind} from ${m.origin.kind} at ${m.created_at}: ${clip(bodyText(m.body), MESSAGE_CHARS)}`,
+          ];
+          if (tools) lines.push(`  tools: ${tools}`);
+          if (answer) lines.push(`  your ${answer.kind} brief: ${clip(answer.text, BRIEF_CHARS)}`);
+          const text = lines.join("\n");
+          block = { text, cost: estimateTokens(text) + 1 };
+          rendered.set(key, block);
+          if (rendered.size > BLOCKS_KEPT) rendered.delete(rendered.keys().next().value!);
+        }
+        if (used + block.cost > budget) break;
+        used += block.cost;
+        blocks.push(block.text);
       }
       if (blocks.length === 0) return [];
       const omitted = messages.length - blocks.length;

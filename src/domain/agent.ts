@@ -138,6 +138,17 @@ export function isRunAgent(a: Pick<AgentRecord, "agent_id" | "visibility">): boo
   return a.visibility === "private" && a.agent_id.startsWith("run-");
 }
 
+/**
+ * A run agent whose run finished: stopped, no run in flight. A host start does no per-agent
+ * work for it (home layout, patch journals, restart recovery) until its loop starts again,
+ * so start-up does not grow with every past `holon run`.
+ */
+export function isDormantRunAgent(
+  a: Pick<AgentRecord, "agent_id" | "visibility" | "status" | "current_run_id">,
+): boolean {
+  return isRunAgent(a) && a.status === "stopped" && !a.current_run_id;
+}
+
 export function lifecycleHint(
   agentId: string,
   status: AgentStatus,

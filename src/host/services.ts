@@ -73,6 +73,7 @@ import { McpService } from "../mcp/service.ts";
 import { McpToolBridge } from "../tools/mcp/mcp-tool.ts";
 import { commandEnvOf } from "../tasks/command-policy.ts";
 import { readFileSync } from "node:fs";
+import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
 
 const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
 const NONE_HIDDEN: ReadonlySet<string> = new Set();
@@ -430,7 +431,16 @@ export function buildServices(opts: ServiceOptions) {
     new ChildClosureObserver({ store, ingress, tasks, workspaces, work, budgets: childBudgets }),
   );
   observers.push(leash.subagentObserver()); // SubagentStop hooks of the supervisor
-  const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals);
+  // Finished run agents a host start skipped (host.ts): their start-up work (patch
+  // journals, home layout) runs before their loop starts again (`holon run --resume`, start).
+  const deferredAgents = new Set<string>();
+  const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals, (id) => {
+    if (!deferredAgents.delete(id)) return;
+    const agent = store.agents.get(id);
+    if (!agent) return;
+    recoverPatchJournals(patchJournalDir(agent.agent_home));
+    agents.ensureHome(agent);
+  });
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),
     stagingRoot: join(opts.home, "agents", ".staging"),
@@ -555,6 +565,7 @@ export function buildServices(opts: ServiceOptions) {
     executor,
     loops,
     agents,
+    deferredAgents,
     agentPlane,
     templates,
     lifecycle,

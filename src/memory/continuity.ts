@@ -10,7 +10,7 @@
 // immutable episode. The database is the record; `agent_home/.holon/ledger/
 // context_episodes.jsonl` is an append-only mirror, rewritten from the database whenever
 // the two disagree.
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { RunInfo, RunObserver } from "../agent/runtime.ts";
 import type { TurnOutcome } from "../domain/closure.ts";
@@ -52,6 +52,8 @@ export class ContinuityService {
   private readonly store: Store;
   /** Runs in flight and the working-memory revision their prompt was built from. */
   private readonly prompting = new Map<string, number>();
+  /** Each mirror's size and line count as this host last wrote it, by path. */
+  private readonly mirrorShape = new Map<string, { size: number; lines: number }>();
 
   private readonly compactionStats: (runId: string) => {
     compactions: number;
@@ -219,22 +221,41 @@ export class ContinuityService {
     });
   }
 
-  /** Appends to the JSONL mirror; rewrites it from the database when the two disagree. */
+  /**
+   * Appends to the JSONL mirror; rewrites it from the database when the two disagree. The
+   * line count is read from the file only when its size is not the one this host last left
+   * it at (a stat, not a read of the whole mirror at every episode).
+   */
   private mirror(agentHome: string, agentId: string, episode: EpisodeRecord, count: number): void {
     const path = episodesMirrorPath(agentHome);
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-      const lines = existsSync(path)
-        ? readFileSync(path, "utf8").split("\n").filter(Boolean).length
-        : 0;
+      const size = existsSync(path) ? statSync(path).size : 0;
+      const known = this.mirrorShape.get(path);
+      const lines =
+        known !== undefined && known.size === size
+          ? known.lines
+          : size === 0
+            ? 0
+            : readFileSync(path, "utf8").split("\n").filter(Boolean).length;
       if (lines === count - 1) {
-        appendFileSync(path, JSON.stringify(episode) + "\n", { mode: 0o600 });
+        const line = JSON.stringify(episode) + "\n";
+        appendFileSync(path, line, { mode: 0o600 });
+        this.remember(path, { size: size + Buffer.byteLength(line), lines: count });
       } else {
         this.rebuildMirror(agentHome, agentId, episode);
       }
     } catch {
       // The mirror is for people and tools; the database stays the record.
+      this.mirrorShape.delete(path);
     }
+  }
+
+  private remember(path: string, shape: { size: number; lines: number }): void {
+    this.mirrorShape.delete(path);
+    this.mirrorShape.set(path, shape);
+    if (this.mirrorShape.size > 1024)
+      this.mirrorShape.delete(this.mirrorShape.keys().next().value!);
   }
 
   /** Rewrites the mirror from the database (plus an episode not committed yet). */
@@ -252,7 +273,9 @@ export class ContinuityService {
     }
     const path = episodesMirrorPath(agentHome);
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    atomicWriteFile(path, out.map((l) => l + "\n").join(""), { mode: 0o600 });
+    const text = out.map((l) => l + "\n").join("");
+    atomicWriteFile(path, text, { mode: 0o600 });
+    this.remember(path, { size: Buffer.byteLength(text), lines: out.length });
   }
 }
 

@@ -6,6 +6,7 @@ import { DecodedRows, readBody } from "./json.ts";
 export class BriefsRepo {
   private readonly insertStmt: StatementSync;
   private readonly recentStmt: StatementSync;
+  private readonly dataStmt: StatementSync;
   private readonly afterStmt: StatementSync;
   private readonly seqStmt: StatementSync;
   private readonly newestStmt: StatementSync;
@@ -15,8 +16,9 @@ export class BriefsRepo {
   constructor(db: DatabaseSync) {
     this.insertStmt = db.prepare("INSERT INTO briefs (id, agent_id, data) VALUES (?, ?, ?)");
     this.recentStmt = db.prepare(
-      "SELECT id, data FROM briefs WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+      "SELECT id FROM briefs WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
     );
+    this.dataStmt = db.prepare("SELECT data FROM briefs WHERE id = ?");
     this.afterStmt = db.prepare(
       "SELECT seq, id, data FROM briefs WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     );
@@ -51,10 +53,18 @@ export class BriefsRepo {
     this.insertStmt.run(brief.id, brief.agent_id, encodeBody(brief));
   }
 
-  /** Most recent briefs, oldest first. */
+  /**
+   * Most recent briefs, oldest first. Ids first: a brief already decoded is not read again
+   * (the prompt's recent history asks for the same few dozen on every turn).
+   */
   recent(agentId: string, limit: number): BriefRecord[] {
-    return (this.recentStmt.all(agentId, limit) as { id: string; data: string | Uint8Array }[])
-      .map((r) => this.decoded.get(r.id, () => readBody(BriefRecord, r.data, "brief")))
+    return (this.recentStmt.all(agentId, limit) as { id: string }[])
+      .map((r) =>
+        this.decoded.get(r.id, () => {
+          const row = this.dataStmt.get(r.id) as { data: string | Uint8Array };
+          return readBody(BriefRecord, row.data, "brief");
+        }),
+      )
       .reverse();
   }
 }

@@ -49,6 +49,31 @@ export class DecodedRows<T> {
   }
 }
 
+/**
+ * The decoded value of a mutable row (one per key, such as an agent's working memory),
+ * reused while the stored text is the same: the query still runs on every read, so a
+ * changed or rolled-back row is always seen; only an unchanged one skips the parse and
+ * validation. Values are deep-frozen like DecodedRows'.
+ */
+export class DecodedByText<T> {
+  private readonly rows = new Map<string, { text: string; value: T }>();
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get(key: string, text: string, decode: () => T): T {
+    const hit = this.rows.get(key);
+    if (hit !== undefined && hit.text === text) return hit.value;
+    const value = deepFreeze(decode());
+    this.rows.delete(key);
+    this.rows.set(key, { text, value });
+    if (this.rows.size > this.max) this.rows.delete(this.rows.keys().next().value!);
+    return value;
+  }
+}
+
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
     Object.freeze(value);

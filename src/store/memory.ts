@@ -1,7 +1,7 @@
 // Working memory (one row per agent) and context episodes (append-only, immutable).
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { EpisodeRecord, WorkingMemoryRecord } from "../domain/memory.ts";
-import { readRow } from "./json.ts";
+import { DecodedByText, DecodedRows, readRow } from "./json.ts";
 
 export class MemoryRepo {
   private readonly db: DatabaseSync;
@@ -12,6 +12,10 @@ export class MemoryRepo {
   private readonly episodesAfterStmt: StatementSync;
   private readonly episodeStmt: StatementSync;
   private readonly countStmt: StatementSync;
+  /** The prompt, the recent history and the turn boundary each read these on every turn. */
+  private readonly decodedMemory = new DecodedByText<WorkingMemoryRecord>(256);
+  /** Episodes never change once written. */
+  private readonly decodedEpisodes = new DecodedRows<EpisodeRecord>(1024);
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -23,7 +27,7 @@ export class MemoryRepo {
       "INSERT INTO context_episodes (id, agent_id, data) VALUES (?, ?, ?)",
     );
     this.recentEpisodesStmt = db.prepare(
-      "SELECT data FROM context_episodes WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+      "SELECT id, data FROM context_episodes WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
     );
     this.episodesAfterStmt = db.prepare(
       "SELECT seq, data FROM context_episodes WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -50,7 +54,10 @@ export class MemoryRepo {
 
   workingMemory(agentId: string): WorkingMemoryRecord | undefined {
     const row = this.getStmt.get(agentId) as { data: string } | undefined;
-    return row ? readRow(WorkingMemoryRecord, row.data, "working memory") : undefined;
+    if (!row) return undefined;
+    return this.decodedMemory.get(agentId, row.data, () =>
+      readRow(WorkingMemoryRecord, row.data, "working memory"),
+    );
   }
 
   putWorkingMemory(record: WorkingMemoryRecord): void {
@@ -63,8 +70,8 @@ export class MemoryRepo {
 
   /** The newest episodes, oldest first. */
   recentEpisodes(agentId: string, limit: number): EpisodeRecord[] {
-    return (this.recentEpisodesStmt.all(agentId, limit) as { data: string }[])
-      .map((r) => readRow(EpisodeRecord, r.data, "episode"))
+    return (this.recentEpisodesStmt.all(agentId, limit) as { id: string; data: string }[])
+      .map((r) => this.decodedEpisodes.get(r.id, () => readRow(EpisodeRecord, r.data, "episode")))
       .reverse();
   }
 
