@@ -234,5 +234,6 @@ describe("the spawn helper of a daemon", () => {
         },
       );
     },
+    90_000, // a stall bound: a cold `holon serve` is slow to listen on a loaded machine
   );
 });
