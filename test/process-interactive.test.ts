@@ -88,9 +88,30 @@ describe("interactive over stdin", () => {
     const h = startProcess({ cmd: "wc -c", cwd: root, dir: join(root, "p"), acceptsInput: true });
     const big = "x".repeat(300_000);
     expect(await writeInput(h, big)).toEqual({ accepted: true, bytes_written: 300_000 });
-    await closeInput(h);
+    expect(await closeInput(h)).toMatchObject({ accepted: true });
     expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
     expect(readText(h.stdout_path).trim()).toBe("300000");
+  });
+
+  it("ends the command when input is closed right after the start, before the wrapper is ready", async () => {
+    // Closing at once races the wrapper: its pid file for the input holder may not be written,
+    // the holder may still be the wrapper's fork (not yet `sleep`), and the command may not
+    // have opened its stdin. Each start is closed at once, several times over; every one must
+    // see EOF.
+    const root = tempDir();
+    const hs = [];
+    for (let i = 0; i < 20; i++) {
+      const h = startProcess({
+        cmd: "cat",
+        cwd: root,
+        dir: join(root, `p${i}`),
+        acceptsInput: true,
+      });
+      expect(await closeInput(h)).toMatchObject({ accepted: true });
+      hs.push(h);
+    }
+    const exits = await Promise.all(hs.map((h) => waitForExit(h, { timeoutMs: 20_000 })));
+    expect(exits.map((e) => (e === "timeout" ? e : e.exit_code))).toEqual(hs.map(() => 0));
   });
 });
 

@@ -32,9 +32,42 @@ async function startOnSpare(
       return { handle, helperPid: stat.ppid, startTicks: stat.start_ticks };
     }
     await stopProcess(handle, { graceMs: 1000 });
-    await new Promise((r) => setTimeout(r, 50)); // give the helper time to start its spares
+    // The helper starts off the caller's path: wait until it has a spare before trying again,
+    // or until it is gone (let go when idle: the next start brings one back). The bound
+    // detects a stall; it is no speed assertion.
+    await waitFor(() => helperReadyOrGone(), {
+      what: "the spawn helper to have a spare",
+      timeoutMs: 20_000,
+    });
   }
   throw new Error("no command ever ran on a spare wrapper");
+}
+
+/** Live, non-zombie processes whose parent is `ppid`. */
+function liveChildrenOf(ppid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const st = readProcStat(Number(name));
+    if (st && st.ppid === ppid && st.state !== "Z") out.push(st.pid);
+  }
+  return out;
+}
+
+/**
+ * True when no spawn helper of ours is running, or one is and has a wrapper without a command
+ * yet (a spare, most likely).
+ */
+function helperReadyOrGone(): boolean {
+  const helpers = liveChildrenOf(process.pid).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("spawner-helper");
+    } catch {
+      return false;
+    }
+  });
+  if (helpers.length === 0) return true;
+  return helpers.some((h) => liveChildrenOf(h).some((w) => liveChildrenOf(w).length === 0));
 }
 
 describe("spare wrappers", () => {
@@ -201,5 +234,6 @@ describe("the spawn helper of a daemon", () => {
         },
       );
     },
+    90_000, // a stall bound: a cold `holon serve` is slow to listen on a loaded machine
   );
 });

@@ -2,7 +2,7 @@
 // from ExecCommand, TaskList/TaskStatus/TaskOutput readiness, TaskStop escalation, TaskInput over
 // a PTY and over stdin, and the refusals a model can run into.
 import { afterAll, describe, expect, it } from "vitest";
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RuntimeHost } from "../src/host/host.ts";
 import { readProcessRecord } from "../src/tasks/process.ts";
@@ -39,6 +39,14 @@ function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
 async function call(ctx: ToolContext, name: string, args: Record<string, unknown>) {
   const out = await dispatch(registry, name, JSON.stringify(args), ctx);
   return { ...out, result: out.canonical.result as any, error: out.canonical.error };
+}
+
+function readOutput(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
 }
 
 function taskResults(host: RuntimeHost, taskId: string) {
@@ -160,7 +168,11 @@ describe("task tools", () => {
     const taskId = exec.result.task_handle.task_id as string;
     const task = host.store.tasks.get(taskId)!;
     const sid = readProcessRecord(task.process_dir)!.sid;
-    await waitFor(() => scanMembers([sid], [sid]).length >= 3, { what: "the children" });
+    // "ready" comes after the trap and both forks: only then does every member ignore SIGTERM.
+    // (A count of members is no such sign: the sandbox's init, the wrapper and the shell are
+    // three before the shell has run its trap, and a stop then ends it without escalation.)
+    await waitFor(() => readOutput(task.output_path).includes("ready"), { what: "ready" });
+    expect(scanMembers([sid], [sid]).length).toBeGreaterThanOrEqual(3);
     const stop = await call(ctx, "TaskStop", { task_id: taskId });
     expect(stop.canonical.status).toBe("success");
     expect(stop.result).toMatchObject({

@@ -23,11 +23,17 @@ import { atomicWriteFile } from "../store/files.ts";
  *   before the command starts (a stop right after the start, while a spare still waits for
  *   its directory: `read` then fails and is retried) is recorded as the status the command
  *   would have had (128 + signal number), and the command is not started.
- * - With input enabled it opens the FIFO read-write on fd 3 (never blocks on Linux), hands
- *   that fd to a `sleep` holder so the command never sees EOF between writers (and a host
- *   restart does not close its stdin), then drops its own copy. The command opens the FIFO
- *   read-only as its stdin. Closing input = killing the holder (pid in `stdin.holder`).
- *   Without input the command's stdin is /dev/null.
+ * - With input enabled it opens the FIFO read-write on fd 3 (never blocks on Linux) and
+ *   read-only on fd 4 (does not block either: fd 3 is a writer), hands fd 3 to a `sleep`
+ *   holder so the command never sees EOF between writers (and a host restart does not close
+ *   its stdin), then drops its own copy. The command gets fd 4 as its stdin: its read side is
+ *   open before the holder's pid is in `stdin.holder`, so closing input right after the start
+ *   cannot leave the command blocked in open(2) on a FIFO without writers. Closing input =
+ *   killing the holder (pid in `stdin.holder`) with SIGKILL: the holder may still be the
+ *   wrapper's fork, not yet `sleep`, and a SIGTERM there hits the wrapper's inherited TERM
+ *   trap, which the fork drops when it resets its traps, so a holder killed with SIGTERM
+ *   could live on and the command never see EOF. Without input the command's stdin is
+ *   /dev/null.
  * - Writes the exit status with a single `echo` (one write(2) of "<status>\n"); a reader treats
  *   a file without the trailing newline as not yet written. No temp + rename: `mv` is an
  *   external program and would put a fork + exec on every command's exit path.
@@ -47,14 +53,16 @@ else exec >>"$_hw_d/stdout.log" 2>>"$_hw_d/stderr.log"; fi
 cd -- "$_hw_cwd" || { echo 1 >"$_hw_d/exit"; exit 1; }
 if [ "$_hw_i" = 1 ]; then
 exec 3<>"$_hw_d/stdin.fifo"
-"$_hw_z" 2147483647 </dev/null >/dev/null 2>&1 &
+exec 4<"$_hw_d/stdin.fifo"
+"$_hw_z" 2147483647 </dev/null >/dev/null 2>&1 4<&- &
 _hw_h=$!
 echo "$_hw_h" >"$_hw_d/stdin.holder"
 exec 3>&-
 umask "$_hw_u"
-"$_hw_s" "$_hw_f" "$_hw_c" <"$_hw_d/stdin.fifo"
+"$_hw_s" "$_hw_f" "$_hw_c" <&4 4<&-
 _hw_r=$?
-kill "$_hw_h" 2>/dev/null
+exec 4<&-
+kill -s KILL "$_hw_h" 2>/dev/null
 else
 exec </dev/null
 umask "$_hw_u"

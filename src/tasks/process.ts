@@ -59,6 +59,7 @@ import {
   readFileSync,
   statSync,
   unlinkSync,
+  watch,
   writeFileSync,
   writeSync,
 } from "node:fs";
@@ -1106,14 +1107,22 @@ export async function closeInput(handle: ProcessHandle): Promise<InputResult> {
   }
   const holderPath = join(handle.dir, FILES.holder);
   let holder = NaN;
-  await pollUntil(() => {
-    try {
-      holder = Number(readFileSync(holderPath, "utf8").trim());
-    } catch {
-      return peekExit(handle) !== null;
-    }
-    return Number.isInteger(holder) && holder > 0;
-  }, 2000);
+  // Input closed right after the start: the wrapper may not have written the holder's pid yet
+  // (absent, or the empty file a sandboxed start creates). Wait for the wrapper to write it
+  // or for the process to end; the bound only detects a stalled wrapper.
+  await untilDirChanges(
+    handle.dir,
+    () => {
+      try {
+        holder = Number(readFileSync(holderPath, "utf8").trim());
+      } catch {
+        holder = NaN;
+      }
+      return (Number.isInteger(holder) && holder > 0) || peekExit(handle) !== null;
+    },
+    st.exited,
+    HOLDER_WAIT_MS,
+  );
   // A sandboxed wrapper wrote the holder's pid as its own PID namespace numbers it.
   if (st.rec.sandbox !== undefined && Number.isInteger(holder))
     holder = outerPid(holder, st.rec.sid);
@@ -1128,11 +1137,55 @@ export async function closeInput(handle: ProcessHandle): Promise<InputResult> {
   }
   writeFileSync(join(handle.dir, FILES.closed), nowIso() + "\n", { mode: 0o600 });
   try {
-    process.kill(holder, "SIGTERM");
+    // SIGKILL, not SIGTERM: the holder may still be the wrapper's fork, whose inherited TERM
+    // trap swallows a SIGTERM (see WRAPPER_SCRIPT), and then it lives on holding the FIFO.
+    process.kill(holder, "SIGKILL");
   } catch {
     // already gone
   }
   return { accepted: true, bytes_written: 0 };
+}
+
+/** How long closeInput waits for the wrapper to name the input holder: a stall detector. */
+const HOLDER_WAIT_MS = 30_000;
+
+/**
+ * Resolve true once `check()` holds, re-checked on every change in directory `dir` (where the
+ * wrapper writes its files) and when `exited` settles; false after `timeoutMs`. A slow
+ * re-check (250 ms) backs the watch up, as inotify can miss a change on some filesystems.
+ */
+async function untilDirChanges(
+  dir: string,
+  check: () => boolean,
+  exited: Promise<unknown> | null,
+  timeoutMs: number,
+): Promise<boolean> {
+  if (check()) return true;
+  return new Promise<boolean>((res) => {
+    let done = false;
+    const finish = (ok: boolean) => {
+      if (done) return;
+      done = true;
+      watcher?.close();
+      clearInterval(backstop);
+      clearTimeout(limit);
+      res(ok);
+    };
+    const again = () => {
+      if (check()) finish(true);
+    };
+    let watcher: ReturnType<typeof watch> | undefined;
+    try {
+      watcher = watch(dir, { persistent: false }, again);
+      watcher.on("error", () => {});
+    } catch {
+      // no watch: the backstop alone
+    }
+    const backstop = setInterval(again, 250);
+    const limit = setTimeout(() => finish(check()), timeoutMs);
+    exited?.then(again, again);
+    again(); // a write between the first check and the watch being armed
+  });
 }
 
 /** The pid outside of the member of session `sid` whose innermost pid is `inner` (NaN: none). */

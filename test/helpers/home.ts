@@ -185,7 +185,9 @@ export async function spawnServe(
       const m = /listening on (http:\/\/[^\s]+)/.exec(stderr);
       return m?.[1];
     },
-    { what: "holon serve to listen", timeoutMs: 15_000 },
+    // A stall bound: a cold `holon serve` loads the whole host, which on a loaded machine took
+    // over 15 s; a test that starts one gives itself the time (see crash.test.ts).
+    { what: "holon serve to listen", timeoutMs: 45_000 },
   );
   const i = extraArgs.indexOf("--token");
   const token = i >= 0 ? extraArgs[i + 1]! : (env.HOLON_CONTROL_TOKEN ?? readGeneratedToken(home));
