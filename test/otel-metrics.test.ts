@@ -187,7 +187,12 @@ describe("metrics over OTLP", () => {
     expect(receiver.headers.at(-1)?.["x-collector-key"]).toBe(KEY);
     expect(receiver.headers.at(-1)?.["content-type"]).toBe("application/x-protobuf");
     // the export's own counts are in the registry too
-    expect(text).toMatch(/^holon_telemetry_metric_exports_total\{result="exported"\} [1-9]/m);
+    // (counted once the collector's answer is in, which may come after it received the export)
+    await waitFor(() => (rt.host.services.metricExport!.stats().exported >= 1 ? true : null), {
+      what: "an export counted",
+    });
+    const later = (await rt.req("GET", "/metrics")).json as string;
+    expect(later).toMatch(/^holon_telemetry_metric_exports_total\{result="exported"\} [1-9]/m);
   });
 });
 
