@@ -3,8 +3,10 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Stall bounds, not speed checks: a host start on a loaded 2-core machine running two test
+    // files at once has taken over 15 s.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
     pool: "forks",
     // Vitest's default is one worker less than the cores: a single worker on a 2-core machine,
     // which then sits idle while a test waits on the hosts and commands it spawned. Two files

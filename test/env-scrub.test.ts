@@ -129,7 +129,10 @@ describe("command environment", () => {
     let stderr = "";
     serve.stderr!.on("data", (d) => (stderr += d));
     try {
-      await waitFor(() => stderr.includes("listening on"), { what: "serve to listen" });
+      await waitFor(() => stderr.includes("listening on"), {
+        what: "serve to listen",
+        timeoutMs: 45_000,
+      });
       const environ = procEnv(serve.pid!);
       expect(environ).toContain("MALLOC_ARENA_MAX=4");
       expect(environ.some((v) => v.startsWith("HOLON_LAUNCHER_ENV="))).toBe(false);
