@@ -300,11 +300,13 @@ modelCmd
   .action(action(async (agent, opts) => (await import("./agent.ts")).modelClear(agent, opts)));
 
 // The command groups of their own modules load only when the command line may need them:
-// a command defined above (`holon run`, `serve`, `agent …`) loads none of them (issue 32);
-// anything else (a group, help, a typo to suggest for) registers every group.
+// a command defined above (`holon run`, `serve`, `status` …) loads none of them (issue 32);
+// anything else (a group, help, a typo to suggest for) registers every group. `agent` is
+// defined above but a group adds to it (`holon agent trigger`, timer.ts), so it loads them.
+const EXTENDED_BY_GROUPS = new Set(["agent"]);
 const ownCommands = new Set(program.commands.flatMap((c) => [c.name(), ...c.aliases()]));
 const first = process.argv.slice(2).find((a) => !a.startsWith("-"));
-if (first === undefined || !ownCommands.has(first)) {
+if (first === undefined || !ownCommands.has(first) || EXTENDED_BY_GROUPS.has(first)) {
   const groups = await Promise.all([
     import("./config.ts"),
     import("./task.ts"),
