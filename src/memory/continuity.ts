@@ -53,7 +53,7 @@ export class ContinuityService {
   /** Runs in flight and the working-memory revision their prompt was built from. */
   private readonly prompting = new Map<string, number>();
   /** Each mirror's size and line count as this host last wrote it, by path. */
-  private readonly mirrorShape = new Map<string, { size: number; lines: number }>();
+  private readonly mirrorSize = new Map<string, number>();
 
   private readonly compactionStats: (runId: string) => {
     compactions: number;
@@ -148,7 +148,7 @@ export class ContinuityService {
       const episode = finalizeEpisode(store, run.agent_id, b, boundary, snapshot, now);
       store.memory.addEpisode(episode);
       archived++;
-      this.mirror(agent.agent_home, run.agent_id, episode, archived);
+      this.mirror(agent.agent_home, run.agent_id, episode);
     };
     if (builder && builder.work_item_id !== workItemId && builder.turns > 0) {
       finalize(builder, "work_switch");
@@ -222,40 +222,39 @@ export class ContinuityService {
   }
 
   /**
-   * Appends to the JSONL mirror; rewrites it from the database when the two disagree. The
-   * line count is read from the file only when its size is not the one this host last left
-   * it at (a stat, not a read of the whole mirror at every episode).
+   * Appends to the JSONL mirror; rewrites it from the database when the two disagree. When
+   * the file is the size this host last left it at, its line count is known and the episode
+   * is appended (a stat, no read). Otherwise its lines are counted against the episodes the
+   * database keeps, which retention may have trimmed: never against the number ever archived,
+   * which after a trim would rewrite the whole mirror at every episode.
    */
-  private mirror(agentHome: string, agentId: string, episode: EpisodeRecord, count: number): void {
+  private mirror(agentHome: string, agentId: string, episode: EpisodeRecord): void {
     const path = episodesMirrorPath(agentHome);
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       const size = existsSync(path) ? statSync(path).size : 0;
-      const known = this.mirrorShape.get(path);
-      const lines =
-        known !== undefined && known.size === size
-          ? known.lines
-          : size === 0
-            ? 0
-            : readFileSync(path, "utf8").split("\n").filter(Boolean).length;
-      if (lines === count - 1) {
+      const inSync =
+        this.mirrorSize.get(path) === size ||
+        (size === 0 ? 0 : readFileSync(path, "utf8").split("\n").filter(Boolean).length) ===
+          this.store.memory.episodeCount(agentId) - 1;
+      if (inSync) {
         const line = JSON.stringify(episode) + "\n";
         appendFileSync(path, line, { mode: 0o600 });
-        this.remember(path, { size: size + Buffer.byteLength(line), lines: count });
+        this.remember(path, size + Buffer.byteLength(line));
       } else {
         this.rebuildMirror(agentHome, agentId, episode);
       }
     } catch {
       // The mirror is for people and tools; the database stays the record.
-      this.mirrorShape.delete(path);
+      this.mirrorSize.delete(path);
     }
   }
 
-  private remember(path: string, shape: { size: number; lines: number }): void {
-    this.mirrorShape.delete(path);
-    this.mirrorShape.set(path, shape);
-    if (this.mirrorShape.size > 1024)
-      this.mirrorShape.delete(this.mirrorShape.keys().next().value!);
+  /** The mirror's size as this host last left it (the newest 1,024 mirrors). */
+  private remember(path: string, size: number): void {
+    this.mirrorSize.delete(path);
+    this.mirrorSize.set(path, size);
+    if (this.mirrorSize.size > 1024) this.mirrorSize.delete(this.mirrorSize.keys().next().value!);
   }
 
   /** Rewrites the mirror from the database (plus an episode not committed yet). */
@@ -275,7 +274,7 @@ export class ContinuityService {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     const text = out.map((l) => l + "\n").join("");
     atomicWriteFile(path, text, { mode: 0o600 });
-    this.remember(path, { size: Buffer.byteLength(text), lines: out.length });
+    this.remember(path, Buffer.byteLength(text));
   }
 }
 
