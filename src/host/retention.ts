@@ -11,7 +11,7 @@
 // runtime log records too.
 //
 // Time comes from the store's clock, so tests drive passes with `runOnce()` on a fake clock.
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { readdir, rm, stat } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import type { EventPayload } from "../domain/events.ts";
@@ -86,6 +86,25 @@ const PROCESS_DIR_MARK = `${sep}.holon${sep}processes${sep}`;
 const DERIVED_LOW_WATER = 0.1;
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Synchronous work between two yields to the event loop, when the work is many small steps. */
+const SLICE_MS = 8;
+
+/**
+ * A yield that happens only once `SLICE_MS` of work has run since the last one. Awaiting
+ * the event loop once per small step (a task's output directory) makes a pass on a busy
+ * host last one loop turn per step: minutes, during which the history families overshoot
+ * their caps.
+ */
+function slicer(): (beforeYield?: () => void) => Promise<void> {
+  let since = performance.now();
+  return async (beforeYield) => {
+    if (performance.now() - since < SLICE_MS) return;
+    beforeYield?.();
+    await tick();
+    since = performance.now();
+  };
+}
 
 export class RetentionJob {
   private readonly store: Store;
@@ -332,7 +351,10 @@ export class RetentionJob {
    * synchronous calls, a page (batchSize records) between two yields: awaiting each
    * readdir and stat made a pass take one event-loop turn per file of every task kept (30
    * days of them by default), and on a busy host a pass then ran for minutes, long enough
-   * for the history families to overshoot their caps until it ended (issue 35's soak).
+   * for the history families to overshoot their caps until it ended. Removing output is
+   * synchronous for the same reason (an awaited recursive `rm` costs several loop turns per
+   * directory: a pass over a few thousand finished tasks took ten minutes in a one-hour
+   * soak); the work yields every `SLICE_MS` instead.
    */
   private async tasks(policy: RetentionPolicy, now: Date, summary: RetentionSummary) {
     const recordCutoff = cutoffOf(now, policy.tasks.max_age_ms);
@@ -347,51 +369,54 @@ export class RetentionJob {
     const at = now.toISOString();
     const kept: { dir: string; agent: string; finished: string; bytes: number }[] = [];
     let cursor = 0;
+    const slice = slicer();
+    const records: TaskRow[] = [];
+    const removeRecords = () => {
+      if (records.length === 0) return;
+      const batch = records.splice(0);
+      this.store.tx(() => this.merge(summary, "tasks", this.repo.removeTasks(batch, at)));
+    };
     while (!this.stopped) {
       const page = this.repo.tasksPage(cursor, this.batchSize);
       if (page.length === 0) break;
       cursor = page.at(-1)!.rowid;
-      const records: TaskRow[] = [];
       for (const t of page) {
+        await slice(removeRecords);
         if (!TERMINAL_TASK.has(t.status)) continue;
         const finished = t.finished_at ?? "";
         const dir = ownedProcessDir(t.process_dir);
         if ((recordCutoff !== null && finished < recordCutoff) || recordExcess > 0) {
           records.push(t);
           recordExcess -= t.bytes;
-          if (dir) await this.removeOutput(dir, t.agent_id, summary);
+          if (dir) this.removeOutput(dir, t.agent_id, summary);
         } else if (dir) {
           const bytes = dirBytes(dir);
           if (bytes === null) continue; // already gone
           if (outputCutoff !== null && finished < outputCutoff) {
-            await this.removeOutput(dir, t.agent_id, summary, bytes);
+            this.removeOutput(dir, t.agent_id, summary, bytes);
           } else kept.push({ dir, agent: t.agent_id, finished, bytes });
         }
       }
-      if (records.length > 0) {
-        this.store.tx(() => this.merge(summary, "tasks", this.repo.removeTasks(records, at)));
-      }
+      removeRecords();
       await tick();
     }
+    removeRecords();
     if (outputCap === null || this.stopped) return;
     let total = kept.reduce((n, k) => n + k.bytes, 0);
     kept.sort((a, b) => (a.finished < b.finished ? -1 : a.finished > b.finished ? 1 : 0));
     for (const k of kept) {
       if (total <= outputCap || this.stopped) break;
-      await this.removeOutput(k.dir, k.agent, summary, k.bytes);
+      this.removeOutput(k.dir, k.agent, summary, k.bytes);
       total -= k.bytes;
+      await slice();
     }
   }
 
-  private async removeOutput(
-    dir: string,
-    agentId: string,
-    summary: RetentionSummary,
-    bytes?: number,
-  ): Promise<void> {
+  private removeOutput(dir: string, agentId: string, summary: RetentionSummary, bytes?: number) {
     const size = bytes ?? dirBytes(dir);
     if (size === null) return;
-    await rm(dir, { recursive: true, force: true });
+    // Synchronous, like dirBytes: a task's directory is a few small files (see tasks()).
+    rmSync(dir, { recursive: true, force: true });
     summary.removed.task_output = (summary.removed.task_output ?? 0) + 1;
     summary.bytes_removed.task_output = (summary.bytes_removed.task_output ?? 0) + size;
     const agent = agentOf(summary, agentId);
