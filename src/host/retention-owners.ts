@@ -60,10 +60,7 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
   store_stats: { rule: "fixed", why: "one row per history family" },
   schema_migrations: { rule: "fixed", why: "one row per migration" },
   spend_ledger_meta: { rule: "fixed", why: "the ledger's backfill marker: one row" },
-  trace_links: {
-    rule: "per",
-    of: "cause recorded while traces are on (message, task, timer, trigger, child); the trace recorder removes rows older than 30 days",
-  },
+  trace_links: { rule: "retention", family: "trace_links" },
   sqlite_sequence: { rule: "fixed", why: "SQLite's own: one row per AUTOINCREMENT table" },
 };
 
