@@ -30,6 +30,8 @@ describe("trace links under retention", () => {
       const set = async (key: string, value: string) => {
         const r = await runCli(["config", "set", key, value], { env: { HOLON_HOME: rt.home } });
         expect(r.code, r.stderr).toBe(0);
+        // The host re-reads config.json between turns at most once a second: now, here.
+        rt.host.services.config.refresh();
       };
       const keys = () =>
         (

@@ -30,7 +30,10 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
   agent_workspaces: { rule: "per", of: "agent and attached workspace" },
   work_agent_state: { rule: "per", of: "agent" },
   working_memory: { rule: "per", of: "agent" },
-  retention_floors: { rule: "per", of: "agent and retention family" },
+  retention_floors: {
+    rule: "per",
+    of: "live agent and retention family, plus one row (its events' floor) per deleted agent id, so a re-created id never repeats an event number",
+  },
   deadlines: { rule: "per", of: "armed deadline (removed when it fires or is cancelled)" },
   timers: { rule: "per", of: "active timer, plus a bounded number of finished ones per agent" },
   external_triggers: {

@@ -32,6 +32,8 @@ export type RemovedFamily =
   | HistoryFamily
   | "episodes"
   | "tombstones"
+  /** Floors of deleted agents that nothing reads (one row per deleted id stays). */
+  | "floors"
   | "tasks"
   | "task_output"
   | "trace_links"
@@ -170,6 +172,7 @@ export class RetentionJob {
     await this.traceLinks(policy.trace_links, started, summary);
     await this.logs(policy.logs.max_age_ms, started, summary);
     await this.ledger(policy.ledger, started, summary);
+    this.deletedAgentFloors(summary);
     await this.vacuum(summary);
     this.announce(summary);
     this.derived(summary);
@@ -343,6 +346,16 @@ export class RetentionJob {
       if (take.length < this.batchSize) return;
       await tick();
     }
+  }
+
+  /**
+   * A deleted agent keeps only its events' floor (store/retention.ts says why): the others,
+   * including those this pass wrote while removing its old briefs, episodes and tasks, go.
+   */
+  private deletedAgentFloors(summary: RetentionSummary): void {
+    if (this.stopped) return;
+    const n = this.store.tx(() => this.repo.removeDeletedAgentFloors());
+    if (n > 0) summary.removed.floors = (summary.removed.floors ?? 0) + n;
   }
 
   /** Rewrite what is derived from removed records (mirror, memory index); never fails a pass. */
