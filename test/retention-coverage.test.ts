@@ -92,7 +92,15 @@ describe("everything under HOLON_HOME has a retention owner", () => {
     >;
     const families = retentionFamilies();
     expect(families).toEqual(
-      expect.arrayContaining(["events", "tasks", "ledger", "task_output", "episodes", "logs"]),
+      expect.arrayContaining([
+        "events",
+        "tasks",
+        "ledger",
+        "task_output",
+        "episodes",
+        "trace_links",
+        "logs",
+      ]),
     );
     for (const family of families) {
       expect(missingLimits(family, keys), `retention.${family}`).toEqual([]);

@@ -5,7 +5,7 @@
 //
 // Every family has both an age and a size limit (test/retention-coverage.test.ts checks it).
 // The defaults keep a HOLON_HOME under about 1 GB however busy it is: the size caps add up
-// to 640 MB of stored records (the database file is some 20% larger for its indexes),
+// to 656 MB of stored records (the database file is some 20% larger for its indexes),
 // 256 MB of finished task output and 50 MB of logs; the ages keep a month of history.
 import { z } from "zod";
 import type { KeyDef } from "./config-keys.ts";
@@ -23,6 +23,7 @@ export const RetentionFileSchema = z.strictObject({
   episodes: Limit.optional(),
   tasks: Limit.optional(),
   task_output: Limit.optional(),
+  trace_links: Limit.optional(),
   ledger: Limit.extend({
     detail_hours: z.number().int().min(0, "must be 0 or more hours").optional(),
   }).optional(),
@@ -54,6 +55,8 @@ export type RetentionPolicy = {
   tasks: FamilyLimit;
   /** Output files of finished tasks. */
   task_output: FamilyLimit;
+  /** Trace links (store/trace-links.ts): what caused a message, task, timer or child. */
+  trace_links: FamilyLimit;
   /**
    * Spend ledger rows. Past the age they go; over the size cap the oldest whole days before
    * every open budget window are rolled up into one row per agent, model and day, which
@@ -76,6 +79,7 @@ export const RETENTION_DEFAULTS = {
   episodes: { max_age_days: 90, max_mb: 32 },
   tasks: { max_age_days: 30, max_mb: 64 },
   task_output: { max_age_days: 14, max_mb: 256 },
+  trace_links: { max_age_days: 30, max_mb: 16 },
   ledger: { max_age_days: 400, max_mb: 64, detail_hours: 24 },
   logs: { max_file_mb: 10, max_files: 5, max_age_days: 30 },
   interval_minutes: 10,
@@ -107,6 +111,7 @@ export function effectiveRetention(file: RetentionFile | undefined): RetentionPo
     episodes: limit(file?.episodes, d.episodes),
     tasks: limit(file?.tasks, d.tasks),
     task_output: limit(file?.task_output, d.task_output),
+    trace_links: limit(file?.trace_links, d.trace_links),
     ledger: {
       ...limit(file?.ledger, d.ledger),
       detail_ms: (file?.ledger?.detail_hours ?? d.ledger.detail_hours) * 3_600_000,
@@ -130,6 +135,8 @@ const FAMILY_TEXT = {
     "the records of finished tasks (each goes with its output files; queued and running tasks never go)",
   ledger: "spend ledger rows (one per provider call); budgets and usage reports count what is kept",
   task_output: "output files of finished tasks (the task keeps its bounded snapshot)",
+  trace_links:
+    "trace links (the span that caused a message, task, timer, trigger or child; written only while tracing is on)",
 } as const;
 
 function familyKeys(family: keyof typeof FAMILY_TEXT): KeyDef[] {
@@ -163,6 +170,7 @@ export const RETENTION_KEY_DEFS: readonly KeyDef[] = [
   ...familyKeys("episodes"),
   ...familyKeys("tasks"),
   ...familyKeys("task_output"),
+  ...familyKeys("trace_links"),
   ...familyKeys("ledger"),
   {
     key: "retention.ledger.detail_hours",

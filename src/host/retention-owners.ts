@@ -30,7 +30,10 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
   agent_workspaces: { rule: "per", of: "agent and attached workspace" },
   work_agent_state: { rule: "per", of: "agent" },
   working_memory: { rule: "per", of: "agent" },
-  retention_floors: { rule: "per", of: "agent and retention family" },
+  retention_floors: {
+    rule: "per",
+    of: "live agent and retention family, plus one row (its events' floor) per deleted agent id, so a re-created id never repeats an event number",
+  },
   deadlines: { rule: "per", of: "armed deadline (removed when it fires or is cancelled)" },
   timers: { rule: "per", of: "active timer, plus a bounded number of finished ones per agent" },
   external_triggers: {
@@ -60,10 +63,7 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
   store_stats: { rule: "fixed", why: "one row per history family" },
   schema_migrations: { rule: "fixed", why: "one row per migration" },
   spend_ledger_meta: { rule: "fixed", why: "the ledger's backfill marker: one row" },
-  trace_links: {
-    rule: "per",
-    of: "cause recorded while traces are on (message, task, timer, trigger, child); the trace recorder removes rows older than 30 days",
-  },
+  trace_links: { rule: "retention", family: "trace_links" },
   sqlite_sequence: { rule: "fixed", why: "SQLite's own: one row per AUTOINCREMENT table" },
 };
 

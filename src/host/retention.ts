@@ -25,14 +25,18 @@ import {
   type TaskRow,
 } from "../store/retention.ts";
 import { LEDGER_BUCKET_MS } from "../store/ledger.ts";
+import { TraceLinksRepo } from "../store/trace-links.ts";
 import type { RetentionPolicy } from "./retention-config.ts";
 
 export type RemovedFamily =
   | HistoryFamily
   | "episodes"
   | "tombstones"
+  /** Floors of deleted agents that nothing reads (one row per deleted id stays). */
+  | "floors"
   | "tasks"
   | "task_output"
+  | "trace_links"
   | "logs"
   | "ledger"
   /** Per-call ledger rows replaced by quarter-hour summaries (their spend still counts). */
@@ -109,6 +113,7 @@ function slicer(): (beforeYield?: () => void) => Promise<void> {
 export class RetentionJob {
   private readonly store: Store;
   private readonly repo: RetentionRepo;
+  private readonly links: TraceLinksRepo;
   private readonly policy: () => RetentionPolicy;
   private readonly batchSize: number;
   private readonly firstPassDelayMs: number;
@@ -122,6 +127,7 @@ export class RetentionJob {
   constructor(deps: RetentionDeps) {
     this.store = deps.store;
     this.repo = new RetentionRepo(deps.store.db);
+    this.links = new TraceLinksRepo(deps.store.db);
     this.policy = deps.policy;
     this.batchSize = deps.batchSize ?? 500;
     this.firstPassDelayMs = deps.firstPassDelayMs ?? 60_000;
@@ -182,8 +188,10 @@ export class RetentionJob {
     await this.episodes(policy.episodes, started, summary);
     this.tombstones(policy.events.max_age_ms, started, summary);
     await this.tasks(policy, started, summary);
+    await this.traceLinks(policy.trace_links, started, summary);
     await this.logs(policy.logs.max_age_ms, started, summary);
     await this.ledger(policy.ledger, started, summary);
+    this.deletedAgentFloors(summary);
     await this.vacuum(summary);
     this.announce(summary);
     this.derived(summary);
@@ -326,6 +334,47 @@ export class RetentionJob {
     if (this.stopped) return;
     const n = this.store.tx(() => this.repo.removeTombstones(cutoff));
     if (n > 0) summary.removed.tombstones = (summary.removed.tombstones ?? 0) + n;
+  }
+
+  /**
+   * Trace links past their age or over their cap, oldest first. They belong to no agent's
+   * history, so they count in the pass's totals only (no `retention_applied` event). The
+   * running size is summed once and then reduced by what each batch removes.
+   */
+  private async traceLinks(
+    limit: RetentionPolicy["trace_links"],
+    now: Date,
+    summary: RetentionSummary,
+  ): Promise<void> {
+    if (limit.max_age_ms === null && limit.max_bytes === null) return;
+    const cutoff = limit.max_age_ms === null ? null : now.getTime() - limit.max_age_ms;
+    let excess = limit.max_bytes === null ? 0 : this.links.bytes() - limit.max_bytes;
+    while (!this.stopped) {
+      const page = this.links.oldest(this.batchSize);
+      const take: typeof page = [];
+      for (const row of page) {
+        if (!(cutoff !== null && row.created_at < cutoff) && excess <= 0) break;
+        take.push(row);
+        excess -= row.bytes;
+      }
+      if (take.length === 0) return;
+      this.store.tx(() => this.links.remove(take));
+      summary.removed.trace_links = (summary.removed.trace_links ?? 0) + take.length;
+      summary.bytes_removed.trace_links =
+        (summary.bytes_removed.trace_links ?? 0) + take.reduce((n, r) => n + r.bytes, 0);
+      if (take.length < this.batchSize) return;
+      await tick();
+    }
+  }
+
+  /**
+   * A deleted agent keeps only its events' floor (store/retention.ts says why): the others,
+   * including those this pass wrote while removing its old briefs, episodes and tasks, go.
+   */
+  private deletedAgentFloors(summary: RetentionSummary): void {
+    if (this.stopped) return;
+    const n = this.store.tx(() => this.repo.removeDeletedAgentFloors());
+    if (n > 0) summary.removed.floors = (summary.removed.floors ?? 0) + n;
   }
 
   /** Rewrite what is derived from removed records (mirror, memory index); never fails a pass. */

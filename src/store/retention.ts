@@ -99,6 +99,7 @@ export class RetentionRepo {
   private readonly episodesPageStmt: StatementSync;
   private readonly deleteEpisodeStmt: StatementSync;
   private readonly tombstonesStmt: StatementSync;
+  private readonly deletedFloorsStmt: StatementSync;
   private freelistStmt: StatementSync | undefined;
 
   constructor(db: DatabaseSync) {
@@ -143,6 +144,17 @@ export class RetentionRepo {
     this.tombstonesStmt = db.prepare(
       `DELETE FROM agent_tombstones WHERE deleted_at < ?
          OR NOT EXISTS (SELECT 1 FROM events WHERE events.agent_id = agent_tombstones.agent_id)`,
+    );
+    // A deleted agent keeps one floor: its events'. Agent ids are names (an operator may
+    // create `scout` again after deleting it), and a new `scout` must not repeat an event
+    // number a client may hold as a stream cursor; only that floor carries the numbering once
+    // retention has removed the old events. The other floors are never read for a deleted
+    // agent: the transcript's numbering follows its newest kept entry and otherwise nothing
+    // holds a transcript position, and messages, briefs, episodes and tasks are numbered
+    // across all agents. So the table holds at most one row per deleted id.
+    this.deletedFloorsStmt = db.prepare(
+      `DELETE FROM retention_floors WHERE family <> 'events'
+         AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.agent_id = retention_floors.agent_id)`,
     );
     this.floorsStmt = db.prepare(
       "SELECT agent_id, family, removed_through, removed_count, updated_at FROM retention_floors ORDER BY agent_id, family",
@@ -290,6 +302,11 @@ export class RetentionRepo {
    */
   removeTombstones(cutoff: string | null): number {
     return Number(this.tombstonesStmt.run(cutoff ?? "").changes);
+  }
+
+  /** Floors of deleted agents other than their events' (see the constructor); returns how many. */
+  removeDeletedAgentFloors(): number {
+    return Number(this.deletedFloorsStmt.run().changes);
   }
 
   /** Everything retention has removed so far, per agent and family. */

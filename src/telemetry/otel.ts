@@ -43,7 +43,7 @@ import type { CatalogEvent } from "../domain/events.ts";
 import type { MessageEnvelope, QueuedMessage } from "../domain/message.ts";
 import type { ProviderAttemptRecord, TokenUsage } from "../domain/provider.ts";
 import { systemText, type ConversationItem, type ResponseBlock } from "../providers/model.ts";
-import { TRACE_LINK_MAX_AGE_MS, TraceLinksRepo } from "../store/trace-links.ts";
+import { TraceLinksRepo } from "../store/trace-links.ts";
 import type {
   ChatRequest,
   ChatResult,
@@ -312,7 +312,6 @@ class Recorder implements TraceRecorder {
   private readonly bySignal = new WeakMap<AbortSignal, TurnState>();
   private readonly deps: RecorderDeps;
   private readonly settings: TraceSettings;
-  private writes = 0;
   private readonly request: () => IncomingTrace | undefined;
 
   constructor(
@@ -350,8 +349,8 @@ class Recorder implements TraceRecorder {
       spanLimits: { attributeValueLengthLimit: CONTENT_MAX_CHARS + 64, linkCountLimit: 128 },
     });
     this.tracer = this.provider.getTracer("holon", version);
+    // Old rows are removed by retention (`retention.trace_links`), not here.
     this.links = new TraceLinksRepo(deps.store.db);
-    this.links.prune(Date.now() - TRACE_LINK_MAX_AGE_MS);
   }
 
   // -------------------------------------------------------------------------------------
@@ -362,7 +361,6 @@ class Recorder implements TraceRecorder {
     if (trusted !== undefined) rec.trusted = trusted;
     try {
       this.links.put(key, JSON.stringify(rec), Date.now());
-      if (++this.writes % 1000 === 0) this.links.prune(Date.now() - TRACE_LINK_MAX_AGE_MS);
     } catch {
       // a full disk loses a link, never a turn
     }
