@@ -17,6 +17,7 @@ import {
 import { ApiError, follow, get, post } from "./api.ts";
 import { cut } from "./format.ts";
 import { VirtualList } from "./list.tsx";
+import { ErrorLine } from "./parts.tsx";
 
 const LEVELS: DisplayLevel[] = ["info", "verbose", "debug"];
 /** The newest events the first screen loads; older ones come a page at a time. */
@@ -254,11 +255,7 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
         ) : null}
         <span className="dim">{items.length} items</span>
       </div>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       <div className="split">
         <VirtualList
           label="Conversation"
@@ -432,11 +429,7 @@ function TasksTab({ id }: { id: string }) {
   const [note, setNote] = useState<string | null>(null);
   return (
     <div>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       <table className="grid" data-testid="tasks">
         <thead>
           <tr>
@@ -537,11 +530,7 @@ function WorkTab({ id }: { id: string }) {
   return (
     <div className="split">
       <div>
-        {error ? (
-          <p role="alert" className="bad">
-            {cut(error, 300)}
-          </p>
-        ) : null}
+        <ErrorLine error={error} />
         <ul className="plain">
           {(data?.work_items ?? []).map((w) => (
             <li key={w.id}>
@@ -621,11 +610,7 @@ function TimersTab({ id }: { id: string }) {
   }, [id]);
   return (
     <div>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       <h2>Timers</h2>
       <ul className="plain" data-testid="timers">
         {(data?.timers ?? []).map((t) => (

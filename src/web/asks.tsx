@@ -3,6 +3,7 @@
 import { useEffect, useState } from "react";
 import { get, post } from "./api.ts";
 import { ago, cut } from "./format.ts";
+import { ErrorLine } from "./parts.tsx";
 
 type Ask = {
   id: string;
@@ -43,11 +44,7 @@ export function AsksPage() {
   return (
     <section aria-labelledby="asks-h">
       <h1 id="asks-h">Asks</h1>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       {asks === null ? <p aria-busy="true">Loading…</p> : null}
       {asks && asks.length === 0 ? <p>No open asks.</p> : null}
       <ul className="cards" data-testid="asks">
