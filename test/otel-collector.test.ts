@@ -18,15 +18,14 @@ const TURNS = 12;
 async function host(endpoint: string): Promise<TestRuntime> {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  for (const [k, v] of [
+  const settings = [
     ["telemetry.traces.enabled", "true"],
     ["telemetry.traces.endpoint", endpoint],
     ["telemetry.traces.max_queue_spans", String(MAX_QUEUE)],
     ["telemetry.metrics.enabled", "true"],
-  ] as const) {
-    const r = await runCli(["config", "set", k, v], { env: { HOLON_HOME: home } });
-    expect(r.code, r.stderr).toBe(0);
-  }
+  ];
+  const r = await runCli(["config", "set", ...settings.flat()], { env: { HOLON_HOME: home } });
+  expect(r.code, r.stderr).toBe(0);
   return startRuntime({
     home,
     env: {

@@ -24,14 +24,13 @@ const KEY = "SEKRET-METRICS-KEY-4410";
 async function host(endpoint: string, env: Record<string, string> = {}): Promise<TestRuntime> {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  for (const [k, v] of [
+  const settings = [
     ["telemetry.metrics.enabled", "true"],
     ["telemetry.metrics.otlp_enabled", "true"],
     ["telemetry.metrics.otlp_endpoint", endpoint],
-  ] as const) {
-    const r = await runCli(["config", "set", k, v], { env: { HOLON_HOME: home } });
-    expect(r.code, r.stderr).toBe(0);
-  }
+  ];
+  const r = await runCli(["config", "set", ...settings.flat()], { env: { HOLON_HOME: home } });
+  expect(r.code, r.stderr).toBe(0);
   return startRuntime({
     home,
     env: {
