@@ -18,6 +18,7 @@ import { ApiError, follow, get, post } from "./api.ts";
 import { cut } from "./format.ts";
 import { VirtualList } from "./list.tsx";
 import { ErrorLine } from "./parts.tsx";
+import { usePoll } from "./poll.ts";
 
 const LEVELS: DisplayLevel[] = ["info", "verbose", "debug"];
 /** The newest events the first screen loads; older ones come a page at a time. */
@@ -383,34 +384,6 @@ function Composer({ id }: { id: string }) {
       </div>
     </form>
   );
-}
-
-function usePoll<T>(
-  path: string,
-  everyMs: number,
-): { data: T | null; error: string | null; reload: () => void } {
-  const [data, setData] = useState<T | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [tick, setTick] = useState(0);
-  useEffect(() => {
-    const ac = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async () => {
-      try {
-        setData(await get<T>(path, ac.signal));
-        setError(null);
-      } catch (err) {
-        if (!ac.signal.aborted) setError(err instanceof Error ? err.message : String(err));
-      }
-      if (!ac.signal.aborted && everyMs > 0) timer = setTimeout(load, everyMs);
-    };
-    void load();
-    return () => {
-      ac.abort();
-      clearTimeout(timer);
-    };
-  }, [path, everyMs, tick]);
-  return { data, error, reload: () => setTick((t) => t + 1) };
 }
 
 type Task = {
