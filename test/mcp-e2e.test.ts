@@ -6,52 +6,33 @@
 // `holon asks` (and again after any edit), and the bad input a user can give.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { reply } from "./fake-provider/server.ts";
-import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { waitFor, type TestRuntime } from "./helpers/home.ts";
+import { useFakeProvider } from "./helpers/provider.ts";
+import { useAgentHost } from "./helpers/agent-host.ts";
 import { EVERYTHING, FIXTURE, NODE } from "./helpers/mcp.ts";
 
 const fake = useFakeProvider();
+const agentHost = useAgentHost(fake, {
+  prepare: async (_home, cli) => {
+    const add = await cli("mcp", "add", "everything", "--", NODE, EVERYTHING, "stdio");
+    expect(add.code, add.stderr).toBe(0);
+  },
+  env: { HOLON_WS_TEST_VALUE: "ws-value-QQQ" },
+});
+const { cli, prompt, settled } = agentHost;
 let rt: TestRuntime;
 let home: string;
 let ws: string;
 
 beforeAll(async () => {
-  home = tempHome();
-  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  const add = await cli("mcp", "add", "everything", "--", NODE, EVERYTHING, "stdio");
-  expect(add.code, add.stderr).toBe(0);
-  rt = await startRuntime({
-    home,
-    env: { ...process.env, HOLON_HOME: home, HOLON_WS_TEST_VALUE: "ws-value-QQQ" },
-  });
+  ({ rt, home } = agentHost);
   ws = join(home, "ws");
   mkdirSync(ws);
   const r = await rt.req("POST", "/control/agents/main/workspaces/use", { path: ws });
   expect(r.status, JSON.stringify(r.json)).toBe(200);
 });
-afterAll(async () => {
-  await rt?.close();
-});
-
-const cli = (...args: string[]) => runCli(args, { env: { HOLON_HOME: home } });
-
-async function prompt(text: string): Promise<string> {
-  const r = await rt.req("POST", "/control/agents/main/prompt", { text });
-  expect(r.status, JSON.stringify(r.json)).toBeLessThan(300);
-  return r.json.message_id ?? r.json.message?.id;
-}
-
-async function settled(messageId: string): Promise<void> {
-  await waitFor(
-    () => {
-      const m = rt.host.store.messages.get(messageId);
-      return m?.status === "processed" && rt.host.agents.get("main").status !== "awake_running";
-    },
-    { what: `message ${messageId} processed`, timeoutMs: 30_000 },
-  );
-}
 
 function toolResults(from: number): string[] {
   const out: string[] = [];

@@ -6,11 +6,12 @@
 // fixture server shows the misuse: a nested form, an oversized message, a question out of band.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { executionBinding } from "../src/workspace/roots.ts";
 import { reply } from "./fake-provider/server.ts";
-import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
-import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { waitFor, type TestRuntime } from "./helpers/home.ts";
+import { useFakeProvider } from "./helpers/provider.ts";
+import { useAgentHost } from "./helpers/agent-host.ts";
 import { EVERYTHING, NODE, callMcp, fixture, writeMcpConfig } from "./helpers/mcp.ts";
 import { openSse } from "./helpers/sse.ts";
 
@@ -23,33 +24,11 @@ const servers = {
   elic: fixture("elicit"),
 };
 
-beforeAll(async () => {
-  home = tempHome();
-  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  writeMcpConfig(home, { servers });
-  rt = await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
+const agentHost = useAgentHost(fake, { prepare: (dir) => writeMcpConfig(dir, { servers }) });
+const { cli, prompt, settled } = agentHost;
+beforeAll(() => {
+  ({ rt, home } = agentHost);
 });
-afterAll(async () => {
-  await rt?.close();
-});
-
-const cli = (...args: string[]) => runCli(args, { env: { HOLON_HOME: home } });
-
-async function prompt(text: string): Promise<string> {
-  const r = await rt.req("POST", "/control/agents/main/prompt", { text });
-  expect(r.status, JSON.stringify(r.json)).toBeLessThan(300);
-  return r.json.message_id ?? r.json.message?.id;
-}
-
-async function settled(messageId: string): Promise<void> {
-  await waitFor(
-    () => {
-      const m = rt.host.store.messages.get(messageId);
-      return m?.status === "processed" && rt.host.agents.get("main").status !== "awake_running";
-    },
-    { what: `message ${messageId} processed`, timeoutMs: 30_000 },
-  );
-}
 
 function outputOf(callId: string): string {
   for (const r of fake.requests)
@@ -205,8 +184,7 @@ describe("an MCP server's elicitation is an input ask", () => {
         },
       },
     });
-    await rt.close();
-    rt = await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
+    rt = await agentHost.restart();
     const after = rt.host.services.asks.get(left.id);
     expect(after.state).toBe("withdrawn");
     expect(after.reason).toContain("host restarted");

@@ -7,6 +7,7 @@ import { runCli, startRuntime, tempHome, waitFor, type TestRuntime } from "./hel
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { reply, type FakeAnswer } from "./fake-provider/server.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./helpers/otlp-receiver.ts";
+import { promptAndWait } from "./helpers/turns.ts";
 import { BoundedBatchProcessor } from "../src/telemetry/otel.ts";
 import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace";
 
@@ -17,15 +18,14 @@ const TURNS = 12;
 async function host(endpoint: string): Promise<TestRuntime> {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  for (const [k, v] of [
+  const settings = [
     ["telemetry.traces.enabled", "true"],
     ["telemetry.traces.endpoint", endpoint],
     ["telemetry.traces.max_queue_spans", String(MAX_QUEUE)],
     ["telemetry.metrics.enabled", "true"],
-  ] as const) {
-    const r = await runCli(["config", "set", k, v], { env: { HOLON_HOME: home } });
-    expect(r.code, r.stderr).toBe(0);
-  }
+  ];
+  const r = await runCli(["config", "set", ...settings.flat()], { env: { HOLON_HOME: home } });
+  expect(r.code, r.stderr).toBe(0);
   return startRuntime({
     home,
     env: {
@@ -42,16 +42,7 @@ async function host(endpoint: string): Promise<TestRuntime> {
 async function drive(rt: TestRuntime): Promise<number> {
   let maxQueued = 0;
   for (let i = 0; i < TURNS; i++) {
-    expect(
-      (await rt.req("POST", "/control/agents/main/prompt", { text: `turn ${i}` })).status,
-    ).toBe(202);
-    await waitFor(
-      () =>
-        rt.host.store.messages
-          .withStatus("main", "processed")
-          .filter((m) => m.kind === "operator_prompt").length > i,
-      { what: `turn ${i} to finish`, timeoutMs: 15_000 },
-    );
+    await promptAndWait(rt, `turn ${i}`);
     maxQueued = Math.max(maxQueued, rt.host.services.tracing.stats().queued);
   }
   return maxQueued;

@@ -16,6 +16,7 @@ import {
   type ReceivedMetric,
 } from "./helpers/otlp-receiver.ts";
 import { metricExportSettings } from "../src/telemetry/metrics.ts";
+import { promptAndWait } from "./helpers/turns.ts";
 
 const fake = useFakeProvider();
 const KEY = "SEKRET-METRICS-KEY-4410";
@@ -23,14 +24,13 @@ const KEY = "SEKRET-METRICS-KEY-4410";
 async function host(endpoint: string, env: Record<string, string> = {}): Promise<TestRuntime> {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-  for (const [k, v] of [
+  const settings = [
     ["telemetry.metrics.enabled", "true"],
     ["telemetry.metrics.otlp_enabled", "true"],
     ["telemetry.metrics.otlp_endpoint", endpoint],
-  ] as const) {
-    const r = await runCli(["config", "set", k, v], { env: { HOLON_HOME: home } });
-    expect(r.code, r.stderr).toBe(0);
-  }
+  ];
+  const r = await runCli(["config", "set", ...settings.flat()], { env: { HOLON_HOME: home } });
+  expect(r.code, r.stderr).toBe(0);
   return startRuntime({
     home,
     env: {
@@ -75,16 +75,7 @@ describe("metrics over OTLP", () => {
         ? reply.text("metrics-done", usage)
         : reply.tools([{ name: "ExecCommand", arguments: { cmd: "echo hi" } }], { usage });
     });
-    expect((await rt.req("POST", "/control/agents/main/prompt", { text: "count me" })).status).toBe(
-      202,
-    );
-    await waitFor(
-      () =>
-        rt.host.store.messages
-          .withStatus("main", "processed")
-          .some((m) => m.kind === "operator_prompt"),
-      { what: "the turn to finish", timeoutMs: 20_000 },
-    );
+    await promptAndWait(rt, "count me", { timeoutMs: 20_000 });
   }, 60_000);
 
   afterAll(async () => {
@@ -208,16 +199,7 @@ describe("metrics over OTLP at a graceful stop", () => {
     const rt = await host(receiver.metricsUrl, { OTEL_METRIC_EXPORT_INTERVAL: "" });
     try {
       expect(rt.host.services.metricExport!.settings.intervalMs).toBe(60_000);
-      expect((await rt.req("POST", "/control/agents/main/prompt", { text: "one" })).status).toBe(
-        202,
-      );
-      await waitFor(
-        () =>
-          rt.host.store.messages
-            .withStatus("main", "processed")
-            .some((m) => m.kind === "operator_prompt"),
-        { what: "the turn to finish" },
-      );
+      await promptAndWait(rt, "one", { timeoutMs: 10_000 });
       expect(receiver.metricExports).toHaveLength(0);
     } finally {
       await rt.close();
@@ -237,18 +219,7 @@ describe("metrics over OTLP at a graceful stop", () => {
 
 describe("metrics over OTLP to a collector that does not answer", () => {
   async function drive(rt: TestRuntime, turns: number): Promise<void> {
-    for (let i = 0; i < turns; i++) {
-      expect(
-        (await rt.req("POST", "/control/agents/main/prompt", { text: `turn ${i}` })).status,
-      ).toBe(202);
-      await waitFor(
-        () =>
-          rt.host.store.messages
-            .withStatus("main", "processed")
-            .filter((m) => m.kind === "operator_prompt").length > i,
-        { what: `turn ${i} to finish`, timeoutMs: 15_000 },
-      );
-    }
+    for (let i = 0; i < turns; i++) await promptAndWait(rt, `turn ${i}`);
   }
   beforeAll(() => fake.setFallback(() => reply.text("ok")));
   afterAll(() => fake.setFallback(null));

@@ -3,28 +3,21 @@
 // days are rolled up without changing what `holon usage` or a budget counts, and tombstones
 // go once the events they explain are gone. Real SQLite in a temp home, real HTTP, the real
 // CLI; time is a fake clock.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { TurnExecutor } from "../src/agent/runtime.ts";
 import { windowOf, type LedgerRow } from "../src/domain/budget.ts";
-import { systemClock, type Clock } from "../src/domain/clock.ts";
 import type { TaskRecord } from "../src/domain/task.ts";
 import { effectiveRetention, type RetentionPolicy } from "../src/host/retention-config.ts";
 import { RetentionJob } from "../src/host/retention.ts";
 import { LEDGER_BUCKET_MS } from "../src/store/ledger.ts";
 import { cleanupHomes, runCli, startRuntime, tempHome } from "./helpers/home.ts";
+import { episodeRecord, fakeClock, parked, putCommandTask } from "./helpers/history.ts";
 
 afterAll(cleanupHomes);
 
 const DAY = 86_400_000;
 const T0 = Date.parse("2026-03-01T00:00:00.000Z");
-const parked: TurnExecutor = { run: () => new Promise(() => {}) };
-
-function fakeClock(): Clock & { set(ms: number): void } {
-  let now = T0;
-  return { now: () => new Date(now), sleep: systemClock.sleep, set: (ms) => (now = ms) };
-}
 
 /** Every limit off except what the test sets. */
 function only(set: Partial<RetentionPolicy>): () => RetentionPolicy {
@@ -54,38 +47,18 @@ function norm<T>(x: T): T {
 
 describe("size caps beside the ages", () => {
   it("finished task records over the cap go oldest first with their output; running ones never", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
-      const agentHome = store.agents.get("main")!.agent_home;
-      const task = (id: string, status: TaskRecord["status"]): TaskRecord => {
-        const dir = join(agentHome, ".holon", "processes", id);
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, "stdout.log"), `output of ${id}\n`);
-        const at = new Date(clock.now()).toISOString();
-        const t: TaskRecord = {
+      const task = (id: string, status: TaskRecord["status"]): TaskRecord =>
+        putCommandTask(rt.host, {
           id,
-          agent_id: "main",
-          kind: "command_task",
           status,
-          created_at: at,
-          updated_at: at,
+          at: new Date(clock.now()).toISOString(),
+          files: { "stdout.log": `output of ${id}\n` },
           cmd: `echo ${"x".repeat(1500)}`,
-          cmd_digest: "d",
-          workdir: agentHome,
-          shell: "/bin/sh",
-          login: false,
-          tty: false,
-          accepts_input: false,
-          output_path: join(dir, "stdout.log"),
-          process_dir: dir,
-          terminal_reentry: false,
-        };
-        if (status !== "running" && status !== "queued") t.finished_at = at;
-        store.tasks.put(t);
-        return t;
-      };
+        });
       // The oldest is still running; then 20 finished ones, a minute apart.
       const running = task("task_running", "running");
       const finished: TaskRecord[] = [];
@@ -140,7 +113,7 @@ describe("size caps beside the ages", () => {
 
   it("the spend ledger over its cap rolls old calls up: holon usage and budget checks count the same", async () => {
     const home = tempHome();
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const now = T0 + 61 * DAY + 13 * 3_600_000; // 61 days in, at 13:00 UTC
     clock.set(now);
     let rt = await startRuntime({ home, executor: () => parked, clock });
@@ -325,24 +298,9 @@ describe("size caps beside the ages", () => {
       const store = rt.host.store;
       const add = (n: number) =>
         store.tx(() =>
-          store.memory.addEpisode({
-            id: `ep_${n}`,
-            agent_id: "main",
-            created_at: store.clock.now().toISOString(),
-            started_at: store.clock.now().toISOString(),
-            turn_range: [n, n],
-            message_count_range: [n, n],
-            work_item_id: null,
-            workspace_id: null,
-            files: [],
-            commands: [],
-            verification: [],
-            decisions: [],
-            carry_forward: [],
-            waiting: null,
-            boundary: "cap",
-            summary: `episode ${n} ${"x".repeat(1000)}`,
-          }),
+          store.memory.addEpisode(
+            episodeRecord("main", n, store.clock.now(), { id: `ep_${n}`, padding: 1000 }),
+          ),
         );
       for (let n = 1; n <= 100; n++) add(n);
       const bytes = () =>

@@ -5,8 +5,6 @@
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { TurnExecutor } from "../src/agent/runtime.ts";
-import { systemClock, type Clock } from "../src/domain/clock.ts";
 import type { EpisodeRecord } from "../src/domain/memory.ts";
 import { openLog } from "../src/host/log.ts";
 import { RETENTION_KEY_DEFS, effectiveRetention } from "../src/host/retention-config.ts";
@@ -17,6 +15,7 @@ import { indexPaths } from "../src/memory/search.ts";
 import { reply } from "./fake-provider/server.ts";
 import { startRuntime, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { episodeRecord, fakeClock, parked } from "./helpers/history.ts";
 
 const fake = useFakeProvider();
 const closers: (() => Promise<void>)[] = [];
@@ -26,33 +25,6 @@ afterAll(async () => {
 
 const DAY = 86_400_000;
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
-const parked: TurnExecutor = { run: () => new Promise(() => {}) };
-
-function fakeClock(): Clock & { set(ms: number): void } {
-  let now = T0;
-  return { now: () => new Date(now), sleep: systemClock.sleep, set: (ms) => (now = ms) };
-}
-
-function episode(agentId: string, n: number, at: Date): EpisodeRecord {
-  return {
-    id: `ep_${agentId}_${n}`,
-    agent_id: agentId,
-    created_at: at.toISOString(),
-    started_at: at.toISOString(),
-    turn_range: [n, n],
-    message_count_range: [n, n],
-    work_item_id: null,
-    workspace_id: null,
-    files: [],
-    commands: [],
-    verification: [],
-    decisions: [],
-    carry_forward: [],
-    waiting: null,
-    boundary: "cap",
-    summary: `episode ${n} ${"x".repeat(400)}`,
-  };
-}
 
 function walk(dir: string): string[] {
   const out: string[] = [];
@@ -153,7 +125,7 @@ describe("everything under HOLON_HOME has a retention owner", () => {
     const log = openLog(rt.home);
     log.info("hello");
     await new Promise<void>((r) => log.flush(() => r()));
-    rt.host.store.tx(() => rt.host.store.memory.addEpisode(episode("main", 1, new Date())));
+    rt.host.store.tx(() => rt.host.store.memory.addEpisode(episodeRecord("main", 1, new Date())));
     rt.host.services.continuity.rebuildMirror(agent.agent_home, "main");
     rt.host.services.memoryIndex.search(agent, "hi");
 
@@ -175,19 +147,19 @@ describe("everything under HOLON_HOME has a retention owner", () => {
   }, 60_000);
 
   it("episodes past their age or over their cap go; the mirror is rewritten from what is kept and the memory index rebuilt", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     closers.push(() => rt.close());
     const store = rt.host.store;
     const agent = store.agents.get("main")!;
     const continuity = rt.host.services.continuity;
     store.tx(() => {
-      for (let n = 1; n <= 10; n++) store.memory.addEpisode(episode("main", n, new Date(T0)));
+      for (let n = 1; n <= 10; n++) store.memory.addEpisode(episodeRecord("main", n, new Date(T0)));
     });
     clock.set(T0 + 5 * DAY);
     store.tx(() => {
       for (let n = 11; n <= 20; n++)
-        store.memory.addEpisode(episode("main", n, new Date(T0 + 5 * DAY)));
+        store.memory.addEpisode(episodeRecord("main", n, new Date(T0 + 5 * DAY)));
     });
     continuity.rebuildMirror(agent.agent_home, "main");
     rt.host.services.memoryIndex.search(agent, "episode");

@@ -6,9 +6,6 @@ import fs, { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } fro
 import { syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { TurnExecutor } from "../src/agent/runtime.ts";
-import { recordRuntimeFailure } from "../src/agent/briefs.ts";
-import { systemClock, type Clock } from "../src/domain/clock.ts";
 import type { TaskRecord } from "../src/domain/task.ts";
 import { RetentionJob } from "../src/host/retention.ts";
 import {
@@ -17,6 +14,7 @@ import {
   type RetentionPolicy,
 } from "../src/host/retention-config.ts";
 import { taskOutputView } from "../src/tasks/service.ts";
+import { fakeClock, historyRound, parked, putCommandTask } from "./helpers/history.ts";
 import { cleanupHomes, runCli, startRuntime, tempHome, type TestRuntime } from "./helpers/home.ts";
 import { openSse } from "./helpers/sse.ts";
 
@@ -24,16 +22,6 @@ afterAll(cleanupHomes);
 
 const DAY = 86_400_000;
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
-const parked: TurnExecutor = { run: () => new Promise(() => {}) };
-
-function fakeClock(): Clock & { set(ms: number): void } {
-  let now = T0;
-  return {
-    now: () => new Date(now),
-    sleep: systemClock.sleep,
-    set: (ms) => (now = ms),
-  };
-}
 
 /** Everything off except what a test turns on. */
 function policy(file: RetentionFile): () => RetentionPolicy {
@@ -48,22 +36,6 @@ function policy(file: RetentionFile): () => RetentionPolicy {
       task_output: none,
       ...file,
     });
-}
-
-/** One round of history at the clock's time: a finished message, its failure brief, transcript entry and events. */
-function round(rt: TestRuntime, tag: string): string {
-  const store = rt.host.store;
-  const m = rt.host.ingress.admit({
-    agent_id: "main",
-    kind: "channel_event",
-    origin: { kind: "channel", channel_id: "test" },
-    body: { type: "text", text: tag },
-    surface: "http_public_enqueue",
-    admission: "public_unauthenticated",
-  });
-  store.tx(() => store.messages.setStatus(m.id, "processed", store.clock.now().toISOString()));
-  recordRuntimeFailure(store, { agent_id: "main", message_id: m.id, summary: `failure ${tag}` });
-  return m.id;
 }
 
 function rows(rt: TestRuntime) {
@@ -82,19 +54,19 @@ function rows(rt: TestRuntime) {
 
 describe("retention", () => {
   it("removes exactly what is older than the policy, nothing newer, and says what it removed", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       rt.host.lifecycle.control("main", "pause");
       const store = rt.host.store;
-      for (let i = 0; i < 3; i++) round(rt, `old${i}`);
+      for (let i = 0; i < 3; i++) historyRound(rt.host, `old${i}`);
       const oldThrough = store.events.newestSeq("main");
       const oldEventTypes: Record<string, number> = {};
       for (const e of store.events.after("main", 0, 10_000)) {
         oldEventTypes[e.type] = (oldEventTypes[e.type] ?? 0) + 1;
       }
       clock.set(T0 + 20 * DAY);
-      for (let i = 0; i < 3; i++) round(rt, `young${i}`);
+      for (let i = 0; i < 3; i++) historyRound(rt.host, `young${i}`);
       const before = rows(rt);
       const youngEvents = before.eventSeqs.filter((s) => s > oldThrough);
 
@@ -198,7 +170,7 @@ describe("retention", () => {
   });
 
   it("a size cap removes the oldest rows first until the family fits, and numbering survives a restart", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     const home = rt.home;
     let newest = 0;
@@ -207,7 +179,7 @@ describe("retention", () => {
       const store = rt.host.store;
       for (let i = 0; i < 20; i++) {
         clock.set(T0 + i * 1000);
-        round(rt, `r${i}`);
+        historyRound(rt.host, `r${i}`);
       }
       const tally = () =>
         (store.db.prepare("SELECT bytes FROM store_stats WHERE family = 'events'").get() as any)
@@ -262,39 +234,19 @@ describe("retention", () => {
   });
 
   it("finished task output past its age is removed; the task keeps its snapshot, and old records go", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
-      const agentHome = store.agents.get("main")!.agent_home;
-      const task = (id: string, finishedDay: number, status: TaskRecord["status"]): TaskRecord => {
-        const dir = join(agentHome, ".holon", "processes", id);
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(join(dir, "output.log"), `output of ${id}\n`.repeat(100));
-        const at = new Date(T0 + finishedDay * DAY).toISOString();
-        const t: TaskRecord = {
+      const task = (id: string, finishedDay: number, status: TaskRecord["status"]): TaskRecord =>
+        putCommandTask(rt.host, {
           id,
-          agent_id: "main",
-          kind: "command_task",
           status,
-          created_at: at,
-          updated_at: at,
+          at: new Date(T0 + finishedDay * DAY).toISOString(),
+          files: { "output.log": `output of ${id}\n`.repeat(100) },
           cmd: "echo",
-          cmd_digest: "d",
-          workdir: agentHome,
-          shell: "/bin/sh",
-          login: false,
-          tty: false,
-          accepts_input: false,
-          output_path: join(dir, "output.log"),
-          process_dir: dir,
-          terminal_reentry: false,
           output_snapshot: { preview: `output of ${id}`, total_bytes: 1500, truncated: true },
-        };
-        if (status !== "running") t.finished_at = at;
-        store.tasks.put(t);
-        return t;
-      };
+        });
       const ancient = task("task_ancient", 0, "completed");
       const old = task("task_old", 20, "failed");
       const recent = task("task_recent", 28, "completed");
@@ -340,7 +292,7 @@ describe("retention", () => {
   it("a pass over many kept tasks yields per page, not once per output file", async () => {
     // The task pass measures every kept task's output on every pass; awaiting each readdir
     // and stat made a pass take a loop turn per file, minutes on a busy host (issue 35).
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
@@ -349,29 +301,12 @@ describe("retention", () => {
       const kept = 300;
       store.tx(() => {
         for (let i = 0; i < kept; i++) {
-          const id = `task_kept_${i}`;
-          const dir = join(agentHome, ".holon", "processes", id);
-          mkdirSync(dir, { recursive: true });
-          writeFileSync(join(dir, "stdout.log"), "out\n");
-          writeFileSync(join(dir, "stderr.log"), "");
-          store.tasks.put({
-            id,
-            agent_id: "main",
-            kind: "command_task",
+          putCommandTask(rt.host, {
+            id: `task_kept_${i}`,
             status: "completed",
-            created_at: at,
-            updated_at: at,
-            finished_at: at,
+            at,
+            files: { "stdout.log": "out\n", "stderr.log": "" },
             cmd: "true",
-            cmd_digest: "d",
-            workdir: agentHome,
-            shell: "/bin/sh",
-            login: false,
-            tty: false,
-            accepts_input: false,
-            output_path: join(dir, "stdout.log"),
-            process_dir: dir,
-            terminal_reentry: false,
           });
         }
       });
@@ -418,14 +353,14 @@ describe("retention", () => {
     const env = { HOLON_HOME: home };
     const set = await runCli(["config", "set", "retention.events.max_age_days", "7"], { env });
     expect(set.code, set.stderr).toBe(0);
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ home, executor: () => parked, clock });
     try {
       rt.host.lifecycle.control("main", "pause");
-      round(rt, "old");
+      historyRound(rt.host, "old");
       const oldThrough = rt.host.store.events.newestSeq("main");
       clock.set(T0 + 8 * DAY);
-      round(rt, "young");
+      historyRound(rt.host, "young");
       const summary = await rt.host.services.retention.runOnce();
       expect(summary.by_agent.main?.events_removed_through).toBe(oldThrough);
       // Only events had a 7-day limit; the rest keep their 30- and 90-day defaults.
@@ -436,7 +371,7 @@ describe("retention", () => {
   });
 
   it("rotated log files past their age go; the live log, younger ones and other files stay", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const dir = join(tempHome("holon-logs-"), "logs");
@@ -480,12 +415,12 @@ describe("retention", () => {
   });
 
   it("start() runs passes in the background and stop() waits for the one in progress", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
       rt.host.lifecycle.control("main", "pause");
-      round(rt, "old");
+      historyRound(rt.host, "old");
       clock.set(T0 + 40 * DAY);
       let passes = 0;
       const job = new RetentionJob({

@@ -10,10 +10,8 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { recordRuntimeFailure } from "../../src/agent/briefs.ts";
-import type { TurnExecutor } from "../../src/agent/runtime.ts";
-import type { EpisodeRecord } from "../../src/domain/memory.ts";
 import { RuntimeHost } from "../../src/host/host.ts";
+import { episodeRecord, historyRound, parked } from "../../test/helpers/history.ts";
 
 const mode = process.argv[2] ?? "retention";
 const cycles = Number(process.argv[3] ?? 200);
@@ -34,7 +32,6 @@ writeFileSync(
     },
   }),
 );
-const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 const host = RuntimeHost.open({ home, executor: () => parked, autostartAgents: false });
 const store = host.store;
 const agents = ["main"];
@@ -54,36 +51,12 @@ function mallocMb(): number {
 let n = 0;
 function round(agentId: string): void {
   n++;
-  const m = host.ingress.admit({
-    agent_id: agentId,
-    kind: "channel_event",
-    origin: { kind: "channel", channel_id: "probe" },
-    body: { type: "text", text: `probe ${n} ${"y".repeat(300)}` },
-    surface: "http_public_enqueue",
-    admission: "public_unauthenticated",
+  historyRound(host, `probe ${n} ${"y".repeat(300)}`, {
+    agent: agentId,
+    channel: "probe",
+    failure: `failure ${n}`,
   });
-  store.tx(() => store.messages.setStatus(m.id, "processed", store.clock.now().toISOString()));
-  recordRuntimeFailure(store, { agent_id: agentId, message_id: m.id, summary: `failure ${n}` });
-  const at = store.clock.now().toISOString();
-  const episode: EpisodeRecord = {
-    id: `ep_${agentId}_${n}`,
-    agent_id: agentId,
-    created_at: at,
-    started_at: at,
-    turn_range: [n, n],
-    message_count_range: [n, n],
-    work_item_id: null,
-    workspace_id: null,
-    files: [],
-    commands: [],
-    verification: [],
-    decisions: [],
-    carry_forward: [],
-    waiting: null,
-    boundary: "cap",
-    summary: `episode ${n} ${"x".repeat(400)}`,
-  };
-  store.tx(() => store.memory.addEpisode(episode));
+  store.tx(() => store.memory.addEpisode(episodeRecord(agentId, n, store.clock.now())));
 }
 
 const mb = (b: number) => (b / 2 ** 20).toFixed(1);

@@ -126,13 +126,25 @@ async function cmdGet(key: string, opts: HomeOpts) {
   else process.stdout.write(show(v.value) + (v.env ? `  (from ${v.env})` : "") + "\n");
 }
 
-async function cmdSet(key: string, value: string, opts: HomeOpts) {
+/** `config set <key> <value> [<key> <value> …]`: every pair is checked, then all are stored at once. */
+async function cmdSet(key: string, value: string, more: string[], opts: HomeOpts) {
+  if (more.length % 2 !== 0) {
+    throw new CliError(
+      `"${more.at(-1)}" has no value`,
+      "give keys and values in pairs: holon config set <key> <value> [<key> <value> ...]",
+    );
+  }
+  const pairs: [string, string][] = [[key, value]];
+  for (let i = 0; i < more.length; i += 2) pairs.push([more[i]!, more[i + 1]!]);
   const home = await homeOf(opts);
-  const { setConfigValue } = await import("../host/config.ts");
-  const r = setConfigValue(home, key, value);
-  warn(r.warnings);
-  if (opts.json) printJson(r);
-  else process.stdout.write(`${key} = ${show(r.value)}  (stored in ${r.path})\n`);
+  const { setConfigValues } = await import("../host/config.ts");
+  const results = setConfigValues(home, pairs);
+  for (const r of results) warn(r.warnings);
+  // One pair prints its result as before; several print them as a list.
+  if (opts.json) printJson(results.length === 1 ? results[0] : results);
+  else
+    for (const r of results)
+      process.stdout.write(`${r.key} = ${show(r.value)}  (stored in ${r.path})\n`);
 }
 
 async function cmdUnset(key: string, opts: HomeOpts) {
@@ -642,11 +654,16 @@ export function registerConfigCommands(program: Command): void {
   withCommon(
     config
       .command("set")
-      .description("Store a key (the value is read as JSON when it parses, else as text)")
+      .description(
+        "Store a key, or several at once (each value is read as JSON when it parses, else as text)",
+      )
       .argument("<key>", "config key")
-      .argument("<value>", "new value"),
+      .argument("<value>", "new value")
+      .argument("[more...]", "further <key> <value> pairs, stored together with the first"),
   ).action(
-    action((key: string, value: string, opts: HomeOpts) => run(() => cmdSet(key, value, opts))),
+    action((key: string, value: string, more: string[], opts: HomeOpts) =>
+      run(() => cmdSet(key, value, more, opts)),
+    ),
   );
   withCommon(
     config

@@ -385,39 +385,59 @@ export function setConfigValue(
   raw: string,
   env: Env = process.env,
 ): SetResult {
-  const m = resolveKey(key);
-  const value = parseCliValue(raw, m.def);
-  checkValue(key, m.def, value);
-  const warnings: string[] = [];
-  let previous: unknown;
-  updateConfigFile(home, (data) => {
-    if (m.path[0] === "providers") flattenProviderInPlace(data, m.path[1]!);
-    previous = valueAt(data, m.path);
-    setPath(data, m.path, value);
+  return setConfigValues(home, [[key, raw]], env)[0]!;
+}
+
+/**
+ * Several keys in one change of config.json: every value is checked before anything is
+ * written, and the file is written once, so a refused pair leaves the file as it was.
+ */
+export function setConfigValues(
+  home: string,
+  pairs: readonly (readonly [key: string, raw: string])[],
+  env: Env = process.env,
+): SetResult[] {
+  const changes = pairs.map(([key, raw]) => {
+    const m = resolveKey(key);
+    const value = parseCliValue(raw, m.def);
+    checkValue(key, m.def, value);
+    return { key, m, value, previous: undefined as unknown };
   });
-  for (const o of effectiveConfig({}, env).overrides) {
-    if (o.key === key) warnings.push(`${o.env} is set in this environment and overrides ${key}`);
-  }
-  if (m.def.type === "model_ref" || m.def.type === "model_ref_list") {
-    const loaded = loadConfig(home, env);
-    const refs = Array.isArray(value) ? (value as string[]) : [value as string];
-    for (const ref of refs) {
-      const provider = ref.slice(0, ref.indexOf("/"));
-      if (!providerDefinition(provider, loaded.values)) {
-        warnings.push(
-          `provider "${provider}" is not known yet; add it with \`holon config providers set ${provider} ...\``,
-        );
+  updateConfigFile(home, (data) => {
+    for (const c of changes) {
+      if (c.m.path[0] === "providers") flattenProviderInPlace(data, c.m.path[1]!);
+      c.previous = valueAt(data, c.m.path);
+      setPath(data, c.m.path, c.value);
+    }
+  });
+  const overrides = effectiveConfig({}, env).overrides;
+  let loaded: ReturnType<typeof loadConfig> | undefined;
+  return changes.map(({ key, m, value, previous }) => {
+    const warnings: string[] = [];
+    for (const o of overrides) {
+      if (o.key === key) warnings.push(`${o.env} is set in this environment and overrides ${key}`);
+    }
+    if (m.def.type === "model_ref" || m.def.type === "model_ref_list") {
+      loaded ??= loadConfig(home, env);
+      const refs = Array.isArray(value) ? (value as string[]) : [value as string];
+      for (const ref of refs) {
+        const provider = ref.slice(0, ref.indexOf("/"));
+        if (!providerDefinition(provider, loaded.values)) {
+          warnings.push(
+            `provider "${provider}" is not known yet; add it with \`holon config providers set ${provider} ...\``,
+          );
+        }
       }
     }
-  }
-  return {
-    key,
-    value: displayValue(m.def, value),
-    previous: displayValue(m.def, previous),
-    path: homePaths(home).config,
-    applied_via: "offline_store",
-    warnings,
-  };
+    return {
+      key,
+      value: displayValue(m.def, value),
+      previous: displayValue(m.def, previous),
+      path: homePaths(home).config,
+      applied_via: "offline_store" as const,
+      warnings,
+    };
+  });
 }
 
 export function unsetConfigValue(

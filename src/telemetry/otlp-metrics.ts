@@ -22,6 +22,7 @@ import { resourceFromAttributes, type Resource } from "@opentelemetry/resources"
 import {
   AggregationTemporality,
   DataPointType,
+  type DataPoint,
   type MetricData,
   type ResourceMetrics,
 } from "@opentelemetry/sdk-metrics";
@@ -31,6 +32,7 @@ import type {
   MetricExportSettings,
   MetricSender,
   RegistryView,
+  Series,
 } from "./metric-types.ts";
 
 function hrTime(ms: number): HrTime {
@@ -51,59 +53,50 @@ function perBucket(cumulative: readonly number[] | undefined, n: number, total: 
   return out;
 }
 
-/** One family as the SDK's metric data, or null when it has no series. */
+/**
+ * One family as the SDK's metric data, or null when it has no series. Every kind maps each
+ * series to a data point the same way (its labels as attributes, ending now); only where the
+ * point starts and what its value is differ: a gauge's point is an instant, the cumulative
+ * kinds count from the host's start.
+ */
 function metricData(f: FamilyView, start: HrTime, now: HrTime): MetricData | null {
   if (f.series.size === 0) return null;
-  const descriptor = {
-    name: f.name,
-    description: f.help,
-    unit: f.unit,
-    valueType: ValueType.DOUBLE,
+  const points = <T>(startTime: HrTime, value: (s: Series) => T): DataPoint<T>[] =>
+    [...f.series.values()].map((s) => ({
+      startTime,
+      endTime: now,
+      attributes: { ...s.labels } as Attributes,
+      value: value(s),
+    }));
+  const common = {
+    descriptor: { name: f.name, description: f.help, unit: f.unit, valueType: ValueType.DOUBLE },
+    aggregationTemporality: AggregationTemporality.CUMULATIVE,
   };
-  const series = [...f.series.values()];
   switch (f.kind) {
     case "counter":
       return {
-        descriptor,
-        aggregationTemporality: AggregationTemporality.CUMULATIVE,
+        ...common,
         dataPointType: DataPointType.SUM,
         isMonotonic: true,
-        dataPoints: series.map((s) => ({
-          startTime: start,
-          endTime: now,
-          attributes: { ...s.labels } as Attributes,
-          value: s.value,
-        })),
+        dataPoints: points(start, (s) => s.value),
       };
     case "gauge":
       return {
-        descriptor,
-        aggregationTemporality: AggregationTemporality.CUMULATIVE,
+        ...common,
         dataPointType: DataPointType.GAUGE,
-        dataPoints: series.map((s) => ({
-          startTime: now,
-          endTime: now,
-          attributes: { ...s.labels } as Attributes,
-          value: s.value,
-        })),
+        dataPoints: points(now, (s) => s.value),
       };
     case "histogram":
       return {
-        descriptor,
-        aggregationTemporality: AggregationTemporality.CUMULATIVE,
+        ...common,
         dataPointType: DataPointType.HISTOGRAM,
-        dataPoints: series.map((s) => ({
-          startTime: start,
-          endTime: now,
-          attributes: { ...s.labels } as Attributes,
-          value: {
-            buckets: {
-              boundaries: [...f.buckets],
-              counts: perBucket(s.buckets, f.buckets.length, s.value),
-            },
-            sum: s.sum ?? 0,
-            count: s.value,
+        dataPoints: points(start, (s) => ({
+          buckets: {
+            boundaries: [...f.buckets],
+            counts: perBucket(s.buckets, f.buckets.length, s.value),
           },
+          sum: s.sum ?? 0,
+          count: s.value,
         })),
       };
   }

@@ -17,6 +17,8 @@ import {
 import { ApiError, follow, get, post } from "./api.ts";
 import { cut } from "./format.ts";
 import { VirtualList } from "./list.tsx";
+import { ErrorLine } from "./parts.tsx";
+import { usePoll } from "./poll.ts";
 
 const LEVELS: DisplayLevel[] = ["info", "verbose", "debug"];
 /** The newest events the first screen loads; older ones come a page at a time. */
@@ -254,11 +256,7 @@ function Conversation({ id, onAuthLost }: { id: string; onAuthLost: () => void }
         ) : null}
         <span className="dim">{items.length} items</span>
       </div>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       <div className="split">
         <VirtualList
           label="Conversation"
@@ -388,34 +386,6 @@ function Composer({ id }: { id: string }) {
   );
 }
 
-function usePoll<T>(
-  path: string,
-  everyMs: number,
-): { data: T | null; error: string | null; reload: () => void } {
-  const [data, setData] = useState<T | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [tick, setTick] = useState(0);
-  useEffect(() => {
-    const ac = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async () => {
-      try {
-        setData(await get<T>(path, ac.signal));
-        setError(null);
-      } catch (err) {
-        if (!ac.signal.aborted) setError(err instanceof Error ? err.message : String(err));
-      }
-      if (!ac.signal.aborted && everyMs > 0) timer = setTimeout(load, everyMs);
-    };
-    void load();
-    return () => {
-      ac.abort();
-      clearTimeout(timer);
-    };
-  }, [path, everyMs, tick]);
-  return { data, error, reload: () => setTick((t) => t + 1) };
-}
-
 type Task = {
   task_id: string;
   kind: string;
@@ -432,11 +402,7 @@ function TasksTab({ id }: { id: string }) {
   const [note, setNote] = useState<string | null>(null);
   return (
     <div>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       <table className="grid" data-testid="tasks">
         <thead>
           <tr>
@@ -537,11 +503,7 @@ function WorkTab({ id }: { id: string }) {
   return (
     <div className="split">
       <div>
-        {error ? (
-          <p role="alert" className="bad">
-            {cut(error, 300)}
-          </p>
-        ) : null}
+        <ErrorLine error={error} />
         <ul className="plain">
           {(data?.work_items ?? []).map((w) => (
             <li key={w.id}>
@@ -621,11 +583,7 @@ function TimersTab({ id }: { id: string }) {
   }, [id]);
   return (
     <div>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       <h2>Timers</h2>
       <ul className="plain" data-testid="timers">
         {(data?.timers ?? []).map((t) => (

@@ -6,6 +6,7 @@ import { useEffect, useState } from "react";
 import { ApiError, get } from "./api.ts";
 import { takeBootOverview } from "./boot.ts";
 import { ago, cut, money } from "./format.ts";
+import { ErrorLine } from "./parts.tsx";
 
 export type OverviewAgent = {
   agent_id: string;
@@ -120,11 +121,7 @@ export function AgentsPage({ onAuthLost }: { onAuthLost: () => void }) {
   return (
     <section aria-labelledby="agents-h">
       <h1 id="agents-h">Agents</h1>
-      {error ? (
-        <p role="alert" className="bad">
-          {error}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       <p>
         {data.agents.length} agents · <a href="#/asks">{data.asks_pending} open asks</a>
       </p>

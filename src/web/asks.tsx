@@ -1,8 +1,10 @@
 // The asks inbox: every pending ask across agents (budget stops, approvals, questions),
 // answered with one of its options (or text, where it takes text) and a reason.
-import { useEffect, useState } from "react";
-import { get, post } from "./api.ts";
+import { useState } from "react";
+import { post } from "./api.ts";
 import { ago, cut } from "./format.ts";
+import { ErrorLine } from "./parts.tsx";
+import { usePoll } from "./poll.ts";
 
 type Ask = {
   id: string;
@@ -18,41 +20,20 @@ type Ask = {
 };
 
 export function AsksPage() {
-  const [asks, setAsks] = useState<Ask[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [tick, setTick] = useState(0);
-  useEffect(() => {
-    const ac = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async () => {
-      try {
-        const r = await get<{ asks: Ask[] }>("/control/asks?state=pending&limit=200", ac.signal);
-        setAsks(r.asks);
-        setError(null);
-      } catch (err) {
-        if (!ac.signal.aborted) setError(err instanceof Error ? err.message : String(err));
-      }
-      if (!ac.signal.aborted) timer = setTimeout(load, 2000);
-    };
-    void load();
-    return () => {
-      ac.abort();
-      clearTimeout(timer);
-    };
-  }, [tick]);
+  const { data, error, reload } = usePoll<{ asks: Ask[] }>(
+    "/control/asks?state=pending&limit=200",
+    2000,
+  );
+  const asks = data?.asks ?? null;
   return (
     <section aria-labelledby="asks-h">
       <h1 id="asks-h">Asks</h1>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       {asks === null ? <p aria-busy="true">Loading…</p> : null}
       {asks && asks.length === 0 ? <p>No open asks.</p> : null}
       <ul className="cards" data-testid="asks">
         {(asks ?? []).map((a) => (
-          <AskCard key={a.id} ask={a} onDone={() => setTick((t) => t + 1)} />
+          <AskCard key={a.id} ask={a} onDone={reload} />
         ))}
       </ul>
     </section>

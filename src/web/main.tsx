@@ -22,6 +22,7 @@ import { createRoot } from "react-dom/client";
 import { bootAuthOk, takeBootAuth } from "./boot.ts";
 import { ApiError, get, login, logout, onSessionLost } from "./api.ts";
 import { AgentsPage } from "./agents.tsx";
+import { ErrorLine } from "./parts.tsx";
 
 // Every page but the agents list is its own chunk, fetched when first opened, so the first
 // screen evaluates only its own code. The conversation page carries the presentation layer
@@ -29,6 +30,9 @@ import { AgentsPage } from "./agents.tsx";
 const AgentPage = lazy(() => import("./agent.tsx").then((m) => ({ default: m.AgentPage })));
 const AsksPage = lazy(() => import("./asks.tsx").then((m) => ({ default: m.AsksPage })));
 const UsagePage = lazy(() => import("./usage.tsx").then((m) => ({ default: m.UsagePage })));
+
+const SESSION_ENDED =
+  "Your console session has ended: it expired, you logged out elsewhere, or the host restarted without keeping console sessions.";
 
 type Route =
   | { page: "agents" }
@@ -105,14 +109,9 @@ function App() {
       <main className="center">
         <h1>Holon console</h1>
         {typeof auth === "object" ? (
-          <p role="alert" className="bad">
-            {auth.error}
-          </p>
+          <ErrorLine error={auth.error} />
         ) : auth === "ended" ? (
-          <p role="alert" className="bad" data-testid="session-ended">
-            Your console session has ended: it expired, you logged out elsewhere, or the host
-            restarted without keeping console sessions.
-          </p>
+          <ErrorLine testId="session-ended" error={SESSION_ENDED} />
         ) : null}
         <p>
           You are not logged in. Run <code>holon console</code> on the machine that runs the host:

@@ -5,6 +5,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { get } from "./api.ts";
 import { cut, money } from "./format.ts";
+import { ErrorLine } from "./parts.tsx";
 
 type Group = {
   agent_id: string;
@@ -134,11 +135,7 @@ export function UsagePage() {
           </select>
         </label>
       </div>
-      {error ? (
-        <p role="alert" className="bad">
-          {cut(error, 300)}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
       {!chart ? (
         <p aria-busy="true">Loading…</p>
       ) : (

@@ -8,27 +8,27 @@ export async function configureFakeProvider(
   transport: "openai_responses" | "anthropic_messages" | "openai_chat_completions",
   baseUrl: string,
 ): Promise<void> {
-  const env = { HOLON_HOME: home };
+  // One `holon config set` with several keys: the provider and the default model in one
+  // process and one write of config.json (the same file `config providers set` and a second
+  // `config set model.default` would leave).
   const set = await runCli(
     [
       "config",
-      "providers",
       "set",
-      "fake",
-      "--transport",
+      "providers.fake.transport",
       transport,
-      "--base-url",
+      "providers.fake.base_url",
       baseUrl,
-      "--credential-source",
+      "providers.fake.credential_source",
       "none",
-      "--credential-kind",
+      "providers.fake.credential_kind",
       "none",
+      "model.default",
+      "fake/test-model",
     ],
-    { env },
+    { env: { HOLON_HOME: home } },
   );
   expect(set.code, set.stderr).toBe(0);
-  const model = await runCli(["config", "set", "model.default", "fake/test-model"], { env });
-  expect(model.code, model.stderr).toBe(0);
 }
 
 /**
