@@ -8,11 +8,16 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { windowOf, type LedgerRow } from "../src/domain/budget.ts";
 import type { TaskRecord } from "../src/domain/task.ts";
-import { effectiveRetention, type RetentionPolicy } from "../src/host/retention-config.ts";
 import { RetentionJob } from "../src/host/retention.ts";
 import { LEDGER_BUCKET_MS } from "../src/store/ledger.ts";
 import { cleanupHomes, runCli, startRuntime, tempHome } from "./helpers/home.ts";
-import { episodeRecord, fakeClock, parked, putCommandTask } from "./helpers/history.ts";
+import {
+  episodeRecord,
+  fakeClock,
+  onlyRetention,
+  parked,
+  putCommandTask,
+} from "./helpers/history.ts";
 
 afterAll(cleanupHomes);
 
@@ -20,20 +25,7 @@ const DAY = 86_400_000;
 const T0 = Date.parse("2026-03-01T00:00:00.000Z");
 
 /** Every limit off except what the test sets. */
-function only(set: Partial<RetentionPolicy>): () => RetentionPolicy {
-  const none = { max_age_days: 0, max_mb: 0 };
-  const base = effectiveRetention({
-    events: none,
-    transcript: none,
-    messages: none,
-    briefs: none,
-    episodes: none,
-    tasks: none,
-    task_output: none,
-    ledger: none,
-  });
-  return () => ({ ...base, ...set });
-}
+const only = onlyRetention;
 
 /** Dollars to 1e-10: a sum of rolled-up days adds the same cents in another order. */
 function norm<T>(x: T): T {

@@ -2,16 +2,12 @@
 // not once per file operation: on a busy host every yield waits behind the turns, so a pass
 // that awaited a recursive `rm` per task output ran for ten minutes while the history
 // families overshot their caps. Counted as event-loop turns, which timing does not change.
-import { mkdirSync, writeFileSync, existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { TurnExecutor } from "../src/agent/runtime.ts";
-import type { TaskRecord } from "../src/domain/task.ts";
-import { effectiveRetention } from "../src/host/retention-config.ts";
 import { RetentionJob } from "../src/host/retention.ts";
+import { onlyRetention, parked, putCommandTask } from "./helpers/history.ts";
 import { startRuntime } from "./helpers/home.ts";
 
-const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 const TASKS = 200;
 
 describe("retention pass over task output", () => {
@@ -19,53 +15,22 @@ describe("retention pass over task output", () => {
     const rt = await startRuntime({ executor: () => parked });
     try {
       const store = rt.host.store;
-      const agentHome = store.agents.get("main")!.agent_home;
       const dirs: string[] = [];
       store.tx(() => {
         for (let i = 0; i < TASKS; i++) {
-          const id = `task_${String(i).padStart(4, "0")}`;
-          const dir = join(agentHome, ".holon", "processes", id);
-          mkdirSync(join(dir, "logs"), { recursive: true });
-          writeFileSync(join(dir, "stdout.log"), `output of ${id}\n`);
-          writeFileSync(join(dir, "logs", "status.json"), "{}");
-          dirs.push(dir);
-          const at = new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString();
-          const t: TaskRecord = {
-            id,
-            agent_id: "main",
-            kind: "command_task",
+          const t = putCommandTask(rt.host, {
+            id: `task_${String(i).padStart(4, "0")}`,
             status: "completed",
-            created_at: at,
-            updated_at: at,
-            finished_at: at,
+            at: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString(),
+            files: { "stdout.log": `output ${i}\n`, "status.json": "{}" },
             cmd: "true",
-            cmd_digest: "d",
-            workdir: agentHome,
-            shell: "/bin/sh",
-            login: false,
-            tty: false,
-            accepts_input: false,
-            output_path: join(dir, "stdout.log"),
-            process_dir: dir,
-            terminal_reentry: false,
-          };
-          store.tasks.put(t);
+          });
+          dirs.push(t.process_dir!);
         }
-      });
-      const none = { max_age_days: 0, max_mb: 0 };
-      const base = effectiveRetention({
-        events: none,
-        transcript: none,
-        messages: none,
-        briefs: none,
-        episodes: none,
-        tasks: none,
-        task_output: none,
-        ledger: none,
       });
       const job = new RetentionJob({
         store,
-        policy: () => ({ ...base, tasks: { max_age_ms: null, max_bytes: 1 } }),
+        policy: onlyRetention({ tasks: { max_age_ms: null, max_bytes: 1 } }),
       });
       let turns = 0;
       let passing = true;

@@ -10,6 +10,7 @@ import { systemClock, type Clock } from "../../src/domain/clock.ts";
 import type { EpisodeRecord } from "../../src/domain/memory.ts";
 import type { TaskRecord } from "../../src/domain/task.ts";
 import type { RuntimeHost } from "../../src/host/host.ts";
+import { effectiveRetention, type RetentionPolicy } from "../../src/host/retention-config.ts";
 
 /** A turn executor whose turns never end: the host keeps its agents still while a test fills them. */
 export const parked: TurnExecutor = { run: () => new Promise(() => {}) };
@@ -117,4 +118,20 @@ export function putCommandTask(
   if (t.status !== "running" && t.status !== "queued") record.finished_at = t.at;
   store.tasks.put(record);
   return record;
+}
+
+/** A retention policy with every limit off except what the caller sets. */
+export function onlyRetention(set: Partial<RetentionPolicy>): () => RetentionPolicy {
+  const none = { max_age_days: 0, max_mb: 0 };
+  const base = effectiveRetention({
+    events: none,
+    transcript: none,
+    messages: none,
+    briefs: none,
+    episodes: none,
+    tasks: none,
+    task_output: none,
+    ledger: none,
+  });
+  return () => ({ ...base, ...set });
 }
