@@ -51,8 +51,11 @@ export function episodesMirrorPath(agentHome: string): string {
 
 export class ContinuityService {
   private readonly store: Store;
-  /** Runs in flight and the working-memory revision their prompt was built from. */
-  private readonly prompting = new Map<string, number>();
+  /**
+   * Runs in flight. Their prompt was built from the working memory as it is at their end:
+   * only this service writes it, at a run's end, and an agent runs one message at a time.
+   */
+  private readonly prompting = new Set<string>();
   /** Each mirror's size and line count as this host last wrote it, by path. */
   private readonly mirrorShape = new Map<string, { size: number; lines: number }>();
 
@@ -75,8 +78,7 @@ export class ContinuityService {
   observer(): RunObserver {
     return {
       beforeRun: (run) => {
-        const wm = this.store.memory.workingMemory(run.agent_id);
-        this.prompting.set(run.run_id, wm?.revision ?? 0);
+        this.prompting.add(run.run_id);
       },
       afterRun: (run) => {
         // Memory is derived state: a failure here is recorded, never allowed to break the
@@ -108,14 +110,15 @@ export class ContinuityService {
 
   /** The turn boundary: derive working memory, merge the episode builder, finalize on a boundary. */
   settle(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): void {
-    const prompted = this.prompting.get(run.run_id);
-    this.prompting.delete(run.run_id);
+    const started = this.prompting.delete(run.run_id);
     if (run.outcome.kind === "liveness_only") return;
     const { store } = this;
     const agent = store.agents.get(run.agent_id);
     if (!agent) return;
     const now = store.clock.now().toISOString();
     const prev = store.memory.workingMemory(run.agent_id);
+    // The revision the run's prompt was built from (see `prompting`).
+    const prompted = started ? (prev?.revision ?? 0) : undefined;
     const evidence = turnEvidence(run.tools);
     const stats = this.compactionStats(run.run_id);
     const brief = store.briefs

@@ -619,15 +619,22 @@ export class ContinuationCache {
       tools: _tools,
       ...rest
     } = body;
-    const json = stableJson({
-      rest,
-      frame: request.frame,
-      tools: toolSetDigest(request.tools),
-      schema_mode: request.schema_mode ?? "relaxed",
-    });
     // A digest, not the text: a window lives as long as its scope, and the text (system
-    // prompt and tool schemas) is some 150 KB per agent.
-    return createHash("sha256").update(json).digest("hex");
+    // prompt and tool schemas) is some 150 KB per agent. The frame is serialized as built
+    // (the runtime builds every frame with the same key order): sorting its keys cost more
+    // than the rest of the request's planning, and a frame built in another order only
+    // costs one full request.
+    return createHash("sha256")
+      .update(
+        stableJson({
+          rest,
+          tools: toolSetDigest(request.tools),
+          schema_mode: request.schema_mode ?? "relaxed",
+        }),
+      )
+      .update("\n")
+      .update(JSON.stringify(request.frame))
+      .digest("hex");
   }
 
   /** Why the last `plan` sent a full request (openai-remote-compaction.md phase 1). */
