@@ -63,7 +63,11 @@ export class MemoryRepo {
   }
 
   putWorkingMemory(record: WorkingMemoryRecord): void {
-    this.putStmt.run(record.agent_id, JSON.stringify(record));
+    const text = JSON.stringify(record);
+    this.putStmt.run(record.agent_id, text);
+    // The next prompt reads it right away: kept as written (a copy), not decoded back. Keyed
+    // by the stored text, so a rolled-back write is never served.
+    this.decodedMemory.get(record.agent_id, text, () => structuredClone(record));
   }
 
   addEpisode(episode: EpisodeRecord): void {
