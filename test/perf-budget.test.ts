@@ -235,7 +235,9 @@ describe("per-turn cost budgets", () => {
         // 83: a turn's start asks once whether an approved call waits to run (approvals.callsOf).
         // 82: a run's start no longer reads the working memory for its revision (the turn
         // boundary knows it: only it writes working memory, one run per agent at a time).
-        store_calls: 82,
+        // 81: a safe point asks the queue for interjections only when something was admitted
+        // to the agent since the run last looked (its first look always asks).
+        store_calls: 81,
         // Was 10: the interjection check at each safe point opens a transaction only when an
         // interjection is queued. Was 8: the final round commits with the turn's terminal
         // record, the idle look opens none unless a plane writes, and the agent rests in the
@@ -271,8 +273,9 @@ describe("per-turn cost budgets", () => {
         // As the text turn (the approved-call check at a turn start), plus the MCP env names a
         // command withholds, computed once (an agents.list and, since workspace MCP approvals
         // live in the consent store, one read of its granted MCP grants, over ten turns).
-        // 101.2: one read of the working memory fewer, as a text turn.
-        store_calls: 101.2,
+        // 101.2: one read of the working memory fewer, as a text turn. 97.2: four looks for
+        // interjections fewer (one per run while nothing is admitted meanwhile).
+        store_calls: 97.2,
         transactions: 7, // was 15, then 10 (see the text turn)
         sqlite_rows_encoded: 24,
         sqlite_rows_compressed: 23,

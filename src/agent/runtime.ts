@@ -122,6 +122,12 @@ export class AgentRuntime {
   private closed = false;
   private wake: (() => void) | undefined;
   private kicked = false;
+  /**
+   * Signals received (every admission to this agent signals it, synchronously, once its row
+   * is written): a run looks for interjections to claim only when one arrived since it last
+   * looked (see takeInterjections).
+   */
+  private notices = 0;
   /** The last run's settle transaction rested the agent (see restAfterRun). */
   private restedAfterRun = false;
   private current: CurrentRun | undefined;
@@ -148,6 +154,7 @@ export class AgentRuntime {
 
   /** Something changed (message admitted, control applied): let the loop look again. */
   notify(): void {
+    this.notices++;
     this.kicked = true;
     const w = this.wake;
     this.wake = undefined;
@@ -457,6 +464,7 @@ export class AgentRuntime {
     const controller = new AbortController();
     this.current = { run_id: runId, message_id: message.id, controller, after: undefined };
     const tools: RunToolCall[] = [];
+    let looked: number | undefined;
 
     let outcome: TurnOutcome;
     if (!continuation.model_visible) {
@@ -468,7 +476,12 @@ export class AgentRuntime {
           message,
           run_id: runId,
           signal: controller.signal,
-          takeInterjections: (boundary) => this.takeInterjections(message.id, boundary),
+          takeInterjections: (boundary) => {
+            // The run's first look always asks the queue; a later one only after a signal.
+            if (looked === this.notices) return [];
+            looked = this.notices;
+            return this.takeInterjections(message.id, boundary);
+          },
           toolDone: (call) => tools.push(call),
         });
       } catch (err) {
