@@ -172,9 +172,15 @@ async function measure(
 }
 
 /** Each figure against its budget; every excess is reported at once, with how much. */
-function withinBudgets(what: string, figures: Figures, budgets: Figures): void {
-  // HOLON_PRINT_BUDGETS=1 prints the measured figures, to set a budget from them.
-  if (process.env.HOLON_PRINT_BUDGETS) console.log(what, figures, readPaths.splice(0));
+function withinBudgets(
+  what: string,
+  figures: Figures,
+  budgets: Figures,
+  calls: Record<string, number> = {},
+): void {
+  // HOLON_PRINT_BUDGETS=1 prints the measured figures (and the store calls by method), to
+  // set a budget from them.
+  if (process.env.HOLON_PRINT_BUDGETS) console.log(what, figures, calls, readPaths.splice(0));
   const over: string[] = [];
   for (const [key, budget] of Object.entries(budgets) as [keyof Figures, number][]) {
     const actual = figures[key];
@@ -222,25 +228,34 @@ describe("per-turn cost budgets", () => {
         reply.text(`Answer ${i}: the build passed.`, { input_tokens: 1200, output_tokens: 20 }),
       ),
     );
-    withinBudgets("a text turn", perTurn, {
-      // 83: a turn's start asks once whether an approved call waits to run (approvals.callsOf).
-      store_calls: 83,
-      // Was 10: the interjection check at each safe point opens a transaction only when an
-      // interjection is queued. Was 8: the final round commits with the turn's terminal
-      // record, the idle look opens none unless a plane writes, and the agent rests in the
-      // transaction that settles the message.
-      transactions: 5,
-      sqlite_rows_encoded: 19,
-      sqlite_rows_compressed: 18,
-      sqlite_body_bytes: 1950,
-      sqlite_wal_bytes: 240_000,
-      // One stat of config.json and credentials.json at the turn's start (was 21: every read).
-      config_stats: 2 + recheck,
-      config_reads: 0,
-      // The agent's AGENTS.md, read for each turn's prompt. The operator bindings file was
-      // read for every brief until this budget existed.
-      files_read: 1.2,
-    });
+    withinBudgets(
+      "a text turn",
+      perTurn,
+      {
+        // 83: a turn's start asks once whether an approved call waits to run (approvals.callsOf).
+        // 82: a run's start no longer reads the working memory for its revision (the turn
+        // boundary knows it: only it writes working memory, one run per agent at a time).
+        // 81: a safe point asks the queue for interjections only when something was admitted
+        // to the agent since the run last looked (its first look always asks).
+        store_calls: 81,
+        // Was 10: the interjection check at each safe point opens a transaction only when an
+        // interjection is queued. Was 8: the final round commits with the turn's terminal
+        // record, the idle look opens none unless a plane writes, and the agent rests in the
+        // transaction that settles the message.
+        transactions: 5,
+        sqlite_rows_encoded: 19,
+        sqlite_rows_compressed: 18,
+        sqlite_body_bytes: 1950,
+        sqlite_wal_bytes: 240_000,
+        // One stat of config.json and credentials.json at the turn's start (was 21: every read).
+        config_stats: 2 + recheck,
+        config_reads: 0,
+        // The agent's AGENTS.md, read for each turn's prompt. The operator bindings file was
+        // read for every brief until this budget existed.
+        files_read: 1.2,
+      },
+      calls,
+    );
     expect(calls["store.appendEvent"]).toBeGreaterThan(5); // the turn was counted at all
   }, 60_000);
 
@@ -251,22 +266,29 @@ describe("per-turn cost budgets", () => {
         reply.text(`Done ${i}.`),
       ),
     );
-    withinBudgets("a one-tool turn", perTurn, {
-      // As the text turn (the approved-call check at a turn start), plus the MCP env names a
-      // command withholds, computed once (an agents.list and, since workspace MCP approvals
-      // live in the consent store, one read of its granted MCP grants, over ten turns).
-      store_calls: 102.2,
-      transactions: 7, // was 15, then 10 (see the text turn)
-      sqlite_rows_encoded: 24,
-      sqlite_rows_compressed: 23,
-      sqlite_body_bytes: 2450,
-      sqlite_wal_bytes: 330_000,
-      // As a text turn, plus one: a file the turn writes itself makes the next read check
-      // config.json again (was 36).
-      config_stats: 3 + recheck,
-      config_reads: 0,
-      files_read: 1.5, // as a text turn; a command's first run reads a little more
-    });
+    withinBudgets(
+      "a one-tool turn",
+      perTurn,
+      {
+        // As the text turn (the approved-call check at a turn start), plus the MCP env names a
+        // command withholds, computed once (an agents.list and, since workspace MCP approvals
+        // live in the consent store, one read of its granted MCP grants, over ten turns).
+        // 101.2: one read of the working memory fewer, as a text turn. 97.2: four looks for
+        // interjections fewer (one per run while nothing is admitted meanwhile).
+        store_calls: 97.2,
+        transactions: 7, // was 15, then 10 (see the text turn)
+        sqlite_rows_encoded: 24,
+        sqlite_rows_compressed: 23,
+        sqlite_body_bytes: 2450,
+        sqlite_wal_bytes: 330_000,
+        // As a text turn, plus one: a file the turn writes itself makes the next read check
+        // config.json again (was 36).
+        config_stats: 3 + recheck,
+        config_reads: 0,
+        files_read: 1.5, // as a text turn; a command's first run reads a little more
+      },
+      calls,
+    );
     expect(calls["transcript.append"]).toBeGreaterThanOrEqual(5); // the tool round was stored
   }, 60_000);
 

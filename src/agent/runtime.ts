@@ -29,6 +29,21 @@ export type TurnRequest = {
   signal: AbortSignal;
   /** Queued trusted `interject` operator prompts, claimed for insertion at a safe point. */
   takeInterjections(boundary: string): QueuedMessage[];
+  /** Told about each tool call of the run once its record is durable (see RunToolCall). */
+  toolDone?(call: RunToolCall): void;
+};
+
+/**
+ * A tool call a run finished, as its `tool_execution` transcript entry records it. The
+ * runtime keeps the run's calls in memory and hands them to the observers at the run's end,
+ * so a turn-boundary hook (working memory's tool evidence) need not read the transcript back.
+ */
+export type RunToolCall = {
+  tool_name: string;
+  /** The arguments as the model sent them (JSON text). */
+  arguments: string;
+  /** The canonical result envelope (tools/envelope.ts). */
+  envelope: unknown;
 };
 
 /** Runs one message through a turn. Implemented in src/turn; the loop only needs this. */
@@ -55,8 +70,11 @@ export interface SleepDeadlines {
 export interface RunObserver {
   /** A message is about to run (inside the dequeue transaction). */
   beforeRun?(run: RunInfo): void;
-  /** The run ended (inside the settle transaction, before the closure is derived). */
-  afterRun?(run: RunInfo & { outcome: TurnOutcome }): void;
+  /**
+   * The run ended (inside the settle transaction, before the closure is derived). `tools`:
+   * the run's finished tool calls, in order (empty when no turn ran).
+   */
+  afterRun?(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): void;
   /** Facts this plane knows for the closure of this run. */
   closureFacts?(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts;
   /** The closure was decided (inside the settle transaction). */
@@ -104,6 +122,12 @@ export class AgentRuntime {
   private closed = false;
   private wake: (() => void) | undefined;
   private kicked = false;
+  /**
+   * Signals received (every admission to this agent signals it, synchronously, once its row
+   * is written): a run looks for interjections to claim only when one arrived since it last
+   * looked (see takeInterjections).
+   */
+  private notices = 0;
   /** The last run's settle transaction rested the agent (see restAfterRun). */
   private restedAfterRun = false;
   private current: CurrentRun | undefined;
@@ -130,6 +154,7 @@ export class AgentRuntime {
 
   /** Something changed (message admitted, control applied): let the loop look again. */
   notify(): void {
+    this.notices++;
     this.kicked = true;
     const w = this.wake;
     this.wake = undefined;
@@ -438,6 +463,8 @@ export class AgentRuntime {
     });
     const controller = new AbortController();
     this.current = { run_id: runId, message_id: message.id, controller, after: undefined };
+    const tools: RunToolCall[] = [];
+    let looked: number | undefined;
 
     let outcome: TurnOutcome;
     if (!continuation.model_visible) {
@@ -449,7 +476,13 @@ export class AgentRuntime {
           message,
           run_id: runId,
           signal: controller.signal,
-          takeInterjections: (boundary) => this.takeInterjections(message.id, boundary),
+          takeInterjections: (boundary) => {
+            // The run's first look always asks the queue; a later one only after a signal.
+            if (looked === this.notices) return [];
+            looked = this.notices;
+            return this.takeInterjections(message.id, boundary);
+          },
+          toolDone: (call) => tools.push(call),
         });
       } catch (err) {
         const summary = err instanceof Error ? err.message : String(err);
@@ -467,7 +500,7 @@ export class AgentRuntime {
     const after = this.current.after;
     this.current = undefined;
     const settled = outcome;
-    await this.durably(() => this.settle(message, runId, startedAt, settled, after));
+    await this.durably(() => this.settle(message, runId, startedAt, settled, after, tools));
   }
 
   /**
@@ -480,6 +513,7 @@ export class AgentRuntime {
     startedAt: Date,
     outcome: TurnOutcome,
     after: "stopped" | undefined,
+    tools: readonly RunToolCall[],
   ): void {
     const store = this.store;
     const shutdown = this.closed && outcome.kind === "aborted";
@@ -521,7 +555,7 @@ export class AgentRuntime {
       }
       const run = { agent_id: this.agentId, run_id: runId, message, outcome };
       let decided: ClosureDecision | undefined;
-      for (const o of this.observers) o.afterRun?.(run);
+      for (const o of this.observers) o.afterRun?.({ ...run, tools });
       // Read the record again: a plane's afterRun may have changed it.
       const current = store.agents.get(this.agentId)!;
       let next: AgentRecord = { ...current, total_message_count: current.total_message_count + 1 };

@@ -2,7 +2,7 @@
 // the brief that answered it), newest kept first, within a token budget: the oldest lines are dropped when the
 // budget is spent. Working memory and episodes (memory.ts) carry what is older; this is
 // only the short tail, never a replay of the transcript.
-import { bodyText } from "../domain/message.ts";
+import { bodyText, type MessageEnvelope } from "../domain/message.ts";
 import { estimateTokens } from "../memory/tokens.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import type { BriefRecord } from "../domain/brief.ts";
@@ -28,11 +28,26 @@ export function recentHistoryContributor(
   // cost, by what it is made of: messages, briefs and a turn's tool evidence never change,
   // and the same ones are shown turn after turn, so each is rendered and counted once.
   const rendered = new Map<string, { text: string; cost: number }>();
+  // A message's own line, by id. Envelopes never change: the line of the message a turn
+  // runs is made then, since the next turns show it, so rendering its block later reads
+  // nothing (a message no turn ran is read by id once).
+  const messageLines = new Map<string, string>();
+  const lineOf = (m: MessageEnvelope) => {
+    let line = messageLines.get(m.id);
+    if (line === undefined) {
+      line = `- ${m.kind} from ${m.origin.kind} at ${m.created_at}: ${clip(bodyText(m.body), MESSAGE_CHARS)}`;
+      messageLines.set(m.id, line);
+      if (messageLines.size > BLOCKS_KEPT) messageLines.delete(messageLines.keys().next().value!);
+    }
+    return line;
+  };
   return {
     id: "recent_history",
     contribute: ({ store, agent, message }) => {
+      lineOf(message);
+      // Ids and statuses only: a block already rendered needs nothing else.
       const messages = store.messages
-        .recent(agent.agent_id, HISTORY_MESSAGES + 1)
+        .recentStatus(agent.agent_id, HISTORY_MESSAGES + 1)
         .filter((m) => m.id !== message.id && m.status !== "queued");
       if (messages.length === 0) return [];
       const briefs = store.briefs.recent(agent.agent_id, HISTORY_MESSAGES * 2);
@@ -51,15 +66,19 @@ export function recentHistoryContributor(
       const answers = new Map<string, BriefRecord>();
       for (const b of briefs) if (b.related_message_id) answers.set(b.related_message_id, b);
       // Newest first until the budget is spent, then shown oldest first.
-      for (const m of messages) {
-        const tools = evidence.get(m.id);
-        const answer = answers.get(m.id);
-        const key = `${m.id}\n${answer?.id ?? ""}\n${tools ?? ""}`;
+      for (const head of messages) {
+        const tools = evidence.get(head.id);
+        const answer = answers.get(head.id);
+        const key = `${head.id}\n${answer?.id ?? ""}\n${tools ?? ""}`;
         let block = rendered.get(key);
         if (block === undefined) {
-          const lines = [
-            `- ${m.kind} from ${m.origin.kind} at ${m.created_at}: ${clip(bodyText(m.body), MESSAGE_CHARS)}`,
-          ];
+          let line = messageLines.get(head.id);
+          if (line === undefined) {
+            const m = store.messages.get(head.id);
+            if (m === undefined) continue; // cannot happen: the same synchronous read
+            line = lineOf(m);
+          }
+          const lines = [line];
           if (tools) lines.push(`  tools: ${tools}`);
           if (answer) lines.push(`  your ${answer.kind} brief: ${clip(answer.text, BRIEF_CHARS)}`);
           const text = lines.join("\n");

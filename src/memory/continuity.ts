@@ -2,7 +2,8 @@
 //
 // At each turn boundary (the run settled; RunObserver.afterRun, inside the settle
 // transaction) the runtime derives the agent's working memory deterministically from its
-// work items, the turn's briefs, the tool evidence in the turn's transcript and the way the
+// work items, the turn's briefs, the tool evidence of the turn's tool calls (handed over in
+// memory by the runtime, as the transcript recorded them: never read back) and the way the
 // turn ended (a wait or sleep). A changed snapshot gets a new revision and a short delta the
 // next model-visible turn is shown once. The same evidence merges into the open episode
 // builder; on a semantic boundary (active work switched, a work item completed, the agent
@@ -12,7 +13,7 @@
 // the two disagree.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { RunInfo, RunObserver } from "../agent/runtime.ts";
+import type { RunInfo, RunObserver, RunToolCall } from "../agent/runtime.ts";
 import type { TurnOutcome } from "../domain/closure.ts";
 import type {
   EpisodeBuilder,
@@ -50,8 +51,11 @@ export function episodesMirrorPath(agentHome: string): string {
 
 export class ContinuityService {
   private readonly store: Store;
-  /** Runs in flight and the working-memory revision their prompt was built from. */
-  private readonly prompting = new Map<string, number>();
+  /**
+   * Runs in flight. Their prompt was built from the working memory as it is at their end:
+   * only this service writes it, at a run's end, and an agent runs one message at a time.
+   */
+  private readonly prompting = new Set<string>();
   /** Each mirror's size and line count as this host last wrote it, by path. */
   private readonly mirrorSize = new Map<string, number>();
 
@@ -74,8 +78,7 @@ export class ContinuityService {
   observer(): RunObserver {
     return {
       beforeRun: (run) => {
-        const wm = this.store.memory.workingMemory(run.agent_id);
-        this.prompting.set(run.run_id, wm?.revision ?? 0);
+        this.prompting.add(run.run_id);
       },
       afterRun: (run) => {
         // Memory is derived state: a failure here is recorded, never allowed to break the
@@ -106,16 +109,17 @@ export class ContinuityService {
   }
 
   /** The turn boundary: derive working memory, merge the episode builder, finalize on a boundary. */
-  settle(run: RunInfo & { outcome: TurnOutcome }): void {
-    const prompted = this.prompting.get(run.run_id);
-    this.prompting.delete(run.run_id);
+  settle(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): void {
+    const started = this.prompting.delete(run.run_id);
     if (run.outcome.kind === "liveness_only") return;
     const { store } = this;
     const agent = store.agents.get(run.agent_id);
     if (!agent) return;
     const now = store.clock.now().toISOString();
     const prev = store.memory.workingMemory(run.agent_id);
-    const evidence = turnEvidence(store, run.agent_id, run.run_id);
+    // The revision the run's prompt was built from (see `prompting`).
+    const prompted = started ? (prev?.revision ?? 0) : undefined;
+    const evidence = turnEvidence(run.tools);
     const stats = this.compactionStats(run.run_id);
     const brief = store.briefs
       .recent(run.agent_id, 8)
@@ -183,7 +187,11 @@ export class ContinuityService {
       verification: newestUnique([...builder.verification, ...evidence.verification], 6),
       errors: newest([...builder.errors, ...evidence.errors], 4),
     };
-    const completed = workItemCompletedIn(store, run.agent_id, run.run_id);
+    const completed = run.tools.some(
+      (t) =>
+        t.tool_name === "CompleteWorkItem" &&
+        (t.envelope as { status?: string } | undefined)?.status === "success",
+    );
     const waiting =
       run.outcome.kind === "sleep_until" ||
       run.outcome.kind === "rest" ||
@@ -278,22 +286,22 @@ export class ContinuityService {
   }
 }
 
-/** Files, commands, verification and errors from one run's tool executions. */
-export function turnEvidence(store: Store, agentId: string, runId: string): TurnEvidence {
+/** Files, commands, verification and errors from one run's tool calls. */
+export function turnEvidence(calls: readonly RunToolCall[]): TurnEvidence {
   const ev: TurnEvidence = { files: [], commands: [], verification: [], errors: [], tools: "" };
   const counts = new Map<string, { n: number; failed: number }>();
-  for (const e of store.transcript.forRun(agentId, runId)) {
-    if (e.kind !== "tool_execution") continue;
-    const name = String(e.data.tool_name);
+  for (const e of calls) {
+    const name = e.tool_name;
     const c = counts.get(name) ?? { n: 0, failed: 0 };
     counts.set(name, c);
     c.n++;
-    const env = e.data.envelope as
+    const env = e.envelope as
       | { status?: string; summary_text?: string; error?: { kind?: string; message?: string } }
       | undefined;
     let args: Record<string, unknown> = {};
     try {
-      args = JSON.parse(String(e.data.arguments)) as Record<string, unknown>;
+      const parsed: unknown = JSON.parse(e.arguments);
+      if (parsed && typeof parsed === "object") args = parsed as Record<string, unknown>;
     } catch {
       // a cut or malformed argument text: no key fields
     }
@@ -413,17 +421,6 @@ function deltaLines(
   if (prev.last_result !== next.last_result && next.last_result)
     out.push(`last result: ${clip(next.last_result, 160)}`);
   return out.slice(0, 8);
-}
-
-function workItemCompletedIn(store: Store, agentId: string, runId: string): boolean {
-  return store.transcript
-    .forRun(agentId, runId)
-    .some(
-      (e) =>
-        e.kind === "tool_execution" &&
-        e.data.tool_name === "CompleteWorkItem" &&
-        (e.data.envelope as { status?: string } | undefined)?.status === "success",
-    );
 }
 
 function finalizeEpisode(

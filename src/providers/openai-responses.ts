@@ -38,6 +38,7 @@ import {
   type ProviderResponse,
   type ResponseBlock,
   type StopReason,
+  type SchemaMode,
   type ToolSpec,
   type TransportClient,
   type TransportSendOptions,
@@ -88,12 +89,38 @@ function freeformTools(tools: readonly ToolSpec[], native: boolean): Map<string,
   return map;
 }
 
+/**
+ * The lowered tools, memoized per tool list (the runtime hands every turn of an agent the
+ * same array, see `toolSetDigest`) and lowering: every request sends them, and emitting the
+ * schemas again for each was wasted work. The result is shared: treat it as read-only.
+ */
+const loweredTools = new WeakMap<readonly ToolSpec[], Map<string, ResponsesTool[]>>();
+
 export function lowerResponsesTools(
   tools: readonly ToolSpec[],
   request: ProviderRequest,
   native: boolean,
 ): ResponsesTool[] {
   const mode = request.schema_mode ?? "relaxed";
+  let byMode = loweredTools.get(tools);
+  if (byMode === undefined) {
+    byMode = new Map();
+    loweredTools.set(tools, byMode);
+  }
+  const key = `${mode}:${native}`;
+  let out = byMode.get(key);
+  if (out === undefined) {
+    out = lowerTools(tools, mode, native);
+    byMode.set(key, out);
+  }
+  return out;
+}
+
+function lowerTools(
+  tools: readonly ToolSpec[],
+  mode: SchemaMode,
+  native: boolean,
+): ResponsesTool[] {
   return tools.map((tool): ResponsesTool => {
     if (native && tool.freeform) {
       return {
@@ -313,6 +340,38 @@ function withInput(
 ): ResponseCreateParamsNonStreaming {
   // `model` then `input` first, as a hand-written request reads.
   return Object.assign({ model: head.model, input }, head) as ResponseCreateParamsNonStreaming;
+}
+
+/** The JSON text of a lowered tool list, kept per (memoized, shared) list. */
+const toolsJson = new WeakMap<readonly ResponsesTool[], string>();
+
+/**
+ * The request as the SDK sends it, encoded here: the tool schemas (most of a request's
+ * bytes) are serialized once per tool list instead of on every request. The SDK passes a
+ * string body with a content type through unchanged; its auth, retries (off), timeout and
+ * stream handling are those of `responses.create`.
+ */
+function encoded(body: ResponseCreateParamsNonStreaming, stream: boolean, signal: AbortSignal) {
+  const { tools, ...rest } = body;
+  let text: string;
+  if (tools === undefined || tools.length === 0) {
+    text = JSON.stringify(stream ? { ...body, stream: true } : body);
+  } else {
+    let json = toolsJson.get(tools);
+    if (json === undefined) {
+      json = JSON.stringify(tools);
+      toolsJson.set(tools, json);
+    }
+    const head = JSON.stringify(stream ? { ...rest, stream: true } : rest);
+    text = `${head.slice(0, -1)}${head === "{}" ? "" : ","}"tools":${json}}`;
+  }
+  return {
+    body: text,
+    headers: { "content-type": "application/json" },
+    stream,
+    signal,
+    maxRetries: 0,
+  };
 }
 
 const LOWERING: ResponsesLoweringOptions = {
@@ -619,15 +678,22 @@ export class ContinuationCache {
       tools: _tools,
       ...rest
     } = body;
-    const json = stableJson({
-      rest,
-      frame: request.frame,
-      tools: toolSetDigest(request.tools),
-      schema_mode: request.schema_mode ?? "relaxed",
-    });
     // A digest, not the text: a window lives as long as its scope, and the text (system
-    // prompt and tool schemas) is some 150 KB per agent.
-    return createHash("sha256").update(json).digest("hex");
+    // prompt and tool schemas) is some 150 KB per agent. The frame is serialized as built
+    // (the runtime builds every frame with the same key order): sorting its keys cost more
+    // than the rest of the request's planning, and a frame built in another order only
+    // costs one full request.
+    return createHash("sha256")
+      .update(
+        stableJson({
+          rest,
+          tools: toolSetDigest(request.tools),
+          schema_mode: request.schema_mode ?? "relaxed",
+        }),
+      )
+      .update("\n")
+      .update(JSON.stringify(request.frame))
+      .digest("hex");
   }
 
   /** Why the last `plan` sent a full request (openai-remote-compaction.md phase 1). */
@@ -929,12 +995,12 @@ export function createOpenAIResponsesTransport(
     ctx: ClassifyContext,
   ): Promise<unknown> => {
     if (ctx.candidate.stream === false) {
-      return client.responses.create(body, { signal, maxRetries: 0 });
+      return client.post("/responses", encoded(body, false, signal));
     }
-    const events = await client.responses.create(
-      { ...body, stream: true },
-      { signal, maxRetries: 0 },
-    );
+    const events = (await client.post(
+      "/responses",
+      encoded(body, true, signal),
+    )) as unknown as AsyncIterable<ResponseStreamEvent>;
     const terminal = await collectResponsesStream(events, ctx);
     // The SDK ends the iteration quietly on abort; do not mistake that for an answer.
     if (signal.aborted) throw signal.reason;

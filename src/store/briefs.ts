@@ -51,6 +51,10 @@ export class BriefsRepo {
 
   insert(brief: BriefRecord): void {
     this.insertStmt.run(brief.id, brief.agent_id, encodeBody(brief));
+    // The turn boundary and the next prompt read it right away: kept as written (a copy, so
+    // the caller's object stays its own), not decoded back. A rolled-back brief's id is never
+    // listed, so its entry is only dropped in time.
+    this.decoded.get(brief.id, () => structuredClone(brief));
   }
 
   /**

@@ -9,6 +9,7 @@ export class MemoryRepo {
   private readonly putStmt: StatementSync;
   private readonly addEpisodeStmt: StatementSync;
   private readonly recentEpisodesStmt: StatementSync;
+  private readonly episodeDataStmt: StatementSync;
   private readonly episodesAfterStmt: StatementSync;
   private readonly episodeStmt: StatementSync;
   private readonly countStmt: StatementSync;
@@ -27,8 +28,9 @@ export class MemoryRepo {
       "INSERT INTO context_episodes (id, agent_id, data) VALUES (?, ?, ?)",
     );
     this.recentEpisodesStmt = db.prepare(
-      "SELECT id, data FROM context_episodes WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+      "SELECT id FROM context_episodes WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
     );
+    this.episodeDataStmt = db.prepare("SELECT data FROM context_episodes WHERE id = ?");
     this.episodesAfterStmt = db.prepare(
       "SELECT seq, data FROM context_episodes WHERE agent_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     );
@@ -61,17 +63,29 @@ export class MemoryRepo {
   }
 
   putWorkingMemory(record: WorkingMemoryRecord): void {
-    this.putStmt.run(record.agent_id, JSON.stringify(record));
+    const text = JSON.stringify(record);
+    this.putStmt.run(record.agent_id, text);
+    // The next prompt reads it right away: kept as written (a copy), not decoded back. Keyed
+    // by the stored text, so a rolled-back write is never served.
+    this.decodedMemory.get(record.agent_id, text, () => structuredClone(record));
   }
 
   addEpisode(episode: EpisodeRecord): void {
     this.addEpisodeStmt.run(episode.id, episode.agent_id, JSON.stringify(episode));
   }
 
-  /** The newest episodes, oldest first. */
+  /**
+   * The newest episodes, oldest first. Ids first: an episode already decoded is not read
+   * again (the prompt shows the same few on every turn).
+   */
   recentEpisodes(agentId: string, limit: number): EpisodeRecord[] {
-    return (this.recentEpisodesStmt.all(agentId, limit) as { id: string; data: string }[])
-      .map((r) => this.decodedEpisodes.get(r.id, () => readRow(EpisodeRecord, r.data, "episode")))
+    return (this.recentEpisodesStmt.all(agentId, limit) as { id: string }[])
+      .map((r) =>
+        this.decodedEpisodes.get(r.id, () => {
+          const row = this.episodeDataStmt.get(r.id) as { data: string };
+          return readRow(EpisodeRecord, row.data, "episode");
+        }),
+      )
       .reverse();
   }
 

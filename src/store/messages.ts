@@ -27,6 +27,7 @@ export class MessagesRepo {
   private readonly byStatusStmt: StatementSync;
   private readonly queuedAtStmt: StatementSync;
   private readonly recentStmt: StatementSync;
+  private readonly recentStatusStmt: StatementSync;
   /** Envelopes never change once admitted; the prompt reads the recent ones every turn. */
   private readonly decoded = new DecodedRows<MessageEnvelope>(1024);
 
@@ -54,6 +55,9 @@ export class MessagesRepo {
     );
     this.recentStmt = db.prepare(
       "SELECT id, seq, status, processed_at, envelope FROM messages WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
+    );
+    this.recentStatusStmt = db.prepare(
+      "SELECT id, status FROM messages WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",
     );
   }
 
@@ -100,6 +104,14 @@ export class MessagesRepo {
 
   recent(agentId: string, limit: number): QueuedMessage[] {
     return (this.recentStmt.all(agentId, limit) as Row[]).map((r) => this.toQueued(r));
+  }
+
+  /**
+   * The newest messages' ids and statuses, newest first: what `recent` says without reading
+   * or copying an envelope (the prompt's recent history renders each message once).
+   */
+  recentStatus(agentId: string, limit: number): { id: string; status: MessageStatus }[] {
+    return this.recentStatusStmt.all(agentId, limit) as { id: string; status: MessageStatus }[];
   }
 
   private toQueued(row: Row): QueuedMessage {

@@ -671,6 +671,7 @@ class Turn {
         payload,
       );
     });
+    this.req.toolDone?.({ tool_name: name, arguments: args, envelope: outcome.canonical });
     this.deps.afterTool?.({
       agent_id: this.agent.agent_id,
       run_id: this.req.run_id,
