@@ -1,10 +1,19 @@
 // The store's body codec: rows compressed with the one reused deflate handle are exactly the
 // bytes a fresh `deflateRawSync` makes with the same dictionary (so rows written before and
 // after the change read the same way), and every body reads back as written.
+import { createHash } from "node:crypto";
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { bodyText, encodeText, COMPRESS_FROM_BYTES } from "../src/store/codec.ts";
+import { buildEnvelope, provenanceOf } from "../src/agent/admission.ts";
+import {
+  bodyText,
+  encodeMessageBody,
+  encodeText,
+  COMPRESS_FROM_BYTES,
+  PHRASE_UP_TO_CHARS,
+} from "../src/store/codec.ts";
 import { DICTIONARY_V1 } from "../src/store/codec-dictionary.ts";
+import { PHRASES_V1 } from "../src/store/codec-phrases.ts";
 
 const dict = Buffer.from(DICTIONARY_V1, "utf8");
 const V1 = { level: 6, windowBits: 13, memLevel: 4, chunkSize: 2048, dictionary: dict };
@@ -45,5 +54,96 @@ describe("store body codec", () => {
     });
     const stored = encodeText(random);
     expect(bodyText(stored)).toBe(random);
+  });
+});
+
+describe("the phrase codec of admitted messages", () => {
+  const door = (i: number) =>
+    [
+      {
+        agent_id: "main",
+        kind: "channel_event",
+        origin: { kind: "channel", channel_id: "http" },
+        surface: "http_public_enqueue",
+        admission: "public_unauthenticated",
+      },
+      {
+        agent_id: "worker-7",
+        kind: "webhook_event",
+        origin: { kind: "webhook", source: "github", event_type: "push" },
+        surface: "http_webhook",
+        admission: "external_trigger_capability",
+        metadata: { delivery: `d-${i}`, nested: { a: [1, 2, "three"] } },
+      },
+      {
+        agent_id: "main",
+        kind: "operator_prompt",
+        origin: { kind: "operator" },
+        surface: "http_control_prompt",
+        admission: "control_authenticated",
+        priority: "interject",
+      },
+      {
+        agent_id: "main",
+        kind: "task_result",
+        origin: { kind: "task", task_id: `task_${i}` },
+        surface: "task_rejoin",
+        admission: "runtime_owned",
+      },
+    ][i % 4]!;
+  const texts = [
+    "hello",
+    'quotes " and \\ backslashes, a \u0001 control byte and the marker "\\u0001"',
+    "unicode: é ✓ 𝄞 and the phrase channel_event inside a text",
+    '","kind":"channel_event" pretending to be a phrase',
+  ];
+
+  it("every envelope and its admitted event read back exactly, and are smaller than text", () => {
+    for (let i = 0; i < 40; i++) {
+      const d = door(i);
+      const id = `msg_${(1_000_000 + i).toString(16)}abcdef012345`;
+      const envelope = buildEnvelope(
+        {
+          ...d,
+          body:
+            i % 5 === 4
+              ? { type: "json", value: { text: texts[i % 4], n: i } }
+              : { type: "text", text: texts[i % 4]! },
+        } as Parameters<typeof buildEnvelope>[0],
+        id,
+        new Date(Date.UTC(2026, 10, 27, 12, 0, i)).toISOString(),
+      );
+      const event = [provenanceOf(envelope), { message_id: id, queue_seq: i, kind: d.kind }];
+      for (const value of [envelope, event]) {
+        const json = JSON.stringify(value);
+        const stored = encodeMessageBody(value);
+        expect(stored).toBeInstanceOf(Uint8Array);
+        expect((stored as Uint8Array)[0]).toBe(2);
+        expect((stored as Uint8Array).length).toBeLessThan(json.length / 2);
+        expect(bodyText(stored)).toBe(json);
+      }
+    }
+  });
+
+  it("a long row goes to deflate, a short one stays text", () => {
+    const long = { id: "msg_1", body: { type: "text", text: "the build passed; ".repeat(100) } };
+    expect(JSON.stringify(long).length).toBeGreaterThan(PHRASE_UP_TO_CHARS);
+    const stored = encodeMessageBody(long) as Uint8Array;
+    expect(stored[0]).toBe(1);
+    expect(bodyText(stored)).toBe(JSON.stringify(long));
+    expect(encodeMessageBody({ a: 1 })).toBe('{"a":1}');
+  });
+
+  it("the phrase table is frozen: rows written with it must read the same forever", () => {
+    // Changing PHRASES_V1 would silently corrupt every stored row that used codec byte 2.
+    // A new table is a new codec byte beside this one.
+    expect(PHRASES_V1.length).toBe(95);
+    expect(createHash("sha256").update(JSON.stringify(PHRASES_V1)).digest("hex")).toBe(
+      "0f31e53fd07d63b120812613193a2a01bc82298cdf3aef5969f13400085fbf22",
+    );
+  });
+
+  it("an unknown codec byte is refused, never guessed", () => {
+    expect(() => bodyText(new Uint8Array([9, 1, 2]))).toThrow(/unknown codec 9/);
   });
 });

@@ -23,6 +23,8 @@ export class Ingress {
   private readonly store: Store;
   private readonly signals: AgentSignals;
   private pending: Pending[] = [];
+  private lastBatch = 0;
+  private gathered = false;
   private closed = false;
 
   constructor(store: Store, signals: AgentSignals) {
@@ -51,8 +53,24 @@ export class Ingress {
     }
     return new Promise((resolve, reject) => {
       this.pending.push({ draft, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.flush());
+      if (this.pending.length === 1) setImmediate(() => this.flushOrGather());
     });
+  }
+
+  /**
+   * A commit costs the same few pages of WAL however many messages it holds. When the last
+   * batch held more than one draft (requests are arriving faster than one per loop turn),
+   * the batch waits one more loop turn, so the requests already read from other sockets join
+   * it; a lone request is committed at once.
+   */
+  private flushOrGather(): void {
+    if (this.lastBatch > 1 && !this.gathered) {
+      this.gathered = true;
+      setImmediate(() => this.flushOrGather());
+      return;
+    }
+    this.gathered = false;
+    this.flush();
   }
 
   /** Stop taking new messages; drafts already waiting for their batch are still committed. */
@@ -71,7 +89,9 @@ export class Ingress {
 
   private flush(): void {
     const items = this.pending;
+    if (items.length === 0) return; // close() committed them already
     this.pending = [];
+    this.lastBatch = items.length;
     const outcomes: ({ ok: true; envelope: MessageEnvelope } | { ok: false; err: unknown })[] = [];
     try {
       this.store.tx(() => {

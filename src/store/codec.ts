@@ -4,11 +4,18 @@
 // a preset dictionary of typical rows (codec-dictionary.ts), which shrinks them four- to
 // six-fold; plain deflate gains little on rows this small.
 //
+// An admitted message's two rows (its envelope and its `message_admitted` event) take a
+// cheaper codec on the admission path: their known phrases replaced by two-byte codes
+// (codec-phrases.ts). Deflate costs a fixed 15 µs or so per row (loading the dictionary into
+// the reset handle, building the block's Huffman trees), most of the CPU a public enqueue
+// spent in the store; the phrase codec costs a few µs and stores these rows as small.
+//
 // A blob's first byte names its codec; decoding never guesses. Text rows stay readable with
 // the sqlite3 shell (`json_extract` works on them); blobs need `holon` to read. Code that
 // reads a body must go through `decodeBody`, never `JSON.parse` the column.
 import { constants, createDeflateRaw, deflateRawSync, inflateRawSync } from "node:zlib";
 import { DICTIONARY_V1 } from "./codec-dictionary.ts";
+import { PHRASES_V1 } from "./codec-phrases.ts";
 
 /**
  * Codec byte 1: raw deflate with an 8 KB window against DICTIONARY_V1. Never reuse or
@@ -32,7 +39,7 @@ export type StoredBody = string | Uint8Array;
  * Bodies encoded since the process started: how many were compressed, and the bytes they
  * stored (text or blob). Plain counters for the SQLite-only cost budgets (test/perf-budget*).
  */
-export const codecCounts = { encoded: 0, compressed: 0, storedBytes: 0 };
+export const codecCounts = { encoded: 0, compressed: 0, phrased: 0, storedBytes: 0 };
 
 /** Encode JSON text for storage: the text itself, or a smaller compressed blob. */
 export function encodeText(json: string): StoredBody {
@@ -122,12 +129,71 @@ export function encodeBody(value: unknown): StoredBody {
   return encodeText(JSON.stringify(value));
 }
 
+/**
+ * Codec byte 2: UTF-8 JSON text with the phrases of PHRASES_V1 replaced by 0x01 and the
+ * phrase's index + 0x20. JSON text never holds a raw control byte (JSON.stringify escapes
+ * them), so the marker cannot be confused with content. Never reuse or renumber it.
+ */
+const PHRASES_V1_CODEC = 2;
+const PHRASE_MARK = "\x01";
+/** Longer rows carry free text, which deflate shrinks and phrases do not: they go to encodeText. */
+export const PHRASE_UP_TO_CHARS = 1024;
+let phraseFind: RegExp | undefined;
+let phraseCode: Map<string, string> | undefined;
+
+/**
+ * Encode a row of an admitted message (its envelope, its `message_admitted` event body):
+ * phrase codes when the row is of the usual size, encodeText for a long one.
+ */
+export function encodeMessageBody(value: unknown): StoredBody {
+  const json = JSON.stringify(value);
+  if (json.length < COMPRESS_FROM_BYTES || json.length > PHRASE_UP_TO_CHARS) {
+    return encodeText(json);
+  }
+  if (json.includes(PHRASE_MARK)) return encodeText(json); // never for JSON.stringify's text
+  if (!phraseFind) {
+    // Longest first: at each position the alternation takes the first phrase that matches.
+    const byLength = PHRASES_V1.map((p, i) => [p, i] as const).sort(
+      (a, b) => b[0].length - a[0].length,
+    );
+    phraseFind = new RegExp(
+      byLength.map(([p]) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"),
+      "g",
+    );
+    phraseCode = new Map(
+      byLength.map(([p, i]) => [p, PHRASE_MARK + String.fromCharCode(0x20 + i)]),
+    );
+  }
+  const codes = phraseCode!;
+  const coded = json.replace(phraseFind, (m) => codes.get(m)!);
+  codecCounts.encoded++;
+  codecCounts.phrased++;
+  const out = Buffer.allocUnsafe(Buffer.byteLength(coded) + 1);
+  out[0] = PHRASES_V1_CODEC;
+  out.write(coded, 1, "utf8");
+  codecCounts.storedBytes += out.length;
+  return out;
+}
+
+function unphrase(coded: string): string {
+  return coded.replace(/\x01([\x20-\x7e])/g, (_, c: string) => {
+    const phrase = PHRASES_V1[c.charCodeAt(0) - 0x20];
+    if (phrase === undefined) throw new Error("stored body has an unknown phrase code");
+    return phrase;
+  });
+}
+
 /** The JSON text of a stored body. */
 export function bodyText(stored: unknown): string {
   if (typeof stored === "string") return stored;
   if (stored instanceof Uint8Array) {
     if (stored[0] === DEFLATE_DICT_V1) {
       return inflateRawSync(stored.subarray(1), INFLATE).toString("utf8");
+    }
+    if (stored[0] === PHRASES_V1_CODEC) {
+      return unphrase(
+        Buffer.from(stored.buffer, stored.byteOffset + 1, stored.length - 1).toString("utf8"),
+      );
     }
     throw new Error(`stored body has unknown codec ${stored[0]}`);
   }

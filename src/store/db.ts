@@ -24,6 +24,7 @@ import { classifyStorageError, StorageHealth } from "./health.ts";
 import { AsksRepo } from "./asks.ts";
 import { LedgerRepo } from "./ledger.ts";
 import { ApprovalsRepo } from "./approvals.ts";
+import { Checkpointer, DEFAULT_CHECKPOINT_OPTIONS, type CheckpointOptions } from "./checkpoint.ts";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -79,12 +80,19 @@ export class Store {
   readonly approvals: ApprovalsRepo;
   /** Live counts at the store's interface (see StoreCounts); calls stay empty until `countCalls()`. */
   readonly counts: StoreCounts = { transactions: 0, calls: {} };
+  /** Moves WAL checkpoints off the committing request (checkpoint.ts); none in memory. */
+  readonly checkpointer: Checkpointer | null;
   private counting = false;
   private depth = 0;
   private pending: CatalogEvent[] = [];
   private readonly listeners = new Set<EventListener>();
 
-  constructor(path: string, clock: Clock, ids: IdSource) {
+  constructor(
+    path: string,
+    clock: Clock,
+    ids: IdSource,
+    opts: { checkpoint?: Partial<CheckpointOptions> } = {},
+  ) {
     if (path !== ":memory:") {
       // Owner-only from the first byte: SQLite gives its WAL and SHM files the database's mode.
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -129,6 +137,15 @@ export class Store {
     this.asks = new AsksRepo(this.db);
     this.ledger = new LedgerRepo(this.db);
     this.approvals = new ApprovalsRepo(this.db);
+    this.checkpointer =
+      path === ":memory:"
+        ? null
+        : new Checkpointer(
+            path,
+            { ...DEFAULT_CHECKPOINT_OPTIONS, ...opts.checkpoint },
+            (pages) => this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.floor(pages)}`),
+            () => this.health.state !== "lost",
+          );
   }
 
   /**
@@ -173,6 +190,7 @@ export class Store {
     } finally {
       this.depth = 0;
     }
+    this.checkpointer?.committed();
     const published = this.pending;
     this.pending = [];
     if (published.length > 0) {
@@ -251,6 +269,7 @@ export class Store {
     // Closing checkpoints the WAL into the database file: never into one that was replaced
     // or truncated under us (the process exits and leaves the WAL as it is).
     this.health.unwatch();
+    this.checkpointer?.close();
     if (this.health.state === "lost") return;
     if (this.db.isOpen) this.db.close();
   }

@@ -6,7 +6,7 @@
 // read back carry the ISO time and the type name as always.
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { EventEnvelope } from "../domain/events.ts";
-import { decodeBody, encodeBody } from "./codec.ts";
+import { decodeBody, encodeBody, encodeMessageBody } from "./codec.ts";
 
 type Row = {
   agent_id: string;
@@ -84,7 +84,8 @@ export class EventsRepo {
       e.id,
       Date.parse(e.ts),
       this.types.idOf(e.type),
-      encodeBody([e.provenance, e.payload]),
+      // An admission's event is phrase-coded like the message row it explains (codec.ts).
+      (e.type === "message_admitted" ? encodeMessageBody : encodeBody)([e.provenance, e.payload]),
     );
   }
 

@@ -7,7 +7,7 @@ import {
   type Priority,
   type QueuedMessage,
 } from "../domain/message.ts";
-import { encodeBody } from "./codec.ts";
+import { encodeMessageBody } from "./codec.ts";
 import { DecodedRows, readBody } from "./json.ts";
 
 type Row = {
@@ -67,7 +67,7 @@ export class MessagesRepo {
       message.agent_id,
       PRIORITY_RANK[message.priority],
       message.created_at,
-      encodeBody(message),
+      encodeMessageBody(message),
     );
     return Number(result.lastInsertRowid);
   }
