@@ -75,8 +75,9 @@ describe("holon run start-up budget", () => {
     // budget, operator commands, mcp) load only for a command line that may need them.
     // 195: the MCP client loads only once a home uses MCP (host/mcp-facade.ts), a provider
     // family's transport at its first send (providers/lazy-transports.ts), and `run` reads
-    // budget flags with the budget command group only when a limit is given.
-    const BUDGET = 195;
+    // budget flags with the budget command group only when a limit is given. 193: the HTTP
+    // client loads only when a host may be running for the home (its runtime file exists).
+    const BUDGET = 193;
     expect(
       own.length,
       `own modules before the first provider request: ${own.length}, budget ${BUDGET} (over by ${own.length - BUDGET})`,
@@ -89,7 +90,8 @@ describe("holon run start-up budget", () => {
     expect(packages).toContain("openai"); // the hook saw the SDK the run does use
     // The project's own subsystems a run with a default config never uses, so never loads:
     // the MCP client and its tool bridge (loaded once a home uses MCP: test/mcp-run.test.ts),
-    // the transports of provider families not configured, and the budget command group.
+    // the transports of provider families not configured, the budget command group, and the
+    // HTTP client (no host runs for this home).
     const unused = [
       "mcp/service.ts",
       "mcp/sdk.ts",
@@ -102,6 +104,8 @@ describe("holon run start-up budget", () => {
       "providers/openai-chat-completions.ts",
       "providers/openai-codex.ts",
       "cli/budget.ts",
+      "cli/connect.ts",
+      "client/client.ts",
     ];
     expect(
       unused.filter((m) => whole.includes(src + m)),

@@ -1,10 +1,10 @@
 // `holon run`: one prompt, one settled turn. Uses the running host when there is one,
 // otherwise hosts the runtime in-process for the length of the run.
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { RunOnceOptions, RunOnceResponse, RunProgress } from "../host/run-once.ts";
-import { resolveHome } from "../host/paths.ts";
+import { homePaths, resolveHome } from "../host/paths.ts";
 import type { CatalogEvent } from "../domain/events.ts";
 import {
   IDLE,
@@ -19,7 +19,6 @@ import {
   type ActivityState,
   type DisplayLevel,
 } from "../client/presentation.ts";
-import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 import { checkPromptSize, readPrompt } from "./prompt-input.ts";
 
@@ -141,7 +140,10 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     interrupt.abort();
   };
   process.on("SIGINT", onSigint);
-  const client = tryConnect(flags);
+  // The client (and its SSE parser) loads only when a host may be running for this home.
+  const client = existsSync(homePaths(resolveHome(flags.home)).runtimeFile)
+    ? (await import("./connect.ts")).tryConnect(flags)
+    : undefined;
   let result: RunOnceResponse;
   try {
     if (client) {
