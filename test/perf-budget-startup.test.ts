@@ -73,7 +73,11 @@ describe("holon run start-up budget", () => {
     // answer against a server's form is part of the composition.
     // 208: the CLI's command groups (config, task, workspace, skills, timer, work, asks,
     // budget, operator commands, mcp) load only for a command line that may need them.
-    const BUDGET = 208;
+    // 195: the MCP client loads only once a home uses MCP (host/mcp-facade.ts), a provider
+    // family's transport at its first send (providers/lazy-transports.ts), and `run` reads
+    // budget flags with the budget command group only when a limit is given. 193: the HTTP
+    // client loads only when a host may be running for the home (its runtime file exists).
+    const BUDGET = 193;
     expect(
       own.length,
       `own modules before the first provider request: ${own.length}, budget ${BUDGET} (over by ${own.length - BUDGET})`,
@@ -84,6 +88,29 @@ describe("holon run start-up budget", () => {
     const loadedForbidden = packages.filter((p) => forbidden.some((f) => f.test(p)));
     expect(loadedForbidden, "packages this run must not load").toEqual([]);
     expect(packages).toContain("openai"); // the hook saw the SDK the run does use
+    // The project's own subsystems a run with a default config never uses, so never loads:
+    // the MCP client and its tool bridge (loaded once a home uses MCP: test/mcp-run.test.ts),
+    // the transports of provider families not configured, the budget command group, and the
+    // HTTP client (no host runs for this home).
+    const unused = [
+      "mcp/service.ts",
+      "mcp/sdk.ts",
+      "mcp/catalog.ts",
+      "mcp/records.ts",
+      "mcp/elicitation.ts",
+      "mcp/results.ts",
+      "tools/mcp/mcp-tool.ts",
+      "providers/anthropic-messages.ts",
+      "providers/openai-chat-completions.ts",
+      "providers/openai-codex.ts",
+      "cli/budget.ts",
+      "cli/connect.ts",
+      "client/client.ts",
+    ];
+    expect(
+      unused.filter((m) => whole.includes(src + m)),
+      "own modules this run must not load",
+    ).toEqual([]);
     // Packages that load at their first use, never before the first provider request: the
     // shell grammar's runtime (at the first command a policy looks at) and the YAML library
     // (at the first front matter to parse). Each was loaded by every `holon run` before.

@@ -1,6 +1,5 @@
 // How CLI commands reach the running host.
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import { ClientError, HolonClient, discover } from "../client/client.ts";
 import { readGeneratedToken } from "../host/files.ts";
 import { homePaths, resolveHome } from "../host/paths.ts";
@@ -49,27 +48,6 @@ export function connect(flags: ClientFlags): HolonClient {
     );
   }
   return client;
-}
-
-/**
- * What is wrong with a state directory before any command touches it, in one line (a file
- * where the directory or one of its parents should be), or undefined when it is usable or
- * can be created. Every command checks it first, so nobody sees a raw EEXIST or ENOTDIR.
- */
-export function homeProblem(home: string, source: string): string | undefined {
-  for (let p = home; ; p = dirname(p)) {
-    let isDir: boolean;
-    try {
-      isDir = statSync(p).isDirectory();
-    } catch {
-      if (dirname(p) === p) return undefined;
-      continue; // missing: created on first use, if its parents allow
-    }
-    if (isDir) return undefined;
-    return p === home
-      ? `${source} ${home} is a file, not a directory; point it at a directory (it is created when missing)`
-      : `${source} ${home} cannot be created: ${p} is a file, not a directory`;
-  }
 }
 
 /** Turn a client error into a CLI error with the server's hint. */

@@ -22,7 +22,7 @@ program.hook("preAction", async (_program, command) => {
   const flag = (command.optsWithGlobals() as { home?: unknown }).home;
   const given = typeof flag === "string" ? flag : process.env.HOLON_HOME;
   if (!given) return;
-  const { homeProblem } = await import("./connect.ts");
+  const { homeProblem } = await import("./output.ts");
   const { resolveHome } = await import("../host/paths.ts");
   const problem = homeProblem(
     resolveHome(given, {}),

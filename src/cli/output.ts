@@ -1,4 +1,6 @@
 // Small helpers every CLI command shares: JSON output, clean failures, the client flags.
+import { statSync } from "node:fs";
+import { dirname } from "node:path";
 import { Option, type Command } from "commander";
 
 export class CliError extends Error {
@@ -45,4 +47,25 @@ export const jsonOption = () => new Option("--json", "print machine-readable JSO
 /** Add --home, --token and --json to a command. */
 export function clientOptions(c: Command): Command {
   return c.addOption(homeOption()).addOption(tokenOption()).addOption(jsonOption());
+}
+
+/**
+ * What is wrong with a state directory before any command touches it, in one line (a file
+ * where the directory or one of its parents should be), or undefined when it is usable or
+ * can be created. Every command checks it first, so nobody sees a raw EEXIST or ENOTDIR.
+ */
+export function homeProblem(home: string, source: string): string | undefined {
+  for (let p = home; ; p = dirname(p)) {
+    let isDir: boolean;
+    try {
+      isDir = statSync(p).isDirectory();
+    } catch {
+      if (dirname(p) === p) return undefined;
+      continue; // missing: created on first use, if its parents allow
+    }
+    if (isDir) return undefined;
+    return p === home
+      ? `${source} ${home} is a file, not a directory; point it at a directory (it is created when missing)`
+      : `${source} ${home} cannot be created: ${p} is a file, not a directory`;
+  }
 }

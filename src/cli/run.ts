@@ -1,10 +1,10 @@
 // `holon run`: one prompt, one settled turn. Uses the running host when there is one,
 // otherwise hosts the runtime in-process for the length of the run.
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { HolonError } from "../domain/errors.ts";
 import type { RunOnceOptions, RunOnceResponse, RunProgress } from "../host/run-once.ts";
-import { resolveHome } from "../host/paths.ts";
+import { homePaths, resolveHome } from "../host/paths.ts";
 import type { CatalogEvent } from "../domain/events.ts";
 import {
   IDLE,
@@ -19,10 +19,8 @@ import {
   type ActivityState,
   type DisplayLevel,
 } from "../client/presentation.ts";
-import { tryConnect } from "./connect.ts";
 import { CliError, printJson } from "./output.ts";
 import { checkPromptSize, readPrompt } from "./prompt-input.ts";
-import { limitsFromFlags } from "./budget.ts";
 
 // Taken with getBuiltinModule: a static ESM import of node:http loads undici (see
 // providers/http-fetch.ts), which a run that talks to a running host never needs.
@@ -68,11 +66,18 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     if (!Number.isInteger(n) || n < 1) throw new CliError("--max-turns must be a positive integer");
     opts.max_turns = n;
   }
-  const budget = limitsFromFlags(
-    { tokens: flags.maxTokens, usd: flags.maxBudgetUsd, time: flags.maxTime },
-    { tokens: "--max-tokens", usd: "--max-budget-usd", rounds: "--max-turns", time: "--max-time" },
-  );
-  if (Object.keys(budget).length > 0) opts.budget = budget;
+  const limits = { tokens: flags.maxTokens, usd: flags.maxBudgetUsd, time: flags.maxTime };
+  if (Object.values(limits).some((v) => v !== undefined)) {
+    // The budget command group (and its HTTP requester) loads only for a run that sets one.
+    const { limitsFromFlags } = await import("./budget.ts");
+    const budget = limitsFromFlags(limits, {
+      tokens: "--max-tokens",
+      usd: "--max-budget-usd",
+      rounds: "--max-turns",
+      time: "--max-time",
+    });
+    if (Object.keys(budget).length > 0) opts.budget = budget;
+  }
   // Relative to this shell, like every path on a command line; the host's cwd means nothing here.
   if (flags.workspaceRoot) opts.workspace_root = existingDir(flags.workspaceRoot);
   if (flags.cwd) opts.cwd = flags.cwd;
@@ -135,7 +140,10 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
     interrupt.abort();
   };
   process.on("SIGINT", onSigint);
-  const client = tryConnect(flags);
+  // The client (and its SSE parser) loads only when a host may be running for this home.
+  const client = existsSync(homePaths(resolveHome(flags.home)).runtimeFile)
+    ? (await import("./connect.ts")).tryConnect(flags)
+    : undefined;
   let result: RunOnceResponse;
   try {
     if (client) {
@@ -213,6 +221,7 @@ async function localRun(
     throw err;
   }
   try {
+    await host.ready(); // the start-up work of subsystems that load on demand (MCP)
     return await runOnce(host, opts, progress, signal, onEvent);
   } catch (err) {
     if (err instanceof HolonError)

@@ -3,6 +3,7 @@
 // forwards), `lan` and `tailnet` (a non-loopback bind; refused without a configured token).
 import { readFileSync, statSync } from "node:fs";
 import { RuntimeHost } from "../host/host.ts";
+import { preloadMcp } from "../host/mcp-facade.ts";
 import { resolveHome } from "../host/paths.ts";
 import { parseAdvertise, resolveAccess, startServer } from "../http/server.ts";
 import { ACCESS_MODES, type AccessMode } from "../http/guard.ts";
@@ -115,12 +116,15 @@ const loadLog = () => import("../host/log.ts");
  * is about to launch a host (`holon daemon start`) can fill the compile cache for it.
  */
 export async function loadServeModules(): Promise<void> {
-  await loadLog();
+  await Promise.all([loadLog(), preloadMcp()]);
 }
 
 export async function serve(flags: ServeFlags): Promise<void> {
   const { home, hostname, port, access, token } = planServe(flags);
 
+  // A long-running host holds the MCP client from its start, whether or not the home uses MCP
+  // yet: its control routes and hot-reloaded config answer synchronously (host/mcp-facade.ts).
+  await preloadMcp();
   let host: RuntimeHost;
   try {
     host = RuntimeHost.open({ home });

@@ -136,6 +136,15 @@ export class RuntimeHost {
     return host;
   }
 
+  /**
+   * Resolves once the start-up work of the subsystems that load on demand is done (an MCP
+   * client the home uses: host/mcp-facade.ts). A host whose modules were preloaded, or whose
+   * home uses none of them, is ready when `open` returns.
+   */
+  async ready(): Promise<void> {
+    await this.services.mcp.ready();
+  }
+
   // The services clients use most, by name.
   get store() {
     return this.services.store;

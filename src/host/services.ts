@@ -15,7 +15,8 @@ import type { RunObserver, TurnExecutor } from "../agent/runtime.ts";
 import type { AgentRecord } from "../domain/agent.ts";
 import { AgentSignals } from "../agent/signals.ts";
 import type { Clock, IdSource } from "../domain/clock.ts";
-import { callProvider, createDefaultTransports } from "../providers/fallback.ts";
+import { callProvider } from "../providers/fallback.ts";
+import { lazyTransports, type LazyTransportSet } from "../providers/lazy-transports.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "../providers/retry.ts";
 import { Store } from "../store/db.ts";
 import { TaskService } from "../tasks/service.ts";
@@ -51,7 +52,6 @@ import { ContinuityService } from "../memory/continuity.ts";
 import { MemoryIndexService } from "../memory/search.ts";
 import { contextLimits, type ContextLimits } from "../memory/budget.ts";
 import { modelMetadata } from "../providers/builtin.ts";
-import type { OpenAIResponsesTransport } from "../providers/openai-responses.ts";
 import { ConfigSource } from "./config.ts";
 import { UsageService } from "./usage.ts";
 import { OperatorTransportService } from "./operator-transport.ts";
@@ -69,8 +69,7 @@ import { SpendLedger, returnReservation, roundCost } from "../budget/ledger.ts";
 import { BUDGET_WINDOW, BudgetGate } from "../budget/gate.ts";
 import { BudgetControl } from "../budget/control.ts";
 import { estimateRequest } from "../memory/tokens.ts";
-import { McpService } from "../mcp/service.ts";
-import { McpToolBridge } from "../tools/mcp/mcp-tool.ts";
+import { McpFacade } from "./mcp-facade.ts";
 import { commandEnvOf } from "../tasks/command-policy.ts";
 import { readFileSync } from "node:fs";
 import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
@@ -177,13 +176,14 @@ export function buildServices(opts: ServiceOptions) {
     signals,
     deadlines: scheduler,
     expiryHours: () => config.current().values.asks.expiry_hours,
-    effects: () => [workAsks, approvals, consent, mcp.elicitations],
+    effects: () => [workAsks, approvals, consent, ...mcp.askEffects()],
   });
   handlers.set(ASK_EXPIRY, asks.expiryHandler());
   const work = new WorkService({ store, deadlines: scheduler, ingress, asks });
   // MCP servers: owned processes per (agent, server), confined like commands; workspace
-  // servers wait for the operator's consent, an ask of kind approval.
-  const mcp: McpService = new McpService({
+  // servers wait for the operator's consent, an ask of kind approval. The client loads only
+  // once the home uses MCP (mcp-facade.ts).
+  const mcp: McpFacade = new McpFacade({
     home: opts.home,
     runDir: paths.runDir,
     config: () => config.current().values.mcp,
@@ -198,12 +198,12 @@ export function buildServices(opts: ServiceOptions) {
     consent: () => consent,
     now: () => opts.clock.now(),
   });
-  const mcpTools = new McpToolBridge(mcp);
   const workAsks = new WorkAskEffects({ store, work, deadlines: scheduler });
   // Context management: the request budget per model and turn-local compaction.
   const contextLimitsOf = (agent: { model_override?: string | null | undefined }) =>
     agentContextLimits(config, agent.model_override ?? null);
-  const transports = createDefaultTransports(); // one set per host, shared with compaction
+  // One set per host, shared with compaction; each family's module loads at its first use.
+  const transports = lazyTransports();
   const compactor = new TurnCompactor({
     // PreCompact hooks (the leash is built below; this runs only once turns do).
     beforeCompact: (agent, info) => leash.preCompact(agent, info),
@@ -216,11 +216,7 @@ export function buildServices(opts: ServiceOptions) {
         .find((x) => x.unavailable_reason === undefined);
       if (c?.transport !== "openai_responses") return null;
       const started = opts.clock.now().getTime();
-      const res = await (transports.openai_responses as OpenAIResponsesTransport).compact(
-        c,
-        request,
-        signal,
-      );
+      const res = await (await transports.openai_responses.loaded()).compact(c, request, signal);
       // A compaction is a provider call too: its ledger row (the provider reports no usage
       // for it, so its input is the request's estimate).
       if (res.ok) {
@@ -385,7 +381,7 @@ export function buildServices(opts: ServiceOptions) {
           skills.noteToolCall(call);
           compactor.noteToolCall(call);
         },
-        extraTools: (agent) => mcpTools.toolsFor(agent),
+        extraTools: (agent) => mcp.toolsFor(agent),
         // Profile narrowing: an agent at the spawn depth limit does not see SpawnAgent.
         hiddenTools: (agent) =>
           (agent.spawn_depth ?? 0) >= config.current().values.agents.max_spawn_depth
@@ -643,11 +639,7 @@ function agentContextLimits(config: ConfigSource, override: string | null): Cont
 }
 
 /** One set of provider transports per host (the OpenAI one keeps continuation memory). */
-function modelCall(
-  env: NodeJS.ProcessEnv,
-  clock: Clock,
-  transports: ReturnType<typeof createDefaultTransports>,
-): ModelCall {
+function modelCall(env: NodeJS.ProcessEnv, clock: Clock, transports: LazyTransportSet): ModelCall {
   // Tunables of the retry loop (docs/providers.md); unset keeps the defaults.
   const policy: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
   const cap = positiveInt(env.HOLON_PROVIDER_RETRY_AFTER_CAP_MS);

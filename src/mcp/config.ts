@@ -9,7 +9,11 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { stableJson } from "../providers/model.ts";
-import { DEFAULT_ELICITATION_TIMEOUT_MS, MAX_ELICITATION_TIMEOUT_MS } from "./elicitation.ts";
+
+/** How long a tool call waits on the operator's answer to an elicitation (src/mcp/elicitation.ts). */
+export const DEFAULT_ELICITATION_TIMEOUT_MS = 5 * 60_000;
+/** A turn waits on a person at most an hour per elicitation; longer work is a work item's ask. */
+export const MAX_ELICITATION_TIMEOUT_MS = 60 * 60_000;
 
 /** Server names: what `mcp__<server>__<tool>` is built from; kept short and plain. */
 export const SERVER_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;

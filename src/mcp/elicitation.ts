@@ -15,9 +15,8 @@ import type { AskRecord } from "../domain/ask.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { AskCredential, AskDecision, AskEffects } from "../asks/service.ts";
 
-export const DEFAULT_ELICITATION_TIMEOUT_MS = 5 * 60_000;
-/** A turn waits on a person at most an hour per elicitation; longer work is a work item's ask. */
-export const MAX_ELICITATION_TIMEOUT_MS = 60 * 60_000;
+// Its timeouts are settings: they live with the config schema (mcp/config.ts), which every
+// start reads, while this module loads only with the MCP client.
 /** Elicitations one tool call may make; more are declined (a server looping on the user). */
 export const MAX_ELICITATIONS_PER_CALL = 3;
 

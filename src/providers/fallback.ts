@@ -10,12 +10,9 @@ import {
   type ProviderAttemptTimeline,
   type ProviderFailureKind,
 } from "../domain/provider.ts";
-import { createAnthropicMessagesTransport } from "./anthropic-messages.ts";
 import { ProviderError, scrub, secretsOf } from "./errors.ts";
+import { lazyTransports } from "./lazy-transports.ts";
 import type { ProviderRequest, ProviderResponse, TransportClient } from "./model.ts";
-import { createOpenAIChatCompletionsTransport } from "./openai-chat-completions.ts";
-import { createOpenAICodexTransport } from "./openai-codex.ts";
-import { createOpenAIResponsesTransport } from "./openai-responses.ts";
 import { DEFAULT_RETRY_POLICY, runCandidate, type RetryClock, type RetryPolicy } from "./retry.ts";
 import type { ModelCandidate, ProviderTransport } from "./types.ts";
 
@@ -26,12 +23,7 @@ export type TransportSet = Partial<Record<ProviderTransport, TransportClient>>;
  * transport remembers the last exchange per cache scope for `previous_response_id`.
  */
 export function createDefaultTransports(): Record<ProviderTransport, TransportClient> {
-  return {
-    openai_responses: createOpenAIResponsesTransport(),
-    openai_chat_completions: createOpenAIChatCompletionsTransport(),
-    anthropic_messages: createAnthropicMessagesTransport(),
-    openai_codex_responses: createOpenAICodexTransport(),
-  };
+  return lazyTransports(); // each family's module loads at its first send
 }
 
 export type CallProviderArgs = {

@@ -78,7 +78,7 @@ export interface ToolServices {
   agents: AgentPlane;
   memory: MemoryIndexService;
   /** MCP servers (src/mcp/): the catalog bridge in tools/mcp/ calls through it. */
-  mcp?: McpService;
+  mcp?: Pick<McpService, "call">;
 }
 
 /**

@@ -9,6 +9,12 @@ import { McpToolBridge } from "../../src/tools/mcp/mcp-tool.ts";
 import { ToolRegistry, dispatch } from "../../src/tools/registry.ts";
 import { REPO_ROOT } from "./home.ts";
 import { toolContext } from "./tool-context.ts";
+import { preloadMcp } from "../../src/host/mcp-facade.ts";
+
+// Hosts these tests open in process hold the MCP client from their start, as `holon serve`
+// does (they read its status right after opening); the on-demand path `holon run` takes is
+// test/mcp-run.test.ts.
+await preloadMcp();
 
 export const NODE = process.execPath;
 export const EVERYTHING = join(

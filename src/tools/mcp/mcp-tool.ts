@@ -61,10 +61,10 @@ function definition(entry: CatalogEntry): ToolDefinition<typeof Args> {
 
 /** Kept per agent: the definitions of its current catalog, rebuilt when the catalog changed. */
 export class McpToolBridge {
-  readonly #service: McpService;
+  readonly #service: Pick<McpService, "catalog">;
   readonly #kept = new Map<string, { key: string; defs: readonly ToolDefinition[] }>();
 
-  constructor(service: McpService) {
+  constructor(service: Pick<McpService, "catalog">) {
     this.#service = service;
   }
 
