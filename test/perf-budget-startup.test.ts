@@ -63,6 +63,9 @@ describe("holon run start-up budget", () => {
     const { before, whole } = await run();
     const src = new URL("src/", `file://${REPO_ROOT}/`).href;
     const own = before.filter((u) => u.startsWith(src));
+    // HOLON_PRINT_BUDGETS=1 prints the own modules, to see what a budget counts.
+    if (process.env.HOLON_PRINT_BUDGETS)
+      console.log(own.map((u) => u.slice(src.length)).join("\n"));
     // Budget: the project's own modules loaded before the first provider request. Measured
     // at 195 (issue 32); raise it in the commit that needs more, and say why. 216: the MCP
     // client (src/mcp/, 10 modules, its SDK still lazy), the `holon mcp` command group (2),
@@ -77,7 +80,11 @@ describe("holon run start-up budget", () => {
     // family's transport at its first send (providers/lazy-transports.ts), and `run` reads
     // budget flags with the budget command group only when a limit is given. 193: the HTTP
     // client loads only when a host may be running for the home (its runtime file exists).
-    const BUDGET = 193;
+    // 196: the store's checkpoint watcher (store/checkpoint.ts: it moves WAL checkpoints off
+    // the committing request, its worker thread starts only past 4 MB of WAL), the phrase
+    // table admitted rows are encoded with (store/codec-phrases.ts), and the trace links'
+    // repository, which retention now caps by size (store/trace-links.ts).
+    const BUDGET = 196;
     expect(
       own.length,
       `own modules before the first provider request: ${own.length}, budget ${BUDGET} (over by ${own.length - BUDGET})`,

@@ -134,19 +134,29 @@ export class McpFacade {
     return this.#real ? [this.#real.elicitations] : [];
   }
 
-  /** Host variables MCP definitions read (withheld from commands); no client needed. */
+  #envNames: { config: object; consent: number; names: string[] } | null = null;
+
+  /**
+   * Host variables MCP definitions read (withheld from commands); no client needed. Read per
+   * command, so kept like the client keeps it: until the configuration or the consent store
+   * changes (an agent's own servers change only through the loaded client).
+   */
   referencedEnvNames(): readonly string[] {
     if (this.#real) return this.#real.referencedEnvNames();
+    const config = this.#deps.config();
+    const consent = this.#deps.consent?.();
+    const version = consent?.version ?? 0;
+    const kept = this.#envNames;
+    if (kept && kept.config === config && kept.consent === version) return kept.names;
     const names = new Set<string>();
-    const { store } = this.#deps;
-    for (const g of store.approvals.grantsIn("mcp_server", "granted", 1_000))
+    for (const g of consent?.grants("mcp_server", "granted") ?? [])
       for (const n of envNamesIn(g.definition)) names.add(n);
-    for (const def of Object.values(this.#deps.config().servers))
-      for (const n of envNamesOf(def)) names.add(n);
-    for (const a of store.agents.list())
+    for (const def of Object.values(config.servers)) for (const n of envNamesOf(def)) names.add(n);
+    for (const a of this.#deps.store.agents.list())
       for (const def of Object.values(a.mcp?.servers ?? {}))
         for (const n of envNamesOf(def as ServerDefinition)) names.add(n);
-    return [...names].sort();
+    this.#envNames = { config, consent: version, names: [...names].sort() };
+    return this.#envNames.names;
   }
 
   async toolsFor(agent: AgentRecord): Promise<readonly ToolDefinition[]> {
