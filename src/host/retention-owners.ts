@@ -26,19 +26,25 @@ export const TABLE_OWNERS: Readonly<Record<string, Owner>> = {
   spend_ledger: { rule: "retention", family: "ledger" },
   agent_tombstones: { rule: "retention", family: "events" }, // removed with the events they explain
   agents: { rule: "per", of: "agent (removed by agent delete)" },
-  agent_skills: { rule: "per", of: "agent and active skill" },
-  agent_workspaces: { rule: "per", of: "agent and attached workspace" },
-  work_agent_state: { rule: "per", of: "agent" },
-  working_memory: { rule: "per", of: "agent" },
+  agent_skills: { rule: "per", of: "live agent and active skill (removed by agent delete)" },
+  agent_workspaces: {
+    rule: "per",
+    of: "live agent and attached workspace (removed by agent delete)",
+  },
+  work_agent_state: { rule: "per", of: "live agent (removed by agent delete)" },
+  working_memory: { rule: "per", of: "live agent (removed by agent delete)" },
   retention_floors: {
     rule: "per",
     of: "live agent and retention family, plus one row (its events' floor) per deleted agent id, so a re-created id never repeats an event number",
   },
   deadlines: { rule: "per", of: "armed deadline (removed when it fires or is cancelled)" },
-  timers: { rule: "per", of: "active timer, plus a bounded number of finished ones per agent" },
+  timers: {
+    rule: "per",
+    of: "active timer, plus a bounded number of finished ones per live agent (removed by agent delete)",
+  },
   external_triggers: {
     rule: "per",
-    of: "live trigger, plus a bounded number of revoked ones per agent",
+    of: "live trigger, plus a bounded number of revoked ones per live agent (removed by agent delete)",
   },
   work_items: {
     rule: "per",

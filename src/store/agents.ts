@@ -18,12 +18,21 @@ export class AgentsRepo {
       "INSERT INTO agents (agent_id, data) VALUES (?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
     );
     this.listStmt = db.prepare("SELECT data FROM agents ORDER BY agent_id");
-    // Deletion removes the live rows; events, briefs, transcript and tasks stay as audit.
+    // Deletion removes the live rows and the agent's own state, which an agent created later
+    // under the same id must not inherit (its working memory, work state, active skills,
+    // attached workspaces, cancelled timers and revoked triggers); events, briefs,
+    // transcript, tasks, work items and asks stay as audit, under their own retention.
     this.removeStmts = [
-      db.prepare("DELETE FROM agents WHERE agent_id = ?"),
-      db.prepare("DELETE FROM messages WHERE agent_id = ?"),
-      db.prepare("DELETE FROM deadlines WHERE agent_id = ?"),
-    ];
+      "agents",
+      "messages",
+      "deadlines",
+      "working_memory",
+      "work_agent_state",
+      "agent_skills",
+      "agent_workspaces",
+      "timers",
+      "external_triggers",
+    ].map((table) => db.prepare(`DELETE FROM ${table} WHERE agent_id = ?`));
     this.tombstoneStmt = db.prepare(
       "INSERT INTO agent_tombstones (agent_id, deleted_at, data) VALUES (?, ?, ?)",
     );
