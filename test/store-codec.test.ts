@@ -146,4 +146,20 @@ describe("the phrase codec of admitted messages", () => {
   it("an unknown codec byte is refused, never guessed", () => {
     expect(() => bodyText(new Uint8Array([9, 1, 2]))).toThrow(/unknown codec 9/);
   });
+
+  it("reads through one reused inflate handle: rows of every size, then a damaged one, then more", () => {
+    const rows = Array.from({ length: 300 }, (_, i) =>
+      JSON.stringify({ type: "brief_created", n: i, text: "word ".repeat((i * 37) % 9000) }),
+    );
+    for (const r of rows) {
+      const stored = encodeText(r);
+      expect(bodyText(stored)).toBe(r);
+    }
+    // A blob cut short fails as inflateRawSync fails; the next read works on a new handle.
+    const blob = encodeText(rows[250]!) as Uint8Array;
+    expect(blob[0]).toBe(1);
+    expect(() => bodyText(blob.subarray(0, 6))).toThrow(/unexpected end of file/);
+    expect(bodyText(blob)).toBe(rows[250]);
+    expect(bodyText(encodeText(rows[3]!))).toBe(rows[3]);
+  });
 });
