@@ -7,46 +7,16 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { recordRuntimeFailure } from "../src/agent/briefs.ts";
-import type { TurnExecutor } from "../src/agent/runtime.ts";
-import { systemClock, type Clock } from "../src/domain/clock.ts";
-import type { EpisodeRecord } from "../src/domain/memory.ts";
+import { episodeRecord, fakeClock, parked } from "./helpers/history.ts";
 import { cleanupHomes, runCli, startRuntime } from "./helpers/home.ts";
 
 afterAll(cleanupHomes);
 
 const DAY = 86_400_000;
 const T0 = Date.parse("2026-06-01T00:00:00.000Z");
-const parked: TurnExecutor = { run: () => new Promise(() => {}) };
-
-function fakeClock(): Clock & { set(ms: number): void } {
-  let now = T0;
-  return { now: () => new Date(now), sleep: systemClock.sleep, set: (ms) => (now = ms) };
-}
-
-function episode(agentId: string, n: number, at: string): EpisodeRecord {
-  return {
-    id: `ep_${agentId}_${n}`,
-    agent_id: agentId,
-    created_at: at,
-    started_at: at,
-    turn_range: [n, n],
-    message_count_range: [n, n],
-    work_item_id: null,
-    workspace_id: null,
-    files: [],
-    commands: [],
-    verification: [],
-    decisions: [],
-    carry_forward: [],
-    waiting: null,
-    boundary: "cap",
-    summary: `episode ${n}`,
-  };
-}
-
 describe("retention floors of deleted agents", () => {
   it("a deleted agent keeps one floor, its events'; a re-created agent of that name goes on numbering after it", async () => {
-    const clock = fakeClock();
+    const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
@@ -77,7 +47,7 @@ describe("retention floors of deleted agents", () => {
       for (const agentId of ["scout", "main"]) {
         for (let i = 1; i <= 3; i++) {
           recordRuntimeFailure(store, { agent_id: agentId, summary: `failure ${i}` });
-          store.tx(() => store.memory.addEpisode(episode(agentId, i, clock.now().toISOString())));
+          store.tx(() => store.memory.addEpisode(episodeRecord(agentId, i, clock.now())));
         }
       }
       const day = { max_age_days: 1 };

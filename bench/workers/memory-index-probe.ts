@@ -24,9 +24,8 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { recordRuntimeFailure } from "../../src/agent/briefs.ts";
-import type { TurnExecutor } from "../../src/agent/runtime.ts";
-import type { EpisodeRecord } from "../../src/domain/memory.ts";
 import { RuntimeHost } from "../../src/host/host.ts";
+import { episodeRecord, parked } from "../../test/helpers/history.ts";
 
 const agentCount = Number(process.argv[2] ?? 50);
 const rounds = Number(process.argv[3] ?? 20);
@@ -38,7 +37,6 @@ const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with --expose-gc");
 
 const home = mkdtempSync(join(tmpdir(), "holon-memory-index-probe-"));
-const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 const host = RuntimeHost.open({ home, executor: () => parked, autostartAgents: false });
 const store = host.store;
 const words = ["deploy", "retry", "budget", "cache", "schema", "rollback", "timer", "lease"];
@@ -52,25 +50,7 @@ for (const id of agents) {
   for (let n = 1; n <= records; n++) {
     const w = words[n % words.length]!;
     recordRuntimeFailure(store, { agent_id: id, summary: `failure ${n}: ${w} ${"z".repeat(200)}` });
-    const at = store.clock.now().toISOString();
-    const episode: EpisodeRecord = {
-      id: `ep_${id}_${n}`,
-      agent_id: id,
-      created_at: at,
-      started_at: at,
-      turn_range: [n, n],
-      message_count_range: [n, n],
-      work_item_id: null,
-      workspace_id: null,
-      files: [],
-      commands: [],
-      verification: [],
-      decisions: [],
-      carry_forward: [],
-      waiting: null,
-      boundary: "cap",
-      summary: `episode ${n} about ${w} ${"x".repeat(400)}`,
-    };
+    const episode = episodeRecord(id, n, store.clock.now(), { topic: w });
     store.tx(() => store.memory.addEpisode(episode));
   }
   const dir = join(store.agents.get(id)!.agent_home, "memory");

@@ -15,12 +15,7 @@ import { join } from "node:path";
 import type { AgentRecord } from "../domain/agent.ts";
 import { HolonError } from "../domain/errors.ts";
 import type { AskEffects } from "../asks/service.ts";
-import {
-  envNamesIn,
-  envNamesOf,
-  WORKSPACE_MCP_FILE,
-  type ServerDefinition,
-} from "../mcp/config.ts";
+import { referencedEnvNamesOf, WORKSPACE_MCP_FILE, type ServerDefinition } from "../mcp/config.ts";
 import type { AgentCatalog, McpDeps, McpService, ServerView, TestReport } from "../mcp/service.ts";
 import type { McpToolBridge } from "../tools/mcp/mcp-tool.ts";
 import type { ToolDefinition } from "../tools/registry.ts";
@@ -148,15 +143,15 @@ export class McpFacade {
     const version = consent?.version ?? 0;
     const kept = this.#envNames;
     if (kept && kept.config === config && kept.consent === version) return kept.names;
-    const names = new Set<string>();
-    for (const g of consent?.grants("mcp_server", "granted") ?? [])
-      for (const n of envNamesIn(g.definition)) names.add(n);
-    for (const def of Object.values(config.servers)) for (const n of envNamesOf(def)) names.add(n);
-    for (const a of this.#deps.store.agents.list())
-      for (const def of Object.values(a.mcp?.servers ?? {}))
-        for (const n of envNamesOf(def as ServerDefinition)) names.add(n);
-    this.#envNames = { config, consent: version, names: [...names].sort() };
-    return this.#envNames.names;
+    const names = referencedEnvNamesOf(
+      consent?.grants("mcp_server", "granted") ?? [],
+      config.servers,
+      this.#deps.store.agents
+        .list()
+        .map((a) => (a.mcp?.servers ?? {}) as Record<string, ServerDefinition>),
+    );
+    this.#envNames = { config, consent: version, names };
+    return names;
   }
 
   async toolsFor(agent: AgentRecord): Promise<readonly ToolDefinition[]> {

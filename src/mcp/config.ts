@@ -196,6 +196,23 @@ export function envNamesOf(def: ServerDefinition): string[] {
 }
 
 /**
+ * Every host variable MCP definitions read, sorted: those of the approved workspace servers
+ * (their stored grants), the host's servers and each agent's own. Withheld from commands.
+ */
+export function referencedEnvNamesOf(
+  grants: Iterable<{ definition: unknown }>,
+  hostServers: Record<string, ServerDefinition>,
+  agentServerSets: Iterable<Record<string, ServerDefinition>>,
+): string[] {
+  const names = new Set<string>();
+  for (const g of grants) for (const n of envNamesIn(g.definition)) names.add(n);
+  for (const def of Object.values(hostServers)) for (const n of envNamesOf(def)) names.add(n);
+  for (const servers of agentServerSets)
+    for (const def of Object.values(servers)) for (const n of envNamesOf(def)) names.add(n);
+  return [...names].sort();
+}
+
+/**
  * Host environment variables named anywhere in a value (every string, at any depth): what a
  * stored consent grant's definition or reference list reads.
  */

@@ -42,8 +42,7 @@ import {
   WORKSPACE_MCP_MAX_BYTES,
   definitionDigest,
   describeDefinition,
-  envNamesIn,
-  envNamesOf,
+  referencedEnvNamesOf,
   expand,
   parseDefinition,
   parseWorkspaceFile,
@@ -284,15 +283,13 @@ export class McpService {
     const consent = this.#deps.consent?.();
     const version = this.#agentsVersion * 1_000_003 + (consent?.version ?? 0);
     if (kept && kept.config === config && kept.version === version) return kept.names;
-    const names = new Set<string>();
-    for (const g of consent?.grants("mcp_server", "granted") ?? [])
-      for (const n of envNamesIn(g.definition)) names.add(n);
-    for (const def of Object.values(config.servers)) for (const n of envNamesOf(def)) names.add(n);
-    for (const a of this.#deps.store.agents.list())
-      for (const def of Object.values(agentServers(a)))
-        for (const n of envNamesOf(def)) names.add(n);
-    this.#envNames = { config, version, names: [...names].sort() };
-    return this.#envNames.names;
+    const names = referencedEnvNamesOf(
+      consent?.grants("mcp_server", "granted") ?? [],
+      config.servers,
+      this.#deps.store.agents.list().map(agentServers),
+    );
+    this.#envNames = { config, version, names };
+    return names;
   }
 
   /**

@@ -49,12 +49,15 @@ export function historyRound(
   return m.id;
 }
 
-/** Context episode `n` of an agent, made at `at`, its summary padded to about `padding` characters. */
+/**
+ * Context episode `n` of an agent, made at `at`, its summary (about `topic`, when given)
+ * padded to about `padding` characters.
+ */
 export function episodeRecord(
   agentId: string,
   n: number,
   at: Date,
-  opts: { id?: string; padding?: number } = {},
+  opts: { id?: string; padding?: number; topic?: string } = {},
 ): EpisodeRecord {
   return {
     id: opts.id ?? `ep_${agentId}_${n}`,
@@ -72,7 +75,7 @@ export function episodeRecord(
     carry_forward: [],
     waiting: null,
     boundary: "cap",
-    summary: `episode ${n} ${"x".repeat(opts.padding ?? 400)}`,
+    summary: `episode ${n}${opts.topic ? ` about ${opts.topic}` : ""} ${"x".repeat(opts.padding ?? 400)}`,
   };
 }
 
