@@ -28,6 +28,11 @@ afterAll(async () => {
   cleanupHomes();
 });
 
+/** A model request of a turn (a Responses request with its input list). */
+function isTurnRequest(req: RecordedRequest): boolean {
+  return req.method === "POST" && Array.isArray((req.body as { input?: unknown })?.input);
+}
+
 /** Tool results (function_call_output) in a Responses request, in order. */
 function toolOutputs(req: RecordedRequest): string[] {
   return (req.body.input as any[])
@@ -82,11 +87,18 @@ describe("task plane end to end", () => {
       text: "run the slow command",
     });
     expect(prompt.status).toBe(202);
-    await waitFor(() => fake.requests.length - before >= 5, {
+    await waitFor(() => fake.requests.slice(before).filter(isTurnRequest).length >= 5, {
       what: "the task_result turn to reach the model",
       timeoutMs: 20_000,
     });
-    const sent = fake.requests.slice(before);
+    // The turn's model requests. A request without an `input` list was seen once in a CI run
+    // (1 in some 30 runs, never locally): say what it was, for whoever looks next, and
+    // judge the turn by its model requests.
+    const sent = fake.requests.slice(before).filter((r) => {
+      if (!isTurnRequest(r))
+        console.warn(`not a turn request: ${r.method} ${r.path} ${r.raw.slice(0, 300)}`);
+      return isTurnRequest(r);
+    });
 
     const promoted = toolOutputs(sent[1]!).at(-1)!;
     expect(promoted).toContain("continues as a background task");
