@@ -92,7 +92,7 @@ describe("task plane end to end", () => {
       timeoutMs: 20_000,
     });
     // The turn's model requests. A request without an `input` list was seen once in a CI run
-    // (1 in some 30 runs, never locally): say what it was, for whoever looks next, and
+    // (not reproduced in eleven local runs): say what it was, for whoever looks next, and
     // judge the turn by its model requests.
     const sent = fake.requests.slice(before).filter((r) => {
       if (!isTurnRequest(r))
