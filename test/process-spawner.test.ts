@@ -197,16 +197,7 @@ echo; echo oops >&2; exit 7`;
 });
 
 describe("the spawn helper of a daemon", () => {
-  /** Live processes whose parent is `ppid`. */
-  function childrenOf(ppid: number): number[] {
-    const out: number[] = [];
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      const st = readProcStat(Number(name));
-      if (st && st.ppid === ppid && st.state !== "Z") out.push(st.pid);
-    }
-    return out;
-  }
+  const childrenOf = liveChildrenOf;
 
   it.each(["SIGTERM", "SIGKILL"] as const)(
     "starts with `holon serve` and leaves nothing behind after %s",
