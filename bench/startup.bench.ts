@@ -1,4 +1,5 @@
-// Start-up of the shipped entry point, as ratios in one run: `holon --version` and
+// Start-up of the shipped entry point, launched as an installed `holon` is (through its
+// launcher, see run()), as ratios in one run: `holon --version` and
 // `holon --help` against a bare `node -e 0` (runs interleaved in pairs, so drift on a busy
 // machine hits both), from the sources (a checkout) and from the build (dist/, what an
 // installed package runs: built first with `npm run build` when missing); and `holon run`
@@ -8,7 +9,7 @@
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { round, summarize } from "./lib/stats.ts";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 import { ensureDist } from "./lib/proc.ts";
@@ -90,10 +91,23 @@ function scanTreeRssKb(root: number): number {
   return total;
 }
 
+/**
+ * Runs `args` under Node, or, when they start with the `holon` entry point, through that
+ * launcher as an installed `holon` starts: `sh` reads bin/holon.js's first lines (Node flags
+ * such as the young generation's size, malloc tuning) and execs `node` from PATH, here the
+ * Node running the bench. Timing `node bin/holon.js` instead would skip those flags, which
+ * changes the run's memory (a larger young generation) and so its RSS.
+ */
 function run(args: string[], env: NodeJS.ProcessEnv, sampleRss = false): Promise<Run> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    const viaLauncher = args[0]?.endsWith(join("bin", "holon.js")) ?? false;
+    const child = spawn(viaLauncher ? "/bin/sh" : process.execPath, args, {
+      env: viaLauncher
+        ? { ...env, PATH: `${dirname(process.execPath)}:${env.PATH ?? process.env.PATH ?? ""}` }
+        : env,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let stderr = "";
     let peakKb = 0;
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
