@@ -36,18 +36,20 @@ const STREAMING: ProviderTransport[] = [
 describe("streams under an idle timeout", () => {
   for (const transport of STREAMING) {
     it(`a slow stream longer than the idle timeout succeeds (${transport})`, async () => {
-      fake.enqueue({ ...reply.text("slow but steady answer"), event_delay_ms: 60 });
+      // Every stream has five or more events: 100 ms apart they outlast the 400 ms idle limit
+      // while each gap leaves 300 ms of slack for a loaded machine's stalls.
+      fake.enqueue({ ...reply.text("slow but steady answer"), event_delay_ms: 100 });
       const t0 = performance.now();
       const result = await callProvider({
         candidates: [candidateFor(fake, transport)],
         request: baseRequest(),
         transports: createDefaultTransports(),
         clock: fakeClock(),
-        policy: { ...DEFAULT_RETRY_POLICY, idle_timeout_ms: 250, max_retries: 0 },
+        policy: { ...DEFAULT_RETRY_POLICY, idle_timeout_ms: 400, max_retries: 0 },
       });
       expect(result.ok, JSON.stringify(!result.ok && result.failure)).toBe(true);
       if (!result.ok) return;
-      expect(performance.now() - t0).toBeGreaterThan(250); // longer than the idle limit
+      expect(performance.now() - t0).toBeGreaterThan(400); // longer than the idle limit
       expect(result.response.blocks).toEqual([
         { type: "assistant_text", text: "slow but steady answer" },
       ]);
