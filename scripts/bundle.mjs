@@ -5,10 +5,10 @@
 //
 // It is built from the sources (src/, TypeScript that is erasable syntax only, so esbuild's
 // output is what Node's type stripping runs from a checkout) by scripts/build.mjs, and by
-// test/bundle.test.ts into a scratch layout, with this one function, so the test measures
+// test/perf-budget-startup.test.ts into a scratch layout, with this one function, so the test measures
 // what ships. `splitting` keeps every lazy `await import()` lazy: the code only it reaches
 // becomes chunks loaded at its first use, never before.
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { build } from "esbuild";
 
@@ -64,9 +64,9 @@ export function copySourceAssets(src, out) {
 }
 
 /**
- * Bundles `src/cli/main.ts` into `out/bundle/` (entry `main.js`, chunks beside it) and writes
- * esbuild's metafile there as `meta.json`: which source and package files went into which
- * chunk, for the start-up guard (test/bundle.test.ts). Returns the metafile.
+ * Bundles `src/cli/main.ts` into `out/bundle/` (entry `main.js`, chunks beside it). Returns
+ * esbuild's metafile: which source and package files (paths relative to the directory that
+ * holds `src`) went into which chunk, for the start-up guard (test/perf-budget-startup.test.ts).
  */
 export async function bundleCli({ src, out }) {
   const bundleDir = join(out, "bundle");
@@ -83,10 +83,10 @@ export async function bundleCli({ src, out }) {
     banner: { js: BANNER },
     plugins: [moduleUrls({ src, out, bundleDir })],
     metafile: true,
+    absWorkingDir: join(src, ".."),
     logLevel: "warning",
     legalComments: "inline",
   });
-  writeFileSync(join(bundleDir, "meta.json"), JSON.stringify(result.metafile));
   return result.metafile;
 }
 
