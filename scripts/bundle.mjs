@@ -8,7 +8,7 @@
 // test/perf-budget-startup.test.ts into a scratch layout, with this one function, so the test measures
 // what ships. `splitting` keeps every lazy `await import()` lazy: the code only it reaches
 // becomes chunks loaded at its first use, never before.
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { build } from "esbuild";
 
@@ -70,6 +70,7 @@ export function copySourceAssets(src, out) {
  */
 export async function bundleCli({ src, out }) {
   const bundleDir = join(out, "bundle");
+  rmSync(bundleDir, { recursive: true, force: true }); // no chunk of an earlier build stays
   const result = await build({
     entryPoints: { main: join(src, "cli", "main.ts") },
     bundle: true,
