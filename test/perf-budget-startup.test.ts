@@ -45,9 +45,13 @@ function packageOf(url: string): string | null {
   return m ? m[1]! : null;
 }
 
-async function run(bin = HOLON_BIN): Promise<{ before: string[]; whole: string[] }> {
+async function run(
+  bin = HOLON_BIN,
+  transport: "openai_responses" | "anthropic_messages" = "openai_responses",
+): Promise<{ before: string[]; whole: string[] }> {
   const home = tempHome();
-  await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+  const wire = transport === "anthropic_messages" ? "anthropic" : "openai";
+  await configureFakeProvider(home, transport, fake.baseUrl(wire));
   const hooks = join(home, "module-hooks.mjs");
   writeFileSync(hooks, HOOKS);
   fake.enqueue(reply.text("hello back"));
@@ -260,5 +264,14 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     ]);
     packages.delete(null);
     expect([...packages]).toEqual(HELP_PACKAGES);
+  }, 60_000);
+
+  // The provider SDKs are bundled, each in chunks of its own: a run loads the chunks of the
+  // family it talks to only (from the sources: test/provider-sdk-loading.test.ts).
+  it("a run against an Anthropic provider loads the chunks of the Anthropic SDK, never the OpenAI SDK's", async () => {
+    const { whole } = await run(join(pkg, "bin", "holon.js"), "anthropic_messages");
+    const packages = new Set(inputsOf(whole).inputs.map((i) => packageOf(`/${i}`)));
+    expect(packages).toContain("@anthropic-ai/sdk");
+    expect(packages).not.toContain("openai");
   }, 60_000);
 });
