@@ -1,13 +1,13 @@
 // The CLI as an esbuild bundle (`dist/bundle/`), what an installed `holon` runs. Node resolves,
 // reads and links every module it loads, one at a time, and `holon run` loaded some 300 of
-// them before its first model request (tsc's output plus the packages): that loader work was
-// a large share of its start-up. The bundle packs the same code into a few dozen files.
+// them from tsc's output and the packages before its first model request: that loader work
+// was a large share of its start-up. The bundle packs the same code into a few dozen files.
 //
 // It is built from the sources (src/, TypeScript that is erasable syntax only, so esbuild's
-// output is what Node's type stripping runs from a checkout) by scripts/build.mjs, and by
-// test/perf-budget-startup.test.ts into a scratch layout, with this one function, so the test measures
-// what ships. `splitting` keeps every lazy `await import()` lazy: the code only it reaches
-// becomes chunks loaded at its first use, never before.
+// output is what Node's type stripping runs from a checkout), by scripts/build.mjs and by
+// test/perf-budget-startup.test.ts (into a scratch package) with the same function, so the
+// test measures what ships. `splitting` keeps every lazy `await import()` lazy: the code only
+// it reaches becomes chunks loaded at its first use, never before.
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { build } from "esbuild";
@@ -16,7 +16,7 @@ import { build } from "esbuild";
 //  - @lydell/node-pty (a native addon), web-tree-sitter and tree-sitter-bash (WebAssembly
 //    files found relative to the package), pino (its transports run files of the package in
 //    worker threads): each needs its own files where npm installed them;
-//  - ink and react: only the TUI uses them, which runs in a process of its own (dist/tui/);
+//  - ink and react: only the TUI uses them (its own process and bundle, dist/tui/main.js);
 //  - @opentelemetry/*: loaded only when traces or metrics export is on: dozens of modules
 //    that only those pay for, from the package as it is (with its own package.json reads);
 //  - yaml and gpt-tokenizer: loaded with `createRequire()` at their first use, out of the
@@ -83,6 +83,38 @@ export async function bundleCli({ src, out }) {
     external: BUNDLE_EXTERNAL,
     banner: { js: BANNER },
     plugins: [moduleUrls({ src, out, bundleDir })],
+    metafile: true,
+    absWorkingDir: join(src, ".."),
+    logLevel: "warning",
+    legalComments: "inline",
+  });
+  return result.metafile;
+}
+
+/**
+ * The programs the CLI starts as processes of their own from a file of the build, each
+ * bundled into one file at the place the code that starts it computes: the TUI
+ * (cli/tui.ts starts `dist/tui/main.js`) and the PTY supervisor (tasks/process.ts starts
+ * `dist/tasks/pty-supervisor.js`). No splitting: each process loads its own file whole.
+ */
+export const PROCESS_ENTRIES = ["tui/main", "tasks/pty-supervisor"];
+
+export async function bundleProcesses({ src, out }) {
+  // Every entry sits one directory below `out`, so a module's URL relative to any of them
+  // is the same text (`../x/y.js`), whichever of them the module is bundled into.
+  if (!PROCESS_ENTRIES.every((e) => e.split("/").length === 2)) {
+    throw new Error("build: process entries must sit one directory below dist/");
+  }
+  const result = await build({
+    entryPoints: Object.fromEntries(PROCESS_ENTRIES.map((e) => [e, join(src, `${e}.ts`)])),
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node22",
+    outdir: out,
+    external: BUNDLE_EXTERNAL,
+    banner: { js: BANNER },
+    plugins: [moduleUrls({ src, out, bundleDir: join(out, PROCESS_ENTRIES[0].split("/")[0]) })],
     metafile: true,
     absWorkingDir: join(src, ".."),
     logLevel: "warning",
