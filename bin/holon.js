@@ -54,10 +54,12 @@ if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
 }
 
 var url = process.getBuiltinModule("node:url");
-// A checkout runs its sources; an installed package ships only the build (dist/), which
-// HOLON_DIST=1 also selects in a checkout (after `npm run build`).
+// A checkout runs its sources; an installed package ships only the build, which HOLON_DIST=1
+// also selects in a checkout (after `npm run build`). The build's entry is the CLI bundled
+// (dist/bundle/, see scripts/build.mjs): a few dozen files for Node to load instead of some
+// 300 modules.
 var main = path.join(root, "src", "cli", "main.ts");
-var dist = path.join(root, "dist", "cli", "main.js");
+var dist = path.join(root, "dist", "bundle", "main.js");
 if (process.env.HOLON_DIST === "1" || !fs.existsSync(main)) {
   main = dist;
 } else if (major < 24) {

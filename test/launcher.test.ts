@@ -39,15 +39,15 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A package with the real launcher and a reporting entry point under dist/ (and src/). */
+/** A package with the real launcher and a reporting entry point as the build's (and src/). */
 function layout(withSources: boolean, main = REPORT): string {
   const root = mkdtempSync(join(tmpdir(), "holon-launcher-"));
   dirs.push(root);
   mkdirSync(join(root, "bin"));
   copyFileSync(HOLON_BIN, join(root, "bin", "holon.js"));
   writeFileSync(join(root, "package.json"), JSON.stringify({ version: "0.0.0", type: "module" }));
-  mkdirSync(join(root, "dist", "cli"), { recursive: true });
-  writeFileSync(join(root, "dist", "cli", "main.js"), main);
+  mkdirSync(join(root, "dist", "bundle"), { recursive: true });
+  writeFileSync(join(root, "dist", "bundle", "main.js"), main);
   if (withSources) {
     mkdirSync(join(root, "src", "cli"), { recursive: true });
     writeFileSync(join(root, "src", "cli", "main.ts"), main);
@@ -90,10 +90,10 @@ describe("the launcher", () => {
   it("an installed package's host runs without the compile cache; its other commands keep it", () => {
     const installed = layout(false);
     const host = launch(installed, "serve", "--port", "0");
-    expect(host.entry).toBe(join(installed, "dist", "cli", "main.js"));
+    expect(host.entry).toBe(join(installed, "dist", "bundle", "main.js"));
     expect(host.cache).toBeNull();
     const cli = launch(installed, "status");
-    expect(cli.entry).toBe(join(installed, "dist", "cli", "main.js"));
+    expect(cli.entry).toBe(join(installed, "dist", "bundle", "main.js"));
     expect(cli.cache).toEqual(expect.any(String));
   });
 

@@ -200,7 +200,10 @@ export async function startHolon(root: string, opts: HolonOptions = {}): Promise
  * built, so a benchmark of the installed layout never measures a stale build.
  */
 export function ensureDist(root: string, log: (line: string) => void): void {
-  const built = join(root, "dist", "cli", "main.js");
+  // The build's entry (the CLI bundle); a checkout built before the bundle has dist/cli/.
+  const built =
+    ["bundle", "cli"].map((d) => join(root, "dist", d, "main.js")).find((f) => existsSync(f)) ??
+    join(root, "dist", "bundle", "main.js");
   const src = join(root, "src");
   if (existsSync(built)) {
     const builtAt = statSync(built).mtimeMs;

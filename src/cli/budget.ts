@@ -3,13 +3,8 @@
 // here into the limits the control routes take; the host checks them again, whole.
 import type { Command } from "commander";
 import { requester } from "./request.ts";
-import {
-  parseCount,
-  parseDuration,
-  parseUsd,
-  type BudgetLimits,
-  type BudgetPeriod,
-} from "../domain/budget.ts";
+import { parseCount, parseDuration, parseUsd } from "../domain/amounts.ts";
+import type { BudgetLimits, BudgetPeriod } from "../domain/budget.ts";
 import { HolonError } from "../domain/errors.ts";
 import { CliError, action, printJson, clientOptions } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";

@@ -1,0 +1,163 @@
+// The CLI as an esbuild bundle (`dist/bundle/`), what an installed `holon` runs. Node resolves,
+// reads and links every module it loads, one at a time, and `holon run` loaded some 300 of
+// them from tsc's output and the packages before its first model request: that loader work
+// was a large share of its start-up. The bundle packs the same code into a few dozen files.
+//
+// It is built from the sources (src/, TypeScript that is erasable syntax only, so esbuild's
+// output is what Node's type stripping runs from a checkout), by scripts/build.mjs and by
+// test/perf-budget-startup.test.ts (into a scratch package) with the same function, so the
+// test measures what ships. `splitting` keeps every lazy `await import()` lazy: the code only
+// it reaches becomes chunks loaded at its first use, never before.
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { build } from "esbuild";
+
+// Packages the bundle leaves to Node, each for a reason of its own:
+//  - @lydell/node-pty (a native addon), web-tree-sitter and tree-sitter-bash (WebAssembly
+//    files found relative to the package), pino (its transports run files of the package in
+//    worker threads): each needs its own files where npm installed them;
+//  - ink and react: only the TUI uses them (its own process and bundle, dist/tui/main.js);
+//  - @opentelemetry/*: loaded only when traces or metrics export is on: dozens of modules
+//    that only those pay for, from the package as it is (with its own package.json reads);
+//  - yaml and gpt-tokenizer: loaded with `createRequire()` at their first use, out of the
+//    bundler's sight anyway; listed so the choice is written down.
+// Everything else is bundled, the provider and MCP SDKs included (each in chunks of its own,
+// loaded with the code that imports them lazily).
+export const BUNDLE_EXTERNAL = [
+  "@lydell/node-pty",
+  "web-tree-sitter",
+  "tree-sitter-bash",
+  "pino",
+  "ink",
+  "react",
+  "@opentelemetry/*",
+  "yaml",
+  "gpt-tokenizer",
+];
+
+// Every chunk starts with this. Bundled CommonJS packages (commander and others) call
+// `require("events")`, which an ES module lacks; the other two serve the module paths below.
+const BANNER = [
+  'import { createRequire as __holonCreateRequire } from "node:module";',
+  'import { dirname as __holonDirname } from "node:path";',
+  'import { fileURLToPath as __holonFileURLToPath } from "node:url";',
+  "const require = __holonCreateRequire(import.meta.url);",
+].join("\n");
+
+/**
+ * Copies every file of `src` that is not TypeScript (prompt and tool-description Markdown,
+ * templates, the plain-JS helpers that are spawned) to the same place under `out`, except the
+ * web console's sources (built on their own). Returns how many it copied.
+ */
+export function copySourceAssets(src, out) {
+  let copied = 0;
+  for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || entry.name.endsWith(".ts")) continue;
+    const from = join(entry.parentPath, entry.name);
+    if (relative(src, from).startsWith("web" + sep)) continue;
+    const to = join(out, relative(src, from));
+    mkdirSync(join(to, ".."), { recursive: true });
+    copyFileSync(from, to);
+    copied++;
+  }
+  return copied;
+}
+
+/**
+ * Bundles `src/cli/main.ts` into `out/bundle/` (entry `main.js`, chunks beside it). Returns
+ * esbuild's metafile: which source and package files (paths relative to the directory that
+ * holds `src`) went into which chunk, for the start-up guard (test/perf-budget-startup.test.ts).
+ */
+export async function bundleCli({ src, out }) {
+  const bundleDir = join(out, "bundle");
+  rmSync(bundleDir, { recursive: true, force: true }); // no chunk of an earlier build stays
+  const result = await build({
+    entryPoints: { main: join(src, "cli", "main.ts") },
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node22",
+    outdir: bundleDir,
+    chunkNames: "chunk-[hash]",
+    external: BUNDLE_EXTERNAL,
+    banner: { js: BANNER },
+    plugins: [moduleUrls({ src, out, bundleDir })],
+    metafile: true,
+    absWorkingDir: join(src, ".."),
+    logLevel: "warning",
+    legalComments: "inline",
+  });
+  return result.metafile;
+}
+
+/**
+ * The programs the CLI starts as processes of their own from a file of the build, each
+ * bundled into one file at the place the code that starts it computes: the TUI
+ * (cli/tui.ts starts `dist/tui/main.js`) and the PTY supervisor (tasks/process.ts starts
+ * `dist/tasks/pty-supervisor.js`). No splitting: each process loads its own file whole.
+ */
+export const PROCESS_ENTRIES = ["tui/main", "tasks/pty-supervisor"];
+
+export async function bundleProcesses({ src, out }) {
+  // Every entry sits one directory below `out`, so a module's URL relative to any of them
+  // is the same text (`../x/y.js`), whichever of them the module is bundled into.
+  if (!PROCESS_ENTRIES.every((e) => e.split("/").length === 2)) {
+    throw new Error("build: process entries must sit one directory below dist/");
+  }
+  const result = await build({
+    entryPoints: Object.fromEntries(PROCESS_ENTRIES.map((e) => [e, join(src, `${e}.ts`)])),
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node22",
+    outdir: out,
+    external: BUNDLE_EXTERNAL,
+    banner: { js: BANNER },
+    plugins: [moduleUrls({ src, out, bundleDir: join(out, PROCESS_ENTRIES[0].split("/")[0]) })],
+    metafile: true,
+    absWorkingDir: join(src, ".."),
+    logLevel: "warning",
+    legalComments: "inline",
+  });
+  return result.metafile;
+}
+
+/**
+ * Modules read files relative to themselves (tool descriptions, prompts, templates,
+ * package.json, the helpers and workers they start) through `import.meta.url`, `.dirname`
+ * and `.filename`. Inside a chunk those would name the chunk, so each use in a source module
+ * is rewritten to name the file that module is in the build (`src/x/y.ts` → `dist/x/y.js`),
+ * as a URL relative to the chunk: every such read keeps finding what the build put beside
+ * that file, with no list of special cases. Any other use of `import.meta`, or a bundled
+ * package using it at all, fails the build instead of resolving somewhere else at run time.
+ */
+function moduleUrls({ src, out, bundleDir }) {
+  return {
+    name: "holon-module-urls",
+    setup(b) {
+      b.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
+        const code = readFileSync(args.path, "utf8");
+        if (!code.includes("import.meta")) return undefined;
+        if (!args.path.startsWith(src + sep) || !args.path.endsWith(".ts")) {
+          return {
+            errors: [{ text: `${args.path} uses import.meta: keep its package external` }],
+          };
+        }
+        const built = join(out, relative(src, args.path)).replace(/\.ts$/, ".js");
+        const rel = relative(bundleDir, built).split(sep).join("/");
+        const url = `new URL(${JSON.stringify(rel)}, import.meta.url)`;
+        const file = `__holonFileURLToPath(${url})`;
+        const errors = [];
+        const contents = code.replace(/\bimport\.meta\b(\.\w+)?/g, (all, prop) => {
+          if (prop === ".url") return `${url}.href`;
+          if (prop === ".filename") return file;
+          if (prop === ".dirname") return `__holonDirname(${file})`;
+          errors.push({ text: `${args.path} uses ${all}, which the bundle cannot keep` });
+          return all;
+        });
+        return errors.length > 0 ? { errors } : { contents, loader: "ts" };
+      });
+    },
+  };
+}
