@@ -83,8 +83,10 @@ describe("holon run start-up budget", () => {
     // 196: the store's checkpoint watcher (store/checkpoint.ts: it moves WAL checkpoints off
     // the committing request, its worker thread starts only past 4 MB of WAL), the phrase
     // table admitted rows are encoded with (store/codec-phrases.ts), and the trace links'
-    // repository, which retention now caps by size (store/trace-links.ts).
-    const BUDGET = 196;
+    // repository, which retention now caps by size (store/trace-links.ts). 197: the provider
+    // fetch's own Headers and Response (providers/lite-web.ts), which keep undici and some 110
+    // builtin modules from loading before the first provider request.
+    const BUDGET = 197;
     expect(
       own.length,
       `own modules before the first provider request: ${own.length}, budget ${BUDGET} (over by ${own.length - BUDGET})`,
@@ -126,6 +128,45 @@ describe("holon run start-up budget", () => {
     expect(
       early.filter((p) => lazy.some((f) => f.test(p))),
       "packages loaded before the first provider request that should wait for their first use",
+    ).toEqual([]);
+  }, 60_000);
+});
+
+// Builtin modules `holon run` does not need before its first provider request (against a
+// provider on plain http): undici (Node's fetch and web Headers, which the provider SDKs would
+// load through `new Headers()`: providers/lite-web.ts), the WAL checkpoint worker's
+// worker_threads (store/checkpoint.ts), and https/tls (at the first https:// URL).
+const BUILTIN_HOOKS = `import { subscribe } from "node:diagnostics_channel";
+let reported = false;
+subscribe("http.client.request.start", () => {
+  if (reported) return;
+  reported = true;
+  const builtins = process.moduleLoadList.filter((m) => m.startsWith("NativeModule ")).map((m) => m.slice(13));
+  process.stderr.write("builtins-before-first-request:" + JSON.stringify(builtins) + "\\n");
+});
+`;
+
+describe("holon run start-up builtins", () => {
+  it("loads neither undici, worker_threads nor tls before the first provider request", async () => {
+    const home = tempHome();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const hooks = join(home, "builtin-hooks.mjs");
+    writeFileSync(hooks, BUILTIN_HOOKS);
+    fake.enqueue(reply.text("hello back"));
+    const r = await runCli([], {
+      exec: [process.execPath, "--import", hooks, HOLON_BIN, "run", "--home", home, "hello"],
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("hello back");
+    const prefix = "builtins-before-first-request:";
+    const line = r.stderr.split("\n").find((l) => l.startsWith(prefix));
+    expect(line, r.stderr).toBeDefined();
+    const builtins = JSON.parse(line!.slice(prefix.length)) as string[];
+    expect(builtins).toContain("http"); // the hook saw the request's own module
+    const mustWait = ["internal/deps/undici/undici", "worker_threads", "tls", "https"];
+    expect(
+      mustWait.filter((m) => builtins.includes(m)),
+      "builtins loaded before the first provider request",
     ).toEqual([]);
   }, 60_000);
 });
