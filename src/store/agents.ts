@@ -17,7 +17,7 @@ export class AgentsRepo {
     this.putStmt = db.prepare(
       "INSERT INTO agents (agent_id, data) VALUES (?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
     );
-    this.listStmt = db.prepare("SELECT data FROM agents ORDER BY agent_id");
+    this.listStmt = db.prepare("SELECT agent_id, data FROM agents ORDER BY agent_id");
     // Deletion removes the live rows and the agent's own state, which an agent created later
     // under the same id must not inherit (its working memory, work state, active skills,
     // attached workspaces, cancelled timers and revoked triggers); events, briefs,
@@ -73,9 +73,19 @@ export class AgentsRepo {
     this.cache.clear();
   }
 
+  /**
+   * Every agent, decoded through the same cache as `get`: a host start lists the agents
+   * several times (recovery, workspaces, budgets, the sandbox), and every `holon run` adds
+   * one, so decoding each row on every list grew with the home's history.
+   */
   list(): AgentRecord[] {
-    return (this.listStmt.all() as { data: string }[]).map((r) =>
-      readRow(AgentRecord, r.data, "agent"),
-    );
+    return (this.listStmt.all() as { agent_id: string; data: string }[]).map((r) => {
+      let record = this.cache.get(r.agent_id);
+      if (record === undefined) {
+        record = readRow(AgentRecord, r.data, "agent");
+        this.cache.set(r.agent_id, record);
+      }
+      return record;
+    });
   }
 }
