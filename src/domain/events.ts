@@ -730,19 +730,31 @@ function withHead(head: AnyObject) {
   return z.discriminatedUnion("type", options as unknown as [AnyObject, ...AnyObject[]]);
 }
 
+// The two schemas below copy every kind with its envelope (some 300 object schemas): each is
+// built at its first use, so a process that reads no event back (a `holon run` before its
+// first provider request) does not build them at start-up.
+let catalogSchema: z.ZodType<CatalogEvent> | undefined;
+let projectedSchema: z.ZodType<CatalogEvent & { projection: EventProjection }> | undefined;
+
 /** The catalog with its envelope, as a schema (OpenAPI, tests). */
-export const CatalogEventSchema = withHead(EventHead) as unknown as z.ZodType<CatalogEvent>;
+export function catalogEventSchema(): z.ZodType<CatalogEvent> {
+  return (catalogSchema ??= withHead(EventHead) as unknown as z.ZodType<CatalogEvent>);
+}
 
 /** A catalog event as the replay surfaces (`/events`, SSE) return it. */
-export const ProjectedCatalogEventSchema = withHead(
-  EventHead.extend({ projection: EventProjection }),
-) as unknown as z.ZodType<CatalogEvent & { projection: EventProjection }>;
+export function projectedCatalogEventSchema(): z.ZodType<
+  CatalogEvent & { projection: EventProjection }
+> {
+  return (projectedSchema ??= withHead(
+    EventHead.extend({ projection: EventProjection }),
+  ) as unknown as z.ZodType<CatalogEvent & { projection: EventProjection }>);
+}
 
 /**
  * Narrow a stored envelope to the catalog. Undefined for a kind this version does not know
  * or a payload that does not fit it (written by another version): callers skip or show it raw.
  */
 export function parseEvent(e: EventEnvelope): CatalogEvent | undefined {
-  const r = CatalogEventSchema.safeParse(e);
+  const r = catalogEventSchema().safeParse(e);
   return r.success ? r.data : undefined;
 }
