@@ -3,13 +3,7 @@
 // here into the limits the control routes take; the host checks them again, whole.
 import type { Command } from "commander";
 import { requester } from "./request.ts";
-import {
-  parseCount,
-  parseDuration,
-  parseUsd,
-  type BudgetLimits,
-  type BudgetPeriod,
-} from "../domain/budget.ts";
+import type { BudgetLimits, BudgetPeriod } from "../domain/budget.ts";
 import { HolonError } from "../domain/errors.ts";
 import { CliError, action, printJson, clientOptions } from "./output.ts";
 import type { ClientFlags } from "./connect.ts";
@@ -22,8 +16,12 @@ export type LimitFlags = {
 };
 type Flags = ClientFlags & LimitFlags & { json?: boolean };
 
-/** The limits named on a command line, or a CLI error saying which flag is wrong. */
-export function limitsFromFlags(
+/**
+ * The limits named on a command line, or a CLI error saying which flag is wrong. The parsers
+ * load here, not with the module: their module holds the budget schemas (zod), which
+ * `holon --help` (it registers this command group) would otherwise load.
+ */
+export async function limitsFromFlags(
   f: LimitFlags,
   names: Record<keyof LimitFlags, string> = {
     tokens: "--tokens",
@@ -31,7 +29,8 @@ export function limitsFromFlags(
     rounds: "--rounds",
     time: "--time",
   },
-): BudgetLimits {
+): Promise<BudgetLimits> {
+  const { parseCount, parseDuration, parseUsd } = await import("../domain/budget.ts");
   const out: BudgetLimits = {};
   try {
     if (f.tokens !== undefined) out.tokens = parseCount(f.tokens, names.tokens);
@@ -109,7 +108,7 @@ const PERIODS = ["total", "day", "week", "month"];
 async function set(agent: string, flags: Flags & { per?: string; tz?: string }): Promise<void> {
   const period = flags.per ?? "total";
   if (!PERIODS.includes(period)) throw new CliError(`--per must be one of ${PERIODS.join(", ")}`);
-  const limits = limitsFromFlags(flags);
+  const limits = await limitsFromFlags(flags);
   if (Object.keys(limits).length === 0) {
     throw new CliError("name a limit", "for example: holon budget set main --tokens 2M --per day");
   }
@@ -126,7 +125,7 @@ async function set(agent: string, flags: Flags & { per?: string; tz?: string }):
 }
 
 async function raise(agent: string, flags: Flags & { scope?: string }): Promise<void> {
-  const added = limitsFromFlags(flags);
+  const added = await limitsFromFlags(flags);
   if (Object.keys(added).length === 0) {
     throw new CliError("name what to add", "for example: holon budget raise main --tokens 1M");
   }

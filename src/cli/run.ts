@@ -70,7 +70,7 @@ export async function run(words: string[], flags: RunFlags): Promise<void> {
   if (Object.values(limits).some((v) => v !== undefined)) {
     // The budget command group (and its HTTP requester) loads only for a run that sets one.
     const { limitsFromFlags } = await import("./budget.ts");
-    const budget = limitsFromFlags(limits, {
+    const budget = await limitsFromFlags(limits, {
       tokens: "--max-tokens",
       usd: "--max-budget-usd",
       rounds: "--max-turns",

@@ -113,7 +113,7 @@ async function add(agent: string, words: string[], flags: Flags & BudgetFlags): 
   if (!objective)
     throw new CliError("the objective is empty", 'usage: holon work add <agent> "<objective>"');
   const { limitsFromFlags } = await import("./budget.ts");
-  const budget = limitsFromFlags(
+  const budget = await limitsFromFlags(
     {
       tokens: flags.budgetTokens,
       usd: flags.budgetUsd,
