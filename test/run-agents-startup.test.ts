@@ -50,6 +50,8 @@ describe("finished run agents at host start", () => {
     host = RuntimeHost.open({ home });
     try {
       const store = host.store;
+      // Nor was a finished run agent's record decoded: only the default agent's was.
+      expect(store.agents.decoded, "agent records decoded by the start").toBe(1);
       // The live default agent got its start-up work: its layout is back.
       expect(existsSync(join(mainHome, "memory"))).toBe(true);
       // Not one finished run agent did: no directory was created for any of them.

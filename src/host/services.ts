@@ -436,6 +436,8 @@ export function buildServices(opts: ServiceOptions) {
     if (!agent) return;
     recoverPatchJournals(patchJournalDir(agent.agent_home));
     agents.ensureHome(agent);
+    if (agent.sandbox_enabled_at === undefined)
+      agents.markSandboxEnabled(id, sandbox.summary(agent));
   });
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),
