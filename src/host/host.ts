@@ -9,7 +9,7 @@ import { transition } from "../agent/status.ts";
 import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
 import { HolonError } from "../domain/errors.ts";
 import { classifyStorageError, isDiskFault } from "../store/health.ts";
-import { secureHome } from "./files.ts";
+import { secureAgentHomes, secureHome } from "./files.ts";
 import { acquireHomeLock } from "./lock.ts";
 import { homePaths } from "./paths.ts";
 import { buildServices, type CoreServices, type Services } from "./services.ts";
@@ -95,6 +95,7 @@ export class RuntimeHost {
     // start again (services.ts), so a start does not slow with every past run. Their records
     // are not even decoded: the lists below leave them out.
     for (const id of store.agents.dormantRunIds()) deferredAgents.add(id);
+    secureAgentHomes(opts.home, deferredAgents);
     host.recover(deferredAgents);
     // An approved call a crash cut short is reported interrupted (never run twice).
     host.services.approvals.recover();
