@@ -195,6 +195,15 @@ describe("templates", () => {
     unlinkSync(mainMd);
     r = await runtime(userHome, home);
     expect(readFileSync(mainMd, "utf8")).toContain("# Mine");
+    await r.close();
+    rt = undefined;
+    // A start that seeds nothing new leaves the record as it is (it used to rewrite it on
+    // every start, every `holon run` included): written here in another layout, it stays so.
+    const record = join(dir, ".holon-builtin.json");
+    const compact = JSON.stringify(JSON.parse(readFileSync(record, "utf8")));
+    writeFileSync(record, compact);
+    r = await runtime(userHome, home);
+    expect(readFileSync(record, "utf8")).toBe(compact);
   });
 });
 

@@ -1,8 +1,9 @@
 // Finished `holon run` agents pile up in a home (stopped, kept for inspection). A host start
-// does no per-agent work for them (home layout, patch-journal recovery, restart recovery):
-// counted here by what that work leaves on disk, not timed. Their work runs when the loop
-// starts again (`holon run --resume`).
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+// does no per-agent work for them (home layout, patch-journal recovery, restart recovery,
+// narrowing their runtime directory's file modes) and decodes none of their records: counted
+// here by what that work leaves on disk and by the records decoded, not timed. Their work
+// runs when the loop starts again (`holon run --resume`).
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { RuntimeHost } from "../src/host/host.ts";
@@ -46,10 +47,17 @@ describe("finished run agents at host start", () => {
     const junk = join(patchJournalDir(homeOf(resumed)), "cut-short");
     mkdirSync(junk, { recursive: true });
     writeFileSync(join(junk, "partial"), "x");
+    // A file an older version left readable by others: a start does not walk a finished run
+    // agent's runtime directory; its loop starting again narrows it.
+    const wide = join(homeOf(resumed), ".holon", "left-wide");
+    writeFileSync(wide, "x", { mode: 0o644 });
+    chmodSync(wide, 0o644);
 
     host = RuntimeHost.open({ home });
     try {
       const store = host.store;
+      // Nor was a finished run agent's record decoded: only the default agent's was.
+      expect(store.agents.decoded, "agent records decoded by the start").toBe(1);
       // The live default agent got its start-up work: its layout is back.
       expect(existsSync(join(mainHome, "memory"))).toBe(true);
       // Not one finished run agent did: no directory was created for any of them.
@@ -58,12 +66,14 @@ describe("finished run agents at host start", () => {
       expect(touched, "finished run agents given start-up work").toEqual([]);
       expect(existsSync(join(homeOf(resumed), "memory"))).toBe(false);
       expect(existsSync(junk), "a finished run agent's journals were recovered").toBe(true);
+      expect(statSync(wide).mode & 0o777).toBe(0o644);
       expect(host.services.deferredAgents.size).toBe(RUNS);
       // Resuming one does its work first (journals recovered, layout made), then runs.
       fake.enqueue(reply.text("resumed answer"));
       const r = await runOnce(host, { text: "again", resume: resumed });
       expect(r.final_text).toBe("resumed answer");
       expect(existsSync(junk)).toBe(false);
+      expect(statSync(wide).mode & 0o777).toBe(0o600);
       expect(existsSync(join(homeOf(resumed), "memory"))).toBe(true);
       expect(host.services.deferredAgents.has(resumed)).toBe(false);
       expect(host.services.deferredAgents.size).toBe(RUNS - 1);

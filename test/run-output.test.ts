@@ -2,7 +2,7 @@
 // line then the RunOnceResponse; the agent id is printed; --keep and --resume continue it;
 // a command promoted to a task is listed as still running and its agent kept.
 import { describe, expect, it } from "vitest";
-import { CatalogEventSchema } from "../src/domain/events.ts";
+import { catalogEventSchema } from "../src/domain/events.ts";
 import { reply } from "./fake-provider/server.ts";
 import { runCli, tempHome } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -24,7 +24,7 @@ describe("holon run output", () => {
     const result = JSON.parse(lines.pop()!);
     expect(lines.length).toBeGreaterThan(3);
     for (const line of lines) {
-      const parsed = CatalogEventSchema.safeParse(JSON.parse(line));
+      const parsed = catalogEventSchema().safeParse(JSON.parse(line));
       expect(parsed.success, line).toBe(true);
     }
     const types = lines.map((l) => JSON.parse(l).type);

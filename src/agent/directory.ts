@@ -112,9 +112,9 @@ export class AgentDirectory {
    * also gives a public agent that never had an external trigger its default one. Agents
    * `skip` names (finished run agents) get theirs when their loop starts again.
    */
-  ensureHomes(skip: (a: AgentRecord) => boolean = () => false): void {
-    for (const a of this.store.agents.list()) {
-      if (a.archived_at || skip(a)) continue;
+  ensureHomes(skip?: ReadonlySet<string>): void {
+    for (const a of this.store.agents.list(skip)) {
+      if (a.archived_at) continue;
       this.ensureHome(a);
     }
   }

@@ -312,11 +312,7 @@ export class BudgetGate {
   private reservedChildren(agentId: string): Set<string> {
     let s = this.childrenOf.get(agentId);
     if (!s) {
-      s = new Set();
-      for (const a of this.store.agents.list()) {
-        if (a.budget_reservation?.from_agent_id === agentId && !a.budget_reservation.returned_at)
-          s.add(a.agent_id);
-      }
+      s = new Set(this.store.agents.reservedFrom(agentId));
       this.childrenOf.set(agentId, s);
     }
     return s;

@@ -211,6 +211,9 @@ async function localRun(
   // back here. A long-running host keeps it.
   const { z } = await import("zod");
   z.config({ jitless: true });
+  // Every request goes through node:http (providers/http-fetch.ts); without this the SDK's
+  // `new Headers()` would load undici (30-40 ms) before the first provider request.
+  (await import("../providers/lite-web.ts")).useLiteHeaders();
   const { RuntimeHost } = await import("../host/host.ts");
   const { runOnce } = await import("../host/run-once.ts");
   let host;

@@ -10,7 +10,7 @@
 // here so that every surface agrees: what a tool call is about (`toolSubject`: the command,
 // the patched files, the work item or child), and the live activity line folded from the
 // stream (`nextActivity`, `renderActivity`) that `run`'s progress and the TUI draw.
-import { styleText } from "node:util";
+import type { styleText } from "node:util";
 import { assertNever } from "../domain/errors.ts";
 import { parseEvent, type CatalogEvent, type EventEnvelope } from "../domain/events.ts";
 import type { TokenUsage } from "../domain/provider.ts";
@@ -1055,8 +1055,15 @@ const TONE_STYLE: Record<Tone | "meta", Parameters<typeof styleText>[0]> = {
  * (styleText's own stream check, which also honours FORCE_COLOR).
  */
 export function painter(stream: NodeJS.WritableStream = process.stdout): Paint {
-  return (tone, text) =>
-    tone === "plain" ? text : styleText(TONE_STYLE[tone], text, { validateStream: true, stream });
+  // Taken at the first coloured text, not imported: Node builds the ESM view of node:util by
+  // reading every export, and its lazy ones load half a dozen builtin modules that a
+  // `holon run --json` (which paints nothing) never needs.
+  let style: typeof styleText | undefined;
+  return (tone, text) => {
+    if (tone === "plain") return text;
+    style ??= process.getBuiltinModule("node:util").styleText;
+    return style(TONE_STYLE[tone], text, { validateStream: true, stream });
+  };
 }
 
 export const noPaint: Paint = (_tone, text) => text;

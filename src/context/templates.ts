@@ -104,6 +104,7 @@ export class TemplateService implements HomeInitializer {
     } catch {
       managed = {};
     }
+    const recorded = JSON.stringify(managed);
     for (const id of BUILTIN_TEMPLATES) {
       try {
         this.seedOne(id, dir, managed, out);
@@ -114,6 +115,8 @@ export class TemplateService implements HomeInitializer {
         );
       }
     }
+    // Written only when it changed: a start (every `holon run`) seeds nothing new as a rule.
+    if (JSON.stringify(managed) === recorded) return out;
     try {
       writeFileSync(managedPath, JSON.stringify(managed, null, 2) + "\n", { mode: 0o600 });
     } catch {

@@ -1,7 +1,8 @@
 // File modes of Holon's own state. HOLON_HOME holds the database, credentials, logs, the
 // control token and every agent's task output: other users of the machine must not read
 // any of it. So the home is 0700, the files Holon itself creates there are 0600 and their
-// directories 0700, and state left by an older version is tightened when a host starts.
+// directories 0700, and state left by an older version is tightened when a host starts (a
+// finished `holon run` agent's runtime directory when its loop starts again).
 //
 // The one thing never touched is agent and workspace content: an agent's skill scripts must
 // stay executable and a git worktree must not show mode changes. Below an agent home only
@@ -108,19 +109,41 @@ export function secureHome(home: string): void {
     }
     narrowTree(paths.runDir);
     narrowTree(paths.logsDir);
-    // Agent homes live at <home>/agents/<id>; only their `.holon/` is the runtime's.
-    let agents: string[] = [];
-    try {
-      agents = readdirSync(paths.agentsDir);
-    } catch {
-      // no agents yet
-    }
-    for (const id of agents) narrowTree(agentRuntimeDir(join(paths.agentsDir, id)));
   } catch (err) {
-    if (err instanceof HolonError) throw err;
-    const e = err as NodeJS.ErrnoException;
-    throw unusable(home, e.code ? `${e.code}: ${e.message}` : e.message);
+    throw homeError(home, err);
   }
+}
+
+function homeError(home: string, err: unknown): unknown {
+  if (err instanceof HolonError) return err;
+  const e = err as NodeJS.ErrnoException;
+  return unusable(home, e.code ? `${e.code}: ${e.message}` : e.message);
+}
+
+/**
+ * The runtime's own directory (`.holon/`) of every agent home under `<home>/agents/`, narrowed
+ * as `secureHome` narrows the rest, except the agents named in `skip`: a finished `holon run`
+ * agent's is narrowed when its loop starts again (`secureAgentRuntime`), so a start does not
+ * walk one more tree for every past run.
+ */
+export function secureAgentHomes(home: string, skip: ReadonlySet<string>): void {
+  const { agentsDir } = homePaths(home);
+  let agents: string[] = [];
+  try {
+    agents = readdirSync(agentsDir);
+  } catch {
+    return; // no agents yet
+  }
+  try {
+    for (const id of agents) if (!skip.has(id)) secureAgentRuntime(join(agentsDir, id));
+  } catch (err) {
+    throw homeError(home, err);
+  }
+}
+
+/** One agent home's `.holon/`: directories 0700, files 0600 (its other content is the agent's). */
+export function secureAgentRuntime(agentHome: string): void {
+  narrowTree(agentRuntimeDir(agentHome));
 }
 
 /** Where a local-mode host keeps the control token it generated. */

@@ -8,9 +8,8 @@ import { createBrief } from "../agent/briefs.ts";
 import { transition } from "../agent/status.ts";
 import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
 import { HolonError } from "../domain/errors.ts";
-import { isDormantRunAgent, type AgentRecord } from "../domain/agent.ts";
 import { classifyStorageError, isDiskFault } from "../store/health.ts";
-import { secureHome } from "./files.ts";
+import { secureAgentHomes, secureHome } from "./files.ts";
 import { acquireHomeLock } from "./lock.ts";
 import { homePaths } from "./paths.ts";
 import { buildServices, type CoreServices, type Services } from "./services.ts";
@@ -93,10 +92,11 @@ export class RuntimeHost {
     }
     const { agents, loops, tasks, scheduler, store, deferredAgents } = host.services;
     // Finished `holon run` agents get no per-agent start-up work: it waits for their loop to
-    // start again (services.ts), so a start does not slow with every past run.
-    for (const a of store.agents.list()) if (isDormantRunAgent(a)) deferredAgents.add(a.agent_id);
-    const live = (a: AgentRecord) => !deferredAgents.has(a.agent_id);
-    host.recover(live);
+    // start again (services.ts), so a start does not slow with every past run. Their records
+    // are not even decoded: the lists below leave them out.
+    for (const id of store.agents.dormantRunIds()) deferredAgents.add(id);
+    secureAgentHomes(opts.home, deferredAgents);
+    host.recover(deferredAgents);
     // An approved call a crash cut short is reported interrupted (never run twice).
     host.services.approvals.recover();
     // MCP servers a host killed with SIGKILL left running are killed before anything starts.
@@ -104,7 +104,7 @@ export class RuntimeHost {
     // The spend ledger's first start: rounds from the events still kept (once).
     host.services.ledger.backfill();
     // A patch a crash cut short is finished or undone before any agent works again.
-    for (const a of store.agents.list().filter(live))
+    for (const a of store.agents.list(deferredAgents))
       recoverPatchJournals(patchJournalDir(a.agent_home));
     // Builtin templates into ~/.agents/templates, then every home gets its layout (the
     // default agent its holon-default AGENTS.md when it has none).
@@ -112,17 +112,18 @@ export class RuntimeHost {
     if (!store.agents.get(agents.defaultAgentId)) {
       agents.create(agents.defaultAgentId, {}, "default");
     }
-    agents.ensureHomes((a) => !live(a));
-    // The sandbox is probed once, now; each agent's first start with it is recorded.
+    agents.ensureHomes(deferredAgents);
+    // The sandbox is probed once, now; each agent's first start with it is recorded (a
+    // finished run agent's when its loop starts again).
     const sandbox = host.services.sandbox;
     sandbox.probe();
     sandbox.resume(); // a namespace a task outlived the last host in gets its proxy back
-    for (const a of store.agents.list()) {
+    for (const a of store.agents.list(deferredAgents)) {
       if (a.sandbox_enabled_at === undefined)
         agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
     }
     if (opts.autostartAgents !== false) {
-      for (const agent of store.agents.list()) {
+      for (const agent of store.agents.list(deferredAgents)) {
         if (agent.visibility === "public" && !agent.archived_at) loops.start(agent.agent_id);
       }
     }
@@ -177,9 +178,9 @@ export class RuntimeHost {
    * `stopped` and `paused` agents stay as they were. Sleep deadlines need nothing here:
    * the scheduler fires the ones that fell due while the host was down.
    */
-  private recover(live: (a: AgentRecord) => boolean): void {
+  private recover(skip: ReadonlySet<string>): void {
     const store = this.services.store;
-    for (const agent of store.agents.list().filter(live)) {
+    for (const agent of store.agents.list(skip)) {
       store.tx(() => {
         for (const m of store.messages.withStatus(agent.agent_id, "processing")) {
           store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());

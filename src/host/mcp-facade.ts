@@ -97,7 +97,7 @@ export class McpFacade {
   #homeUsesMcp(): boolean {
     const { store, home, runDir } = this.#deps;
     if (Object.keys(this.#deps.config().servers).length > 0) return true;
-    if (store.agents.list().some((a) => hasOwnServers(a))) return true;
+    if (store.agents.anyOwnMcpServers()) return true;
     if (store.approvals.grantsIn("mcp_server", "granted", 1).length > 0) return true;
     if (existsSync(join(home, "mcp", "approvals.json"))) return true;
     try {

@@ -58,6 +58,7 @@ import { OperatorTransportService } from "./operator-transport.ts";
 import { RetentionJob } from "./retention.ts";
 import { StorageWatch } from "./storage-watch.ts";
 import { agentHomeDir, homePaths } from "./paths.ts";
+import { secureAgentRuntime } from "./files.ts";
 import { join } from "node:path";
 import { ActionLeash, type HostLeashSettings } from "../policy/leash.ts";
 import { AskApprovalGate } from "../policy/approvals.ts";
@@ -434,8 +435,11 @@ export function buildServices(opts: ServiceOptions) {
     if (!deferredAgents.delete(id)) return;
     const agent = store.agents.get(id);
     if (!agent) return;
+    secureAgentRuntime(agent.agent_home);
     recoverPatchJournals(patchJournalDir(agent.agent_home));
     agents.ensureHome(agent);
+    if (agent.sandbox_enabled_at === undefined)
+      agents.markSandboxEnabled(id, sandbox.summary(agent));
   });
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),

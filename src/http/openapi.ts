@@ -9,7 +9,7 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { BriefRecord } from "../domain/brief.ts";
 import { ClosureDecision, ContinuationResolution } from "../domain/closure.ts";
-import { EventProjectionName, ProjectedCatalogEventSchema } from "../domain/events.ts";
+import { EventProjectionName, projectedCatalogEventSchema } from "../domain/events.ts";
 import { MessageOrigin } from "../domain/message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/provider.ts";
 import { TaskRecord, TaskSnapshot } from "../domain/task.ts";
@@ -485,7 +485,7 @@ function namedSchemas(): Map<z.ZodType, string> {
     [TaskSnapshot, "TaskSnapshot"],
     [BriefRecord, "BriefRecord"],
     [TranscriptEntry, "TranscriptEntry"],
-    [ProjectedCatalogEventSchema, "Event"],
+    [projectedCatalogEventSchema(), "Event"],
     [EnqueueDoc, "EnqueueBody"],
     [PromptBody, "PromptBody"],
     [ControlBody, "ControlBody"],
@@ -557,7 +557,7 @@ function operation(r: RouteDoc, named: Map<z.ZodType, string>) {
           [r.ok.contentType ?? "application/json"]: { schema: ref(r.ok.schema, "output") },
         },
         ...(r.ok.contentType === "text/event-stream"
-          ? { "x-event-data": ref(ProjectedCatalogEventSchema, "output") }
+          ? { "x-event-data": ref(projectedCatalogEventSchema(), "output") }
           : {}),
       },
       default: {

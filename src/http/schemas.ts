@@ -20,7 +20,7 @@ import {
 import { BriefRecord } from "../domain/brief.ts";
 import { BudgetHold, BudgetLimits, BudgetPeriod } from "../domain/budget.ts";
 import { Deadline } from "../domain/deadline.ts";
-import { CatalogEventSchema, ProjectedCatalogEventSchema } from "../domain/events.ts";
+import { catalogEventSchema, projectedCatalogEventSchema } from "../domain/events.ts";
 import { MessageKind, Priority } from "../domain/message.ts";
 import { FailureArtifact, ProviderAttemptTimeline, TokenUsage } from "../domain/provider.ts";
 import { TaskKind, TaskSnapshot, TaskStatus } from "../domain/task.ts";
@@ -375,7 +375,7 @@ export const EventsResponse = z.object({
   removed_through_seq: z.number().int().optional(),
   oldest_available_seq: z.number().int().optional(),
   events: z
-    .array(ProjectedCatalogEventSchema)
+    .array(projectedCatalogEventSchema())
     .describe("the event catalog; a log kept from another version may hold other types"),
 });
 
@@ -466,7 +466,7 @@ const RunOnceResponse = z.object({
 export const RunLine = z.discriminatedUnion("type", [
   z.object({ type: z.literal("progress"), phase: z.string(), detail: z.string().optional() }),
   /** With `stream_events`: every event of the run's agent, as it is committed. */
-  z.object({ type: z.literal("event"), event: CatalogEventSchema }),
+  z.object({ type: z.literal("event"), event: catalogEventSchema() }),
   z.object({ type: z.literal("result"), result: RunOnceResponse }),
   z.object({ type: z.literal("error"), error: ErrorBody.shape.error }),
 ]);

@@ -19,16 +19,17 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Agent as HttpAgentType, AgentOptions } from "node:http";
 import { isIP, type Socket } from "node:net";
-import { Readable } from "node:stream";
-import { connect as tlsConnect } from "node:tls";
 import type { Duplex } from "node:stream";
+import { LiteHeaders, LiteResponse } from "./lite-web.ts";
 import type { ModelCandidate } from "./types.ts";
 
 // Taken with getBuiltinModule, not a static ESM import: Node builds the ESM view of node:http
 // by reading every export, and its lazy ones load undici (tens of milliseconds at start-up
 // that `holon run` spent before its first provider request).
 const { Agent: HttpAgent, request: httpRequest } = process.getBuiltinModule("node:http");
-const { Agent: HttpsAgent, request: httpsRequest } = process.getBuiltinModule("node:https");
+// node:https and node:tls (some 50 builtin modules, 10-15 ms) load at the first https:// URL:
+// a provider on plain http (a local model server, the test's fake) never needs them.
+const https = () => process.getBuiltinModule("node:https");
 
 /** The SDKs' own timeout, far beyond any of Holon's (a 10-minute reasoning stream is fine). */
 const SDK_TIMEOUT_MS = 6 * 60 * 60_000;
@@ -67,10 +68,10 @@ export function perCandidate<T extends object>(build: (c: ModelCandidate) => T) 
   };
 }
 
-const agents = {
-  "http:": new HttpAgent({ keepAlive: true }),
-  "https:": new HttpsAgent({ keepAlive: true }),
-};
+const httpAgent = new HttpAgent({ keepAlive: true });
+let httpsAgent: HttpAgentType | undefined;
+const direct = (protocol: "http:" | "https:"): HttpAgentType =>
+  protocol === "http:" ? httpAgent : (httpsAgent ??= new (https().Agent)({ keepAlive: true }));
 
 type Env = Record<string, string | undefined>;
 
@@ -124,7 +125,7 @@ function tunnel(proxy: URL, host: string, port: number, signal?: AbortSignal): P
       const pass = decodeURIComponent(proxy.password);
       headers["proxy-authorization"] = `Basic ${Buffer.from(`${user}:${pass}`).toString("base64")}`;
     }
-    const send = proxy.protocol === "https:" ? httpsRequest : httpRequest;
+    const send = proxy.protocol === "https:" ? https().request : httpRequest;
     const req = send({
       host: proxy.hostname.replace(/^\[|\]$/g, ""),
       port: proxy.port || (proxy.protocol === "https:" ? 443 : 80),
@@ -166,12 +167,12 @@ function tunnelAgents(proxy: URL) {
       return undefined;
     }
   }
-  class TunnelHttpsAgent extends HttpsAgent {
+  class TunnelHttpsAgent extends https().Agent {
     override createConnection(o: ConnectOptions, done: OnConnection): Duplex | null | undefined {
       const host = String(o.host ?? "localhost");
       tunnel(proxy, host, Number(o.port ?? 443)).then(
         (socket) => {
-          const tls = tlsConnect({
+          const tls = process.getBuiltinModule("node:tls").connect({
             ...(o as object),
             socket,
             servername: o.servername ?? (isIP(host) ? "" : host),
@@ -191,7 +192,7 @@ const proxied = new Map<string, ReturnType<typeof tunnelAgents>>();
 function agentFor(url: URL): HttpAgentType {
   const protocol = url.protocol as "http:" | "https:";
   const proxy = proxyFor(url);
-  if (!proxy) return agents[protocol];
+  if (!proxy) return direct(protocol);
   let set = proxied.get(proxy.href);
   if (!set) {
     set = tunnelAgents(proxy);
@@ -205,8 +206,9 @@ export async function providerFetch(
   init: RequestInit = {},
 ): Promise<Response> {
   const body = init.body;
+  // A Request object is told apart without `instanceof Request`, which would load undici.
   if (
-    input instanceof Request ||
+    (typeof input !== "string" && !(input instanceof URL)) ||
     (body != null && typeof body !== "string" && !(body instanceof Uint8Array))
   ) {
     return fetch(input, init);
@@ -214,23 +216,22 @@ export async function providerFetch(
   const url = typeof input === "string" ? new URL(input) : input;
   if (url.protocol !== "http:" && url.protocol !== "https:") return fetch(input, init);
   const headers: Record<string, string> = {};
-  new Headers(init.headers).forEach((value, name) => {
-    headers[name] = value;
-  });
+  new LiteHeaders(init.headers as ConstructorParameters<typeof LiteHeaders>[0]).forEach(
+    (value, name) => {
+      headers[name] = value;
+    },
+  );
   if (body != null) headers["content-length"] = String(Buffer.byteLength(body));
   const signal = init.signal ?? undefined;
   signal?.throwIfAborted();
   const method = init.method ?? "GET";
-  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const send = url.protocol === "https:" ? https().request : httpRequest;
   const touch = activity.getStore();
   touch?.();
   return new Promise<Response>((resolve, reject) => {
     const req = send(url, { method, headers, agent: agentFor(url), signal }, (res) => {
-      if (touch) {
-        touch();
-        res.on("data", touch);
-      }
-      const out = new Headers();
+      touch?.();
+      const out = new LiteHeaders();
       for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
         out.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
       }
@@ -242,13 +243,9 @@ export async function providerFetch(
       }
       const empty = status === 204 || status === 304 || method === "HEAD";
       if (empty) res.resume();
-      resolve(
-        new Response(empty ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), {
-          status,
-          statusText: res.statusMessage ?? "",
-          headers: out,
-        }),
-      );
+      const meta = { status, statusText: res.statusMessage ?? "", headers: out, url: url.href };
+      // The SDKs read a Response's status, headers and body, nothing undici adds (lite-web.ts).
+      resolve(new LiteResponse(meta, empty ? null : res, touch) as unknown as Response);
     });
     req.on("error", reject);
     req.end(body ?? undefined);

@@ -14,7 +14,6 @@
 //
 // Caps: request headers 16 KiB, 128 open connections per agent, 30 s to finish the handshake;
 // parsing scans each byte once.
-import { lookup } from "node:dns/promises";
 import { isIP, connect, createServer, type Server, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { mkdirSync, rmSync } from "node:fs";
@@ -398,6 +397,8 @@ export class NetworkProxy {
 }
 
 async function resolveAll(host: string): Promise<string[]> {
+  // Loaded at the first name a sandboxed command connects to, not with the host.
+  const { lookup } = process.getBuiltinModule("node:dns/promises");
   const r = await lookup(host, { all: true, verbatim: true });
   return r.map((x) => x.address);
 }

@@ -9,15 +9,47 @@ export class AgentsRepo {
   private readonly removeStmts: StatementSync[];
   private readonly tombstoneStmt: StatementSync;
   private readonly tombstonesStmt: StatementSync;
+  private readonly dormantStmt: StatementSync;
+  private readonly legacyStmt: StatementSync;
+  private readonly mcpStmt: StatementSync;
+  private readonly reservedStmt: StatementSync;
   /** The host is the only writer, so records are cached; a rolled-back transaction clears it. */
   private readonly cache = new Map<string, AgentRecord>();
+  /** Rows decoded (parsed and validated) so far: what a start costs grows with this. */
+  decoded = 0;
 
   constructor(db: DatabaseSync) {
     this.getStmt = db.prepare("SELECT data FROM agents WHERE agent_id = ?");
     this.putStmt = db.prepare(
       "INSERT INTO agents (agent_id, data) VALUES (?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
     );
-    this.listStmt = db.prepare("SELECT data FROM agents ORDER BY agent_id");
+    this.listStmt = db.prepare("SELECT agent_id, data FROM agents ORDER BY agent_id");
+    // The questions a host start asks of every agent, answered from the stored JSON without
+    // decoding each record (every `holon run` leaves one more agent behind). Each is the SQL
+    // form of a predicate on AgentRecord, named beside its method.
+    this.dormantStmt = db.prepare(
+      `SELECT agent_id FROM agents WHERE agent_id GLOB 'run-*'
+         AND json_extract(data, '$.visibility') = 'private'
+         AND json_extract(data, '$.status') = 'stopped'
+         AND IFNULL(json_extract(data, '$.current_run_id'), '') = ''
+       ORDER BY agent_id`,
+    );
+    this.legacyStmt = db.prepare(
+      `SELECT agent_id, data FROM agents
+       WHERE IFNULL(json_extract(data, '$.workspace_root'), '') != ''
+         AND json_extract(data, '$.active_workspace') IS NULL
+       ORDER BY agent_id`,
+    );
+    this.mcpStmt = db.prepare(
+      `SELECT 1 FROM agents WHERE json_type(data, '$.mcp.servers') = 'object'
+         AND json_extract(data, '$.mcp.servers') != '{}' LIMIT 1`,
+    );
+    this.reservedStmt = db.prepare(
+      `SELECT agent_id FROM agents
+       WHERE json_extract(data, '$.budget_reservation.from_agent_id') = ?
+         AND IFNULL(json_extract(data, '$.budget_reservation.returned_at'), '') = ''
+       ORDER BY agent_id`,
+    );
     // Deletion removes the live rows and the agent's own state, which an agent created later
     // under the same id must not inherit (its working memory, work state, active skills,
     // attached workspaces, cancelled timers and revoked triggers); events, briefs,
@@ -59,8 +91,16 @@ export class AgentsRepo {
     if (cached) return cached;
     const row = this.getStmt.get(agentId) as { data: string } | undefined;
     if (!row) return undefined;
-    const record = readRow(AgentRecord, row.data, "agent");
-    this.cache.set(agentId, record);
+    return this.decode(agentId, row.data);
+  }
+
+  private decode(agentId: string, data: string): AgentRecord {
+    let record = this.cache.get(agentId);
+    if (record === undefined) {
+      this.decoded++;
+      record = readRow(AgentRecord, data, "agent");
+      this.cache.set(agentId, record);
+    }
     return record;
   }
 
@@ -73,9 +113,38 @@ export class AgentsRepo {
     this.cache.clear();
   }
 
-  list(): AgentRecord[] {
-    return (this.listStmt.all() as { data: string }[]).map((r) =>
-      readRow(AgentRecord, r.data, "agent"),
+  /**
+   * Every agent (but those named in `skip`, whose rows are not decoded), decoded through the
+   * same cache as `get`: a host start lists the agents several times.
+   */
+  list(skip?: ReadonlySet<string>): AgentRecord[] {
+    const out: AgentRecord[] = [];
+    for (const r of this.listStmt.all() as { agent_id: string; data: string }[]) {
+      if (skip?.has(r.agent_id)) continue;
+      out.push(this.decode(r.agent_id, r.data));
+    }
+    return out;
+  }
+
+  /** Finished `holon run` agents, by id: `isDormantRunAgent` (domain/agent.ts) in SQL. */
+  dormantRunIds(): string[] {
+    return (this.dormantStmt.all() as { agent_id: string }[]).map((r) => r.agent_id);
+  }
+
+  /** Agents whose record still has a `workspace_root` and no active workspace entry. */
+  withLegacyWorkspace(): AgentRecord[] {
+    return (this.legacyStmt.all() as { agent_id: string; data: string }[]).map((r) =>
+      this.decode(r.agent_id, r.data),
     );
+  }
+
+  /** Whether any agent's own settings name an MCP server (`mcp.servers` not empty). */
+  anyOwnMcpServers(): boolean {
+    return this.mcpStmt.get() !== undefined;
+  }
+
+  /** Agents holding a budget reservation carved from `parentId` and not given back, by id. */
+  reservedFrom(parentId: string): string[] {
+    return (this.reservedStmt.all(parentId) as { agent_id: string }[]).map((r) => r.agent_id);
   }
 }

@@ -15,7 +15,7 @@
 // after. A host that never writes 4 MB never starts the thread; if the worker cannot start or
 // dies, the connection checkpoints at 1,000 pages again, as SQLite does by default.
 import { statSync } from "node:fs";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 
 export type CheckpointOptions = {
   /** WAL size at which the worker starts (SQLite's own checkpoint point is 1,000 pages). */
@@ -155,6 +155,9 @@ export class Checkpointer {
     try {
       const shared = new SharedArrayBuffer(4);
       this.flag = new Int32Array(shared);
+      // Loaded here, not imported: a host that never writes 4 MB of WAL (every `holon run`)
+      // never needs worker_threads and the seven builtin modules it brings.
+      const { Worker } = process.getBuiltinModule("node:worker_threads");
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
         workerData: { path: this.dbPath, flag: shared },

@@ -127,7 +127,7 @@ export class WorkspaceService {
    * directory is gone stays as it is (the resolver still reads it, tools report it missing).
    */
   private foldLegacy(): void {
-    for (const agent of this.store.agents.list()) {
+    for (const agent of this.store.agents.withLegacyWorkspace()) {
       if (agent.active_workspace || !agent.workspace_root) continue;
       const root = agent.workspace_root;
       if (!isDirectory(root)) continue;
