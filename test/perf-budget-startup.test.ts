@@ -224,8 +224,10 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     // count more than the sources load; so far it is the same). Measured at 50 and 196
     // (issue 32); raise them in the commit that needs more, and say why. 197 own: budget
     // amounts' parsing moved to domain/amounts.ts; 198: the provider fetch's own Headers and
-    // Response (see above).
-    const FILES_BUDGET = 50;
+    // Response (see above). 52 files: with the start-up work merged beside the bundle (the run
+    // imports that Headers lazily before the host; more modules load at first use), esbuild's
+    // split of the modules shared by lazy imports puts what the run loads in two more files.
+    const FILES_BUDGET = 52;
     const OWN_BUDGET = 198;
     expect(
       early.files.length,
