@@ -130,6 +130,14 @@ describe("turn-local recap", () => {
 
     expect(estimateTokens("abcd".repeat(100))).toBe(100);
     expect(estimateTokens("部署密钥")).toBe(4);
+    // Long texts: all-ASCII ones are counted from their length; any other character (even
+    // the last, or a lone surrogate) takes the per-character count.
+    const ascii = "The build passed; ".repeat(40);
+    expect(estimateTokens(ascii)).toBe(Math.ceil(ascii.length / 4));
+    expect(estimateTokens(ascii + "é")).toBe(Math.ceil(ascii.length / 4 + 1 / 2));
+    expect(estimateTokens(ascii + "部")).toBe(Math.ceil(ascii.length / 4 + 1));
+    expect(estimateTokens(ascii + "\ud800")).toBe(Math.ceil(ascii.length / 4 + 1 / 2));
+    expect(estimateTokens("𝄞" + ascii)).toBe(Math.ceil(ascii.length / 4 + 1 / 2));
     const cal = new TokenCalibration();
     expect(cal.factor("m")).toBe(1);
     cal.observe("m", 1_000, 2_000);

@@ -100,6 +100,11 @@ const ITEM_OVERHEAD = 6;
 
 /** The estimated tokens of one text. */
 export function estimateTokens(text: string): number {
+  // Most texts are ASCII (prompts, tool schemas, JSON): then the UTF-8 length, which Node
+  // counts natively, equals the length, and the loop below would find ascii = length.
+  if (text.length >= 256 && Buffer.byteLength(text, "utf8") === text.length) {
+    return Math.ceil(text.length / 4);
+  }
   let ascii = 0;
   let cjk = 0;
   let other = 0;
