@@ -11,6 +11,13 @@ export class AgentsRepo {
   private readonly tombstonesStmt: StatementSync;
   /** The host is the only writer, so records are cached; a rolled-back transaction clears it. */
   private readonly cache = new Map<string, AgentRecord>();
+  /**
+   * Records put inside the open transaction, written once when it commits (`flush`): a
+   * turn's transaction changes the agent's record several times (its closure, its status,
+   * its rest), and only the last of them is what commits.
+   */
+  private readonly dirty = new Map<string, AgentRecord>();
+  private deferring = false;
 
   constructor(db: DatabaseSync) {
     this.getStmt = db.prepare("SELECT data FROM agents WHERE agent_id = ?");
@@ -43,6 +50,7 @@ export class AgentsRepo {
 
   /** Delete the agent's live rows and leave a tombstone (run inside a transaction). */
   remove(agentId: string, deletedAt: string, tombstone: Record<string, unknown>): void {
+    this.dirty.delete(agentId);
     for (const stmt of this.removeStmts) stmt.run(agentId);
     this.tombstoneStmt.run(agentId, deletedAt, JSON.stringify(tombstone));
     this.cache.delete(agentId);
@@ -65,15 +73,39 @@ export class AgentsRepo {
   }
 
   put(record: AgentRecord): void {
-    this.putStmt.run(record.agent_id, JSON.stringify(record));
     this.cache.set(record.agent_id, record);
+    if (this.deferring) this.dirty.set(record.agent_id, record);
+    else this.putStmt.run(record.agent_id, JSON.stringify(record));
   }
+
+  // The store's own hooks around a transaction, as properties rather than methods: they are
+  // not calls into the store, so `Store.countCalls` does not count them.
+  /** The store opened a transaction: puts wait for `flush`, just before its commit. */
+  readonly defer = (): void => {
+    this.deferring = true;
+  };
+
+  /** Write the records put since `defer` (inside the transaction, before it commits). */
+  readonly flush = (): void => {
+    this.deferring = false;
+    for (const record of this.dirty.values()) {
+      this.putStmt.run(record.agent_id, JSON.stringify(record));
+    }
+    this.dirty.clear();
+  };
 
   invalidate(): void {
     this.cache.clear();
+    this.dirty.clear();
+    this.deferring = false;
   }
 
   list(): AgentRecord[] {
+    if (this.dirty.size > 0) {
+      // Read through SQL: the transaction's puts so far go first, and deferring goes on.
+      this.flush();
+      this.deferring = true;
+    }
     return (this.listStmt.all() as { data: string }[]).map((r) =>
       readRow(AgentRecord, r.data, "agent"),
     );
