@@ -6,7 +6,7 @@ import type { ConversationItem } from "../src/providers/model.ts";
 import { segment } from "../src/memory/compaction.ts";
 import { buildRecap, digestRound, type ToolEvidence } from "../src/memory/recap.ts";
 import { contextLimits } from "../src/memory/budget.ts";
-import { estimateTokens, TokenCalibration, tokenCounterFor } from "../src/memory/tokens.ts";
+import { estimateTokens, isCjk, TokenCalibration, tokenCounterFor } from "../src/memory/tokens.ts";
 
 function round(n: number, cmd: string, output: string): ConversationItem[] {
   return [
@@ -130,6 +130,41 @@ describe("turn-local recap", () => {
 
     expect(estimateTokens("abcd".repeat(100))).toBe(100);
     expect(estimateTokens("部署密钥")).toBe(4);
+    // Long texts: all-ASCII ones are counted from their length; any other character (even
+    // the last, or a lone surrogate) takes the per-character count.
+    const ascii = "The build passed; ".repeat(40);
+    expect(estimateTokens(ascii)).toBe(Math.ceil(ascii.length / 4));
+    expect(estimateTokens(ascii + "é")).toBe(Math.ceil(ascii.length / 4 + 1 / 2));
+    expect(estimateTokens(ascii + "部")).toBe(Math.ceil(ascii.length / 4 + 1));
+    expect(estimateTokens(ascii + "\ud800")).toBe(Math.ceil(ascii.length / 4 + 1 / 2));
+    expect(estimateTokens("𝄞" + ascii)).toBe(Math.ceil(ascii.length / 4 + 1 / 2));
+    // Mixed texts of every kind, lone surrogates at every place: the same figure as a plain
+    // count of every character.
+    const reference = (text: string) => {
+      let a = 0;
+      let c = 0;
+      let o = 0;
+      for (let i = 0; i < text.length; i++) {
+        const x = text.charCodeAt(i);
+        if (x < 0x80) a++;
+        else if (isCjk(x)) c++;
+        else if (x >= 0xd800 && x <= 0xdbff) {
+          o++;
+          i++;
+        } else o++;
+      }
+      return Math.ceil(a / 4 + c + o / 2);
+    };
+    const pieces = ["a", "word ", "é", "…", "部", "𝄞", "\ud800", "\udc00", "\n", '{"k":1}'];
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let t = 0; t < 300; t++) {
+      let text = "";
+      const len = 250 + Math.floor(rand() * 400);
+      while (text.length < len) text += pieces[Math.floor(rand() * (rand() < 0.8 ? 2 : 10))];
+      expect(estimateTokens(text), JSON.stringify(text)).toBe(reference(text));
+      expect(estimateTokens(text + "\ud800")).toBe(reference(text + "\ud800"));
+    }
     const cal = new TokenCalibration();
     expect(cal.factor("m")).toBe(1);
     cal.observe("m", 1_000, 2_000);

@@ -1,8 +1,9 @@
-// The store's body codec: rows compressed with the one reused deflate handle are exactly the
-// bytes a fresh `deflateRawSync` makes with the same dictionary (so rows written before and
-// after the change read the same way), and every body reads back as written.
+// The store's body codec: rows are written as zstd frames against the dictionary through one
+// reused stream, each frame readable on its own (a fresh `zstdDecompressSync` reads it);
+// rows earlier versions wrote with deflate (codec byte 1) read as before; every body reads
+// back as written.
 import { createHash } from "node:crypto";
-import { deflateRawSync } from "node:zlib";
+import { deflateRawSync, zstdDecompressSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { buildEnvelope, provenanceOf } from "../src/agent/admission.ts";
 import {
@@ -27,22 +28,56 @@ function sample(i: number): string {
   });
 }
 
+const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+/** A stored zstd row (codec byte 3) read by a fresh decompressor: its frame stands alone. */
+function freshZstd(blob: Uint8Array): string {
+  const frame = Buffer.concat([ZSTD_MAGIC, blob.subarray(1)]);
+  return zstdDecompressSync(frame, { dictionary: dict }).toString("utf8");
+}
+
 describe("store body codec", () => {
-  it("a reused handle writes exactly what deflateRawSync writes, and every row reads back", () => {
-    const rows = [
-      ...Array.from({ length: 50 }, (_, i) => sample(i)),
-      DICTIONARY_V1.slice(0, 3000), // mostly dictionary: compresses to almost nothing
-      JSON.stringify({ big: "x".repeat(40_000) + DICTIONARY_V1 }), // output over one buffer
-      JSON.stringify({ noise: Array.from({ length: 3000 }, (_, i) => (i * 7919) % 997) }),
-    ];
+  const rows = [
+    ...Array.from({ length: 50 }, (_, i) => sample(i)),
+    DICTIONARY_V1.slice(0, 3000), // mostly dictionary: compresses to almost nothing
+    JSON.stringify({ big: "x".repeat(40_000) + DICTIONARY_V1 }), // output over one buffer
+    JSON.stringify({ noise: Array.from({ length: 3000 }, (_, i) => (i * 7919) % 997) }),
+  ];
+
+  it("rows are zstd frames against the dictionary, each readable alone, and read back", () => {
+    let stored = 0;
+    let text = 0;
     for (const json of rows) {
-      const stored = encodeText(json);
-      expect(stored).toBeInstanceOf(Uint8Array);
-      const blob = stored as Uint8Array;
-      expect(blob[0]).toBe(1);
-      expect(Buffer.from(blob.subarray(1)).equals(deflateRawSync(json, V1))).toBe(true);
-      expect(bodyText(stored)).toBe(json);
+      const body = encodeText(json);
+      expect(body).toBeInstanceOf(Uint8Array);
+      const blob = body as Uint8Array;
+      expect(blob[0]).toBe(3);
+      expect(freshZstd(blob)).toBe(json);
+      expect(bodyText(body)).toBe(json);
+      if (json.length < 1000) {
+        stored += blob.length;
+        text += Buffer.byteLength(json);
+      }
     }
+    // The dictionary is in use: rows of a few hundred bytes shrink to a fraction.
+    expect(stored / text).toBeLessThan(0.4);
+  });
+
+  it("rows written with deflate (codec byte 1, earlier versions) read as before", () => {
+    for (const json of rows) {
+      const blob = Buffer.concat([Buffer.of(1), deflateRawSync(json, V1)]);
+      expect(bodyText(blob)).toBe(json);
+    }
+  });
+
+  it("a damaged zstd row is refused, and reads after it work", () => {
+    const blob = encodeText(rows[7]!) as Uint8Array;
+    expect(blob[0]).toBe(3);
+    expect(() => bodyText(blob.subarray(0, blob.length - 3))).toThrow(/unexpected end of file/);
+    expect(bodyText(blob)).toBe(rows[7]);
+    const garbled = Uint8Array.from(blob);
+    garbled[2] = garbled[2]! ^ 0xff;
+    expect(() => bodyText(garbled)).toThrow();
+    expect(bodyText(encodeText(rows[3]!))).toBe(rows[3]);
   });
 
   it("short or incompressible bodies stay text", () => {
@@ -125,11 +160,11 @@ describe("the phrase codec of admitted messages", () => {
     }
   });
 
-  it("a long row goes to deflate, a short one stays text", () => {
+  it("a long row is compressed, a short one stays text", () => {
     const long = { id: "msg_1", body: { type: "text", text: "the build passed; ".repeat(100) } };
     expect(JSON.stringify(long).length).toBeGreaterThan(PHRASE_UP_TO_CHARS);
     const stored = encodeMessageBody(long) as Uint8Array;
-    expect(stored[0]).toBe(1);
+    expect(stored[0]).toBe(3);
     expect(bodyText(stored)).toBe(JSON.stringify(long));
     expect(encodeMessageBody({ a: 1 })).toBe('{"a":1}');
   });
@@ -151,15 +186,12 @@ describe("the phrase codec of admitted messages", () => {
     const rows = Array.from({ length: 300 }, (_, i) =>
       JSON.stringify({ type: "brief_created", n: i, text: "word ".repeat((i * 37) % 9000) }),
     );
-    for (const r of rows) {
-      const stored = encodeText(r);
-      expect(bodyText(stored)).toBe(r);
-    }
+    const deflated = (r: string) => Buffer.concat([Buffer.of(1), deflateRawSync(r, V1)]);
+    for (const r of rows) expect(bodyText(deflated(r))).toBe(r);
     // A blob cut short fails as inflateRawSync fails; the next read works on a new handle.
-    const blob = encodeText(rows[250]!) as Uint8Array;
-    expect(blob[0]).toBe(1);
+    const blob = deflated(rows[250]!);
     expect(() => bodyText(blob.subarray(0, 6))).toThrow(/unexpected end of file/);
     expect(bodyText(blob)).toBe(rows[250]);
-    expect(bodyText(encodeText(rows[3]!))).toBe(rows[3]);
+    expect(bodyText(deflated(rows[3]!))).toBe(rows[3]);
   });
 });

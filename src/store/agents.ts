@@ -17,6 +17,13 @@ export class AgentsRepo {
   private readonly cache = new Map<string, AgentRecord>();
   /** Rows decoded (parsed and validated) so far: what a start costs grows with this. */
   decoded = 0;
+  /**
+   * Records put inside the open transaction, written once when it commits (`flush`): a
+   * turn's transaction changes the agent's record several times (its closure, its status,
+   * its rest), and only the last of them is what commits.
+   */
+  private readonly dirty = new Map<string, AgentRecord>();
+  private deferring = false;
 
   constructor(db: DatabaseSync) {
     this.getStmt = db.prepare("SELECT data FROM agents WHERE agent_id = ?");
@@ -75,6 +82,7 @@ export class AgentsRepo {
 
   /** Delete the agent's live rows and leave a tombstone (run inside a transaction). */
   remove(agentId: string, deletedAt: string, tombstone: Record<string, unknown>): void {
+    this.dirty.delete(agentId);
     for (const stmt of this.removeStmts) stmt.run(agentId);
     this.tombstoneStmt.run(agentId, deletedAt, JSON.stringify(tombstone));
     this.cache.delete(agentId);
@@ -105,12 +113,41 @@ export class AgentsRepo {
   }
 
   put(record: AgentRecord): void {
-    this.putStmt.run(record.agent_id, JSON.stringify(record));
     this.cache.set(record.agent_id, record);
+    if (this.deferring) this.dirty.set(record.agent_id, record);
+    else this.putStmt.run(record.agent_id, JSON.stringify(record));
   }
+
+  // The store's own hooks around a transaction, as properties rather than methods: they are
+  // not calls into the store, so `Store.countCalls` does not count them.
+  /** The store opened a transaction: puts wait for `flush`, just before its commit. */
+  readonly defer = (): void => {
+    this.deferring = true;
+  };
+
+  /** Write the records put since `defer` (inside the transaction, before it commits). */
+  readonly flush = (): void => {
+    this.deferring = false;
+    for (const record of this.dirty.values()) {
+      this.putStmt.run(record.agent_id, JSON.stringify(record));
+    }
+    this.dirty.clear();
+  };
 
   invalidate(): void {
     this.cache.clear();
+    this.dirty.clear();
+    this.deferring = false;
+  }
+
+  /**
+   * Before a query that reads the agents' rows in SQL: writes the records put so far in the
+   * open transaction (later puts keep waiting for the commit), so the query sees them.
+   */
+  private settled(): void {
+    if (this.dirty.size === 0) return;
+    this.flush();
+    this.deferring = true;
   }
 
   /**
@@ -118,6 +155,7 @@ export class AgentsRepo {
    * same cache as `get`: a host start lists the agents several times.
    */
   list(skip?: ReadonlySet<string>): AgentRecord[] {
+    this.settled();
     const out: AgentRecord[] = [];
     for (const r of this.listStmt.all() as { agent_id: string; data: string }[]) {
       if (skip?.has(r.agent_id)) continue;
@@ -128,11 +166,13 @@ export class AgentsRepo {
 
   /** Finished `holon run` agents, by id: `isDormantRunAgent` (domain/agent.ts) in SQL. */
   dormantRunIds(): string[] {
+    this.settled();
     return (this.dormantStmt.all() as { agent_id: string }[]).map((r) => r.agent_id);
   }
 
   /** Agents whose record still has a `workspace_root` and no active workspace entry. */
   withLegacyWorkspace(): AgentRecord[] {
+    this.settled();
     return (this.legacyStmt.all() as { agent_id: string; data: string }[]).map((r) =>
       this.decode(r.agent_id, r.data),
     );
@@ -140,11 +180,13 @@ export class AgentsRepo {
 
   /** Whether any agent's own settings name an MCP server (`mcp.servers` not empty). */
   anyOwnMcpServers(): boolean {
+    this.settled();
     return this.mcpStmt.get() !== undefined;
   }
 
   /** Agents holding a budget reservation carved from `parentId` and not given back, by id. */
   reservedFrom(parentId: string): string[] {
+    this.settled();
     return (this.reservedStmt.all(parentId) as { agent_id: string }[]).map((r) => r.agent_id);
   }
 }

@@ -171,7 +171,9 @@ export class Store {
     try {
       this.db.exec("BEGIN IMMEDIATE");
       this.depth = 1;
+      this.agents.defer();
       result = fn();
+      this.agents.flush();
       this.db.exec("COMMIT");
     } catch (err) {
       this.pending = [];

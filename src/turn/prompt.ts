@@ -2,7 +2,7 @@
 // (src/context/), plus the incoming message rendered with its provenance. The first
 // `system_prompt` section is the system prompt; other system sections follow in order;
 // context sections ride beside the message. The cache key covers only what is stable.
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { bodyText, type MessageEnvelope } from "../domain/message.ts";
 import {
   toolSetDigest,
@@ -39,7 +39,7 @@ export function buildFrame(contributors: PromptContributor[], ctx: PromptContext
   });
   const system = sections.filter((s) => s.section.placement === "system").map((s) => s.section);
   const context = sections.filter((s) => s.section.placement === "context").map((s) => s.section);
-  const stableSurface = JSON.stringify({
+  const stable = stableDigest(ctx.agent.agent_id, {
     policy: systemPrompt,
     blocks: system.filter((s) => !s.cache_exempt).map((s) => s.text),
     tools: toolSetDigest(ctx.tools),
@@ -51,15 +51,48 @@ export function buildFrame(contributors: PromptContributor[], ctx: PromptContext
     context_blocks: context.map(block),
     cache: {
       agent_id: ctx.agent.agent_id,
-      prompt_cache_key: `holon-${ctx.agent.agent_id}-${digest(stableSurface).slice(0, 16)}`,
-      context_fingerprint: digest(stableSurface + JSON.stringify(context.map((c) => c.text))),
+      prompt_cache_key: `holon-${ctx.agent.agent_id}-${stable.key}`,
+      // SHA-256 of the stable surface's JSON followed by the context texts' JSON.
+      context_fingerprint: stable.hash
+        .copy()
+        .update(JSON.stringify(context.map((c) => c.text)))
+        .digest("hex"),
     },
   };
   return { frame, loaded, sections };
 }
 
-function digest(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+type StableSurface = { policy: string; blocks: string[]; tools: string; root: string };
+type StableHash = { surface: StableSurface; hash: Hash; key: string };
+
+/**
+ * The stable surface (system prompt, cacheable system blocks, tool set, execution root) is
+ * the same turn after turn, and is tens of KB: per agent, the last one is kept with a hash
+ * that has read its JSON, so an unchanged surface is compared, not serialized and hashed
+ * again. The cache key and the fingerprint are the same digests as computed afresh.
+ */
+const stableHashes = new Map<string, StableHash>();
+const STABLE_KEPT = 64;
+
+function stableDigest(agentId: string, surface: StableSurface): StableHash {
+  const hit = stableHashes.get(agentId);
+  if (hit !== undefined && sameSurface(hit.surface, surface)) return hit;
+  const hash = createHash("sha256").update(JSON.stringify(surface));
+  const fresh = { surface, hash, key: hash.copy().digest("hex").slice(0, 16) };
+  stableHashes.delete(agentId);
+  stableHashes.set(agentId, fresh);
+  if (stableHashes.size > STABLE_KEPT) stableHashes.delete(stableHashes.keys().next().value!);
+  return fresh;
+}
+
+function sameSurface(a: StableSurface, b: StableSurface): boolean {
+  return (
+    a.policy === b.policy &&
+    a.tools === b.tools &&
+    a.root === b.root &&
+    a.blocks.length === b.blocks.length &&
+    a.blocks.every((t, i) => t === b.blocks[i])
+  );
 }
 
 /** The incoming message as the model sees it: a provenance header, then the content. */

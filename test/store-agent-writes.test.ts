@@ -1,0 +1,91 @@
+// An agent's record put several times in one transaction is written once, at its commit, and
+// what commits is the last record put; reads inside the transaction (by id or the whole list)
+// see every put so far; a rolled-back transaction leaves the committed record.
+import { describe, expect, it } from "vitest";
+import { AgentRecord } from "../src/domain/agent.ts";
+import { randomIds, systemClock } from "../src/domain/clock.ts";
+import { Store } from "../src/store/db.ts";
+
+function record(id: string, count: number): AgentRecord {
+  return AgentRecord.parse({
+    agent_id: id,
+    agent_home: `/tmp/agents/${id}`,
+    kind: "default",
+    visibility: "public",
+    ownership: "self_owned",
+    profile_preset: "public_named",
+    status: "asleep",
+    created_at: "2026-11-27T12:00:00.000Z",
+    updated_at: "2026-11-27T12:00:00.000Z",
+    total_message_count: count,
+    total_input_tokens: 0,
+    total_output_tokens: 0,
+    total_model_rounds: 0,
+  });
+}
+
+describe("agent record writes", () => {
+  it("several puts in one transaction write the row once, with the last record", () => {
+    const store = new Store(":memory:", systemClock, randomIds);
+    const changes = () =>
+      (store.db.prepare("SELECT total_changes() AS n").get() as { n: number }).n;
+    const stored = (id: string) =>
+      JSON.parse(
+        (store.db.prepare("SELECT data FROM agents WHERE agent_id = ?").get(id) as { data: string })
+          .data,
+      ) as AgentRecord;
+    store.tx(() => store.agents.put(record("a", 0)));
+    const before = changes();
+    store.tx(() => {
+      for (let i = 1; i <= 5; i++) {
+        store.agents.put(record("a", i));
+        expect(store.agents.get("a")!.total_message_count).toBe(i);
+      }
+      store.agents.put(record("b", 7));
+      // The whole list, read through SQL, sees the puts made so far.
+      expect(store.agents.list().map((a) => [a.agent_id, a.total_message_count])).toEqual([
+        ["a", 5],
+        ["b", 7],
+      ]);
+      store.agents.put(record("a", 6));
+    });
+    // One write of each record for the list, one more of "a" after it.
+    expect(changes() - before).toBe(3);
+
+    // The other questions answered in SQL see a put of the same transaction too.
+    store.tx(() => {
+      const stopped = { ...record("run-x", 0), visibility: "private", status: "stopped" } as const;
+      store.agents.put(AgentRecord.parse(stopped));
+      expect(store.agents.dormantRunIds()).toEqual(["run-x"]);
+      store.agents.put(AgentRecord.parse({ ...stopped, status: "asleep" }));
+      expect(store.agents.dormantRunIds()).toEqual([]);
+    });
+    expect(store.agents.dormantRunIds()).toEqual([]);
+    expect(stored("a").total_message_count).toBe(6);
+    expect(stored("b").total_message_count).toBe(7);
+
+    expect(() =>
+      store.tx(() => {
+        store.agents.put(record("a", 99));
+        throw new Error("boom");
+      }),
+    ).toThrow("boom");
+    expect(store.agents.get("a")!.total_message_count).toBe(6);
+    expect(stored("a").total_message_count).toBe(6);
+    // Outside a transaction a put is written at once.
+    store.agents.put(record("a", 8));
+    expect(stored("a").total_message_count).toBe(8);
+    store.close();
+  });
+
+  it("an agent removed in the transaction that put it is not written back", () => {
+    const store = new Store(":memory:", systemClock, randomIds);
+    store.tx(() => store.agents.put(record("gone", 0)));
+    store.tx(() => {
+      store.agents.put(record("gone", 1));
+      store.agents.remove("gone", "2026-11-27T12:00:00.000Z", { reason: "test" });
+    });
+    expect(store.db.prepare("SELECT count(*) AS n FROM agents").get()).toEqual({ n: 0 });
+    store.close();
+  });
+});
