@@ -470,7 +470,7 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
   const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
   const confinedSpare =
     spec.sandbox && !tty && spec.env === undefined && spec.acceptsInput !== true
-      ? takeSandboxSpare(spec.sandbox, commandEnvOf(policy).key, dir)
+      ? takeSandboxSpare(spec.sandbox, commandEnvOf(policy).key, merged ? "merged" : "split", dir)
       : null;
   // Owner-only, like everything Holon keeps: output can hold anything the command printed.
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -547,18 +547,13 @@ function startRecorded(
       // Confined: on the profile's spare, or a cold bubblewrap start (see the header); the
       // record names the sandbox's init either way.
       const started = confinedSpare ?? spawnSandboxed(spec.sandbox, env.env, spec.cwd, dir, draft);
-      if (confinedSpare !== null) {
-        // The spare made every file a wrapper may write; this command writes some of them.
-        for (const f of [FILES.output, FILES.stdout, FILES.stderr]) {
-          const p = join(dir, f);
-          if (p !== draft.output_path && p !== draft.stderr_path) rmSync(p, { force: true });
-        }
-      }
       child = started.child;
       pid = started.pid;
       sandboxStat = started.stat;
       draft.sandbox = spec.sandbox.digest;
-      if (spec.env === undefined) wantSandboxSpare(spec.sandbox, env, dirname(dir), child);
+      if (spec.env === undefined) {
+        wantSandboxSpare(spec.sandbox, env, draft.output_mode, dirname(dir), child);
+      }
     } else {
       spare = spec.env === undefined ? takeSpare(env.key) : null;
       if (spare === null) {

@@ -12,8 +12,12 @@
 //   host → helper  { confined: {key, argv, status, log} }   start a confined spare: bubblewrap
 //                                                  running the wrapper (see sandbox-spares.ts),
 //                                                  its status on fd 3, its errors in `log`
-//   helper → host  { confinedSpare: {key, pid} }   it started (pid: bubblewrap's, outside)
-//   host → helper  { retire: pid }                 end an unused confined spare (EOF on stdin)
+//   helper → host  { confinedSpare: {key, pid} } + the spare's stdin socket as the handle
+//                                                  it started (pid: bubblewrap's, outside); the
+//                                                  host holds its stdin from now on: it writes
+//                                                  the directory there, reads the spare's `r`
+//                                                  (ready) and status lines, and ends an unused
+//                                                  spare by closing it
 // When the channel closes (the host is gone) the helper exits; its spares read EOF and exit
 // without running anything, and handed-off wrappers run on and record their own status.
 import { spawn } from "node:child_process";
@@ -24,10 +28,14 @@ const SPARES = 2;
 /** @type {Map<number, import("node:child_process").ChildProcess>} */
 const idle = new Map();
 
-/** @param {object} message */
-function send(message) {
+/**
+ * @param {object} message
+ * @param {import("node:net").Socket} [handle] passed to the host, and closed here once sent
+ */
+function send(message, handle) {
   // With a callback, a send that fails because the host just went away is not an error event.
-  if (process.connected) process.send?.(message, undefined, undefined, () => {});
+  if (process.connected) process.send?.(message, handle, undefined, () => {});
+  else handle?.destroy();
 }
 
 /**
@@ -104,7 +112,9 @@ function startConfined(c) {
     confined.delete(pid);
     send({ exit: pid, code, signal });
   });
-  send({ confinedSpare: { key: c.key, pid } });
+  // The spare's stdin (a socket) goes to the host, which hands it its directory and reads its
+  // notices there: nothing of a confined spare's start or end waits for this process.
+  send({ confinedSpare: { key: c.key, pid } }, child.stdin ?? undefined);
 }
 
 function refill() {
@@ -126,20 +136,10 @@ function refillNow() {
 process.on(
   "message",
   (
-    /** @type {{script?: string, go?: number, dir?: string, discard?: string, confined?: any, retire?: number}} */ m,
+    /** @type {{script?: string, go?: number, dir?: string, discard?: string, confined?: any}} */ m,
   ) => {
     if (m.confined !== undefined) {
       startConfined(m.confined);
-      return;
-    }
-    if (typeof m.retire === "number") {
-      confined.get(m.retire)?.stdin?.end();
-      return;
-    }
-    const spare = typeof m.go === "number" ? confined.get(m.go) : undefined;
-    if (spare !== undefined && typeof m.dir === "string") {
-      confined.delete(m.go);
-      spare.stdin?.end(`${m.dir}\n`);
       return;
     }
     if (typeof m.script === "string") {
