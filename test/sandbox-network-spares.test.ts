@@ -110,6 +110,38 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
     expect(readProcStat(rec.pid)?.state ?? "gone").toMatch(/^(gone|Z)$/); // dead, maybe unreaped
   });
 
+  it("keeps two spares per profile, so commands right after one another all run on spares", async () => {
+    const ctx = toolContext(rt.host);
+    await exec(ctx, "true");
+    const digest = rt.host.tasks.sandboxFor(ctx.agent, ctx.execution_root)!.digest;
+    await waitFor(() => sandboxSpareCount(digest, "split").ready === 2, {
+      what: "two ready spares",
+    });
+    const hits = sandboxSpareCount().hits;
+    // No wait in between: the second takes the other spare while the first's is replaced.
+    for (let i = 0; i < 2; i++)
+      expect((await exec(ctx, `echo ${i}`)).stdout_preview).toBe(`${i}\n`);
+    expect(sandboxSpareCount().hits).toBe(hits + 2);
+  });
+
+  it("a command on a spare never holds its wrapper's stdin, and what it leaves behind ends with it", async () => {
+    const ctx = toolContext(rt.host);
+    await exec(ctx, "true");
+    await spareReady(ctx);
+    const hits = sandboxSpareCount().hits;
+    // The wrapper's stdin is the socket its notices go to the host by: never the command's.
+    const r = await exec(
+      ctx,
+      `for f in /proc/self/fd/*; do readlink "$f"; done; /bin/sleep 6173 & echo bg`,
+    );
+    expect(sandboxSpareCount().hits).toBe(hits + 1);
+    expect(r.exit_status).toBe(0);
+    expect(r.stdout_preview).toContain("bg\n");
+    expect(r.stdout_preview).not.toContain("socket:");
+    // The status line ended the command: its sandbox and the sleep it left go too.
+    await waitFor(() => !sleeping("6173"), { what: "the command's background sleep to end" });
+  });
+
   it("a command of another profile never takes the spare", async () => {
     const ctx = toolContext(rt.host);
     await exec(ctx, "true");
@@ -171,6 +203,19 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
     rt = undefined as unknown as TestRuntime;
   });
 });
+
+/** Whether a process of ours runs `sleep <arg>`. */
+function sleeping(arg: string): boolean {
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "latin1") === `/bin/sleep\0${arg}\0`) return true;
+    } catch {
+      // gone
+    }
+  }
+  return false;
+}
 
 function readlinkOwn(): string {
   return `${readlinkSync("/proc/self/ns/net")}\n`;
