@@ -473,13 +473,18 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
       ? takeSandboxSpare(spec.sandbox, commandEnvOf(policy).key, merged ? "merged" : "split", dir)
       : null;
   // Owner-only, like everything Holon keeps: output can hold anything the command printed.
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // A spare's directory (now this one) exists, with its files made empty by the helper.
+  if (confinedSpare === null) mkdirSync(dir, { recursive: true, mode: 0o700 });
   // The record is created exclusively up front (claiming the directory) and written once the
-  // pid is known: a single write of a new file, which a reader sees whole or not at all.
+  // pid is known: a single write of a new file, which a reader sees whole or not at all. A
+  // spare's directory was claimed by its rename, its empty record made with it.
   const specPath = join(dir, FILES.spec);
   let specFd: number;
   try {
-    specFd = openSync(specPath, "wx", 0o600);
+    specFd =
+      confinedSpare === null
+        ? openSync(specPath, "wx", 0o600)
+        : openSync(specPath, fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") {
       throw new ProcessStartError(`process directory ${dir} is already in use`);
@@ -525,10 +530,13 @@ function startRecorded(
   draft.output_cap_bytes = outputCapOf(policy);
   const outFlags =
     fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;
-  // The output files exist before the command does, so readers never race their creation.
-  closeSync(openSync(draft.output_path, outFlags, 0o600));
+  // The output files exist before the command does, so readers never race their creation (a
+  // spare's were made empty with it, and nothing ran there yet to write them).
+  if (confinedSpare === null) closeSync(openSync(draft.output_path, outFlags, 0o600));
   if (!draft.tty) {
-    if (draft.stderr_path !== null) closeSync(openSync(draft.stderr_path, outFlags, 0o600));
+    if (draft.stderr_path !== null && confinedSpare === null) {
+      closeSync(openSync(draft.stderr_path, outFlags, 0o600));
+    }
     writeFileSync(
       join(dir, FILES.params),
       wrapperParams({

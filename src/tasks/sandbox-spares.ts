@@ -34,7 +34,7 @@
 // Spares live no longer than the host and the helper that started them: when either goes,
 // their stdin closes and they exit without running anything.
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rm } from "node:fs";
+import { readdirSync, readFileSync, renameSync, rm } from "node:fs";
 import { dirname, join } from "node:path";
 import type { SandboxLaunch } from "../sandbox/profile.ts";
 import type { CommandEnv } from "./env.ts";
@@ -57,6 +57,12 @@ const REFILL_DELAY_MS = 25;
 
 /** The output layout of the commands a spare serves. */
 export type SpareLayout = "split" | "merged";
+
+/**
+ * Files a spare's directory has, empty, for its taker to write (process.ts): the process record
+ * and the wrapper's parameters. Not bound into the sandbox (the directory is read-only there).
+ */
+export const PREMADE = ["spec.json", "params.sh"] as const;
 
 /** The files a wrapper of each layout writes: made in the spare's directory, bound writable. */
 const WRITTEN: Record<SpareLayout, readonly string[]> = {
@@ -93,6 +99,10 @@ onConfinedSpares({
   started(id, pid, helper, channel) {
     // `id` is the spare's directory: unique, unlike the profile's key.
     const sp = spares.get(id);
+    if (channel === null) {
+      if (sp !== undefined && sp.state === "starting" && sp.outer === -1) drop(sp);
+      return;
+    }
     if (sp === undefined || sp.state !== "starting" || sp.outer !== -1) {
       channel.close(); // nobody wants it any more: it reads EOF and exits
       return;
@@ -268,16 +278,9 @@ function startSpare(
     sweepLeftovers(parent);
   }
   const dir = join(parent, randomBytes(8).toString("hex"));
-  const files = WRITTEN[layout];
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    for (const f of files) closeSync(openSync(join(dir, f), "wx", 0o600));
-  } catch {
-    rm(dir, { recursive: true, force: true }, () => {});
-    return false;
-  }
+  const written = WRITTEN[layout].map((f) => join(dir, f));
   const argv = launch.argv(["/bin/sh", "-c", WRAPPER_SCRIPT, "holon-wrap"], {
-    writable: files.map((f) => join(dir, f)),
+    writable: written,
     tty: false,
     statusFd: 3,
   });
@@ -292,9 +295,12 @@ function startSpare(
     initTicks: -1,
     channel: null,
   };
-  if (
-    !startConfinedSpare(env.key, dir, argv, join(dir, "sandbox.json"), join(dir, "sandbox.log"))
-  ) {
+  // The helper makes the directory with the files the wrapper writes, and the record and
+  // parameters files, empty, for the taker to fill (none is made in the host's event loop).
+  const files = [...written, ...PREMADE.map((f) => join(dir, f))];
+  const status = join(dir, "sandbox.json");
+  const log = join(dir, "sandbox.log");
+  if (!startConfinedSpare(env.key, dir, { dir, files, argv, status, log })) {
     rm(dir, { recursive: true, force: true }, () => {});
     // The helper is starting (or restarting with a new environment): try once more soon.
     if (retries > 0) {

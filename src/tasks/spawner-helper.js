@@ -9,19 +9,23 @@
 //   host → helper  { go: pid, dir }                hand that spare its process directory
 //   helper → host  { exit: pid, code, signal }     one of our wrappers exited
 //   host → helper  { discard: dir }                remove a finished process's directory
-//   host → helper  { confined: {key, argv, status, log} }   start a confined spare: bubblewrap
-//                                                  running the wrapper (see sandbox-spares.ts),
-//                                                  its status on fd 3, its errors in `log`
+//   host → helper  { confined: {key, dir, files, argv, status, log} }   start a confined
+//                                                  spare: make its directory and empty files,
+//                                                  then bubblewrap running the wrapper (see
+//                                                  sandbox-spares.ts), its status on fd 3, its
+//                                                  errors in `log`
 //   helper → host  { confinedSpare: {key, pid} } + the spare's stdin socket as the handle
-//                                                  it started (pid: bubblewrap's, outside); the
+//                                                  it started (pid: bubblewrap's, outside; -1
+//                                                  and no handle: it could not); the
 //                                                  host holds its stdin from now on: it writes
 //                                                  the directory there, reads the spare's `r`
 //                                                  (ready) and status lines, and ends an unused
 //                                                  spare by closing it
 // When the channel closes (the host is gone) the helper exits; its spares read EOF and exit
-// without running anything, and handed-off wrappers run on and record their own status.
+// without running anything (a confined spare's stdin was the host's: it closed with the host),
+// and handed-off wrappers run on and record their own status.
 import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync, rm } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rm } from "node:fs";
 
 let wrapperScript = "";
 const SPARES = 2;
@@ -84,12 +88,18 @@ function startSpare() {
 /** @type {Map<number, import("node:child_process").ChildProcess>} confined spares, unused */
 const confined = new Map();
 
-/** @param {{key: string, argv: string[], status: string, log: string}} c */
+/**
+ * @param {{key: string, dir: string, files: string[], argv: string[], status: string, log: string}} c
+ */
 function startConfined(c) {
   let child;
   let statusFd = -1;
   let logFd = -1;
   try {
+    // The spare's directory and its empty files are made here, not in the host, whose event
+    // loop a file system busy with other writes can hold up for milliseconds per file made.
+    mkdirSync(c.dir, { recursive: true, mode: 0o700 });
+    for (const f of c.files) closeSync(openSync(f, "wx", 0o600));
     statusFd = openSync(c.status, "wx", 0o600);
     logFd = openSync(c.log, "a", 0o600);
     child = spawn(c.argv[0], c.argv.slice(1), {
@@ -98,6 +108,8 @@ function startConfined(c) {
       stdio: ["pipe", "ignore", logFd, statusFd],
     });
   } catch {
+    rm(c.dir, { recursive: true, force: true }, () => {});
+    send({ confinedSpare: { key: c.key, pid: -1 } });
     return;
   } finally {
     if (statusFd >= 0) closeSync(statusFd);
@@ -106,7 +118,10 @@ function startConfined(c) {
   child.on("error", () => {});
   child.stdin?.on("error", () => {});
   const pid = child.pid;
-  if (pid === undefined) return;
+  if (pid === undefined) {
+    send({ confinedSpare: { key: c.key, pid: -1 } });
+    return;
+  }
   confined.set(pid, child);
   child.once("exit", (code, signal) => {
     confined.delete(pid);

@@ -52,9 +52,9 @@ type HelperMessage =
 export type ConfinedSpareListener = {
   /**
    * `helper` is the helper's pid: a spare works only while that helper does. `channel` is the
-   * spare's stdin, the host's from now on.
+   * spare's stdin, the host's from now on; null (and `pid` -1) when the spare did not start.
    */
-  started(key: string, pid: number, helper: number, channel: SpareChannel): void;
+  started(key: string, pid: number, helper: number, channel: SpareChannel | null): void;
   /** A confined spare exited unused (`pid`), or every spare of a helper went with it (null). */
   gone(pid: number | null, helper: number): void;
 };
@@ -273,11 +273,13 @@ function startHelper(ce: CommandEnv): void {
     }
     if ("confinedSpare" in m) {
       const socket = handle as Socket | undefined;
-      if (socket === undefined) return; // no stdin to reach it by: it exits with the helper
-      const channel = new SpareChannel(socket);
-      if (confinedListener === null) channel.close();
-      else
-        confinedListener.started(m.confinedSpare.key, m.confinedSpare.pid, proc.pid ?? -1, channel);
+      // Without its stdin the host cannot reach it: it exits with the helper.
+      const channel = socket === undefined ? null : new SpareChannel(socket);
+      if (confinedListener === null) channel?.close();
+      else {
+        const { key, pid } = m.confinedSpare;
+        confinedListener.started(key, channel === null ? -1 : pid, proc.pid ?? -1, channel);
+      }
       return;
     }
     h.spares = h.spares.filter((s) => s.pid !== m.exit);
@@ -346,20 +348,25 @@ export function takeSpare(envKey: string): {
 
 /**
  * Ask the helper to start a confined spare (bubblewrap running the wrapper, waiting for its
- * directory on stdin): `argv` from the sandbox profile, its status and errors into host-owned
- * files. False when no helper with this environment runs (its report comes as `started`).
+ * directory on stdin) in directory `dir`, which it makes with the empty `files`: `argv` from
+ * the sandbox profile, its status and errors into host-owned files. False when no helper with
+ * this environment runs (its report comes as `started`).
  */
 export function startConfinedSpare(
   envKey: string,
   key: string,
-  argv: readonly string[],
-  statusPath: string,
-  logPath: string,
+  spare: {
+    dir: string;
+    files: readonly string[];
+    argv: readonly string[];
+    status: string;
+    log: string;
+  },
 ): boolean {
   const h = spawnHelperEnabled() ? helper : null;
   if (h === null || !h.alive || h.envKey !== envKey) return false;
   try {
-    h.proc.send({ confined: { key, argv, status: statusPath, log: logPath } });
+    h.proc.send({ confined: { key, ...spare } });
     touch(h);
     return true;
   } catch {
