@@ -96,7 +96,7 @@ const swept = new Set<string>();
 let sweeper: NodeJS.Timeout | null = null;
 
 onConfinedSpares({
-  started(id, pid, helper, channel) {
+  started(id, pid, _helper, channel) {
     // `id` is the spare's directory: unique, unlike the profile's key.
     const sp = spares.get(id);
     if (channel === null) {
@@ -108,7 +108,6 @@ onConfinedSpares({
       return;
     }
     sp.outer = pid;
-    sp.helper = helper;
     sp.outerTicks = readProcStat(pid)?.start_ticks ?? -1;
     sp.channel = channel;
     channel.onLine((line) => {
@@ -120,6 +119,7 @@ onConfinedSpares({
     });
   },
   gone(pid, helper) {
+    // A helper's exit ends its spares, those it had not reported yet too.
     for (const sp of [...spares.values()]) {
       if (pid === null ? sp.helper === helper : sp.outer === pid) retire(sp);
     }
@@ -284,23 +284,13 @@ function startSpare(
     tty: false,
     statusFd: 3,
   });
-  const sp: Spare = {
-    key,
-    dir,
-    state: "starting",
-    helper: -1,
-    outer: -1,
-    outerTicks: -1,
-    init: -1,
-    initTicks: -1,
-    channel: null,
-  };
   // The helper makes the directory with the files the wrapper writes, and the record and
   // parameters files, empty, for the taker to fill (none is made in the host's event loop).
   const files = [...written, ...PREMADE.map((f) => join(dir, f))];
   const status = join(dir, "sandbox.json");
   const log = join(dir, "sandbox.log");
-  if (!startConfinedSpare(env.key, dir, { dir, files, argv, status, log })) {
+  const helper = startConfinedSpare(env.key, dir, { dir, files, argv, status, log });
+  if (helper === false) {
     rm(dir, { recursive: true, force: true }, () => {});
     // The helper is starting (or restarting with a new environment): try once more soon.
     if (retries > 0) {
@@ -312,7 +302,17 @@ function startSpare(
     }
     return false;
   }
-  spares.set(dir, sp);
+  spares.set(dir, {
+    key,
+    dir,
+    state: "starting",
+    helper,
+    outer: -1,
+    outerTicks: -1,
+    init: -1,
+    initTicks: -1,
+    channel: null,
+  });
   return true;
 }
 

@@ -350,7 +350,8 @@ export function takeSpare(envKey: string): {
  * Ask the helper to start a confined spare (bubblewrap running the wrapper, waiting for its
  * directory on stdin) in directory `dir`, which it makes with the empty `files`: `argv` from
  * the sandbox profile, its status and errors into host-owned files. False when no helper with
- * this environment runs (its report comes as `started`).
+ * this environment runs (its report comes as `started`), else the pid of the helper asked
+ * (whose exit ends the spare, reported or not).
  */
 export function startConfinedSpare(
   envKey: string,
@@ -362,13 +363,13 @@ export function startConfinedSpare(
     status: string;
     log: string;
   },
-): boolean {
+): number | false {
   const h = spawnHelperEnabled() ? helper : null;
-  if (h === null || !h.alive || h.envKey !== envKey) return false;
+  if (h === null || !h.alive || h.envKey !== envKey || h.proc.pid === undefined) return false;
   try {
     h.proc.send({ confined: { key, ...spare } });
     touch(h);
-    return true;
+    return h.proc.pid;
   } catch {
     return false;
   }
