@@ -21,7 +21,8 @@
 //                                                  the directory there, reads the spare's `r`
 //                                                  (ready) and status lines, and ends an unused
 //                                                  spare by closing it
-// When the channel closes (the host is gone) the helper exits; its spares read EOF and exit
+// When the channel closes or its stdin (a pipe from the host) ends, the host is gone and the
+// helper exits; its spares read EOF and exit
 // without running anything (a confined spare's stdin was the host's: it closed with the host),
 // and handed-off wrappers run on and record their own status.
 import { spawn } from "node:child_process";
@@ -177,3 +178,10 @@ process.on(
   },
 );
 process.on("disconnect", () => process.exit(0));
+// The IPC channel's disconnect does not come while a handle we passed waits for the host's
+// acknowledgement (Node defers it until its queue of handles drains, which it never does once
+// the host is gone). Our stdin is a pipe from the host: its end comes whenever the host goes.
+process.stdin.on("error", () => {});
+process.stdin.on("end", () => process.exit(0));
+process.stdin.on("close", () => process.exit(0));
+process.stdin.resume();

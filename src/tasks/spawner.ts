@@ -250,7 +250,9 @@ function startHelper(ce: CommandEnv): void {
       execArgv: [],
       // Never the host's own environment: the helper and its spares hold no secrets.
       env: ce.env,
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      // Its stdin is a pipe from us: it reads end-of-file when we go or let it go (see
+      // spawner-helper.js: the IPC channel's disconnect alone is not enough).
+      stdio: ["pipe", "ignore", "inherit", "ipc"],
       serialization: "json",
     });
   } catch {
@@ -266,6 +268,7 @@ function startHelper(ce: CommandEnv): void {
     idle: null,
   };
   proc.on("error", () => {});
+  proc.stdin?.on("error", () => {});
   proc.on("message", (m: HelperMessage, handle?: unknown) => {
     if ("spare" in m) {
       h.spares.push(m.spare);
@@ -449,4 +452,5 @@ function retire(h: Helper): void {
   } catch {
     // already gone
   }
+  h.proc.stdin?.destroy(); // and on its stdin's end, which comes even when disconnect does not
 }
