@@ -7,12 +7,12 @@
 //    measured in this run from a fresh small process, is subtracted.
 // 2. `holon run --json` for a one-round reply, spawned fresh each time (in-process host).
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEvent, type EventEnvelope } from "../src/domain/events.ts";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
-import { authHeaders, configureFakeProvider, startHolon } from "./lib/proc.ts";
+import { authHeaders, clockTicksPerSecond, configureFakeProvider, startHolon } from "./lib/proc.ts";
 import { round, summarize } from "./lib/stats.ts";
 import { reply, startFakeProvider } from "../test/fake-provider/server.ts";
 
@@ -30,6 +30,52 @@ process.stdout.write(JSON.stringify(out));`;
   const res = spawnSync(process.execPath, ["-e", script], { encoding: "utf8" });
   if (res.status !== 0) throw new Error(`spawn baseline failed: ${res.stderr}`);
   return JSON.parse(res.stdout) as number[];
+}
+
+/**
+ * CPU seconds of a process tree: the process's own (`host`), and with every descendant alive
+ * and every child already reaped (`tree`: utime + stime + cutime + cstime of each member).
+ * The difference of two samples counts a process that ended between them once, through its
+ * parent's cutime, so the tree's figure covers the spawn helper, the sandboxes and the
+ * commands of the rounds in between.
+ */
+function treeCpu(pid: number): { host: number; tree: number } {
+  const ticks = clockTicksPerSecond();
+  const fields = (p: number): number[] | null => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      return stat
+        .slice(stat.lastIndexOf(")") + 2)
+        .split(" ")
+        .slice(11, 15)
+        .map(Number);
+    } catch {
+      return null;
+    }
+  };
+  const children = (p: number): number[] => {
+    const out: number[] = [];
+    try {
+      for (const t of readdirSync(`/proc/${p}/task`)) {
+        const text = readFileSync(`/proc/${p}/task/${t}/children`, "utf8").trim();
+        if (text) out.push(...text.split(/\s+/).map(Number));
+      }
+    } catch {
+      // gone
+    }
+    return out;
+  };
+  const own = fields(pid);
+  if (own === null) return { host: 0, tree: 0 };
+  let tree = 0;
+  const stack = [pid];
+  while (stack.length > 0) {
+    const p = stack.pop()!;
+    const f = fields(p);
+    if (f !== null) tree += f[0]! + f[1]! + f[2]! + f[3]!;
+    stack.push(...children(p));
+  }
+  return { host: (own[0]! + own[1]!) / ticks, tree: tree / ticks };
 }
 
 /**
@@ -81,9 +127,14 @@ const bench: Benchmark = {
       try {
         configureFakeProvider(ctx.root, host.home!, fake.baseUrl("openai"), "fake/bench-model");
         const arrivals: number[] = [];
+        // CPU sampled as the first and the last request arrive: exactly the measured rounds,
+        // without the turn's start.
+        let cpuBefore = { host: 0, tree: 0 };
+        let cpuAfter = { host: 0, tree: 0 };
         for (let i = 0; i < rounds; i++) {
           fake.enqueue(() => {
             arrivals.push(performance.now());
+            if (i === 0) cpuBefore = treeCpu(host.pid);
             return reply.tools([
               { name: "ExecCommand", arguments: { cmd: "true" }, call_id: `c${i}` },
             ]);
@@ -93,6 +144,7 @@ const bench: Benchmark = {
         const done = new Promise<void>((res) => (finished = res));
         fake.enqueue(() => {
           arrivals.push(performance.now());
+          cpuAfter = treeCpu(host.pid);
           finished();
           return reply.text("done");
         });
@@ -130,6 +182,22 @@ const bench: Benchmark = {
           "runtime overhead per round p99 (minus spawn)",
         );
         r.target("overhead median < 5 ms", "overhead_p50_ms", "<", 5);
+        r.target("per-round gap ≤ 6 ms (issue 32)", "overhead_p50_ms", "<=", 6);
+        // CPU per round (clock ticks of 10 ms: read over many rounds). The host alone, and the
+        // whole tree: the host, its spawn helper, the sandboxes and the commands.
+        r.metric(
+          "cpu_per_round_ms",
+          round(((cpuAfter.tree - cpuBefore.tree) * 1000) / rounds),
+          "ms",
+          "CPU per round, host and everything it started",
+        );
+        r.metric(
+          "host_cpu_per_round_ms",
+          round(((cpuAfter.host - cpuBefore.host) * 1000) / rounds),
+          "ms",
+          "CPU per round, the host process alone",
+        );
+        r.target("CPU per round ≤ 5 ms", "cpu_per_round_ms", "<=", 5);
 
         // What no runtime work is in: the command's own shell, and the provider round trip.
         // `ExecCommand` runs commands in bash by default, which costs more than `true` alone;

@@ -42,10 +42,27 @@ async function exec(ctx: ToolContext, cmd: string, extra: Record<string, unknown
   return out.canonical.result as any;
 }
 
-/** Until the spare of the profile `ctx` runs under is ready (its first command starts one). */
-function spareReady(ctx: ToolContext) {
+/**
+ * Until a spare of the profile `ctx` runs under is ready, for commands of that output layout
+ * (split: ExecCommand; merged: a task). The profile's first command of a layout starts them.
+ */
+function spareReady(ctx: ToolContext, layout: "split" | "merged" = "split") {
   const digest = rt.host.tasks.sandboxFor(ctx.agent, ctx.execution_root)!.digest;
-  return waitFor(() => sandboxSpareCount(digest).ready > 0, { what: "a ready spare" });
+  return waitFor(() => sandboxSpareCount(digest, layout).ready > 0, { what: "a ready spare" });
+}
+
+/** A merged-output task of `cmd` on the main agent, as `holon task start` makes one. */
+function startTask(cmd: string) {
+  return rt.host.tasks.start({
+    agent_id: "main",
+    cmd,
+    workdir: rt.host.agents.get("main").agent_home,
+    shell: "/bin/sh",
+    login: false,
+    tty: false,
+    accepts_input: false,
+    terminal_reentry: false,
+  });
 }
 
 describe.skipIf(!enabled)("spare confined wrappers", () => {
@@ -69,19 +86,12 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
 
   it("a task on a spare records the sandbox's init, writes merged output and stops", async () => {
     const ctx = toolContext(rt.host);
-    await exec(ctx, "true");
-    await spareReady(ctx);
+    // The layout's first task starts cold and brings the merged spares.
+    const first = startTask("true");
+    await rt.host.tasks.waitTerminal(first.id, 10_000);
+    await spareReady(ctx, "merged");
     const hits = sandboxSpareCount().hits;
-    const task = rt.host.tasks.start({
-      agent_id: "main",
-      cmd: "echo one; echo two >&2; exec sleep 600",
-      workdir: rt.host.agents.get("main").agent_home,
-      shell: "/bin/sh",
-      login: false,
-      tty: false,
-      accepts_input: false,
-      terminal_reentry: false,
-    });
+    const task = startTask("echo one; echo two >&2; exec sleep 600");
     expect(sandboxSpareCount().hits).toBe(hits + 1);
     const rec = readProcessRecord(task.process_dir)!;
     expect(rec.sandbox).toMatch(/^[0-9a-f]{16}$/);
@@ -91,13 +101,45 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
     await waitFor(() => /one\ntwo\n/.test(readFileSync(task.output_path, "utf8")), {
       what: "merged output",
     });
-    // the spare made every file a wrapper may write; a merged task keeps only its own
+    // a merged spare made only the files a merged task writes
     expect(readdirSync(task.process_dir)).toContain("output.log");
     expect(readdirSync(task.process_dir)).not.toContain("stdout.log");
     expect(readdirSync(task.process_dir)).not.toContain("stderr.log");
     const stopped = await rt.host.tasks.stop(task.id, 200);
     expect(stopped.task.status).toBe("cancelled");
     expect(readProcStat(rec.pid)?.state ?? "gone").toMatch(/^(gone|Z)$/); // dead, maybe unreaped
+  });
+
+  it("keeps two spares per profile, so commands right after one another all run on spares", async () => {
+    const ctx = toolContext(rt.host);
+    await exec(ctx, "true");
+    const digest = rt.host.tasks.sandboxFor(ctx.agent, ctx.execution_root)!.digest;
+    await waitFor(() => sandboxSpareCount(digest, "split").ready === 2, {
+      what: "two ready spares",
+    });
+    const hits = sandboxSpareCount().hits;
+    // No wait in between: the second takes the other spare while the first's is replaced.
+    for (let i = 0; i < 2; i++)
+      expect((await exec(ctx, `echo ${i}`)).stdout_preview).toBe(`${i}\n`);
+    expect(sandboxSpareCount().hits).toBe(hits + 2);
+  });
+
+  it("a command on a spare never holds its wrapper's stdin, and what it leaves behind ends with it", async () => {
+    const ctx = toolContext(rt.host);
+    await exec(ctx, "true");
+    await spareReady(ctx);
+    const hits = sandboxSpareCount().hits;
+    // The wrapper's stdin is the socket its notices go to the host by: never the command's.
+    const r = await exec(
+      ctx,
+      `for f in /proc/self/fd/*; do readlink "$f"; done; /bin/sleep 6173 & echo bg`,
+    );
+    expect(sandboxSpareCount().hits).toBe(hits + 1);
+    expect(r.exit_status).toBe(0);
+    expect(r.stdout_preview).toContain("bg\n");
+    expect(r.stdout_preview).not.toContain("socket:");
+    // The status line ended the command: its sandbox and the sleep it left go too.
+    await waitFor(() => !sleeping("6173"), { what: "the command's background sleep to end" });
   });
 
   it("a command of another profile never takes the spare", async () => {
@@ -161,6 +203,19 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
     rt = undefined as unknown as TestRuntime;
   });
 });
+
+/** Whether a process of ours runs `sleep <arg>`. */
+function sleeping(arg: string): boolean {
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "latin1") === `/bin/sleep\0${arg}\0`) return true;
+    } catch {
+      // gone
+    }
+  }
+  return false;
+}
 
 function readlinkOwn(): string {
   return `${readlinkSync("/proc/self/ns/net")}\n`;

@@ -39,12 +39,24 @@ import { atomicWriteFile } from "../store/files.ts";
  *   external program and would put a fork + exec on every command's exit path.
  * - Uses only shell builtins on the path of a plain command, so the overhead over the user's
  *   shell is one `sh` start and one fork.
+ * - A spare (no `<dir>` argument) talks over its stdin, a socket whose other end the host
+ *   holds (see spawner.ts): it writes `r` once it runs (for a confined spare: once
+ *   bubblewrap has set the sandbox up), and after the command, once the exit file is written,
+ *   the status again (`<status>\n`), so the host learns of the end without waiting for the
+ *   wrapper, the sandbox and the helper to exit and report it. The command never gets that
+ *   socket (fd 5 is closed for it). The status line is written with SIGPIPE ignored (the
+ *   command has ended; a host that went away must not turn the status into a signal).
  */
 export const WRAPPER_SCRIPT = `umask 077
 trap _hw_t=143 TERM; trap _hw_t=130 INT; trap _hw_t=129 HUP; trap _hw_t=131 QUIT
 _hw_t=
+_hw_n=
 if [ $# -gt 0 ]; then _hw_d=$1
-else until IFS= read -r _hw_d; do [ -n "$_hw_t" ] || exit 0; done
+else
+_hw_n=1
+echo r >&0 2>/dev/null
+until IFS= read -r _hw_d; do [ -n "$_hw_t" ] || exit 0; done
+exec 5>&0
 fi
 . "$_hw_d/params.sh"
 if [ -n "$_hw_t" ]; then echo "$_hw_t" >"$_hw_d/exit"; exit "$_hw_t"; fi
@@ -54,23 +66,24 @@ cd -- "$_hw_cwd" || { echo 1 >"$_hw_d/exit"; exit 1; }
 if [ "$_hw_i" = 1 ]; then
 exec 3<>"$_hw_d/stdin.fifo"
 exec 4<"$_hw_d/stdin.fifo"
-"$_hw_z" 2147483647 </dev/null >/dev/null 2>&1 4<&- &
+"$_hw_z" 2147483647 </dev/null >/dev/null 2>&1 4<&- 5>&- &
 _hw_h=$!
 echo "$_hw_h" >"$_hw_d/stdin.holder"
 exec 3>&-
 umask "$_hw_u"
-"$_hw_s" "$_hw_f" "$_hw_c" <&4 4<&-
+"$_hw_s" "$_hw_f" "$_hw_c" <&4 4<&- 5>&-
 _hw_r=$?
 exec 4<&-
 kill -s KILL "$_hw_h" 2>/dev/null
 else
 exec </dev/null
 umask "$_hw_u"
-"$_hw_s" "$_hw_f" "$_hw_c"
+"$_hw_s" "$_hw_f" "$_hw_c" 5>&-
 _hw_r=$?
 fi
 umask 077
 echo "$_hw_r" >"$_hw_d/exit"
+if [ -n "$_hw_n" ]; then trap '' PIPE; echo "$_hw_r" >&5 2>/dev/null; fi
 exit "$_hw_r"`;
 
 /** Quote a string for a POSIX shell: single quotes, with each `'` as `'\\''`. */

@@ -470,16 +470,21 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
   const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
   const confinedSpare =
     spec.sandbox && !tty && spec.env === undefined && spec.acceptsInput !== true
-      ? takeSandboxSpare(spec.sandbox, commandEnvOf(policy).key, dir)
+      ? takeSandboxSpare(spec.sandbox, commandEnvOf(policy).key, merged ? "merged" : "split", dir)
       : null;
   // Owner-only, like everything Holon keeps: output can hold anything the command printed.
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // A spare's directory (now this one) exists, with its files made empty by the helper.
+  if (confinedSpare === null) mkdirSync(dir, { recursive: true, mode: 0o700 });
   // The record is created exclusively up front (claiming the directory) and written once the
-  // pid is known: a single write of a new file, which a reader sees whole or not at all.
+  // pid is known: a single write of a new file, which a reader sees whole or not at all. A
+  // spare's directory was claimed by its rename, its empty record made with it.
   const specPath = join(dir, FILES.spec);
   let specFd: number;
   try {
-    specFd = openSync(specPath, "wx", 0o600);
+    specFd =
+      confinedSpare === null
+        ? openSync(specPath, "wx", 0o600)
+        : openSync(specPath, fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") {
       throw new ProcessStartError(`process directory ${dir} is already in use`);
@@ -525,10 +530,13 @@ function startRecorded(
   draft.output_cap_bytes = outputCapOf(policy);
   const outFlags =
     fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;
-  // The output files exist before the command does, so readers never race their creation.
-  closeSync(openSync(draft.output_path, outFlags, 0o600));
+  // The output files exist before the command does, so readers never race their creation (a
+  // spare's were made empty with it, and nothing ran there yet to write them).
+  if (confinedSpare === null) closeSync(openSync(draft.output_path, outFlags, 0o600));
   if (!draft.tty) {
-    if (draft.stderr_path !== null) closeSync(openSync(draft.stderr_path, outFlags, 0o600));
+    if (draft.stderr_path !== null && confinedSpare === null) {
+      closeSync(openSync(draft.stderr_path, outFlags, 0o600));
+    }
     writeFileSync(
       join(dir, FILES.params),
       wrapperParams({
@@ -547,18 +555,13 @@ function startRecorded(
       // Confined: on the profile's spare, or a cold bubblewrap start (see the header); the
       // record names the sandbox's init either way.
       const started = confinedSpare ?? spawnSandboxed(spec.sandbox, env.env, spec.cwd, dir, draft);
-      if (confinedSpare !== null) {
-        // The spare made every file a wrapper may write; this command writes some of them.
-        for (const f of [FILES.output, FILES.stdout, FILES.stderr]) {
-          const p = join(dir, f);
-          if (p !== draft.output_path && p !== draft.stderr_path) rmSync(p, { force: true });
-        }
-      }
       child = started.child;
       pid = started.pid;
       sandboxStat = started.stat;
       draft.sandbox = spec.sandbox.digest;
-      if (spec.env === undefined) wantSandboxSpare(spec.sandbox, env, dirname(dir), child);
+      if (spec.env === undefined) {
+        wantSandboxSpare(spec.sandbox, env, draft.output_mode, dirname(dir), child);
+      }
     } else {
       spare = spec.env === undefined ? takeSpare(env.key) : null;
       if (spare === null) {

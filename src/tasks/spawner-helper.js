@@ -9,25 +9,38 @@
 //   host → helper  { go: pid, dir }                hand that spare its process directory
 //   helper → host  { exit: pid, code, signal }     one of our wrappers exited
 //   host → helper  { discard: dir }                remove a finished process's directory
-//   host → helper  { confined: {key, argv, status, log} }   start a confined spare: bubblewrap
-//                                                  running the wrapper (see sandbox-spares.ts),
-//                                                  its status on fd 3, its errors in `log`
-//   helper → host  { confinedSpare: {key, pid} }   it started (pid: bubblewrap's, outside)
-//   host → helper  { retire: pid }                 end an unused confined spare (EOF on stdin)
-// When the channel closes (the host is gone) the helper exits; its spares read EOF and exit
-// without running anything, and handed-off wrappers run on and record their own status.
+//   host → helper  { confined: {key, dir, files, argv, status, log} }   start a confined
+//                                                  spare: make its directory and empty files,
+//                                                  then bubblewrap running the wrapper (see
+//                                                  sandbox-spares.ts), its status on fd 3, its
+//                                                  errors in `log`
+//   helper → host  { confinedSpare: {key, pid} } + the spare's stdin socket as the handle
+//                                                  it started (pid: bubblewrap's, outside; -1
+//                                                  and no handle: it could not); the
+//                                                  host holds its stdin from now on: it writes
+//                                                  the directory there, reads the spare's `r`
+//                                                  (ready) and status lines, and ends an unused
+//                                                  spare by closing it
+// When the channel closes or its stdin (a pipe from the host) ends, the host is gone and the
+// helper exits; its spares read EOF and exit
+// without running anything (a confined spare's stdin was the host's: it closed with the host),
+// and handed-off wrappers run on and record their own status.
 import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync, rm } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, rm } from "node:fs";
 
 let wrapperScript = "";
 const SPARES = 2;
 /** @type {Map<number, import("node:child_process").ChildProcess>} */
 const idle = new Map();
 
-/** @param {object} message */
-function send(message) {
+/**
+ * @param {object} message
+ * @param {import("node:net").Socket} [handle] passed to the host, and closed here once sent
+ */
+function send(message, handle) {
   // With a callback, a send that fails because the host just went away is not an error event.
-  if (process.connected) process.send?.(message, undefined, undefined, () => {});
+  if (process.connected) process.send?.(message, handle, undefined, () => {});
+  else handle?.destroy();
 }
 
 /**
@@ -76,12 +89,18 @@ function startSpare() {
 /** @type {Map<number, import("node:child_process").ChildProcess>} confined spares, unused */
 const confined = new Map();
 
-/** @param {{key: string, argv: string[], status: string, log: string}} c */
+/**
+ * @param {{key: string, dir: string, files: string[], argv: string[], status: string, log: string}} c
+ */
 function startConfined(c) {
   let child;
   let statusFd = -1;
   let logFd = -1;
   try {
+    // The spare's directory and its empty files are made here, not in the host, whose event
+    // loop a file system busy with other writes can hold up for milliseconds per file made.
+    mkdirSync(c.dir, { recursive: true, mode: 0o700 });
+    for (const f of c.files) closeSync(openSync(f, "wx", 0o600));
     statusFd = openSync(c.status, "wx", 0o600);
     logFd = openSync(c.log, "a", 0o600);
     child = spawn(c.argv[0], c.argv.slice(1), {
@@ -90,6 +109,8 @@ function startConfined(c) {
       stdio: ["pipe", "ignore", logFd, statusFd],
     });
   } catch {
+    rm(c.dir, { recursive: true, force: true }, () => {});
+    send({ confinedSpare: { key: c.key, pid: -1 } });
     return;
   } finally {
     if (statusFd >= 0) closeSync(statusFd);
@@ -98,13 +119,18 @@ function startConfined(c) {
   child.on("error", () => {});
   child.stdin?.on("error", () => {});
   const pid = child.pid;
-  if (pid === undefined) return;
+  if (pid === undefined) {
+    send({ confinedSpare: { key: c.key, pid: -1 } });
+    return;
+  }
   confined.set(pid, child);
   child.once("exit", (code, signal) => {
     confined.delete(pid);
     send({ exit: pid, code, signal });
   });
-  send({ confinedSpare: { key: c.key, pid } });
+  // The spare's stdin (a socket) goes to the host, which hands it its directory and reads its
+  // notices there: nothing of a confined spare's start or end waits for this process.
+  send({ confinedSpare: { key: c.key, pid } }, child.stdin ?? undefined);
 }
 
 function refill() {
@@ -126,20 +152,10 @@ function refillNow() {
 process.on(
   "message",
   (
-    /** @type {{script?: string, go?: number, dir?: string, discard?: string, confined?: any, retire?: number}} */ m,
+    /** @type {{script?: string, go?: number, dir?: string, discard?: string, confined?: any}} */ m,
   ) => {
     if (m.confined !== undefined) {
       startConfined(m.confined);
-      return;
-    }
-    if (typeof m.retire === "number") {
-      confined.get(m.retire)?.stdin?.end();
-      return;
-    }
-    const spare = typeof m.go === "number" ? confined.get(m.go) : undefined;
-    if (spare !== undefined && typeof m.dir === "string") {
-      confined.delete(m.go);
-      spare.stdin?.end(`${m.dir}\n`);
       return;
     }
     if (typeof m.script === "string") {
@@ -162,3 +178,10 @@ process.on(
   },
 );
 process.on("disconnect", () => process.exit(0));
+// The IPC channel's disconnect does not come while a handle we passed waits for the host's
+// acknowledgement (Node defers it until its queue of handles drains, which it never does once
+// the host is gone). Our stdin is a pipe from the host: its end comes whenever the host goes.
+process.stdin.on("error", () => {});
+process.stdin.on("end", () => process.exit(0));
+process.stdin.on("close", () => process.exit(0));
+process.stdin.resume();

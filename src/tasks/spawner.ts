@@ -22,6 +22,7 @@
 // helper is let go, and the next command starts cold and brings it back.
 import { fork, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
+import type { Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { CommandEnv } from "./env.ts";
 import { isSameLiveProcess } from "./process-proc.ts";
@@ -49,8 +50,11 @@ type HelperMessage =
 
 /** Where confined spares' starts and exits are reported (sandbox-spares.ts). */
 export type ConfinedSpareListener = {
-  /** `helper` is the helper's pid: a spare works only while that helper does. */
-  started(key: string, pid: number, helper: number): void;
+  /**
+   * `helper` is the helper's pid: a spare works only while that helper does. `channel` is the
+   * spare's stdin, the host's from now on; null (and `pid` -1) when the spare did not start.
+   */
+  started(key: string, pid: number, helper: number, channel: SpareChannel | null): void;
   /** A confined spare exited unused (`pid`), or every spare of a helper went with it (null). */
   gone(pid: number | null, helper: number): void;
 };
@@ -92,30 +96,121 @@ function touch(h: Helper): void {
   h.idle.unref();
 }
 
+/** Longest line a wrapper writes on its stdin (`r`, or a status of up to three digits). */
+const MAX_NOTICE_LINE = 8;
+
+/**
+ * The host's end of a spare's stdin, a socket the helper passed on: the spare's directory goes
+ * out on it, and the spare's notices come back, one line each (`r` once it runs, then the
+ * command's status; see WRAPPER_SCRIPT). Closing it ends an unused spare (it reads EOF). It
+ * never keeps the host's event loop alive by itself.
+ */
+export class SpareChannel {
+  readonly #socket: Socket;
+  #buf = "";
+  #onLine: ((line: string) => void) | null = null;
+  #onClose: (() => void) | null = null;
+  #closed = false;
+
+  constructor(socket: Socket) {
+    this.#socket = socket;
+    socket.setEncoding("latin1");
+    socket.on("error", () => {});
+    socket.on("data", (chunk: string) => {
+      this.#buf += chunk;
+      for (let i = this.#buf.indexOf("\n"); i >= 0; i = this.#buf.indexOf("\n")) {
+        const line = this.#buf.slice(0, i);
+        this.#buf = this.#buf.slice(i + 1);
+        this.#onLine?.(line);
+        if (this.#closed) return;
+      }
+      // Nothing a wrapper says is longer: whatever this is, the spare is not to be trusted.
+      if (this.#buf.length > MAX_NOTICE_LINE) this.#onLine?.(this.#buf);
+    });
+    socket.once("close", () => {
+      this.#closed = true;
+      this.#onClose?.();
+    });
+    socket.unref();
+  }
+
+  /** Where each line goes (one listener: the spare's current owner). */
+  onLine(fn: (line: string) => void): void {
+    this.#onLine = fn;
+  }
+
+  /** Called once the socket closed (the spare and its sandbox are gone, or we closed it). */
+  onClose(fn: () => void): void {
+    this.#onClose = fn;
+  }
+
+  /** Hand the spare its directory; false when its stdin is already gone. */
+  send(dir: string): boolean {
+    if (this.#closed || this.#socket.destroyed) return false;
+    this.#socket.write(`${dir}\n`);
+    return true;
+  }
+
+  ref(): void {
+    this.#socket.ref();
+  }
+
+  unref(): void {
+    this.#socket.unref();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#socket.destroy();
+  }
+}
+
 let helper: Helper | null = null;
 let startQueued = false;
 /** The command environment the latest ensureSpawner call asked for. */
 let wantedEnv: CommandEnv | null = null;
 
-/** A wrapper that is the helper's child: its exit arrives as a message. */
+/**
+ * A wrapper that is the helper's child: its exit arrives as a message, or, for a spare whose
+ * stdin the host holds, as the status line the wrapper writes there once it has recorded it
+ * (whichever comes first; `beforeNotice` runs before a status line is taken as the end).
+ */
 class RemoteWrapper extends EventEmitter implements ExitSource {
   readonly #h: Helper;
   readonly #pid: number;
   readonly #startTicks: number;
+  readonly #channel: SpareChannel | null;
   #refd = false;
+  #done = false;
   #poll: NodeJS.Timeout | null = null;
 
-  constructor(h: Helper, pid: number, startTicks: number) {
+  constructor(
+    h: Helper,
+    pid: number,
+    startTicks: number,
+    channel: SpareChannel | null = null,
+    beforeNotice?: () => void,
+  ) {
     super();
     this.#h = h;
     this.#pid = pid;
     this.#startTicks = startTicks;
+    this.#channel = channel;
+    channel?.onLine((line) => {
+      channel.close();
+      // Anything but a status: the end comes from the helper (or the pid watch) instead.
+      if (!/^\d{1,3}$/.test(line)) return;
+      beforeNotice?.();
+      this.exited(Number(line), null);
+    });
+    channel?.onClose(() => {});
   }
 
   ref(): void {
-    if (this.#refd) return;
+    if (this.#refd || this.#done) return;
     this.#refd = true;
     if (this.#h.refs++ === 0) this.#h.proc.channel?.ref();
+    this.#channel?.ref();
     this.#poll?.ref();
   }
 
@@ -123,18 +218,24 @@ class RemoteWrapper extends EventEmitter implements ExitSource {
     if (!this.#refd) return;
     this.#refd = false;
     if (--this.#h.refs === 0) this.#h.proc.channel?.unref();
+    this.#channel?.unref();
     this.#poll?.unref();
   }
 
+  /** The wrapper ended (the first word of it counts; later ones are ignored). */
   exited(code: number | null, signal: NodeJS.Signals | null): void {
-    this.unref();
     if (this.#poll !== null) clearInterval(this.#poll);
+    this.#poll = null;
+    if (this.#done) return;
+    this.#done = true;
+    this.unref();
+    this.#channel?.close();
     this.emit("exit", code, signal);
   }
 
   /** The helper is gone: watch the pid instead (the exit file then tells the status). */
   orphaned(): void {
-    if (this.#poll !== null) return;
+    if (this.#poll !== null || this.#done) return;
     this.#poll = setInterval(() => {
       if (!isSameLiveProcess(this.#pid, this.#startTicks)) this.exited(null, null);
     }, 20);
@@ -149,7 +250,9 @@ function startHelper(ce: CommandEnv): void {
       execArgv: [],
       // Never the host's own environment: the helper and its spares hold no secrets.
       env: ce.env,
-      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      // Its stdin is a pipe from us: it reads end-of-file when we go or let it go (see
+      // spawner-helper.js: the IPC channel's disconnect alone is not enough).
+      stdio: ["pipe", "ignore", "inherit", "ipc"],
       serialization: "json",
     });
   } catch {
@@ -165,13 +268,21 @@ function startHelper(ce: CommandEnv): void {
     idle: null,
   };
   proc.on("error", () => {});
-  proc.on("message", (m: HelperMessage) => {
+  proc.stdin?.on("error", () => {});
+  proc.on("message", (m: HelperMessage, handle?: unknown) => {
     if ("spare" in m) {
       h.spares.push(m.spare);
       return;
     }
     if ("confinedSpare" in m) {
-      confinedListener?.started(m.confinedSpare.key, m.confinedSpare.pid, proc.pid ?? -1);
+      const socket = handle as Socket | undefined;
+      // Without its stdin the host cannot reach it: it exits with the helper.
+      const channel = socket === undefined ? null : new SpareChannel(socket);
+      if (confinedListener === null) channel?.close();
+      else {
+        const { key, pid } = m.confinedSpare;
+        confinedListener.started(key, channel === null ? -1 : pid, proc.pid ?? -1, channel);
+      }
       return;
     }
     h.spares = h.spares.filter((s) => s.pid !== m.exit);
@@ -240,62 +351,58 @@ export function takeSpare(envKey: string): {
 
 /**
  * Ask the helper to start a confined spare (bubblewrap running the wrapper, waiting for its
- * directory on stdin): `argv` from the sandbox profile, its status and errors into host-owned
- * files. False when no helper with this environment runs (its report comes as `started`).
+ * directory on stdin) in directory `dir`, which it makes with the empty `files`: `argv` from
+ * the sandbox profile, its status and errors into host-owned files. False when no helper with
+ * this environment runs (its report comes as `started`), else the pid of the helper asked
+ * (whose exit ends the spare, reported or not).
  */
 export function startConfinedSpare(
   envKey: string,
   key: string,
-  argv: readonly string[],
-  statusPath: string,
-  logPath: string,
-): boolean {
+  spare: {
+    dir: string;
+    files: readonly string[];
+    argv: readonly string[];
+    status: string;
+    log: string;
+  },
+): number | false {
   const h = spawnHelperEnabled() ? helper : null;
-  if (h === null || !h.alive || h.envKey !== envKey) return false;
+  if (h === null || !h.alive || h.envKey !== envKey || h.proc.pid === undefined) return false;
   try {
-    h.proc.send({ confined: { key, argv, status: statusPath, log: logPath } });
+    h.proc.send({ confined: { key, ...spare } });
     touch(h);
-    return true;
+    return h.proc.pid;
   } catch {
     return false;
   }
 }
 
 /**
- * Hand a confined spare (bubblewrap's pid `outer`) its command: like takeSpare's launch, the
- * caller has written the record and parameters first. Null when its helper is gone.
+ * Hand a confined spare (bubblewrap's pid `outer`, its stdin `channel`) its command: like
+ * takeSpare's launch, the caller has written the record and parameters first. Its end is its
+ * status line on `channel` (after `beforeNotice`), else bubblewrap's exit as the helper
+ * reports it. Null when its helper is gone.
  */
 export function takeConfinedSpare(
   helperPid: number,
   outer: number,
   outerTicks: number,
+  channel: SpareChannel,
+  beforeNotice: () => void,
 ): { child: ExitSource; launch(dir: string): void } | null {
   const h = helper;
   if (h === null || !h.alive || h.proc.pid !== helperPid) return null;
-  const child = new RemoteWrapper(h, outer, outerTicks);
+  const child = new RemoteWrapper(h, outer, outerTicks, channel, beforeNotice);
   h.running.set(outer, child);
   touch(h);
   return {
     child,
     launch(dir: string) {
-      try {
-        h.proc.send({ go: outer, dir });
-      } catch {
-        child.orphaned();
-      }
+      // Its stdin already gone: it exits (or exited) unused, which the helper reports.
+      channel.send(dir);
     },
   };
-}
-
-/** End an unused confined spare (it reads EOF and exits without running anything). */
-export function retireConfinedSpare(outer: number): void {
-  const h = helper;
-  if (h === null || !h.alive) return;
-  try {
-    h.proc.send({ retire: outer });
-  } catch {
-    // the helper is gone, and its spares with it
-  }
 }
 
 /**
@@ -345,4 +452,5 @@ function retire(h: Helper): void {
   } catch {
     // already gone
   }
+  h.proc.stdin?.destroy(); // and on its stdin's end, which comes even when disconnect does not
 }
