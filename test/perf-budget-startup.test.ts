@@ -33,6 +33,8 @@ subscribe("http.client.request.start", () => {
   if (reported) return;
   reported = true;
   process.stderr.write("before-first-request:" + JSON.stringify(loaded) + "\\n");
+  const builtins = process.moduleLoadList.filter((m) => m.startsWith("NativeModule ")).map((m) => m.slice(13));
+  process.stderr.write("builtins-before-first-request:" + JSON.stringify(builtins) + "\\n");
 });
 process.on("exit", () => {
   process.stderr.write("whole-run:" + JSON.stringify(loaded) + "\\n");
@@ -48,7 +50,7 @@ function packageOf(url: string): string | null {
 async function run(
   bin = HOLON_BIN,
   transport: "openai_responses" | "anthropic_messages" = "openai_responses",
-): Promise<{ before: string[]; whole: string[] }> {
+): Promise<{ before: string[]; whole: string[]; builtins: string[] }> {
   const home = tempHome();
   const wire = transport === "anthropic_messages" ? "anthropic" : "openai";
   await configureFakeProvider(home, transport, fake.baseUrl(wire));
@@ -65,7 +67,11 @@ async function run(
     expect(found, `no '${prefix}' line in:\n${r.stderr}`).toBeDefined();
     return JSON.parse(found!.slice(prefix.length)) as string[];
   };
-  return { before: line("before-first-request:"), whole: line("whole-run:") };
+  return {
+    before: line("before-first-request:"),
+    whole: line("whole-run:"),
+    builtins: line("builtins-before-first-request:"),
+  };
 }
 
 /** Every module `holon --help` loads, from `bin`. */
@@ -285,32 +291,9 @@ describe("holon run start-up budget, from the bundle an installed package runs",
 // provider on plain http): undici (Node's fetch and web Headers, which the provider SDKs would
 // load through `new Headers()`: providers/lite-web.ts), the WAL checkpoint worker's
 // worker_threads (store/checkpoint.ts), and https/tls (at the first https:// URL).
-const BUILTIN_HOOKS = `import { subscribe } from "node:diagnostics_channel";
-let reported = false;
-subscribe("http.client.request.start", () => {
-  if (reported) return;
-  reported = true;
-  const builtins = process.moduleLoadList.filter((m) => m.startsWith("NativeModule ")).map((m) => m.slice(13));
-  process.stderr.write("builtins-before-first-request:" + JSON.stringify(builtins) + "\\n");
-});
-`;
-
 describe("holon run start-up builtins", () => {
   it("loads neither undici, worker_threads nor tls before the first provider request", async () => {
-    const home = tempHome();
-    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-    const hooks = join(home, "builtin-hooks.mjs");
-    writeFileSync(hooks, BUILTIN_HOOKS);
-    fake.enqueue(reply.text("hello back"));
-    const r = await runCli([], {
-      exec: [process.execPath, "--import", hooks, HOLON_BIN, "run", "--home", home, "hello"],
-    });
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("hello back");
-    const prefix = "builtins-before-first-request:";
-    const line = r.stderr.split("\n").find((l) => l.startsWith(prefix));
-    expect(line, r.stderr).toBeDefined();
-    const builtins = JSON.parse(line!.slice(prefix.length)) as string[];
+    const { builtins } = await run();
     expect(builtins).toContain("http"); // the hook saw the request's own module
     const mustWait = ["internal/deps/undici/undici", "worker_threads", "tls", "https"];
     expect(
