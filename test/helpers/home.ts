@@ -19,7 +19,10 @@ export function tempHome(prefix = "holon-test-"): string {
 export function cleanupHomes(): void {
   const gone = homes.splice(0);
   killLeftovers(gone);
-  for (const h of gone) rmSync(h, { recursive: true, force: true });
+  // Retried: the spawn helper outlives a test's host in the worker (one per process) and may
+  // still be making or removing a spare sandbox's directory in a home as it is removed, which
+  // makes one pass fail with ENOTEMPTY.
+  for (const h of gone) rmSync(h, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
 }
 
 /**
