@@ -575,9 +575,10 @@ export async function logs(flags: {
  * Print lines appended to `file` until SIGINT, following it across size rotation. The file
  * being read is held open, so its descriptor follows it when rotation renames it (reading by
  * path after a stat could open another file the next rename put there, and start mid-line).
- * When `file` is a new one, the old one is read to its end through the descriptor, then the
- * rotated files newer than it (when it rotated several times between two reads), then the
- * new `file` from its start. A line split across two files is joined again.
+ * When `file` is a new one (opened and held first, so a rotation meanwhile cannot take it away
+ * unread), the old one is read to its end through the descriptor, then the rotated files newer
+ * than it (when it rotated several times between two reads), then the new one from its start.
+ * A line split across two files is joined again.
  */
 function followFile(file: string, onLine: (line: string) => void): Promise<void> {
   const MAX_ROTATED = 100;
@@ -623,26 +624,43 @@ function followFile(file: string, onLine: (line: string) => void): Promise<void>
   };
   openCurrent(true);
   const drain = () => {
+    let next: number | null = null;
     try {
       if (fd === null) {
         if (!openCurrent(false)) return;
       }
-      const st = statOrNull(file);
-      if (st && st.ino !== ino) {
+      // The file at the path now, held open before anything is decided: a rotation that
+      // comes while the older files are read then cannot move it away unread (looking it up
+      // by path a second time could find the file after it, or none, and skip it).
+      try {
+        next = openSync(file, "r");
+      } catch {
+        next = null; // between a rotation's rename and the new file: the old one reads on
+      }
+      const nextIno = next === null ? ino : fstatSync(next).ino;
+      if (next !== null && nextIno !== ino) {
         offset = readFrom(fd!, offset); // the old file, wherever rotation moved it
         let k = 0;
         for (let i = 1; i <= MAX_ROTATED && k === 0; i++) {
           if (statOrNull(`${file}.${i}`)?.ino === ino) k = i;
         }
-        for (let j = k - 1; j >= 1; j--) readWhole(`${file}.${j}`);
+        // The files rotated after it, oldest first; the one held above is read below.
+        for (let j = k - 1; j >= 1; j--) {
+          if (statOrNull(`${file}.${j}`)?.ino !== nextIno) readWhole(`${file}.${j}`);
+        }
         closeSync(fd!);
-        if (!openCurrent(false)) return;
+        fd = next;
+        next = null;
+        ino = nextIno;
+        offset = 0;
       } else if (fstatSync(fd!).size < offset) {
         offset = 0; // truncated in place
       }
       offset = readFrom(fd!, offset);
     } catch {
       // a file vanished between two steps: the next tick sees the new state
+    } finally {
+      if (next !== null) closeSync(next);
     }
   };
   const stop = (resolvePromise: () => void) => {
