@@ -1,6 +1,7 @@
 // Spare wrappers from the spawn helper: commands started on them behave exactly like cold
 // starts, and losing the helper loses no command's status.
 import { afterAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -12,6 +13,7 @@ import {
   type ProcessHandle,
 } from "../src/tasks/process.ts";
 import { isSameLiveProcess, readProcStat } from "../src/tasks/process-proc.ts";
+import { WRAPPER_SCRIPT } from "../src/tasks/process-wrapper.ts";
 import { cleanupDirs, tempDir, waitFor } from "./fixtures/process/util.ts";
 import { cleanupHomes, spawnServe, tempHome } from "./helpers/home.ts";
 
@@ -28,7 +30,10 @@ async function startOnSpare(
   for (let i = 0; i < 100; i++) {
     const handle = startProcess({ cmd, cwd, dir: join(root, `${prefix}${i}`) });
     const stat = readProcStat(handle.pid);
-    if (stat !== null && stat.ppid !== process.pid) {
+    // A spare of a helper that was just killed (the previous test does that) may be handed out
+    // before this process has seen the helper's death: its command never starts and its status
+    // is honestly "lost". Only a wrapper whose parent is a live helper counts here.
+    if (stat !== null && stat.ppid !== process.pid && isLiveHelper(stat.ppid)) {
       return { handle, helperPid: stat.ppid, startTicks: stat.start_ticks };
     }
     await stopProcess(handle, { graceMs: 1000 });
@@ -41,6 +46,17 @@ async function startOnSpare(
     });
   }
   throw new Error("no command ever ran on a spare wrapper");
+}
+
+/** Whether `pid` is a spawn helper that is still running (not a zombie awaiting its reaper). */
+function isLiveHelper(pid: number): boolean {
+  const st = readProcStat(pid);
+  if (st === null || st.state === "Z") return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("spawner-helper");
+  } catch {
+    return false;
+  }
 }
 
 /** Live, non-zombie processes whose parent is `ppid`. */
@@ -163,6 +179,22 @@ echo; echo oops >&2; exit 7`;
     expect(res.exit.exit_code).not.toBe(0);
     expect(res.leftover_pids).toEqual([]);
     expect(isSameLiveProcess(handle.pid, readProcessRecord(handle.dir)!.start_ticks)).toBe(false);
+  });
+
+  it("a spare signalled while it waits, whose stdin then ends, exits instead of spinning", async () => {
+    const spare = spawn("/bin/sh", ["-c", WRAPPER_SCRIPT, "holon-wrap"], {
+      stdio: ["pipe", "ignore", "ignore"],
+    });
+    const exited = new Promise<number | null>((res) => spare.once("exit", (code) => res(code)));
+    // Asleep means blocked in `read`: its traps are set by then.
+    await waitFor(() => readProcStat(spare.pid!)?.state === "S", { what: "the spare to wait" });
+    try {
+      spare.kill("SIGTERM");
+      spare.stdin!.end(); // its helper died before handing it a directory
+      expect(await exited).toBe(0);
+    } finally {
+      spare.kill("SIGKILL"); // a spinning one would outlive the test
+    }
   });
 
   it("an idle helper is let go with its spares, and the next command brings one back", async () => {

@@ -22,7 +22,9 @@ import { atomicWriteFile } from "../store/files.ts";
  *   status. A trap runs only after the foreground command returns. A signal that arrives
  *   before the command starts (a stop right after the start, while a spare still waits for
  *   its directory: `read` then fails and is retried) is recorded as the status the command
- *   would have had (128 + signal number), and the command is not started.
+ *   would have had (128 + signal number), and the command is not started. The retries are
+ *   bounded: a signalled spare whose stdin then ends (its helper died before handing it a
+ *   directory) would otherwise spin on `read` at end of file for ever.
  * - With input enabled it opens the FIFO read-write on fd 3 (never blocks on Linux) and
  *   read-only on fd 4 (does not block either: fd 3 is a writer), hands fd 3 to a `sleep`
  *   holder so the command never sees EOF between writers (and a host restart does not close
@@ -55,7 +57,8 @@ if [ $# -gt 0 ]; then _hw_d=$1
 else
 _hw_n=1
 echo r >&0 2>/dev/null
-until IFS= read -r _hw_d; do [ -n "$_hw_t" ] || exit 0; done
+_hw_e=0
+until IFS= read -r _hw_d; do [ -n "$_hw_t" ] && [ $((_hw_e += 1)) -lt 16 ] || exit 0; done
 exec 5>&0
 fi
 . "$_hw_d/params.sh"
