@@ -124,6 +124,21 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
     expect(sandboxSpareCount().hits).toBe(hits + 2);
   });
 
+  it("commands faster than spares are replaced wait for a starting one instead of starting cold", async () => {
+    const ctx = toolContext(rt.host);
+    await exec(ctx, "true");
+    const digest = rt.host.tasks.sandboxFor(ctx.agent, ctx.execution_root)!.digest;
+    await waitFor(() => sandboxSpareCount(digest, "split").ready === 2, {
+      what: "two ready spares",
+    });
+    const hits = sandboxSpareCount().hits;
+    // Two spares, six commands back to back: from the third on, each finds only spares that
+    // are still starting (taken ones are replaced as their commands end).
+    for (let i = 0; i < 6; i++)
+      expect((await exec(ctx, `echo ${i}`)).stdout_preview).toBe(`${i}\n`);
+    expect(sandboxSpareCount().hits).toBe(hits + 6);
+  });
+
   it("a command on a spare never holds its wrapper's stdin, and what it leaves behind ends with it", async () => {
     const ctx = toolContext(rt.host);
     await exec(ctx, "true");

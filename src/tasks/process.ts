@@ -93,7 +93,12 @@ import {
 import { scrubEnv, type CommandEnv } from "./env.ts";
 import { DEFAULT_OUTPUT_CAP, droppedBytes, unwatchOutput, watchOutput } from "./output-cap.ts";
 import { discardViaSpawner, ensureSpawner, takeSpare, type ExitSource } from "./spawner.ts";
-import { takeSandboxSpare, wantSandboxSpare, type TakenSpare } from "./sandbox-spares.ts";
+import {
+  sandboxSpareSoon,
+  takeSandboxSpare,
+  wantSandboxSpare,
+  type TakenSpare,
+} from "./sandbox-spares.ts";
 import type { SandboxLaunch } from "../sandbox/profile.ts";
 import { atomicWriteFile } from "../store/files.ts";
 
@@ -431,6 +436,20 @@ type DraftRecord = Omit<
   PersistedProcess,
   "version" | "pid" | "pgid" | "sid" | "start_ticks" | "boot_id" | "started_at"
 >;
+
+/**
+ * When `startProcess(spec)` would miss its profile's confined spare while a replacement is
+ * still starting: a promise that settles once one is ready, or after `maxMs`. Null when there
+ * is nothing worth waiting for. A spare that started before the miss is ready sooner than a
+ * cold start would be, and costs the host no fork; an async caller awaits this first.
+ */
+export function confinedSpareSoon(spec: ProcessSpec, maxMs = 250): Promise<void> | null {
+  if (!spec.sandbox || spec.tty === true || spec.env !== undefined) return null;
+  if (spec.acceptsInput === true) return null;
+  const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
+  const layout = spec.output === "merged" ? "merged" : "split";
+  return sandboxSpareSoon(spec.sandbox, commandEnvOf(policy).key, layout, maxMs);
+}
 
 /** Start a command. Synchronous: the returned handle's process is already running. */
 export function startProcess(spec: ProcessSpec): ProcessHandle {

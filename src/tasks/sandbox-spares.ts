@@ -7,9 +7,10 @@
 // starts spares for that profile: bubblewrap running the wrapper, blocked reading its process
 // directory from stdin. There are two per profile, so that a command started while the spare
 // taken by the one before is still being replaced finds the other one ready (an agent's
-// rounds come a few milliseconds apart, about what bubblewrap takes to start). Profiles not
-// used for SPARE_TTL_MS lose their spares; a start that finds none ready (a miss) starts
-// bubblewrap directly, as before.
+// rounds come a few milliseconds apart, about what bubblewrap takes to start). When rounds
+// come faster still, an async caller waits for a starting spare (sandboxSpareSoon): it is
+// ready sooner than a cold start, which forks the host. Profiles not used for SPARE_TTL_MS
+// lose their spares; a start that finds none ready (a miss) starts bubblewrap directly.
 //
 // The trick is the directory. Inside the sandbox the process directory is read-only apart
 // from the few files the wrapper writes, bound writable when bubblewrap starts. A spare's are
@@ -139,6 +140,49 @@ function countOf(key: string): number {
 function drop(sp: Spare): void {
   if (spares.get(sp.dir) === sp) spares.delete(sp.dir);
   rm(sp.dir, { recursive: true, force: true }, () => {});
+  wake(sp.key); // one fewer starting: a waiter may have nothing left to wait for
+}
+
+/** Starts waiting for a spare of a profile and layout to be ready (see sandboxSpareSoon). */
+const waiters = new Map<string, Set<() => void>>();
+
+function wake(key: string): void {
+  const set = waiters.get(key);
+  if (set === undefined) return;
+  waiters.delete(key);
+  for (const w of set) w();
+}
+
+/**
+ * No spare of this profile and layout is ready, but one is starting: a promise that settles
+ * once one is ready (or the starting ones are gone), or after `maxMs`. Null when one is ready
+ * or none is starting: take it, or start cold, now.
+ */
+export function sandboxSpareSoon(
+  launch: SandboxLaunch,
+  envKey: string,
+  layout: SpareLayout,
+  maxMs: number,
+): Promise<void> | null {
+  const key = keyOf(launch, envKey, layout);
+  let starting = false;
+  for (const s of spares.values()) {
+    if (s.key !== key) continue;
+    if (s.state === "ready") return null;
+    starting = true;
+  }
+  if (!starting) return null;
+  return new Promise<void>((resolve) => {
+    let set = waiters.get(key);
+    if (set === undefined) waiters.set(key, (set = new Set()));
+    const done = (): void => {
+      clearTimeout(timer);
+      set.delete(done);
+      resolve();
+    };
+    const timer = setTimeout(done, maxMs);
+    set.add(done);
+  });
 }
 
 /**
@@ -159,6 +203,7 @@ function ready(sp: Spare): void {
   sp.init = init;
   sp.initTicks = st.start_ticks;
   sp.state = "ready";
+  wake(sp.key);
 }
 
 /** End an unused spare: its stdin closes, it reads EOF and exits without running anything. */

@@ -6,6 +6,7 @@ import { describe, type ToolContext, type ToolDefinition } from "../registry.ts"
 import { filePreview, previewChars } from "../budget.ts";
 import { cmdDigest, taskSnapshot, TaskService } from "../../tasks/service.ts";
 import {
+  confinedSpareSoon,
   discardProcessDir,
   outputDroppedBytes,
   ProcessStartError,
@@ -14,6 +15,7 @@ import {
   waitForExit,
   type ExitStatus,
   type ProcessHandle,
+  type ProcessSpec,
 } from "../../tasks/process.ts";
 import { confinedWorkdir } from "../../workspace/roots.ts";
 import type { TaskRecord } from "../../domain/task.ts";
@@ -85,7 +87,7 @@ export async function runCommand(
   const started = performance.now();
   let handle: ProcessHandle;
   try {
-    handle = startProcess({
+    const spec: ProcessSpec = {
       cmd: input.cmd,
       cwd: input.workdir,
       dir: ctx.tasks.processDir(ctx.agent.agent_home, input.promotable ? "task" : "proc"),
@@ -96,7 +98,12 @@ export async function runCommand(
       policy: ctx.tasks.policy,
       // Confined like every command of this agent (a refusal under `required` throws here).
       sandbox: ctx.tasks.sandboxFor(ctx.agent, ctx.execution_root),
-    });
+    };
+    // Rounds come faster than a used spare is replaced: wait for the replacement rather than
+    // fork a cold sandbox from the host.
+    const soon = confinedSpareSoon(spec);
+    if (soon !== null) await soon;
+    handle = startProcess(spec);
   } catch (err) {
     if (err instanceof ProcessStartError) {
       throw new ToolFailure(
