@@ -37,10 +37,18 @@ describe("recent briefs and episodes", () => {
 
     store.tx(() => store.briefs.insert(brief("b4")));
     expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3", "b4"]);
+    // A list of the newest few takes each new row in front and drops its oldest.
+    expect(idsOf(store.briefs.recent("a", 2))).toEqual(["b3", "b4"]);
+    store.tx(() => store.briefs.insert(brief("b5")));
+    expect(idsOf(store.briefs.recent("a", 2))).toEqual(["b4", "b5"]);
+    expect(idsOf(store.briefs.recent("a", 3))).toEqual(["b3", "b4", "b5"]);
+    store.tx(() => store.briefs.insert(brief("b6")));
+    expect(idsOf(store.briefs.recent("a", 3))).toEqual(["b4", "b5", "b6"]);
+    expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
 
     // Retention removes an agent's oldest rows.
     store.db.prepare("DELETE FROM briefs WHERE id IN ('b1', 'b2')").run();
-    expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b3", "b4"]);
+    expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b3", "b4", "b5", "b6"]);
     store.close();
   });
 

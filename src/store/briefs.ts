@@ -54,7 +54,8 @@ export class BriefsRepo {
   }
 
   insert(brief: BriefRecord): void {
-    this.insertStmt.run(brief.id, brief.agent_id, encodeBody(brief));
+    const { lastInsertRowid } = this.insertStmt.run(brief.id, brief.agent_id, encodeBody(brief));
+    this.recentIds.added(brief.agent_id, Number(lastInsertRowid), brief.id);
     // The turn boundary and the next prompt read it right away: kept as written (a copy, so
     // the caller's object stays its own), not decoded back. A rolled-back brief's id is never
     // listed, so its entry is only dropped in time.

@@ -113,6 +113,23 @@ export class RecentIds {
     return ids;
   }
 
+  /**
+   * A row the repository just appended: a kept list takes it in front (and, unless it held
+   * every row, drops its oldest), so the next turn's listing finds the bounds it expects
+   * instead of listing again after every write.
+   */
+  added(agentId: string, seq: number, id: string): void {
+    const hit = this.lists.get(agentId);
+    if (!hit) return;
+    if (seq <= hit.hi) {
+      this.lists.delete(agentId);
+      return;
+    }
+    hit.ids.unshift(id);
+    hit.hi = seq;
+    if (!hit.full) hit.ids.pop();
+  }
+
   clear(): void {
     this.lists.clear();
   }

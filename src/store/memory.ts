@@ -76,7 +76,12 @@ export class MemoryRepo {
   }
 
   addEpisode(episode: EpisodeRecord): void {
-    this.addEpisodeStmt.run(episode.id, episode.agent_id, JSON.stringify(episode));
+    const { lastInsertRowid } = this.addEpisodeStmt.run(
+      episode.id,
+      episode.agent_id,
+      JSON.stringify(episode),
+    );
+    this.recentIds.added(episode.agent_id, Number(lastInsertRowid), episode.id);
   }
 
   /**
