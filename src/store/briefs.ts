@@ -1,7 +1,7 @@
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { BriefRecord } from "../domain/brief.ts";
 import { encodeBody } from "./codec.ts";
-import { DecodedRows, readBody } from "./json.ts";
+import { BOUNDS_SQL, DecodedRows, readBody, RecentIds } from "./json.ts";
 
 export class BriefsRepo {
   private readonly insertStmt: StatementSync;
@@ -12,6 +12,9 @@ export class BriefsRepo {
   private readonly newestStmt: StatementSync;
   /** Briefs never change; the prompt reads an agent's recent ones on every turn. */
   private readonly decoded = new DecodedRows<BriefRecord>(1024);
+  private readonly boundsStmt: StatementSync;
+  /** The newest ids of an agent as last listed (see `recent`). */
+  private readonly recentIds = new RecentIds();
 
   constructor(db: DatabaseSync) {
     this.insertStmt = db.prepare("INSERT INTO briefs (id, agent_id, data) VALUES (?, ?, ?)");
@@ -24,6 +27,7 @@ export class BriefsRepo {
     );
     this.seqStmt = db.prepare("SELECT seq FROM briefs WHERE agent_id = ? AND id = ?");
     this.newestStmt = db.prepare("SELECT MAX(seq) AS seq FROM briefs WHERE agent_id = ?");
+    this.boundsStmt = db.prepare(BOUNDS_SQL("briefs"));
   }
 
   /** The sequence number of one of the agent's briefs, or undefined when it has none by that id. */
@@ -50,7 +54,8 @@ export class BriefsRepo {
   }
 
   insert(brief: BriefRecord): void {
-    this.insertStmt.run(brief.id, brief.agent_id, encodeBody(brief));
+    const { lastInsertRowid } = this.insertStmt.run(brief.id, brief.agent_id, encodeBody(brief));
+    this.recentIds.added(brief.agent_id, Number(lastInsertRowid), brief.id);
     // The turn boundary and the next prompt read it right away: kept as written (a copy, so
     // the caller's object stays its own), not decoded back. A rolled-back brief's id is never
     // listed, so its entry is only dropped in time.
@@ -62,13 +67,22 @@ export class BriefsRepo {
    * (the prompt's recent history asks for the same few dozen on every turn).
    */
   recent(agentId: string, limit: number): BriefRecord[] {
-    return (this.recentStmt.all(agentId, limit) as { id: string }[])
-      .map((r) =>
-        this.decoded.get(r.id, () => {
-          const row = this.dataStmt.get(r.id) as { data: string | Uint8Array };
+    const ids = this.recentIds.get(agentId, limit, this.boundsStmt, this.recentStmt);
+    const out: BriefRecord[] = [];
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const id = ids[i]!;
+      out.push(
+        this.decoded.get(id, () => {
+          const row = this.dataStmt.get(id) as { data: string | Uint8Array };
           return readBody(BriefRecord, row.data, "brief");
         }),
-      )
-      .reverse();
+      );
+    }
+    return out;
+  }
+
+  /** A rolled-back transaction may have listed a brief it inserted: list again. */
+  invalidate(): void {
+    this.recentIds.clear();
   }
 }

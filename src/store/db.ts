@@ -180,6 +180,8 @@ export class Store {
       this.agents.invalidate();
       this.events.invalidate();
       this.transcript.invalidate();
+      this.briefs.invalidate();
+      this.memory.invalidate();
       try {
         this.db.exec("ROLLBACK");
       } catch {

@@ -1,4 +1,5 @@
 // Rows hold JSON documents; reading one back validates it against its schema.
+import type { StatementSync } from "node:sqlite";
 import type { z } from "zod";
 import { bodyText } from "./codec.ts";
 
@@ -73,6 +74,69 @@ export class DecodedByText<T> {
     return value;
   }
 }
+
+/**
+ * The lowest and highest sequence number of an agent's rows in an append-only table with an
+ * index on (agent_id, seq), as two rows: two index seeks (one SELECT with both MIN and MAX
+ * would scan the agent's whole range).
+ */
+export const BOUNDS_SQL = (table: string) =>
+  `SELECT MIN(seq) AS s FROM ${table} WHERE agent_id = ? UNION ALL SELECT MAX(seq) FROM ${table} WHERE agent_id = ?`;
+
+/**
+ * The newest ids of each agent in an append-only table (newest first), as last listed, kept
+ * while the agent's lowest and highest sequence numbers are those they were listed at. Rows
+ * are only appended (a higher seq) or removed oldest first by retention (a higher lowest
+ * seq), so the same bounds mean the same rows: the prompt lists an agent's few dozen newest
+ * briefs and episodes on every turn, and two index seeks replace reading them all by id. A
+ * rolled-back transaction clears it (a seq it used may be used again).
+ */
+export class RecentIds {
+  private readonly lists = new Map<
+    string,
+    { lo: number; hi: number; ids: string[]; full: boolean }
+  >();
+
+  get(agentId: string, limit: number, bounds: StatementSync, list: StatementSync): string[] {
+    const [low, high] = bounds.all(agentId, agentId) as { s: number | null }[];
+    const b = { lo: low?.s ?? null, hi: high?.s ?? null };
+    if (b.lo === null || b.hi === null) return [];
+    const hit = this.lists.get(agentId);
+    // A list read with a smaller limit than asked holds every row only if it came up short.
+    if (hit && hit.lo === b.lo && hit.hi === b.hi && (hit.ids.length >= limit || hit.full)) {
+      return hit.ids.length > limit ? hit.ids.slice(0, limit) : hit.ids;
+    }
+    const ids = (list.all(agentId, limit) as { id: string }[]).map((r) => r.id);
+    this.lists.delete(agentId);
+    this.lists.set(agentId, { lo: b.lo, hi: b.hi, ids, full: ids.length < limit });
+    if (this.lists.size > RECENT_AGENTS) this.lists.delete(this.lists.keys().next().value!);
+    return ids;
+  }
+
+  /**
+   * A row the repository just appended: a kept list takes it in front (and, unless it held
+   * every row, drops its oldest), so the next turn's listing finds the bounds it expects
+   * instead of listing again after every write.
+   */
+  added(agentId: string, seq: number, id: string): void {
+    const hit = this.lists.get(agentId);
+    if (!hit) return;
+    if (seq <= hit.hi) {
+      this.lists.delete(agentId);
+      return;
+    }
+    hit.ids.unshift(id);
+    hit.hi = seq;
+    if (!hit.full) hit.ids.pop();
+  }
+
+  clear(): void {
+    this.lists.clear();
+  }
+}
+
+/** Agents whose recent ids are kept (a host's busy agents). */
+const RECENT_AGENTS = 256;
 
 function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {

@@ -1,7 +1,7 @@
 // Working memory (one row per agent) and context episodes (append-only, immutable).
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { EpisodeRecord, WorkingMemoryRecord } from "../domain/memory.ts";
-import { DecodedByText, DecodedRows, readRow } from "./json.ts";
+import { BOUNDS_SQL, DecodedByText, DecodedRows, readRow, RecentIds } from "./json.ts";
 
 export class MemoryRepo {
   private readonly db: DatabaseSync;
@@ -17,6 +17,9 @@ export class MemoryRepo {
   private readonly decodedMemory = new DecodedByText<WorkingMemoryRecord>(256);
   /** Episodes never change once written. */
   private readonly decodedEpisodes = new DecodedRows<EpisodeRecord>(1024);
+  private readonly episodeBoundsStmt: StatementSync;
+  /** The newest episode ids of an agent as last listed (see `recentEpisodes`). */
+  private readonly recentIds = new RecentIds();
 
   constructor(db: DatabaseSync) {
     this.db = db;
@@ -38,6 +41,7 @@ export class MemoryRepo {
       "SELECT data FROM context_episodes WHERE id = ? AND agent_id = ?",
     );
     this.countStmt = db.prepare("SELECT count(*) AS n FROM context_episodes WHERE agent_id = ?");
+    this.episodeBoundsStmt = db.prepare(BOUNDS_SQL("context_episodes"));
   }
 
   /** Runs `fn` all or nothing (a savepoint, inside the caller's transaction). */
@@ -50,6 +54,7 @@ export class MemoryRepo {
     } catch (err) {
       this.db.exec("ROLLBACK TO memory_update");
       this.db.exec("RELEASE memory_update");
+      this.recentIds.clear();
       throw err;
     }
   }
@@ -71,7 +76,12 @@ export class MemoryRepo {
   }
 
   addEpisode(episode: EpisodeRecord): void {
-    this.addEpisodeStmt.run(episode.id, episode.agent_id, JSON.stringify(episode));
+    const { lastInsertRowid } = this.addEpisodeStmt.run(
+      episode.id,
+      episode.agent_id,
+      JSON.stringify(episode),
+    );
+    this.recentIds.added(episode.agent_id, Number(lastInsertRowid), episode.id);
   }
 
   /**
@@ -79,14 +89,23 @@ export class MemoryRepo {
    * again (the prompt shows the same few on every turn).
    */
   recentEpisodes(agentId: string, limit: number): EpisodeRecord[] {
-    return (this.recentEpisodesStmt.all(agentId, limit) as { id: string }[])
-      .map((r) =>
-        this.decodedEpisodes.get(r.id, () => {
-          const row = this.episodeDataStmt.get(r.id) as { data: string };
+    const ids = this.recentIds.get(agentId, limit, this.episodeBoundsStmt, this.recentEpisodesStmt);
+    const out: EpisodeRecord[] = [];
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const id = ids[i]!;
+      out.push(
+        this.decodedEpisodes.get(id, () => {
+          const row = this.episodeDataStmt.get(id) as { data: string };
           return readRow(EpisodeRecord, row.data, "episode");
         }),
-      )
-      .reverse();
+      );
+    }
+    return out;
+  }
+
+  /** A rolled-back transaction may have listed an episode it added: list again. */
+  invalidate(): void {
+    this.recentIds.clear();
   }
 
   /** Episodes in order after a sequence number (index sync, mirror rebuild). */
