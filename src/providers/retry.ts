@@ -180,8 +180,16 @@ async function attemptOnce(
   } finally {
     clearTimeout(timer);
     if (onAbort) signal?.removeEventListener("abort", onAbort);
+    // Node keeps a joined signal (`combined`) that has listeners alive until it aborts: one
+    // left unaborted here would keep this call's client, stream and response reachable from
+    // the run's signal for as long as that lives. The attempt is over; nothing listens on
+    // purpose any more. A constant reason spares a DOMException per call.
+    timeout.abort(ATTEMPT_OVER);
   }
 }
+
+/** The reason an attempt's own signal carries once the attempt has ended (see attemptOnce). */
+const ATTEMPT_OVER = "provider attempt over";
 
 /** Tries one candidate up to `max_retries + 1` times. */
 export async function runCandidate(args: CandidateRunArgs): Promise<CandidateRunResult> {
