@@ -1,5 +1,5 @@
 #!/bin/sh
-':' //; [ -n "$MALLOC_ARENA_MAX$MALLOC_TRIM_THRESHOLD_$MALLOC_MMAP_THRESHOLD_" ] || export MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=131072 HOLON_LAUNCHER_ENV="MALLOC_ARENA_MAX MALLOC_TRIM_THRESHOLD_ MALLOC_MMAP_THRESHOLD_"; exec node ${HOLON_NODE_OPTIONS:---max-semi-space-size=2 --max-old-space-size=512} "$0" "$@"
+':' //; [ -n "$MALLOC_ARENA_MAX$MALLOC_TRIM_THRESHOLD_$MALLOC_MMAP_THRESHOLD_" ] || export MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=131072 HOLON_LAUNCHER_ENV="MALLOC_ARENA_MAX MALLOC_TRIM_THRESHOLD_ MALLOC_MMAP_THRESHOLD_"; [ "$1" != run ] || [ -n "$HOLON_NODE_OPTIONS" ] || exec node --max-semi-space-size=2 --max-old-space-size=512 --initial-old-space-size=32 "$0" "$@"; exec node ${HOLON_NODE_OPTIONS:---max-semi-space-size=2 --max-old-space-size=512} "$0" "$@"
 // Entry point for the `holon` binary. Its first job is to fail cleanly on a Node too old to
 // run Holon, so this file is written in the oldest JavaScript there is: no arrows, no
 // let/const, no optional chaining, no import statements, no top-level await. Any Node can
@@ -13,13 +13,17 @@
 // The first two lines are read by sh and skipped by JavaScript (a string, then a comment): the
 // shell starts Node with a small young generation and an old-space ceiling, so a host that
 // runs for weeks keeps a small, flat footprint (the live heap is some 30-40 MB; the heap
-// policy of the commands that run a runtime is set further down). HOLON_NODE_OPTIONS
-// replaces those flags. Unless the user set any of the MALLOC_* variables, it also tunes
-// glibc's malloc for this one process: one arena for all threads instead of one per thread,
-// and freed memory handed back to the system instead of kept (under load the default holds
-// some 25 MB of free chunks, most of it in arenas of V8's helper threads, and the host's
-// JavaScript runs on one thread anyway). It lists what it set in HOLON_LAUNCHER_ENV, and
-// commands the agent runs get none of it (tasks/env.ts).
+// policy of the commands that run a runtime is set further down). `holon run` also starts
+// with a 32 MB old generation: its start builds some 20 MB of heap that stays alive, and
+// V8's smaller first limit ran a full collection (with concurrent marking on the other
+// core) before the first provider request for nothing (7-8% of the CPU to that request,
+// +1 MB of peak RSS). HOLON_NODE_OPTIONS replaces all of those flags. Unless the user set
+// any of the MALLOC_* variables, it also tunes glibc's malloc for this one process: one
+// arena for all threads instead of one per thread, and freed memory handed back to the
+// system instead of kept (under load the default holds some 25 MB of free chunks, most of it
+// in arenas of V8's helper threads, and the host's JavaScript runs on one thread anyway).
+// It lists what it set in HOLON_LAUNCHER_ENV, and commands the agent runs get none of it
+// (tasks/env.ts).
 var REQUIRED_MAJOR = 22; // keep in step with "engines" in package.json (>=22.13.0)
 var REQUIRED_MINOR = 13;
 
