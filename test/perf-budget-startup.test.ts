@@ -7,7 +7,7 @@
 // (dist/bundle/, built here into a scratch package with the build's own function), where
 // esbuild's metafile says which modules and packages the chunks loaded by then hold. Which SDK
 // loads for which provider family is test/provider-sdk-loading.test.ts.
-import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Metafile } from "esbuild";
@@ -275,6 +275,39 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     ]);
     packages.delete(null);
     expect([...packages]).toEqual(HELP_PACKAGES);
+  }, 60_000);
+
+  // The build converts the built-in tools' argument schemas once (dist/tools/parameters.json,
+  // scripts/bundle.mjs) instead of every run converting them before its first request.
+  it("sends the model the same tool schemas from the bundle as from the sources", async () => {
+    const tools = async (bin: string) => {
+      const before = fake.requests.length;
+      await run(bin);
+      const sent = fake.requests.slice(before).find((r) => Array.isArray(r.body?.tools));
+      expect(sent, "no provider request with tools").toBeDefined();
+      return sent!.body.tools as unknown[];
+    };
+    const fromSources = await tools(HOLON_BIN);
+    const fromBundle = await tools(join(pkg, "bin", "holon.js"));
+    expect(fromSources.length).toBeGreaterThan(10);
+    expect(fromBundle).toEqual(fromSources);
+    // And the bundle's run takes them from that file rather than converting them itself.
+    const file = join(pkg, "dist", "tools", "parameters.json");
+    const written = readFileSync(file, "utf8");
+    const parameters = JSON.parse(written) as Record<string, { description?: string }>;
+    parameters.AgentGet!.description = "from the build";
+    writeFileSync(file, JSON.stringify(parameters));
+    try {
+      const marked = (await tools(join(pkg, "bin", "holon.js"))) as {
+        name: string;
+        parameters?: { description?: string };
+      }[];
+      expect(marked.find((t) => t.name === "AgentGet")?.parameters?.description).toBe(
+        "from the build",
+      );
+    } finally {
+      writeFileSync(file, written);
+    }
   }, 60_000);
 
   // The provider SDKs are bundled, each in chunks of its own: a run loads the chunks of the
