@@ -38,11 +38,12 @@ export const BUNDLE_EXTERNAL = [
 
 // Every chunk starts with this. Bundled CommonJS packages (commander and others) call
 // `require("events")`, which an ES module lacks; the other two serve the module paths below.
+// Node's modules are taken with process.getBuiltinModule(), not an ES import: Node answers
+// the first ES import of a builtin with a facade module it fills by reading every export.
 const BANNER = [
-  'import { createRequire as __holonCreateRequire } from "node:module";',
-  'import { dirname as __holonDirname } from "node:path";',
-  'import { fileURLToPath as __holonFileURLToPath } from "node:url";',
-  "const require = __holonCreateRequire(import.meta.url);",
+  'const require = process.getBuiltinModule("node:module").createRequire(import.meta.url);',
+  'const { dirname: __holonDirname } = process.getBuiltinModule("node:path");',
+  'const { fileURLToPath: __holonFileURLToPath } = process.getBuiltinModule("node:url");',
 ].join("\n");
 
 /**
