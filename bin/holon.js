@@ -1,5 +1,5 @@
 #!/bin/sh
-':' //; [ -n "$MALLOC_ARENA_MAX$MALLOC_TRIM_THRESHOLD_$MALLOC_MMAP_THRESHOLD_" ] || export MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=131072 HOLON_LAUNCHER_ENV="MALLOC_ARENA_MAX MALLOC_TRIM_THRESHOLD_ MALLOC_MMAP_THRESHOLD_"; exec node ${HOLON_NODE_OPTIONS:---max-semi-space-size=2 --max-old-space-size=512} "$0" "$@"
+':' //; [ -n "$MALLOC_ARENA_MAX$MALLOC_TRIM_THRESHOLD_$MALLOC_MMAP_THRESHOLD_" ] || export MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=131072 HOLON_LAUNCHER_ENV="MALLOC_ARENA_MAX MALLOC_TRIM_THRESHOLD_ MALLOC_MMAP_THRESHOLD_"; [ "$1" != run ] || [ -n "$HOLON_NODE_OPTIONS" ] || exec node --max-semi-space-size=2 --max-old-space-size=512 --initial-old-space-size=32 --heap-growing-percent=20 "$0" "$@"; exec node ${HOLON_NODE_OPTIONS:---max-semi-space-size=2 --max-old-space-size=512} "$0" "$@"
 // Entry point for the `holon` binary. Its first job is to fail cleanly on a Node too old to
 // run Holon, so this file is written in the oldest JavaScript there is: no arrows, no
 // let/const, no optional chaining, no import statements, no top-level await. Any Node can
@@ -13,13 +13,18 @@
 // The first two lines are read by sh and skipped by JavaScript (a string, then a comment): the
 // shell starts Node with a small young generation and an old-space ceiling, so a host that
 // runs for weeks keeps a small, flat footprint (the live heap is some 30-40 MB; the heap
-// policy of the commands that run a runtime is set further down). HOLON_NODE_OPTIONS
-// replaces those flags. Unless the user set any of the MALLOC_* variables, it also tunes
-// glibc's malloc for this one process: one arena for all threads instead of one per thread,
-// and freed memory handed back to the system instead of kept (under load the default holds
-// some 25 MB of free chunks, most of it in arenas of V8's helper threads, and the host's
-// JavaScript runs on one thread anyway). It lists what it set in HOLON_LAUNCHER_ENV, and
-// commands the agent runs get none of it (tasks/env.ts).
+// policy of the commands that run a runtime is set further down). `holon run` also starts
+// with a 32 MB old generation: its start builds some 20 MB of heap that stays alive, and
+// V8's smaller first limit ran a full collection (with concurrent marking on the other
+// core) before the first provider request for nothing (7-8% of the CPU to that request,
+// +1 MB of peak RSS); it also gets its heap policy (see below) there, which spares it
+// loading node:v8 to set it. HOLON_NODE_OPTIONS replaces all of those flags. Unless the user set
+// any of the MALLOC_* variables, it also tunes glibc's malloc for this one process: one
+// arena for all threads instead of one per thread, and freed memory handed back to the
+// system instead of kept (under load the default holds some 25 MB of free chunks, most of it
+// in arenas of V8's helper threads, and the host's JavaScript runs on one thread anyway).
+// It lists what it set in HOLON_LAUNCHER_ENV, and commands the agent runs get none of it
+// (tasks/env.ts).
 var REQUIRED_MAJOR = 22; // keep in step with "engines" in package.json (>=22.13.0)
 var REQUIRED_MINOR = 13;
 
@@ -95,14 +100,15 @@ if (moduleApi.enableCompileCache && !(main === dist && args[0] === "serve")) {
 // 125 MB instead of 150 MB, for some 8% more CPU per turn and some 30 ms more to start,
 // which a host pays once and `run` would pay on every call, so `run` goes without. Without
 // it, the old space grows by a fifth over what survived the last full collection instead of
-// by up to four times.
+// by up to four times. The shell line already hands `run` that flag on the command line, so
+// node:v8 (with Node's streams some 30 of Node's modules) loads here only for `serve` or a
+// `run` started as `node bin/holon.js`.
 if (args[0] === "serve" || args[0] === "run") {
-  var v8 = process.getBuiltinModule("node:v8");
   var chosen = process.execArgv.join(" ");
   if (args[0] === "serve" && major >= 24 && !/memory.saver.mode/.test(chosen)) {
-    v8.setFlagsFromString("--memory-saver-mode");
+    process.getBuiltinModule("node:v8").setFlagsFromString("--memory-saver-mode");
   } else if (!/heap.growing.percent/.test(chosen)) {
-    v8.setFlagsFromString("--heap-growing-percent=20");
+    process.getBuiltinModule("node:v8").setFlagsFromString("--heap-growing-percent=20");
   }
 }
 // Node 22 flags node:sqlite as experimental on every start; Holon pins what it uses.

@@ -8,8 +8,9 @@
 // test/perf-budget-startup.test.ts (into a scratch package) with the same function, so the
 // test measures what ships. `splitting` keeps every lazy `await import()` lazy: the code only
 // it reaches becomes chunks loaded at its first use, never before.
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative, sep } from "node:path";
+import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 
 // Packages the bundle leaves to Node, each for a reason of its own:
@@ -37,11 +38,12 @@ export const BUNDLE_EXTERNAL = [
 
 // Every chunk starts with this. Bundled CommonJS packages (commander and others) call
 // `require("events")`, which an ES module lacks; the other two serve the module paths below.
+// Node's modules are taken with process.getBuiltinModule(), not an ES import: Node answers
+// the first ES import of a builtin with a facade module it fills by reading every export.
 const BANNER = [
-  'import { createRequire as __holonCreateRequire } from "node:module";',
-  'import { dirname as __holonDirname } from "node:path";',
-  'import { fileURLToPath as __holonFileURLToPath } from "node:url";',
-  "const require = __holonCreateRequire(import.meta.url);",
+  'const require = process.getBuiltinModule("node:module").createRequire(import.meta.url);',
+  'const { dirname: __holonDirname } = process.getBuiltinModule("node:path");',
+  'const { fileURLToPath: __holonFileURLToPath } = process.getBuiltinModule("node:url");',
 ].join("\n");
 
 /**
@@ -64,11 +66,14 @@ export function copySourceAssets(src, out) {
 }
 
 /**
- * Bundles `src/cli/main.ts` into `out/bundle/` (entry `main.js`, chunks beside it). Returns
- * esbuild's metafile: which source and package files (paths relative to the directory that
- * holds `src`) went into which chunk, for the start-up guard (test/perf-budget-startup.test.ts).
+ * Bundles `src/cli/main.ts` into `out/bundle/` (entry `main.js`, chunks beside it), and
+ * writes the built-in tools' argument schemas beside their modules (writeToolParameters).
+ * Returns esbuild's metafile: which source and package files (paths relative to the directory
+ * that holds `src`) went into which chunk, for the start-up guard
+ * (test/perf-budget-startup.test.ts). `sourcemap` ("linked") writes a map beside each chunk,
+ * for reading a CPU profile of the bundle by source file; the build ships none.
  */
-export async function bundleCli({ src, out }) {
+export async function bundleCli({ src, out, sourcemap = false }) {
   const bundleDir = join(out, "bundle");
   rmSync(bundleDir, { recursive: true, force: true }); // no chunk of an earlier build stays
   const result = await build({
@@ -87,8 +92,29 @@ export async function bundleCli({ src, out }) {
     absWorkingDir: join(src, ".."),
     logLevel: "warning",
     legalComments: "inline",
+    sourcemap,
   });
+  await writeToolParameters({ src, out });
   return result.metafile;
+}
+
+/**
+ * The JSON Schema the model sees for each built-in tool's arguments, converted from its zod
+ * schema here as the turn would convert it at its first use (providers/schema.ts), into
+ * `out/tools/parameters.json`: src/tools/builtin.ts hands these to the registry, so a run from
+ * the build does not convert twenty schemas before its first provider request (some 3% of
+ * its CPU to that request). A checkout has no such file and converts them at run time.
+ * Imports the sources, so it runs on a Node that strips types (the build's Node 24).
+ */
+export async function writeToolParameters({ src, out }) {
+  const { buildRegistry } = await import(pathToFileURL(join(src, "tools", "builtin.ts")).href);
+  const { sourceSchema } = await import(pathToFileURL(join(src, "providers", "schema.ts")).href);
+  const parameters = {};
+  for (const tool of buildRegistry().list()) {
+    parameters[tool.name] = tool.parameters ?? sourceSchema(tool.input);
+  }
+  mkdirSync(join(out, "tools"), { recursive: true });
+  writeFileSync(join(out, "tools", "parameters.json"), JSON.stringify(parameters));
 }
 
 /**

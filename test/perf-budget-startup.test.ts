@@ -7,8 +7,8 @@
 // (dist/bundle/, built here into a scratch package with the build's own function), where
 // esbuild's metafile says which modules and packages the chunks loaded by then hold. Which SDK
 // loads for which provider family is test/provider-sdk-loading.test.ts.
-import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Metafile } from "esbuild";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -35,6 +35,7 @@ subscribe("http.client.request.start", () => {
   process.stderr.write("before-first-request:" + JSON.stringify(loaded) + "\\n");
   const builtins = process.moduleLoadList.filter((m) => m.startsWith("NativeModule ")).map((m) => m.slice(13));
   process.stderr.write("builtins-before-first-request:" + JSON.stringify(builtins) + "\\n");
+  process.stderr.write("exec-argv:" + JSON.stringify(process.execArgv) + "\\n");
 });
 process.on("exit", () => {
   process.stderr.write("whole-run:" + JSON.stringify(loaded) + "\\n");
@@ -50,16 +51,28 @@ function packageOf(url: string): string | null {
 async function run(
   bin = HOLON_BIN,
   transport: "openai_responses" | "anthropic_messages" = "openai_responses",
-): Promise<{ before: string[]; whole: string[]; builtins: string[] }> {
+  launcher = false,
+): Promise<{ before: string[]; whole: string[]; builtins: string[]; execArgv: string[] }> {
   const home = tempHome();
   const wire = transport === "anthropic_messages" ? "anthropic" : "openai";
   await configureFakeProvider(home, transport, fake.baseUrl(wire));
   const hooks = join(home, "module-hooks.mjs");
   writeFileSync(hooks, HOOKS);
   fake.enqueue(reply.text("hello back"));
-  const r = await runCli([], {
-    exec: [process.execPath, "--import", hooks, bin, "run", "--home", home, "hello"],
-  });
+  // Through the launcher, as an installed `holon` starts: sh reads its first lines and execs
+  // `node` from PATH with the launcher's flags (the hooks come in through NODE_OPTIONS).
+  const r = launcher
+    ? await runCli([], {
+        exec: ["/bin/sh", bin, "run", "--home", home, "hello"],
+        env: {
+          PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+          NODE_OPTIONS: `--import ${hooks}`,
+          HOLON_NODE_OPTIONS: "",
+        },
+      })
+    : await runCli([], {
+        exec: [process.execPath, "--import", hooks, bin, "run", "--home", home, "hello"],
+      });
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toContain("hello back");
   const line = (prefix: string): string[] => {
@@ -71,6 +84,7 @@ async function run(
     before: line("before-first-request:"),
     whole: line("whole-run:"),
     builtins: line("builtins-before-first-request:"),
+    execArgv: line("exec-argv:"),
   };
 }
 
@@ -277,6 +291,39 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     expect([...packages]).toEqual(HELP_PACKAGES);
   }, 60_000);
 
+  // The build converts the built-in tools' argument schemas once (dist/tools/parameters.json,
+  // scripts/bundle.mjs) instead of every run converting them before its first request.
+  it("sends the model the same tool schemas from the bundle as from the sources", async () => {
+    const tools = async (bin: string) => {
+      const before = fake.requests.length;
+      await run(bin);
+      const sent = fake.requests.slice(before).find((r) => Array.isArray(r.body?.tools));
+      expect(sent, "no provider request with tools").toBeDefined();
+      return sent!.body.tools as unknown[];
+    };
+    const fromSources = await tools(HOLON_BIN);
+    const fromBundle = await tools(join(pkg, "bin", "holon.js"));
+    expect(fromSources.length).toBeGreaterThan(10);
+    expect(fromBundle).toEqual(fromSources);
+    // And the bundle's run takes them from that file rather than converting them itself.
+    const file = join(pkg, "dist", "tools", "parameters.json");
+    const written = readFileSync(file, "utf8");
+    const parameters = JSON.parse(written) as Record<string, { description?: string }>;
+    parameters.AgentGet!.description = "from the build";
+    writeFileSync(file, JSON.stringify(parameters));
+    try {
+      const marked = (await tools(join(pkg, "bin", "holon.js"))) as {
+        name: string;
+        parameters?: { description?: string };
+      }[];
+      expect(marked.find((t) => t.name === "AgentGet")?.parameters?.description).toBe(
+        "from the build",
+      );
+    } finally {
+      writeFileSync(file, written);
+    }
+  }, 60_000);
+
   // The provider SDKs are bundled, each in chunks of its own: a run loads the chunks of the
   // family it talks to only (from the sources: test/provider-sdk-loading.test.ts).
   it("a run against an Anthropic provider loads the chunks of the Anthropic SDK, never the OpenAI SDK's", async () => {
@@ -300,5 +347,17 @@ describe("holon run start-up builtins", () => {
       mustWait.filter((m) => builtins.includes(m)),
       "builtins loaded before the first provider request",
     ).toEqual([]);
+  }, 60_000);
+
+  // The launcher starts `run` with a larger first old generation (no full collection before
+  // the first request) and its heap policy on the command line, so nothing loads node:v8 to
+  // set it at run time (bin/holon.js).
+  it("through the launcher, starts with its heap flags and loads no node:v8 before the first provider request", async () => {
+    const { builtins, execArgv } = await run(HOLON_BIN, "openai_responses", true);
+    expect(builtins).toContain("http");
+    expect(execArgv).toEqual(
+      expect.arrayContaining(["--initial-old-space-size=32", "--heap-growing-percent=20"]),
+    );
+    expect(builtins.filter((m) => m === "v8" || m === "internal/heap_utils")).toEqual([]);
   }, 60_000);
 });

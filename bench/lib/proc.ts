@@ -221,7 +221,7 @@ export function ensureDist(root: string, log: (line: string) => void): void {
 export function binNodeFlags(root: string): string[] {
   let head = "";
   try {
-    head = readFileSync(join(root, "bin", "holon.js"), "utf8").slice(0, 400);
+    head = readFileSync(join(root, "bin", "holon.js"), "utf8").slice(0, 1000);
   } catch {
     return [];
   }
