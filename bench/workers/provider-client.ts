@@ -1,6 +1,7 @@
 // The provider side of a turn round without the runtime: the OpenAI SDK, configured as Holon
 // configures it (SDK retries off, Holon's fetch), sending the same request body over and over
-// to the fake provider. Used by the turn benchmark to show the floor of a model round.
+// to the fake provider, reading each reply's event stream. Used by the turn benchmark to show
+// the floor of a model round.
 //   node provider-client.ts <base url> <request body JSON file> <count>
 import { readFileSync } from "node:fs";
 import OpenAI from "openai";
@@ -15,4 +16,10 @@ const client = new OpenAI({
   logLevel: "off",
   fetch: providerFetch,
 });
-for (let i = 0; i < Number(countArg); i++) await client.responses.create(body);
+// The request asks for SSE: read each stream to its end, as a round does (the SDK returns the
+// stream object once the head is in; a floor that never read the events left out their
+// parsing).
+for (let i = 0; i < Number(countArg); i++) {
+  const stream = (await client.responses.create(body)) as unknown as AsyncIterable<unknown>;
+  for await (const _event of stream);
+}

@@ -216,11 +216,13 @@ export async function providerFetch(
   const url = typeof input === "string" ? new URL(input) : input;
   if (url.protocol !== "http:" && url.protocol !== "https:") return fetch(input, init);
   const headers: Record<string, string> = {};
-  new LiteHeaders(init.headers as ConstructorParameters<typeof LiteHeaders>[0]).forEach(
-    (value, name) => {
-      headers[name] = value;
-    },
-  );
+  const copy = (value: string, name: string) => {
+    headers[name] = value;
+  };
+  // The SDKs hand a Headers (undici's or LiteHeaders, checked names, lower-cased): read it
+  // as it is; anything else is checked through a LiteHeaders first.
+  if (init.headers instanceof LiteHeaders) init.headers.forEach(copy);
+  else new LiteHeaders(init.headers as ConstructorParameters<typeof LiteHeaders>[0]).forEach(copy);
   if (body != null) headers["content-length"] = String(Buffer.byteLength(body));
   const signal = init.signal ?? undefined;
   signal?.throwIfAborted();

@@ -12,7 +12,8 @@
 //    code that checks `x instanceof Headers` (the SDKs do) sees either kind as one.
 //  - `LiteResponse` is what the SDKs read of a Response: status, headers, `body` (a web
 //    ReadableStream, made only when asked for), `text`/`json`/`arrayBuffer`/`blob`, `clone`.
-//    A body read through `text()` or `json()` never becomes a web stream.
+//    A body read through `text()` or `json()` never becomes a web stream, nor does one read
+//    through `chunks()`, which `sseEvents` (below) reads an event stream from.
 //  - `useLiteHeaders()` puts LiteHeaders in place of the global `Headers`. Only the one-shot
 //    `holon run` calls it; a host that serves HTTP loads undici for its routes anyway and
 //    keeps the global as it is. The global `fetch`, `Request` and `Response` stay undici's
@@ -134,6 +135,26 @@ export function useLiteHeaders(): void {
   globalThis.Headers = LiteHeaders as unknown as typeof Headers;
 }
 
+/** How long a body left by its reader may take to end before its connection is dropped. */
+const DRAIN_GRACE_MS = 5_000;
+
+/**
+ * A body whose reader stopped before its end (an SSE reader that has its terminal event):
+ * a body that arrived whole, or that ends within `DRAIN_GRACE_MS`, keeps its keep-alive
+ * connection (destroying a response that has not ended destroys its socket); one still
+ * streaming after that is destroyed.
+ */
+function finishEarly(source: Readable): void {
+  if (source.readableEnded || source.destroyed) return;
+  const timer = setTimeout(() => source.destroy(), DRAIN_GRACE_MS);
+  timer.unref();
+  const done = () => clearTimeout(timer);
+  source.once("end", done);
+  source.once("close", done);
+  source.on("error", () => undefined);
+  source.resume();
+}
+
 type ResponseMeta = { status: number; statusText: string; headers: LiteHeaders; url: string };
 
 /**
@@ -210,6 +231,36 @@ export class LiteResponse {
     return new Uint8Array(Buffer.concat(chunks));
   }
 
+  /**
+   * The body's chunks as they arrive, without a web stream (the provider's SSE reader,
+   * sse.ts). Marks the body used, as `text()` does. A reader that stops early leaves the
+   * rest of the body to end on its own (`finishEarly`), so the connection stays reusable.
+   */
+  async *chunks(): AsyncGenerator<Uint8Array> {
+    if (this.#used || (this.#web?.locked ?? false)) {
+      throw new TypeError("Response: body has already been read");
+    }
+    const web = this.#web;
+    if (web !== undefined) {
+      this.#used = true;
+      if (web !== null) yield* web as unknown as AsyncIterable<Uint8Array>;
+      return;
+    }
+    this.#used = true;
+    const source = this.#source!;
+    this.#source = null;
+    let ended = false;
+    try {
+      for await (const chunk of source.iterator({ destroyOnReturn: false })) {
+        this.#touch?.();
+        yield chunk as Uint8Array;
+      }
+      ended = true;
+    } finally {
+      if (!ended) finishEarly(source);
+    }
+  }
+
   async arrayBuffer(): Promise<ArrayBuffer> {
     return (await this.bytes()).buffer;
   }
@@ -243,4 +294,98 @@ export class LiteResponse {
     this.#web = mine;
     return new LiteResponse(meta, null, undefined, theirs);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Server-sent events, read straight from a provider fetch's response, for the transports that
+// take the SDK's raw response (`asResponse()`) instead of its stream object.
+//
+// The SDK reads a stream through the web `ReadableStream` of the body (made from the node:http
+// response), copies every chunk into a growing array to find event boundaries, and decodes
+// lines from bytes; on a model round that was a good part of the host's time between the
+// response's head and its last event. Here the body's chunks (node:http's, with the attempt's
+// activity reported per chunk, see `LiteResponse.chunks`) are decoded as text and split into
+// events as they arrive. Parsing follows the SSE standard: lines end with CRLF, LF or CR; a
+// blank line ends an event (one cut off by the end of the stream is dropped); `data:` lines
+// join with a newline; `:` lines are comments; one space after the colon is dropped.
+
+export type SseEvent = { event: string | null; data: string };
+
+/** The body's chunks: node:http's through LiteResponse, else the web stream's. */
+async function* bodyChunks(response: Response): AsyncGenerator<Uint8Array> {
+  if (response instanceof LiteResponse) {
+    yield* response.chunks();
+    return;
+  }
+  const body = response.body;
+  if (body === null) return;
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+/** The events of an SSE response body, in order. */
+export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
+  const decoder = new TextDecoder();
+  let pending = "";
+  let event: string | null = null;
+  let data: string[] = [];
+  let seen = false;
+  /** One complete line; an event when it ends one. */
+  const line = (text: string): SseEvent | null => {
+    if (text === "") {
+      if (!seen) return null;
+      const out = { event, data: data.join("\n") };
+      event = null;
+      data = [];
+      seen = false;
+      return out;
+    }
+    if (text.charCodeAt(0) === 58 /* : */) return null;
+    const colon = text.indexOf(":");
+    const field = colon === -1 ? text : text.slice(0, colon);
+    let value = colon === -1 ? "" : text.slice(colon + 1);
+    if (value.charCodeAt(0) === 32 /* space */) value = value.slice(1);
+    if (field === "data") {
+      data.push(value);
+      seen = true;
+    } else if (field === "event") {
+      event = value;
+      seen = true;
+    }
+    return null;
+  };
+  const split = function* (final: boolean): Generator<SseEvent> {
+    let start = 0;
+    for (;;) {
+      let end = start;
+      while (end < pending.length) {
+        const c = pending.charCodeAt(end);
+        if (c === 10 || c === 13) break;
+        end++;
+      }
+      if (end >= pending.length) break;
+      // A CR at the very end may be the first half of a CRLF still on its way.
+      if (pending.charCodeAt(end) === 13 && end + 1 >= pending.length && !final) break;
+      const ev = line(pending.slice(start, end));
+      start =
+        pending.charCodeAt(end) === 13 && pending.charCodeAt(end + 1) === 10 ? end + 2 : end + 1;
+      if (ev) yield ev;
+    }
+    pending = pending.slice(start);
+  };
+  for await (const chunk of bodyChunks(response)) {
+    pending += decoder.decode(chunk, { stream: true });
+    yield* split(false);
+  }
+  pending += decoder.decode();
+  // An event the stream ended in the middle of is dropped, as the standard has it.
+  yield* split(true);
 }

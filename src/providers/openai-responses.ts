@@ -47,6 +47,7 @@ import {
   toolSetDigest,
 } from "./model.ts";
 import { perCandidate, sdkOptions } from "./http-fetch.ts";
+import { sseEvents } from "./lite-web.ts";
 import { loadOpenAI } from "./sdk.ts";
 import { emitToolSchema } from "./schema.ts";
 import type { ModelCandidate } from "./types.ts";
@@ -345,28 +346,75 @@ function withInput(
 /** The JSON text of a lowered tool list, kept per (memoized, shared) list. */
 const toolsJson = new WeakMap<readonly ResponsesTool[], string>();
 
-/**
- * The request as the SDK sends it, encoded here: the tool schemas (most of a request's
- * bytes) are serialized once per tool list instead of on every request. The SDK passes a
- * string body with a content type through unchanged; its auth, retries (off), timeout and
- * stream handling are those of `responses.create`.
- */
-function encoded(body: ResponseCreateParamsNonStreaming, stream: boolean, signal: AbortSignal) {
-  const { tools, ...rest } = body;
-  let text: string;
-  if (tools === undefined || tools.length === 0) {
-    text = JSON.stringify(stream ? { ...body, stream: true } : body);
-  } else {
-    let json = toolsJson.get(tools);
-    if (json === undefined) {
-      json = JSON.stringify(tools);
-      toolsJson.set(tools, json);
+/** The bytes of a request that depend only on its head, kept per head object. */
+type HeadBytes = {
+  /** `{"model":…,"input":` */
+  open: Buffer;
+  /** The head's other fields but the tools, each after a comma (or nothing). */
+  middle: Buffer;
+  /** `,"tools":[…]}`, or `}` when the tool list is empty or absent. */
+  close: Buffer;
+};
+
+const headBytes = new WeakMap<object, HeadBytes>();
+
+function headBytesOf(head: Omit<ResponseCreateParamsNonStreaming, "input">): HeadBytes {
+  let bytes = headBytes.get(head);
+  if (bytes === undefined) {
+    const { model, ...rest } = head;
+    const tools = head.tools;
+    const spliced = tools !== undefined && tools !== null && tools.length > 0;
+    let close = "}";
+    if (spliced) {
+      delete rest.tools;
+      let json = toolsJson.get(tools);
+      if (json === undefined) {
+        json = JSON.stringify(tools);
+        toolsJson.set(tools, json);
+      }
+      close = `,"tools":${json}}`;
     }
-    const head = JSON.stringify(stream ? { ...rest, stream: true } : rest);
-    text = `${head.slice(0, -1)}${head === "{}" ? "" : ","}"tools":${json}}`;
+    const restJson = JSON.stringify(rest);
+    bytes = {
+      open: Buffer.from(`{"model":${JSON.stringify(model)},"input":`),
+      middle: Buffer.from(restJson === "{}" ? "" : `,${restJson.slice(1, -1)}`),
+      close: Buffer.from(close),
+    };
+    headBytes.set(head, bytes);
   }
+  return bytes;
+}
+
+/** What one POST to `/responses` carries: the head, the input items, maybe the chain link. */
+type Wire = {
+  head: Omit<ResponseCreateParamsNonStreaming, "input">;
+  input: ResponseInputItem[];
+  previous_response_id?: string | undefined;
+};
+
+/**
+ * The request body as bytes, the same bytes `JSON.stringify` gives for the body object
+ * (`model`, `input`, the head's fields, `previous_response_id`, `stream`, then the tools).
+ * The head's part (instructions and tool schemas: most of a request) is encoded once per
+ * head, which every round of a turn shares, so a round serializes and encodes only its
+ * input items. The SDK passes a byte body with a content type through unchanged; its auth,
+ * retries (off), timeout and stream handling are those of `responses.create`.
+ */
+export function encodeResponsesBody(wire: Wire, stream: boolean): Buffer {
+  const { open, middle, close } = headBytesOf(wire.head);
+  const prev = wire.previous_response_id;
+  const after =
+    (prev !== undefined ? `,"previous_response_id":${JSON.stringify(prev)}` : "") +
+    (stream ? `,"stream":true` : "");
+  const parts = [open, Buffer.from(JSON.stringify(wire.input)), middle];
+  if (after) parts.push(Buffer.from(after));
+  parts.push(close);
+  return Buffer.concat(parts);
+}
+
+function encoded(wire: Wire, stream: boolean, signal: AbortSignal) {
   return {
-    body: text,
+    body: encodeResponsesBody(wire, stream),
     headers: { "content-type": "application/json" },
     stream,
     signal,
@@ -539,6 +587,26 @@ export async function collectResponsesStream(
     }
   }
   throw unsupportedShape("stream ended without a terminal response event", ctx);
+}
+
+/**
+ * The events of a Responses SSE body, parsed: what the SDK's stream yields for it. A `[DONE]`
+ * sentinel is skipped; data that is not JSON throws its `SyntaxError` (`invalid_json`); an
+ * event carrying an `error` object throws the SDK's `APIError` without a status, as the
+ * SDK's stream does.
+ */
+export async function* responsesEvents(
+  response: Response,
+  APIError: typeof OpenAI.APIError,
+): AsyncGenerator<ResponseStreamEvent> {
+  for await (const sse of sseEvents(response)) {
+    if (sse.data.startsWith("[DONE]")) continue;
+    const data = JSON.parse(sse.data) as ResponseStreamEvent & { error?: unknown };
+    if (data && typeof data === "object" && data.error) {
+      throw new APIError(undefined, data.error as object, undefined, response.headers);
+    }
+    yield data;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -963,7 +1031,8 @@ export function createOpenAIResponsesTransport(
     const scope = ContinuationCache.scopeOf(candidate, request);
     const input = inputOf(lead, request);
     const fullBody = withInput(head, input.items);
-    const full = () => fullBody;
+    const fullWire: Wire = { head, input: input.items };
+    const full = () => fullWire;
     const step = incrementalEnabled
       ? continuation.plan(scope, shape, input, request.continuation_reset)
       : null;
@@ -971,6 +1040,7 @@ export function createOpenAIResponsesTransport(
       const miss = incrementalEnabled ? continuation.lastMiss : undefined;
       return {
         body: fullBody,
+        wire: fullWire,
         full,
         scope,
         shape,
@@ -985,26 +1055,29 @@ export function createOpenAIResponsesTransport(
       ...withInput(head, tail),
       previous_response_id: step.response_id,
     };
-    return { body, full, scope, shape, input, tail, incremental: true, miss: undefined };
+    const wire: Wire = { head, input: tail, previous_response_id: step.response_id };
+    return { body, wire, full, scope, shape, input, tail, incremental: true, miss: undefined };
   };
 
   const post = async (
     client: OpenAI,
-    body: ResponseCreateParamsNonStreaming,
+    body: Wire,
     signal: AbortSignal,
     ctx: ClassifyContext,
   ): Promise<unknown> => {
     if (ctx.candidate.stream === false) {
       return client.post("/responses", encoded(body, false, signal));
     }
-    const events = (await client.post(
-      "/responses",
-      encoded(body, true, signal),
-    )) as unknown as AsyncIterable<ResponseStreamEvent>;
-    const terminal = await collectResponsesStream(events, ctx);
-    // The SDK ends the iteration quietly on abort; do not mistake that for an answer.
-    if (signal.aborted) throw signal.reason;
-    return terminal;
+    // The raw response, read here (sse.ts) rather than through the SDK's stream object; a
+    // status other than 2xx still comes back as the SDK's error.
+    const response = await client.post("/responses", encoded(body, true, signal)).asResponse();
+    const APIError = (await loadOpenAI()).APIError;
+    try {
+      return await collectResponsesStream(responsesEvents(response, APIError), ctx);
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw err;
+    }
   };
 
   /** Endpoints that answered the compact route with a permanent "not here" (404/405/410/501). */
@@ -1114,7 +1187,7 @@ export function createOpenAIResponsesTransport(
       if (incremental) continuation.markPending(p.scope, p.tail);
       try {
         try {
-          raw = await post(client, p.body, opts.signal, ctx);
+          raw = await post(client, p.wire, opts.signal, ctx);
         } catch (err) {
           // The provider no longer knows the previous response: fall back to the full request once.
           const status = (err as { status?: unknown }).status;

@@ -126,13 +126,9 @@ async function attemptOnce(
   const timeout = new AbortController();
   const expire = () =>
     timeout.abort(new DOMException("provider request timed out", "TimeoutError"));
-  let timer = setTimeout(expire, limitMs);
-  const touch = streaming
-    ? () => {
-        clearTimeout(timer);
-        timer = setTimeout(expire, limitMs);
-      }
-    : () => undefined;
+  const timer = setTimeout(expire, limitMs);
+  // Every head and body chunk re-arms the same timer (no new one per chunk).
+  const touch = streaming ? () => void timer.refresh() : () => undefined;
   const combined = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {

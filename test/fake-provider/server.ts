@@ -41,7 +41,10 @@ export type FakeReply = {
   empty_terminal_output?: boolean;
   /** SSE only: wait this long before each event (a slow stream). */
   event_delay_ms?: number;
-  /** SSE only: send this many events, then nothing more, keeping the connection open (a stall). */
+  /**
+   * SSE only: send this many events, then nothing more, keeping the connection open (a stall).
+   * A number at least the reply's count of events sends them all and still never ends the body.
+   */
   stall_after_events?: number;
 };
 
@@ -76,6 +79,8 @@ export type RecordedRequest = {
   raw: string;
   /** Whether the client asked for SSE. */
   stream: boolean;
+  /** The client's port: requests over one keep-alive connection share it. */
+  remote_port: number;
   /**
    * Responses/Codex: true when an earlier request with the same `prompt_cache_key` had a
    * byte-identical cacheable prefix (instructions and tools), as a provider cache would hit.
@@ -197,6 +202,7 @@ export async function startFakeProvider(
       body,
       raw,
       stream,
+      remote_port: req.socket.remotePort ?? 0,
     };
     const cacheKey = (body as { prompt_cache_key?: unknown } | null)?.prompt_cache_key;
     if ((wire === "responses" || wire === "codex") && typeof cacheKey === "string") {
@@ -733,6 +739,7 @@ function paced(res: ServerResponse, delayMs: number, stallAfter?: number): Serve
       if (res.destroyed) return;
       res.write(queue[i]!);
     }
+    if (stallAfter !== undefined && stallAfter >= queue.length) return;
     res.end();
   };
   const shim = {
