@@ -38,8 +38,10 @@ it("finished attempts keep nothing alive through the run's signal", async () => 
   const gc = runInNewContext("gc") as () => void;
   gc();
   gc();
-  const live = queryObjects(OpenAI, { format: "count" }) as number;
-  // A client may be cached; one per call must not be.
-  expect(live).toBeLessThan(calls / 4);
+  const clients = queryObjects(OpenAI, { format: "count" }) as number;
+  const signals = queryObjects(AbortSignal, { format: "count" }) as number;
+  // A client may be cached; one per call must not be, nor a signal per call.
+  expect(clients).toBeLessThan(calls / 4);
+  expect(signals).toBeLessThan(calls / 4);
   expect(run.signal.aborted).toBe(false);
 });

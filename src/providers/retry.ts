@@ -123,23 +123,29 @@ async function attemptOnce(
   // one timer for the whole attempt, as the spec has it.
   const streaming = candidate.stream !== false;
   const limitMs = streaming ? policy.idle_timeout_ms : policy.request_timeout_ms;
+  // The attempt's own signal, aborted by its timeout or by the operator's signal. Not
+  // `AbortSignal.any`: Node keeps such a joined signal, and all its listeners reach (the SDK
+  // puts one on it), alive until it aborts, so each finished attempt would stay reachable for
+  // as long as the run's signal lives. The relay below is removed when the attempt ends.
   const timeout = new AbortController();
   const expire = () =>
     timeout.abort(new DOMException("provider request timed out", "TimeoutError"));
   const timer = setTimeout(expire, limitMs);
   // Every head and body chunk re-arms the same timer (no new one per chunk).
   const touch = streaming ? () => void timer.refresh() : () => undefined;
-  const combined = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
   let onAbort: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new OperatorAbortError());
+    onAbort = () => {
+      timeout.abort(signal?.reason);
+      reject(new OperatorAbortError());
+    };
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
   });
   aborted.catch(() => undefined);
   try {
     const response = await Promise.race([
-      withActivity(touch, () => transport.send(candidate, request, { signal: combined })),
+      withActivity(touch, () => transport.send(candidate, request, { signal: timeout.signal })),
       aborted,
     ]);
     return { ok: true, response };
@@ -176,16 +182,8 @@ async function attemptOnce(
   } finally {
     clearTimeout(timer);
     if (onAbort) signal?.removeEventListener("abort", onAbort);
-    // Node keeps a joined signal (`combined`) that has listeners alive until it aborts: one
-    // left unaborted here would keep this call's client, stream and response reachable from
-    // the run's signal for as long as that lives. The attempt is over; nothing listens on
-    // purpose any more. A constant reason spares a DOMException per call.
-    timeout.abort(ATTEMPT_OVER);
   }
 }
-
-/** The reason an attempt's own signal carries once the attempt has ended (see attemptOnce). */
-const ATTEMPT_OVER = "provider attempt over";
 
 /** Tries one candidate up to `max_retries + 1` times. */
 export async function runCandidate(args: CandidateRunArgs): Promise<CandidateRunResult> {
