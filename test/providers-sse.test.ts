@@ -117,6 +117,15 @@ describe("sseEvents", () => {
     expect(await collect(responseOf([text]))).toEqual(expected);
   });
 
+  it("fails a body whose line never ends past its cap, and reads a long line cut into many chunks", async () => {
+    const chunk = "x".repeat(1024 * 1024);
+    const endless = ["data: ", ...Array.from({ length: 17 }, () => chunk)];
+    await expect(collect(responseOf(endless))).rejects.toThrow(/longer than/);
+    const long = ["data: ", ...Array.from({ length: 8 }, () => chunk), "\n\n"];
+    const events = await collect(responseOf(long));
+    expect(events.map((e) => e.data.length)).toEqual([8 * chunk.length]);
+  });
+
   it("gives the same events however the body is cut into chunks", async () => {
     const bytes = Buffer.from(text);
     // Every split point, multi-byte characters and CR|LF pairs included.

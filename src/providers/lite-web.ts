@@ -331,10 +331,19 @@ async function* bodyChunks(response: Response): AsyncGenerator<Uint8Array> {
   }
 }
 
+/**
+ * Longest unfinished line an SSE body may hold: a provider that never ends a line fails the
+ * round instead of growing the host's memory. A Responses stream's longest line, its final
+ * event with the whole answer, is a few hundred kilobytes.
+ */
+export const MAX_SSE_LINE_CHARS = 16 * 1024 * 1024;
+
 /** The events of an SSE response body, in order. */
 export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let pending = "";
+  /** Characters at the start of `pending` known to hold no line end (each is scanned once). */
+  let scanned = 0;
   let event: string | null = null;
   let data: string[] = [];
   let seen = false;
@@ -365,12 +374,13 @@ export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
   const split = function* (final: boolean): Generator<SseEvent> {
     let start = 0;
     for (;;) {
-      let end = start;
+      let end = Math.max(start, scanned);
       while (end < pending.length) {
         const c = pending.charCodeAt(end);
         if (c === 10 || c === 13) break;
         end++;
       }
+      scanned = end;
       if (end >= pending.length) break;
       // A CR at the very end may be the first half of a CRLF still on its way.
       if (pending.charCodeAt(end) === 13 && end + 1 >= pending.length && !final) break;
@@ -380,6 +390,10 @@ export async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
       if (ev) yield ev;
     }
     pending = pending.slice(start);
+    scanned = Math.max(0, scanned - start);
+    if (pending.length > MAX_SSE_LINE_CHARS) {
+      throw new Error(`provider stream sent a line longer than ${MAX_SSE_LINE_CHARS} characters`);
+    }
   };
   for await (const chunk of bodyChunks(response)) {
     pending += decoder.decode(chunk, { stream: true });
