@@ -157,6 +157,13 @@ describe("budgets end to end", () => {
           (await get(`/agents/main/work-items/${itemId}`)).work_item.state === "completed",
         { what: "the item to complete", timeoutMs: 20_000 },
       );
+      // The item completes in the round that calls CompleteWorkItem; the run's last round (its
+      // answer to that call) may still be on its way, so the ledger is read once the agent
+      // has gone back to sleep.
+      await waitFor(async () => (await get("/agents/main/status")).status === "asleep", {
+        what: "the agent to sleep after the item",
+        timeoutMs: 20_000,
+      });
       fake.setFallback(null);
       // Every provider request that answered is one ledger row; no (run, round) twice.
       const rounds = (await get("/agents/main/usage/rounds?limit=1000")).rounds as any[];
