@@ -444,11 +444,21 @@ type DraftRecord = Omit<
  * cold start would be, and costs the host no fork; an async caller awaits this first.
  */
 export function confinedSpareSoon(spec: ProcessSpec, maxMs = 250): Promise<void> | null {
+  const use = spareUse(spec);
+  return use && sandboxSpareSoon(use.launch, use.envKey, use.layout, maxMs);
+}
+
+/**
+ * The confined spare a start of `spec` can take: a sandboxed command without input or
+ * terminal, in the host's command environment. Null when it always starts cold.
+ */
+function spareUse(
+  spec: ProcessSpec,
+): { launch: SandboxLaunch; envKey: string; layout: "split" | "merged" } | null {
   if (!spec.sandbox || spec.tty === true || spec.env !== undefined) return null;
   if (spec.acceptsInput === true) return null;
-  const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
-  const layout = spec.output === "merged" ? "merged" : "split";
-  return sandboxSpareSoon(spec.sandbox, commandEnvOf(policy).key, layout, maxMs);
+  const envKey = commandEnvOf(spec.policy ?? BUILTIN_COMMAND_POLICY).key;
+  return { launch: spec.sandbox, envKey, layout: spec.output === "merged" ? "merged" : "split" };
 }
 
 /** Start a command. Synchronous: the returned handle's process is already running. */
@@ -486,11 +496,8 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
   }
   // A confined command without input or terminal takes its profile's spare, whose directory
   // becomes this one (so it must not exist yet: a taken directory starts cold below).
-  const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
-  const confinedSpare =
-    spec.sandbox && !tty && spec.env === undefined && spec.acceptsInput !== true
-      ? takeSandboxSpare(spec.sandbox, commandEnvOf(policy).key, merged ? "merged" : "split", dir)
-      : null;
+  const use = spareUse(spec);
+  const confinedSpare = use && takeSandboxSpare(use.launch, use.envKey, use.layout, dir);
   // Owner-only, like everything Holon keeps: output can hold anything the command printed.
   // A spare's directory (now this one) exists, with its files made empty by the helper.
   if (confinedSpare === null) mkdirSync(dir, { recursive: true, mode: 0o700 });
