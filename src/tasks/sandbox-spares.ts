@@ -145,6 +145,8 @@ function drop(sp: Spare): void {
 
 /** Starts waiting for a spare of a profile and layout to be ready (see sandboxSpareSoon). */
 const waiters = new Map<string, Set<() => void>>();
+/** Refills scheduled per profile and layout (see wantSandboxSpare), not yet started. */
+const refills = new Map<string, number>();
 
 function wake(key: string): void {
   const set = waiters.get(key);
@@ -165,7 +167,7 @@ export function sandboxSpareSoon(
   maxMs: number,
 ): Promise<void> | null {
   const key = keyOf(launch, envKey, layout);
-  let starting = false;
+  let starting = refills.has(key);
   for (const s of spares.values()) {
     if (s.key !== key) continue;
     if (s.state === "ready") return null;
@@ -293,14 +295,20 @@ export function wantSandboxSpare(
   ensureSpawner(env);
   // Not while the command just started is likely still starting: a bubblewrap start would
   // compete with it for the CPU. When it exits, or after REFILL_DELAY_MS if it runs on.
+  // Until then a waiter (sandboxSpareSoon) counts the refill as a spare starting.
   let done = false;
+  refills.set(key, (refills.get(key) ?? 0) + 1);
   const go = () => {
     if (done) return;
     done = true;
     clearTimeout(timer);
+    const left = refills.get(key)! - 1;
+    if (left > 0) refills.set(key, left);
+    else refills.delete(key);
     while (countOf(key) < SPARES_PER_PROFILE) {
       if (!startSpare(key, launch, env, layout, processesDir, 1)) break;
     }
+    if (countOf(key) === 0) wake(key); // none could start: a waiter has nothing to wait for
   };
   const timer = setTimeout(go, REFILL_DELAY_MS);
   timer.unref();
@@ -392,6 +400,7 @@ function sweep(): void {
 /** Host shutdown: every spare goes (those of other hosts in this process too are rebuilt). */
 export function retireSandboxSpares(): void {
   profiles.clear();
+  refills.clear();
   for (const sp of [...spares.values()]) retire(sp);
 }
 
