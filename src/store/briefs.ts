@@ -68,17 +68,10 @@ export class BriefsRepo {
    */
   recent(agentId: string, limit: number): BriefRecord[] {
     const ids = this.recentIds.get(agentId, limit, this.boundsStmt, this.recentStmt);
-    const out: BriefRecord[] = [];
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const id = ids[i]!;
-      out.push(
-        this.decoded.get(id, () => {
-          const row = this.dataStmt.get(id) as { data: string | Uint8Array };
-          return readBody(BriefRecord, row.data, "brief");
-        }),
-      );
-    }
-    return out;
+    return this.decoded.oldestFirst(ids, (id) => {
+      const row = this.dataStmt.get(id) as { data: string | Uint8Array };
+      return readBody(BriefRecord, row.data, "brief");
+    });
   }
 
   /** A rolled-back transaction may have listed a brief it inserted: list again. */

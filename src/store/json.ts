@@ -48,6 +48,16 @@ export class DecodedRows<T> {
     }
     return value;
   }
+
+  /** The rows of `ids` (newest first, as listed) oldest first, each decoded at most once. */
+  oldestFirst(ids: readonly string[], decode: (id: string) => T): T[] {
+    const out: T[] = [];
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const id = ids[i]!;
+      out.push(this.get(id, () => decode(id)));
+    }
+    return out;
+  }
 }
 
 /**

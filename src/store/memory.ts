@@ -90,17 +90,10 @@ export class MemoryRepo {
    */
   recentEpisodes(agentId: string, limit: number): EpisodeRecord[] {
     const ids = this.recentIds.get(agentId, limit, this.episodeBoundsStmt, this.recentEpisodesStmt);
-    const out: EpisodeRecord[] = [];
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const id = ids[i]!;
-      out.push(
-        this.decodedEpisodes.get(id, () => {
-          const row = this.episodeDataStmt.get(id) as { data: string };
-          return readRow(EpisodeRecord, row.data, "episode");
-        }),
-      );
-    }
-    return out;
+    return this.decodedEpisodes.oldestFirst(ids, (id) => {
+      const row = this.episodeDataStmt.get(id) as { data: string };
+      return readRow(EpisodeRecord, row.data, "episode");
+    });
   }
 
   /** A rolled-back transaction may have listed an episode it added: list again. */
