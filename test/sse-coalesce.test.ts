@@ -25,21 +25,36 @@ function seqsOf(chunk: Uint8Array): number[] {
   return [...decoder.decode(chunk).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
 }
 
+/** A store, a hub with the write interval, and one operator stream of agent `a`. */
+async function withStream(
+  writeIntervalMs: number,
+  body: (store: Store, reader: ReadableStreamDefaultReader<Uint8Array>) => Promise<void>,
+): Promise<void> {
+  const store = new Store(":memory:", systemClock, randomIds);
+  const hub = new EventHub(store, { writeIntervalMs });
+  const abort = new AbortController();
+  const reader = hub
+    .open(store, "a", {
+      afterSeq: undefined,
+      projection: "operator",
+      heartbeatMs: 60_000,
+      signal: abort.signal,
+    })
+    .getReader();
+  try {
+    await body(store, reader);
+  } finally {
+    abort.abort();
+    await reader.cancel();
+    hub.close();
+    store.close();
+  }
+}
+
 describe("SSE write coalescing", () => {
   it("sends the first event at once and gathers the next transactions into one write", async () => {
-    const store = new Store(":memory:", systemClock, randomIds);
     // Long enough that the commits below, a few macrotasks apart, all fall inside it.
-    const hub = new EventHub(store, { writeIntervalMs: 400 });
-    const abort = new AbortController();
-    const reader = hub
-      .open(store, "a", {
-        afterSeq: undefined,
-        projection: "operator",
-        heartbeatMs: 60_000,
-        signal: abort.signal,
-      })
-      .getReader();
-    try {
+    await withStream(400, async (store, reader) => {
       const hello = await reader.read();
       expect(decoder.decode(hello.value)).toContain(": connected");
 
@@ -55,27 +70,11 @@ describe("SSE write coalescing", () => {
       }
       const next = await reader.read();
       expect(seqsOf(next.value!)).toEqual([2, 3, 4]);
-    } finally {
-      abort.abort();
-      await reader.cancel();
-      hub.close();
-      store.close();
-    }
+    });
   });
 
   it("with no interval every transaction is a write of its own", async () => {
-    const store = new Store(":memory:", systemClock, randomIds);
-    const hub = new EventHub(store, { writeIntervalMs: 0 });
-    const abort = new AbortController();
-    const reader = hub
-      .open(store, "a", {
-        afterSeq: undefined,
-        projection: "operator",
-        heartbeatMs: 60_000,
-        signal: abort.signal,
-      })
-      .getReader();
-    try {
+    await withStream(0, async (store, reader) => {
       await reader.read();
       const seen: number[][] = [];
       for (const n of [1, 2, 3]) {
@@ -84,11 +83,6 @@ describe("SSE write coalescing", () => {
         await tick();
       }
       expect(seen).toEqual([[1], [2], [3]]);
-    } finally {
-      abort.abort();
-      await reader.cancel();
-      hub.close();
-      store.close();
-    }
+    });
   });
 });
