@@ -6,11 +6,16 @@
 //    recording its result and building the next request). The cost of spawning `true` alone,
 //    measured in this run from a fresh small process, is subtracted.
 // 2. `holon run --json` for a one-round reply, spawned fresh each time (in-process host).
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+//
+// Options: `--rounds=N` (2 to 99; default 50, 20 with --quick); `--sandbox=off` runs the commands
+// unconfined (`sandbox.mode off`), the setting the peers and the pre-sandbox figures ran with;
+// `--cpu-prof` profiles the host over the turn and notes where its CPU went.
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEvent, type EventEnvelope } from "../src/domain/events.ts";
+import { topFunctions } from "./lib/cpuprofile.ts";
 import { ResultBuilder, type Benchmark } from "./lib/types.ts";
 import { authHeaders, clockTicksPerSecond, configureFakeProvider, startHolon } from "./lib/proc.ts";
 import { round, summarize } from "./lib/stats.ts";
@@ -120,12 +125,32 @@ const bench: Benchmark = {
   async run(ctx) {
     const r = new ResultBuilder();
     const fake = await startFakeProvider();
-    const rounds = ctx.quick ? 20 : 50;
+    const rounds = Number(ctx.options.rounds ?? (ctx.quick ? 20 : 50));
+    if (!Number.isInteger(rounds) || rounds < 2)
+      throw new Error("--rounds must be an integer >= 2");
+    const sandbox = ctx.options.sandbox ?? "default";
+    if (sandbox !== "default" && sandbox !== "off") throw new Error("--sandbox takes =off");
+    const cpuProf = ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof");
+    const profDir = join(tmpdir(), `holon-bench-turn-prof-${process.pid}`);
     try {
       // --- 1. per-round overhead -----------------------------------------------------
-      const host = await startHolon(ctx.root);
+      if (cpuProf) mkdirSync(profDir, { recursive: true });
+      const host = await startHolon(ctx.root, {
+        nodeArgs: cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [],
+      });
       try {
         configureFakeProvider(ctx.root, host.home!, fake.baseUrl("openai"), "fake/bench-model");
+        if (sandbox === "off") {
+          execFileSync(
+            process.execPath,
+            [join(ctx.root, "bin", "holon.js"), "config", "set", "sandbox.mode", "off"].concat([
+              "--home",
+              host.home!,
+            ]),
+            { stdio: "pipe" },
+          );
+          r.note("commands ran unconfined (sandbox.mode off)");
+        }
         const arrivals: number[] = [];
         // CPU sampled as the first and the last request arrive: exactly the measured rounds,
         // without the turn's start.
@@ -274,7 +299,13 @@ const bench: Benchmark = {
           );
         }
       } finally {
-        await host.stop();
+        await host.stop(cpuProf ? 60_000 : undefined);
+      }
+      if (cpuProf) {
+        for (const f of readdirSync(profDir).filter((n) => n.endsWith(".cpuprofile"))) {
+          r.note(`CPU profile of the host: ${join(profDir, f)}; top self time:`);
+          for (const line of topFunctions(join(profDir, f), 20)) r.note(`  ${line}`);
+        }
       }
 
       // --- 2. holon run --json end to end --------------------------------------------

@@ -118,7 +118,9 @@ export class McpFacade {
     if (!agent) return false;
     if (hasOwnServers(agent)) return true;
     try {
-      return statSync(join(executionBinding(agent).execution_root, WORKSPACE_MCP_FILE)).isFile();
+      // Asked every turn; the workspace file is usually absent (no ENOENT error built then).
+      const file = join(executionBinding(agent).execution_root, WORKSPACE_MCP_FILE);
+      return statSync(file, { throwIfNoEntry: false })?.isFile() === true;
     } catch {
       return false;
     }

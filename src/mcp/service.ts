@@ -387,8 +387,8 @@ export class McpService {
     const file = join(root, WORKSPACE_MCP_FILE);
     let text: string;
     try {
-      const st = statSync(file);
-      if (!st.isFile() || st.size > WORKSPACE_MCP_MAX_BYTES) return [];
+      const st = statSync(file, { throwIfNoEntry: false }); // usually absent: no error built
+      if (st === undefined || !st.isFile() || st.size > WORKSPACE_MCP_MAX_BYTES) return [];
       text = readFileSync(file, "utf8");
     } catch {
       return [];

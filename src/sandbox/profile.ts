@@ -113,7 +113,11 @@ export function expandPaths(list: readonly string[], userHome: string): string[]
 
 function kindOf(p: string): "dir" | "file" | null {
   try {
-    return statSync(p).isDirectory() ? "dir" : "file";
+    // Most hidden paths do not exist on a given machine and every confined start (spares
+    // too) checks all of them: an absent one is answered without building an ENOENT error,
+    // which made the check some six times dearer.
+    const st = statSync(p, { throwIfNoEntry: false });
+    return st === undefined ? null : st.isDirectory() ? "dir" : "file";
   } catch {
     return null;
   }
