@@ -9,6 +9,7 @@
 //   host → helper  { go: pid, dir }                hand that spare its process directory
 //   helper → host  { exit: pid, code, signal }     one of our wrappers exited
 //   host → helper  { discard: dir }                remove a finished process's directory
+//   host → helper  { batch: [message, …] }         several of the above at once
 //   host → helper  { confined: {key, dir, files, argv, status, log} }   start a confined
 //                                                  spare: make its directory and empty files,
 //                                                  then bubblewrap running the wrapper (see
@@ -151,9 +152,15 @@ function refillNow() {
 
 process.on(
   "message",
-  (
-    /** @type {{script?: string, go?: number, dir?: string, discard?: string, confined?: any}} */ m,
-  ) => {
+  /**
+   * @param {{script?: string, go?: number, dir?: string, discard?: string, confined?: any,
+   *   batch?: unknown[]}} m
+   */
+  function onMessage(m) {
+    if (Array.isArray(m.batch)) {
+      for (const one of m.batch) if (one !== null && typeof one === "object") onMessage(one);
+      return;
+    }
     if (m.confined !== undefined) {
       startConfined(m.confined);
       return;
