@@ -160,6 +160,13 @@ export async function bundleProcesses({ src, out }) {
  * the names it imports. Type-only imports go as they are (esbuild drops them); an import
  * form this does not know is left alone, so it stays an ES import, which is still correct.
  */
+// Builtins whose every export is a plain function and whose load costs more than the
+// functions are worth before a run's first request: each imported function calls through to
+// the builtin, which loads at the first call. node:fs/promises loads Node's readline and
+// file watchers (9 of its modules) for `FileHandle.readLines()`; the run's modules that
+// import it (retention, apply_patch) call it only later.
+const AT_FIRST_CALL = new Set(["node:fs/promises"]);
+
 export function builtinImports(code) {
   return code.replace(
     /^import\s+(?!type\s)([\w$]+\s*,\s*)?(\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s+"(node:[\w/]+)";/gm,
@@ -180,7 +187,15 @@ export function builtinImports(code) {
             (n) => !n.startsWith("default: ") || !lines.push(`const ${n.slice(9)} = ${module};`),
           );
         if (names.some((n) => !/^[\w$]+(: [\w$]+)?$/.test(n))) return lines.push(null);
-        if (names.length > 0) lines.push(`const { ${names.join(", ")} } = ${module};`);
+        if (names.length === 0) return;
+        const calls = names.map((n) => n.split(": "));
+        const atFirstCall =
+          AT_FIRST_CALL.has(name) &&
+          calls.every(([from]) => typeof process.getBuiltinModule(name)[from] === "function");
+        if (!atFirstCall) return lines.push(`const { ${names.join(", ")} } = ${module};`);
+        for (const [from, to = from] of calls) {
+          lines.push(`const ${to} = (...args) => ${module}.${from}(...args);`);
+        }
       };
       if (first) bind(first.replace(/\s*,\s*$/, ""));
       bind(clause);

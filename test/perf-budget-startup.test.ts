@@ -283,7 +283,7 @@ describe("holon run start-up budget, from the bundle an installed package runs",
   // The build reads the sources' builtins with process.getBuiltinModule() (scripts/bundle.mjs,
   // builtinImports): an ES import of a builtin makes Node build a facade that reads every
   // export, which for node:fs loads its file streams and for node:crypto its web crypto.
-  it("takes no builtin with an ES import in its own chunks before the first provider request, and loads no builtin only a facade would", async () => {
+  it("takes no builtin with an ES import in its own chunks before the first provider request, and loads no builtin only a facade or node:fs/promises would", async () => {
     const { before, builtins } = await run(join(pkg, "bin", "holon.js"));
     const imported = inputsOf(before).files.flatMap((f) =>
       meta.outputs[relative(REPO_ROOT, f)]!.imports.filter(
@@ -295,7 +295,12 @@ describe("holon run start-up budget, from the bundle an installed package runs",
       "ES imports of builtins in the chunks loaded before the first request",
     ).toEqual([]);
     expect(builtins).toContain("http"); // the hook saw the request's own module
-    const facadeOnly = ["internal/fs/streams", "internal/crypto/webcrypto"];
+    const facadeOnly = [
+      "internal/fs/streams",
+      "internal/crypto/webcrypto",
+      "internal/fs/promises", // and Node's readline with it
+      "internal/readline/interface",
+    ];
     expect(
       facadeOnly.filter((m) => builtins.includes(m)),
       "builtins loaded before the first provider request",
@@ -396,6 +401,14 @@ describe("the bundle's builtin imports", () => {
       `const path = ${get("path")}; const { isAbsolute, resolve } = ${get("path")};\n\n\n`,
     );
     expect(builtinImports(`import * as fs from "node:fs";`)).toBe(`const fs = ${get("fs")};`);
+    // node:fs/promises loads at the first call of one of its functions.
+    expect(builtinImports(`import { readdir, rm as remove } from "node:fs/promises";`)).toBe(
+      `const readdir = (...args) => ${get("fs/promises")}.readdir(...args); ` +
+        `const remove = (...args) => ${get("fs/promises")}.rm(...args);`,
+    );
+    expect(builtinImports(`import { constants, rm } from "node:fs/promises";`)).toBe(
+      `const { constants, rm } = ${get("fs/promises")};`,
+    );
     expect(builtinImports(`import { type Stats } from "node:fs";`)).toBe("");
     expect(builtinImports(`import { default as fs, mkdirSync } from "node:fs";`)).toBe(
       `const fs = ${get("fs")}; const { mkdirSync } = ${get("fs")};`,
