@@ -149,24 +149,26 @@ export async function bundleProcesses({ src, out }) {
   return result.metafile;
 }
 
+// Builtins whose every export is a plain function and whose load costs more than the
+// functions are worth before a run's first request: each imported function calls through to
+// the builtin, which loads at the first call. node:fs/promises loads Node's readline and
+// file watchers (8 of its modules) for `FileHandle.readLines()`; the run's modules that
+// import it (retention, apply_patch) call it only later.
+const AT_FIRST_CALL = new Set(["node:fs/promises"]);
+
 /**
  * A source module's imports of Node's own modules (`import { readFileSync } from "node:fs"`)
  * as reads of the module object (`const { readFileSync } = process.getBuiltinModule("node:fs")`).
  * Node answers the first ES import of each builtin with a facade module that it fills by
  * reading every export, getters included: for node:fs that reads `ReadStream` and its
  * siblings, which loads Node's file streams, and for node:crypto `webcrypto`, whether or not
- * anything uses them. The facades and what their getters loaded were some 5-8% of the CPU
- * `holon run` spent before its first provider request; read this way, a module reads only
- * the names it imports. Type-only imports go as they are (esbuild drops them); an import
- * form this does not know is left alone, so it stays an ES import, which is still correct.
+ * anything uses them. The facades and what their getters loaded were some 5% of a profile of
+ * `holon run` up to its first provider request (paired, its CPU to that request fell to
+ * 0.98×); read this way, a module reads only the names it imports (and node:fs/promises'
+ * functions load it at their first call, see AT_FIRST_CALL). Type-only imports go as they
+ * are (esbuild drops them); an import form this does not know is left alone, so it stays an
+ * ES import, which is still correct.
  */
-// Builtins whose every export is a plain function and whose load costs more than the
-// functions are worth before a run's first request: each imported function calls through to
-// the builtin, which loads at the first call. node:fs/promises loads Node's readline and
-// file watchers (9 of its modules) for `FileHandle.readLines()`; the run's modules that
-// import it (retention, apply_patch) call it only later.
-const AT_FIRST_CALL = new Set(["node:fs/promises"]);
-
 export function builtinImports(code) {
   return code.replace(
     /^import\s+(?!type\s)([\w$]+\s*,\s*)?(\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s+"(node:[\w/]+)";/gm,
