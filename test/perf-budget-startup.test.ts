@@ -307,6 +307,32 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     ).toEqual([]);
   }, 60_000);
 
+  // node:fs/promises' functions call through to it from the bundle (AT_FIRST_CALL): the
+  // modules that import them still work, ApplyPatch's engine among them.
+  it("applies a patch from the bundle, whose engine takes node:fs/promises at its first call", async () => {
+    const home = tempHome();
+    const workspace = tempHome("holon-bundle-ws-");
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const patch = "--- /dev/null\n+++ b/notes/todo.md\n@@ -0,0 +1,2 @@\n+one\n+two\n";
+    fake.enqueue(reply.tools([{ name: "ApplyPatch", arguments: { patch } }]));
+    fake.enqueue(reply.text("patched"));
+    const r = await runCli([], {
+      exec: [
+        process.execPath,
+        join(pkg, "bin", "holon.js"),
+        "run",
+        "--home",
+        home,
+        "--json",
+        "patch it",
+      ],
+      cwd: workspace,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).final_text).toBe("patched");
+    expect(readFileSync(join(workspace, "notes", "todo.md"), "utf8")).toBe("one\ntwo\n");
+  }, 60_000);
+
   it("holon --help loads no package but the command-line parser", async () => {
     const whole = await help(join(pkg, "bin", "holon.js"));
     const { inputs } = inputsOf(whole);
