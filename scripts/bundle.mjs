@@ -149,6 +149,65 @@ export async function bundleProcesses({ src, out }) {
   return result.metafile;
 }
 
+// Builtins whose every export is a plain function and whose load costs more than the
+// functions are worth before a run's first request: each imported function calls through to
+// the builtin, which loads at the first call. node:fs/promises loads Node's readline and
+// file watchers (8 of its modules) for `FileHandle.readLines()`; the run's modules that
+// import it (retention, apply_patch) call it only later.
+const AT_FIRST_CALL = new Set(["node:fs/promises"]);
+
+/**
+ * A source module's imports of Node's own modules (`import { readFileSync } from "node:fs"`)
+ * as reads of the module object (`const { readFileSync } = process.getBuiltinModule("node:fs")`).
+ * Node answers the first ES import of each builtin with a facade module that it fills by
+ * reading every export, getters included: for node:fs that reads `ReadStream` and its
+ * siblings, which loads Node's file streams, and for node:crypto `webcrypto`, whether or not
+ * anything uses them. The facades and what their getters loaded were some 5% of a profile of
+ * `holon run` up to its first provider request (paired, its CPU to that request fell to
+ * 0.98×); read this way, a module reads only the names it imports (and node:fs/promises'
+ * functions load it at their first call, see AT_FIRST_CALL). Type-only imports go as they
+ * are (esbuild drops them); an import form this does not know is left alone, so it stays an
+ * ES import, which is still correct.
+ */
+export function builtinImports(code) {
+  return code.replace(
+    /^import\s+(?!type\s)([\w$]+\s*,\s*)?(\*\s+as\s+[\w$]+|\{[^}]*\}|[\w$]+)\s+from\s+"(node:[\w/]+)";/gm,
+    (all, first, clause, name) => {
+      const module = `process.getBuiltinModule(${JSON.stringify(name)})`;
+      const lines = [];
+      const bind = (c) => {
+        if (c.startsWith("*"))
+          return lines.push(`const ${c.replace(/^\*\s+as\s+/, "")} = ${module};`);
+        if (!c.startsWith("{")) return lines.push(`const ${c} = ${module};`);
+        const names = c
+          .slice(1, -1)
+          .split(",")
+          .map((n) => n.trim())
+          .filter((n) => n !== "" && !/^type\s/.test(n))
+          .map((n) => n.replace(/^([\w$]+)\s+as\s+([\w$]+)$/, "$1: $2"))
+          .filter(
+            (n) => !n.startsWith("default: ") || !lines.push(`const ${n.slice(9)} = ${module};`),
+          );
+        if (names.some((n) => !/^[\w$]+(: [\w$]+)?$/.test(n))) return lines.push(null);
+        if (names.length === 0) return;
+        const calls = names.map((n) => n.split(": "));
+        const atFirstCall =
+          AT_FIRST_CALL.has(name) &&
+          calls.every(([from]) => typeof process.getBuiltinModule(name)[from] === "function");
+        if (!atFirstCall) return lines.push(`const { ${names.join(", ")} } = ${module};`);
+        for (const [from, to = from] of calls) {
+          lines.push(`const ${to} = (...args) => ${module}.${from}(...args);`);
+        }
+      };
+      if (first) bind(first.replace(/\s*,\s*$/, ""));
+      bind(clause);
+      if (lines.includes(null)) return all;
+      // Keep the line count, so a stack trace or a source map still names the right line.
+      return lines.join(" ") + "\n".repeat(all.split("\n").length - 1);
+    },
+  );
+}
+
 /**
  * Modules read files relative to themselves (tool descriptions, prompts, templates,
  * package.json, the helpers and workers they start) through `import.meta.url`, `.dirname`
@@ -163,9 +222,13 @@ function moduleUrls({ src, out, bundleDir }) {
     name: "holon-module-urls",
     setup(b) {
       b.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
-        const code = readFileSync(args.path, "utf8");
-        if (!code.includes("import.meta")) return undefined;
-        if (!args.path.startsWith(src + sep) || !args.path.endsWith(".ts")) {
+        const source = readFileSync(args.path, "utf8");
+        const own = args.path.startsWith(src + sep) && args.path.endsWith(".ts");
+        const code = own ? builtinImports(source) : source;
+        if (!code.includes("import.meta")) {
+          return code === source ? undefined : { contents: code, loader: "ts" };
+        }
+        if (!own) {
           return {
             errors: [{ text: `${args.path} uses import.meta: keep its package external` }],
           };

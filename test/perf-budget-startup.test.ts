@@ -12,7 +12,7 @@ import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Metafile } from "esbuild";
 import { beforeAll, describe, expect, it } from "vitest";
-import { bundleCli, copySourceAssets } from "../scripts/bundle.mjs";
+import { builtinImports, bundleCli, copySourceAssets } from "../scripts/bundle.mjs";
 import { HOLON_BIN, REPO_ROOT, runCli, tempHome } from "./helpers/home.ts";
 import { reply } from "./fake-provider/server.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -280,6 +280,59 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     ).toEqual([]);
   }, 60_000);
 
+  // The build reads the sources' builtins with process.getBuiltinModule() (scripts/bundle.mjs,
+  // builtinImports): an ES import of a builtin makes Node build a facade that reads every
+  // export, which for node:fs loads its file streams and for node:crypto its web crypto.
+  it("takes no builtin with an ES import in its own chunks before the first provider request, and loads no builtin only a facade or node:fs/promises would", async () => {
+    const { before, builtins } = await run(join(pkg, "bin", "holon.js"));
+    const imported = inputsOf(before).files.flatMap((f) =>
+      meta.outputs[relative(REPO_ROOT, f)]!.imports.filter(
+        (i) => i.external && i.kind === "import-statement" && i.path.startsWith("node:"),
+      ).map((i) => `${relative(pkg, f)}: ${i.path}`),
+    );
+    expect(
+      imported,
+      "ES imports of builtins in the chunks loaded before the first request",
+    ).toEqual([]);
+    expect(builtins).toContain("http"); // the hook saw the request's own module
+    const facadeOnly = [
+      "internal/fs/streams",
+      "internal/crypto/webcrypto",
+      "internal/fs/promises", // and Node's readline with it
+      "internal/readline/interface",
+    ];
+    expect(
+      facadeOnly.filter((m) => builtins.includes(m)),
+      "builtins loaded before the first provider request",
+    ).toEqual([]);
+  }, 60_000);
+
+  // node:fs/promises' functions call through to it from the bundle (AT_FIRST_CALL): the
+  // modules that import them still work, ApplyPatch's engine among them.
+  it("applies a patch from the bundle, whose engine takes node:fs/promises at its first call", async () => {
+    const home = tempHome();
+    const workspace = tempHome("holon-bundle-ws-");
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const patch = "--- /dev/null\n+++ b/notes/todo.md\n@@ -0,0 +1,2 @@\n+one\n+two\n";
+    fake.enqueue(reply.tools([{ name: "ApplyPatch", arguments: { patch } }]));
+    fake.enqueue(reply.text("patched"));
+    const r = await runCli([], {
+      exec: [
+        process.execPath,
+        join(pkg, "bin", "holon.js"),
+        "run",
+        "--home",
+        home,
+        "--json",
+        "patch it",
+      ],
+      cwd: workspace,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).final_text).toBe("patched");
+    expect(readFileSync(join(workspace, "notes", "todo.md"), "utf8")).toBe("one\ntwo\n");
+  }, 60_000);
+
   it("holon --help loads no package but the command-line parser", async () => {
     const whole = await help(join(pkg, "bin", "holon.js"));
     const { inputs } = inputsOf(whole);
@@ -360,4 +413,39 @@ describe("holon run start-up builtins", () => {
     );
     expect(builtins.filter((m) => m === "v8" || m === "internal/heap_utils")).toEqual([]);
   }, 60_000);
+});
+
+// The build's rewrite of a source module's builtin imports (scripts/bundle.mjs).
+describe("the bundle's builtin imports", () => {
+  it("reads the names a module imports from the builtin, and leaves type-only and unknown forms alone", () => {
+    const get = (m: string) => `process.getBuiltinModule("node:${m}")`;
+    expect(
+      builtinImports(`import { readFileSync, type Stats, statSync as st } from "node:fs";\nx();`),
+    ).toBe(`const { readFileSync, statSync: st } = ${get("fs")};\nx();`);
+    // A default import beside named ones, over several lines: the line count stays.
+    expect(builtinImports(`import path, {\n  isAbsolute,\n  resolve,\n} from "node:path";`)).toBe(
+      `const path = ${get("path")}; const { isAbsolute, resolve } = ${get("path")};\n\n\n`,
+    );
+    expect(builtinImports(`import * as fs from "node:fs";`)).toBe(`const fs = ${get("fs")};`);
+    // node:fs/promises loads at the first call of one of its functions.
+    expect(builtinImports(`import { readdir, rm as remove } from "node:fs/promises";`)).toBe(
+      `const readdir = (...args) => ${get("fs/promises")}.readdir(...args); ` +
+        `const remove = (...args) => ${get("fs/promises")}.rm(...args);`,
+    );
+    expect(builtinImports(`import { constants, rm } from "node:fs/promises";`)).toBe(
+      `const { constants, rm } = ${get("fs/promises")};`,
+    );
+    expect(builtinImports(`import { type Stats } from "node:fs";`)).toBe("");
+    expect(builtinImports(`import { default as fs, mkdirSync } from "node:fs";`)).toBe(
+      `const fs = ${get("fs")}; const { mkdirSync } = ${get("fs")};`,
+    );
+    for (const kept of [
+      `import type { Stats } from "node:fs";`,
+      `import fs from "fs";`,
+      `import { x } from "./node:fs";`,
+      `  import { readFileSync } from "node:fs";`,
+    ]) {
+      expect(builtinImports(kept)).toBe(kept);
+    }
+  });
 });
