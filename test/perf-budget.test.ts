@@ -74,6 +74,8 @@ type Figures = {
   store_calls: number;
   /** Outermost transactions. */
   transactions: number;
+  /** Events appended (each one a row, and a frame to every SSE subscriber of the agent). */
+  events: number;
   /** Record bodies encoded, and of those compressed (deflate against the dictionary). */
   sqlite_rows_encoded: number;
   sqlite_rows_compressed: number;
@@ -158,6 +160,9 @@ async function measure(
     perTurn: {
       store_calls: per(sum(counts.calls) - before.calls),
       transactions: per(counts.transactions - before.tx),
+      events: per(
+        (counts.calls["store.appendEvent"] ?? 0) - (callsBefore["store.appendEvent"] ?? 0),
+      ),
       sqlite_rows_encoded: per(codecCounts.encoded - before.codec.encoded),
       sqlite_rows_compressed: per(codecCounts.compressed - before.codec.compressed),
       sqlite_body_bytes: per(codecCounts.storedBytes - before.codec.storedBytes),
@@ -249,6 +254,9 @@ describe("per-turn cost budgets", () => {
         // the commit of the turn's terminal record. Left: the admission, the start with the
         // prompt's records, the final round with the run's end.
         transactions: 3,
+        // Was 14: the run's end moved the agent running → idle → asleep, two state changes in
+        // one commit (the idle one seen by no one); it is one now.
+        events: 13,
         sqlite_rows_encoded: 19,
         // Was 18: the prompt's message row and its message_admitted event are phrase-coded.
         sqlite_rows_compressed: 16,
@@ -290,6 +298,7 @@ describe("per-turn cost budgets", () => {
         // run's end is one state change (see the text turn).
         store_calls: 94.2,
         transactions: 5, // was 15, then 10, then 7, then 6 (see the text turn)
+        events: 16, // was 17 (see the text turn)
         sqlite_rows_encoded: 24,
         sqlite_rows_compressed: 21, // was 23 (see the text turn)
         sqlite_body_bytes: 2_600, // was 2,450 (zstd, see the text turn; 2,490 measured)
