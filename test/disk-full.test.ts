@@ -213,6 +213,11 @@ describe.skipIf(!IS_ROOT)("a full disk under a running host", () => {
     try {
       const first = await rt.req("POST", "/agents/main/enqueue", { text: "first" });
       await waitFor(() => explode, { what: "the first turn" });
+      // The run's start commits on its own once the executor waits without writing.
+      await waitFor(
+        () => rt.host.store.messages.get(first.json.message_id)!.status === "processing",
+        { what: "the first turn's start" },
+      );
       const filler = join(mount, "filler");
       fillDisk(filler);
       let refused = false;

@@ -74,6 +74,8 @@ type Figures = {
   store_calls: number;
   /** Outermost transactions. */
   transactions: number;
+  /** Events appended (each one a row, and a frame to every SSE subscriber of the agent). */
+  events: number;
   /** Record bodies encoded, and of those compressed (deflate against the dictionary). */
   sqlite_rows_encoded: number;
   sqlite_rows_compressed: number;
@@ -158,6 +160,9 @@ async function measure(
     perTurn: {
       store_calls: per(sum(counts.calls) - before.calls),
       transactions: per(counts.transactions - before.tx),
+      events: per(
+        (counts.calls["store.appendEvent"] ?? 0) - (callsBefore["store.appendEvent"] ?? 0),
+      ),
       sqlite_rows_encoded: per(codecCounts.encoded - before.codec.encoded),
       sqlite_rows_compressed: per(codecCounts.compressed - before.codec.compressed),
       sqlite_body_bytes: per(codecCounts.storedBytes - before.codec.storedBytes),
@@ -237,12 +242,21 @@ describe("per-turn cost budgets", () => {
         // boundary knows it: only it writes working memory, one run per agent at a time).
         // 81: a safe point asks the queue for interjections only when something was admitted
         // to the agent since the run last looked (its first look always asks).
-        store_calls: 81,
+        // 78: the run's end is one state change (running → asleep) where it was two (running →
+        // idle → asleep in one commit), and the settle reads the agent twice fewer.
+        store_calls: 78,
         // Was 10: the interjection check at each safe point opens a transaction only when an
         // interjection is queued. Was 8: the final round commits with the turn's terminal
         // record, the idle look opens none unless a plane writes, and the agent rests in the
-        // transaction that settles the message.
-        transactions: 5,
+        // transaction that settles the message. Was 5: the run's start (message taken, agent
+        // running) commits with the turn's first records instead of on its own. Was 4: with no
+        // Stop hook to run in between, the run settles (message processed, closure, rest) in
+        // the commit of the turn's terminal record. Left: the admission, the start with the
+        // prompt's records, the final round with the run's end.
+        transactions: 3,
+        // Was 14: the run's end moved the agent running → idle → asleep, two state changes in
+        // one commit (the idle one seen by no one); it is one now.
+        events: 13,
         sqlite_rows_encoded: 19,
         // Was 18: the prompt's message row and its message_admitted event are phrase-coded.
         sqlite_rows_compressed: 16,
@@ -250,7 +264,9 @@ describe("per-turn cost budgets", () => {
         // 0.26 of the text where deflate stored 0.24 (1,770 measured then, 1,965 now) in a
         // quarter of the CPU. The WAL bytes, whole pages, did not move.
         sqlite_body_bytes: 2_050,
-        sqlite_wal_bytes: 240_000,
+        // Was 240,000 (230 KB measured): each commit fewer rewrites the agent's row and the
+        // events' tail page once fewer (173 KB measured with 4 transactions, 155 KB with 3).
+        sqlite_wal_bytes: 170_000,
         // One stat of config.json and credentials.json at the turn's start (was 21: every read).
         config_stats: 2 + recheck,
         config_reads: 0,
@@ -278,13 +294,15 @@ describe("per-turn cost budgets", () => {
         // command withholds, computed once (an agents.list and, since workspace MCP approvals
         // live in the consent store, one read of its granted MCP grants, over ten turns).
         // 101.2: one read of the working memory fewer, as a text turn. 97.2: four looks for
-        // interjections fewer (one per run while nothing is admitted meanwhile).
-        store_calls: 97.2,
-        transactions: 7, // was 15, then 10 (see the text turn)
+        // interjections fewer (one per run while nothing is admitted meanwhile). 94.2: the
+        // run's end is one state change (see the text turn).
+        store_calls: 94.2,
+        transactions: 5, // was 15, then 10, then 7, then 6 (see the text turn)
+        events: 16, // was 17 (see the text turn)
         sqlite_rows_encoded: 24,
         sqlite_rows_compressed: 21, // was 23 (see the text turn)
         sqlite_body_bytes: 2_600, // was 2,450 (zstd, see the text turn; 2,490 measured)
-        sqlite_wal_bytes: 330_000,
+        sqlite_wal_bytes: 265_000, // was 330,000 (see the text turn; 243 KB measured)
         // As a text turn, plus one: a file the turn writes itself makes the next read check
         // config.json again (was 36).
         config_stats: 3 + recheck,

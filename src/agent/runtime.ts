@@ -23,7 +23,21 @@ import {
 import { transition } from "./status.ts";
 
 export type TurnRequest = {
+  /** The agent as the run found it, before its start was recorded (see begin). */
   agent: AgentRecord;
+  /**
+   * Record the run's start (the message taken, the agent running) inside the caller's
+   * transaction, so it commits with the turn's first records; returns the agent as it now
+   * runs. Idempotent; an executor that never calls it gets the start committed for it.
+   */
+  begin(): AgentRecord;
+  /**
+   * Settle the run with `outcome` inside the caller's transaction (the turn's last), when
+   * nothing is left to run between the turn's end and the run's: the message's end, the
+   * closure and the agent's rest commit with the terminal record. The executor then returns
+   * that same outcome.
+   */
+  end(outcome: TurnOutcome): void;
   message: QueuedMessage;
   run_id: string;
   signal: AbortSignal;
@@ -266,7 +280,7 @@ export class AgentRuntime {
       return true;
     }
     try {
-      await this.runOne(next);
+      await this.runOne(next, agent);
     } catch (err) {
       if (classifyStorageError(err)) throw err; // the store, not the run: survive() waits
       await this.durably(() => {
@@ -276,7 +290,9 @@ export class AgentRuntime {
           summary: `internal runtime error: ${err instanceof Error ? err.message : String(err)}`,
         });
         this.store.tx(() => {
-          if (this.store.messages.get(next.id)?.status === "processing") {
+          // Queued still when the failure undid the run's start with it: never run it again.
+          const status = this.store.messages.get(next.id)?.status;
+          if (status === "processing" || status === "queued") {
             this.store.messages.setStatus(
               next.id,
               "processed",
@@ -333,14 +349,14 @@ export class AgentRuntime {
    * Nothing queued: rest. The status says how: `awaiting_task` when the closure waits on
    * tasks, otherwise `asleep`, with `sleeping_until` set from the armed deadline (if any).
    */
-  private restIfIdle(agent: AgentRecord): void {
+  private restIfIdle(agent: AgentRecord, reason = "queue_empty"): void {
     const wakeAt = this.deps.sleep.pending(this.agentId);
     const to: AgentStatus =
       agent.closure?.waiting_reason === "awaiting_task_result" ? "awaiting_task" : "asleep";
     if (agent.status === to && agent.sleeping_until === wakeAt && !agent.current_run_id) return;
     const clear: ("current_run_id" | "sleeping_until")[] = ["current_run_id"];
     if (!wakeAt) clear.push("sleeping_until");
-    transition(this.store, this.agentId, to, "queue_empty", {
+    transition(this.store, this.agentId, to, reason, {
       clear,
       ...(wakeAt ? { sleeping_until: wakeAt } : {}),
     });
@@ -362,22 +378,21 @@ export class AgentRuntime {
 
   /**
    * Inside the settle transaction: when the loop would find nothing to run next (not paused,
-   * held or gated, nothing queued once the planes had their idle look), the agent rests in
-   * the same commit as the run's end instead of one transaction later. The loop's next look
-   * then finds it resting already; every other case is left to that look.
+   * held or gated, nothing queued once the planes had their idle look), the agent as it is,
+   * to rest in the same commit as the run's end instead of one transaction later. The loop's
+   * next look then finds it resting already; every other case is left to that look.
    */
-  private restAfterRun(): boolean {
+  private restingAfterRun(): AgentRecord | undefined {
     const store = this.store;
     const agent = store.agents.get(this.agentId);
-    if (!agent || this.closed) return false;
-    if (agent.status === "paused" || agent.status === "stopped" || agent.budget_hold) return false;
-    if (this.deps.gate?.gatedBy(this.agentId)) return false;
-    if (store.messages.peekNext(this.agentId)) return false;
-    if (this.admittedAtIdle()) return false;
+    if (!agent || this.closed) return undefined;
+    if (agent.status === "paused" || agent.status === "stopped" || agent.budget_hold)
+      return undefined;
+    if (this.deps.gate?.gatedBy(this.agentId)) return undefined;
+    if (store.messages.peekNext(this.agentId)) return undefined;
     // What restIfIdle reads (status, closure, run id) is as read above: an idle look that
     // admitted nothing changed none of it.
-    this.restIfIdle(agent);
-    return true;
+    return this.admittedAtIdle() ? undefined : agent;
   }
 
   private visibility(message: QueuedMessage): Visibility {
@@ -408,71 +423,62 @@ export class AgentRuntime {
     return { model_visible: true, why: "contentful" };
   }
 
-  private async runOne(message: QueuedMessage): Promise<void> {
+  /** Run `message`; `before` is the agent as the loop's look just read it. */
+  private async runOne(message: QueuedMessage, before: AgentRecord): Promise<void> {
     const store = this.store;
     const runId = store.ids.next("run");
     const startedAt = store.clock.now();
-    const { running, continuation } = store.tx(() => {
-      const before = store.agents.get(this.agentId)!;
-      const continuation = resolveContinuation(
-        message,
-        before.closure,
-        this.visibility(message),
-        startedAt.toISOString(),
-      );
-      // Operator input overrides a wait: the sleep deadline it was resting on is dropped.
-      if (continuation.class === "resume_override")
-        this.deps.sleep.cancel(this.agentId, "operator_override");
-      // The wake the deadline was for has arrived.
-      if (
-        continuation.class === "resume_expected_wait" &&
-        continuation.prior_waiting_reason === "awaiting_timer"
-      ) {
-        this.deps.sleep.cancel(this.agentId, "woken");
-      }
-      store.agents.put({ ...before, last_continuation: continuation });
-      for (const o of this.observers)
-        o.beforeRun?.({ agent_id: this.agentId, run_id: runId, message });
-      store.appendEvent(this.agentId, {
-        type: "continuation_resolved",
-        provenance: provenanceOf(message),
-        payload: { ...continuation },
+    const visibility = this.visibility(message);
+    // The run's start (the continuation, the message taken, the agent running) commits with
+    // the turn's first records rather than in a transaction of its own: a crash before that
+    // commit leaves the message queued and nothing written, and it runs again. A turn that
+    // never records anything still starts durably at the next event-loop turn (see begin).
+    let started: "no" | "pending" | "yes" = "no";
+    let running: AgentRecord = before;
+    const begin = (): AgentRecord => {
+      if (started !== "no") return running;
+      return store.tx(() => {
+        running = this.recordStart(message, runId, startedAt, visibility);
+        started = "pending";
+        store.whenSettled((committed) => (started = committed ? "yes" : "no"));
+        return running;
       });
-      store.messages.setStatus(message.id, "processing");
-      store.appendEvent(this.agentId, {
-        type: "message_processing_started",
-        provenance: provenanceOf(message),
-        payload: {
-          message_id: message.id,
-          run_id: runId,
-          kind: message.kind,
-          queue_wait_ms: Math.max(0, startedAt.getTime() - Date.parse(message.created_at)),
-        },
-      });
-      const running = transition(
-        store,
-        this.agentId,
-        "awake_running",
-        `processing ${message.kind}`,
-        {
-          current_run_id: runId,
-          last_wake_reason: message.kind,
-        },
-      );
-      return { running, continuation };
-    });
+    };
     const controller = new AbortController();
     this.current = { run_id: runId, message_id: message.id, controller, after: undefined };
     const tools: RunToolCall[] = [];
     let looked: number | undefined;
 
     let outcome: TurnOutcome;
-    if (!continuation.model_visible) {
+    let settledEarly = false;
+    if (!visibility.model_visible) {
+      // Nothing to ask the model: the start commits with the settle below.
       outcome = { kind: "liveness_only" };
     } else {
+      // An executor that records nothing before it waits (a slow tool source, a test's
+      // parked executor) still shows the run started: it is committed on its own once the
+      // executor's synchronous start and the promise jobs it queued have run.
+      const fallback = setImmediate(() => {
+        if (started === "no" && !this.closed) {
+          this.durably(begin).catch(() => {
+            // left to the settle, which records the start before the run's end
+          });
+        }
+      });
       try {
         outcome = await this.deps.executor.run({
-          agent: running,
+          agent: before,
+          begin,
+          end: (ended) => {
+            const current = this.current;
+            this.settle(message, runId, startedAt, ended, current?.after, tools, begin);
+            store.whenSettled((committed) => {
+              if (!committed) return;
+              settledEarly = true;
+              // The run is over: an abort from here on finds no run to abort.
+              if (this.current === current) this.current = undefined;
+            });
+          },
           message,
           run_id: runId,
           signal: controller.signal,
@@ -487,20 +493,82 @@ export class AgentRuntime {
       } catch (err) {
         const summary = err instanceof Error ? err.message : String(err);
         await this.durably(() =>
-          recordRuntimeFailure(store, {
-            agent_id: this.agentId,
-            run_id: runId,
-            message_id: message.id,
-            summary: `turn failed: ${summary}`,
+          store.tx(() => {
+            begin();
+            recordRuntimeFailure(store, {
+              agent_id: this.agentId,
+              run_id: runId,
+              message_id: message.id,
+              summary: `turn failed: ${summary}`,
+            });
           }),
         );
         outcome = { kind: "failed", summary };
+      } finally {
+        clearImmediate(fallback);
       }
     }
-    const after = this.current.after;
+    if (settledEarly) return;
+    const after = this.current?.after;
     this.current = undefined;
+    // Shut down before anything of the run was recorded: it stays queued, to run after start.
+    if (started === "no" && this.closed && outcome.kind === "aborted") return;
     const settled = outcome;
-    await this.durably(() => this.settle(message, runId, startedAt, settled, after, tools));
+    await this.durably(() => this.settle(message, runId, startedAt, settled, after, tools, begin));
+  }
+
+  /**
+   * The run's start, inside the caller's transaction: the continuation, the planes'
+   * beforeRun, the message taken from the queue, and the agent running. Returns the agent as
+   * it now runs.
+   */
+  private recordStart(
+    message: QueuedMessage,
+    runId: string,
+    startedAt: Date,
+    visibility: Visibility,
+  ): AgentRecord {
+    const store = this.store;
+    const before = store.agents.get(this.agentId)!;
+    const continuation = resolveContinuation(
+      message,
+      before.closure,
+      visibility,
+      startedAt.toISOString(),
+    );
+    // Operator input overrides a wait: the sleep deadline it was resting on is dropped.
+    if (continuation.class === "resume_override")
+      this.deps.sleep.cancel(this.agentId, "operator_override");
+    // The wake the deadline was for has arrived.
+    if (
+      continuation.class === "resume_expected_wait" &&
+      continuation.prior_waiting_reason === "awaiting_timer"
+    ) {
+      this.deps.sleep.cancel(this.agentId, "woken");
+    }
+    store.agents.put({ ...before, last_continuation: continuation });
+    for (const o of this.observers)
+      o.beforeRun?.({ agent_id: this.agentId, run_id: runId, message });
+    store.appendEvent(this.agentId, {
+      type: "continuation_resolved",
+      provenance: provenanceOf(message),
+      payload: { ...continuation },
+    });
+    store.messages.setStatus(message.id, "processing");
+    store.appendEvent(this.agentId, {
+      type: "message_processing_started",
+      provenance: provenanceOf(message),
+      payload: {
+        message_id: message.id,
+        run_id: runId,
+        kind: message.kind,
+        queue_wait_ms: Math.max(0, startedAt.getTime() - Date.parse(message.created_at)),
+      },
+    });
+    return transition(store, this.agentId, "awake_running", `processing ${message.kind}`, {
+      current_run_id: runId,
+      last_wake_reason: message.kind,
+    });
   }
 
   /**
@@ -514,11 +582,12 @@ export class AgentRuntime {
     outcome: TurnOutcome,
     after: "stopped" | undefined,
     tools: readonly RunToolCall[],
+    begin: () => AgentRecord,
   ): void {
     const store = this.store;
     const shutdown = this.closed && outcome.kind === "aborted";
-    let rested = false;
     store.tx(() => {
+      begin();
       const now = store.clock.now();
       const status = shutdown
         ? "interrupted"
@@ -583,28 +652,33 @@ export class AgentRuntime {
         });
       }
       store.agents.put(next);
-      const to: AgentStatus =
-        after === "stopped"
-          ? "stopped"
-          : current.status === "awake_running"
-            ? "awake_idle"
-            : current.status;
-      transition(
-        store,
-        this.agentId,
-        to,
-        after === "stopped" ? "stopped after abort" : "run finished",
-        {
+      if (after === "stopped") {
+        transition(store, this.agentId, "stopped", "stopped after abort", {
           clear: ["current_run_id"],
-        },
-      );
-      if (decided && after !== "stopped") {
+        });
+        return;
+      }
+      if (decided) {
         for (const o of this.observers) o.onClosure?.({ ...run, closure: decided });
       }
-      if (after !== "stopped") rested = this.restAfterRun();
+      // One state change for the run's end: straight to rest when nothing else waits to run
+      // (running → idle → asleep in one commit showed no one the idle in between), else idle.
+      const resting = this.restingAfterRun();
+      if (resting) {
+        this.restIfIdle(resting, "run finished, queue empty");
+        // Only once committed: a settle that failed leaves the loop to look for itself.
+        store.whenSettled((committed) => (this.restedAfterRun = committed));
+      } else {
+        const ended = store.agents.get(this.agentId)!;
+        transition(
+          store,
+          this.agentId,
+          ended.status === "awake_running" ? "awake_idle" : ended.status,
+          "run finished",
+          { clear: ["current_run_id"] },
+        );
+      }
     });
-    // Only once committed: a settle that failed leaves the loop to look for itself.
-    this.restedAfterRun = rested;
   }
 
   /** Claim queued interject-priority operator prompts so the turn can insert them. */

@@ -275,6 +275,14 @@ export class ActionLeash implements ToolGuard {
     return [...operator, ...found.map((hook) => ({ hook, wrap }))];
   }
 
+  /**
+   * Whether a Stop hook would run at the end of this agent's turn. Without one, nothing runs
+   * between the turn's terminal record and the run's settle, which then commit together.
+   */
+  hasStopHooks(agent: AgentRecord): boolean {
+    return this.hooksFor(agent, executionBinding(agent).execution_root, "Stop").length > 0;
+  }
+
   /** The round's calls are done: the ones that need approval become one ask. */
   roundEnded(runId: string): void {
     this.deps.gate.flush?.(runId);

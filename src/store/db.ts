@@ -85,6 +85,8 @@ export class Store {
   private counting = false;
   private depth = 0;
   private pending: CatalogEvent[] = [];
+  /** Told how the open transaction ended (see whenSettled). */
+  private settleHooks: ((committed: boolean) => void)[] = [];
   private readonly listeners = new Set<EventListener>();
 
   constructor(
@@ -177,6 +179,8 @@ export class Store {
       this.db.exec("COMMIT");
     } catch (err) {
       this.pending = [];
+      const hooks = this.settleHooks;
+      this.settleHooks = [];
       this.agents.invalidate();
       this.events.invalidate();
       this.transcript.invalidate();
@@ -187,6 +191,7 @@ export class Store {
       } catch {
         // the transaction may already be gone; the original error matters more
       }
+      for (const hook of hooks) hook(false);
       // A full disk or a refusing file system becomes one stable error (and an outage).
       const fault = err instanceof HolonError ? undefined : classifyStorageError(err);
       if (fault) throw this.health.fault(fault, err instanceof Error ? err.message : String(err));
@@ -195,6 +200,11 @@ export class Store {
       this.depth = 0;
     }
     this.checkpointer?.committed();
+    if (this.settleHooks.length > 0) {
+      const hooks = this.settleHooks;
+      this.settleHooks = [];
+      for (const hook of hooks) hook(true);
+    }
     const published = this.pending;
     this.pending = [];
     if (published.length > 0) {
@@ -207,6 +217,16 @@ export class Store {
       }
     }
     return result;
+  }
+
+  /**
+   * Tell `hook` how the open outermost transaction ended: `true` once it committed (before
+   * its events are published), `false` once it rolled back. Must run inside `tx`. For a
+   * write a caller may make inside someone else's transaction, to know whether it stuck.
+   */
+  whenSettled(hook: (committed: boolean) => void): void {
+    if (this.depth === 0) throw new Error("whenSettled must run inside a transaction");
+    this.settleHooks.push(hook);
   }
 
   /** Append an audit event for `agentId`. Must run inside `tx`. */

@@ -198,12 +198,16 @@ export class ProviderTurnExecutor implements TurnExecutor {
   async run(req: TurnRequest): Promise<TurnOutcome> {
     const candidates = this.deps.candidates(req.agent);
     if (candidates.length === 0) {
-      recordRuntimeFailure(this.deps.store, {
-        agent_id: req.agent.agent_id,
-        run_id: req.run_id,
-        message_id: req.message.id,
-        summary: NO_PROVIDER_SUMMARY,
-        diagnostics: { kind: "no_provider_configured" },
+      const store = this.deps.store;
+      store.tx(() => {
+        req.begin();
+        recordRuntimeFailure(store, {
+          agent_id: req.agent.agent_id,
+          run_id: req.run_id,
+          message_id: req.message.id,
+          summary: NO_PROVIDER_SUMMARY,
+          diagnostics: { kind: "no_provider_configured" },
+        });
       });
       return { kind: "failed", summary: NO_PROVIDER_SUMMARY };
     }
@@ -251,7 +255,8 @@ class Turn {
   private readonly deps: TurnDeps;
   private readonly specs: ToolSpec[];
   private readonly req: TurnRequest;
-  private readonly agent: AgentRecord;
+  /** The agent as the run found it; once the run's start is recorded, as it runs. */
+  private agent: AgentRecord;
   private readonly conversation: ConversationItem[] = [];
   private usage: TokenUsage | undefined;
   private rounds = 0;
@@ -325,21 +330,23 @@ class Turn {
     const { execution_root: executionRoot, cwd } = executionBinding(this.agent);
     const maxRounds = maxRoundsOf(message);
 
-    const buildStart = performance.now();
-    const snapshot = (this.deps.executionSnapshot ?? executionSnapshot)(this.agent);
-    const { frame, loaded } = buildFrame(this.deps.contributors, {
-      store,
-      agent: this.agent,
-      message,
-      executionRoot,
-      cwd,
-      tools: this.specs,
-      executionPolicy: snapshot.policy,
-    });
-    const incoming = renderIncoming(message);
-    this.conversation.push({ type: "user_text", text: incoming });
-    const contextBuildMs = round2(performance.now() - buildStart);
-    store.tx(() => {
+    // The run's start commits with the prompt's records: one transaction, and the frame is
+    // built from the agent as it runs.
+    const { frame, incoming, contextBuildMs } = store.tx(() => {
+      this.agent = this.req.begin();
+      const buildStart = performance.now();
+      const snapshot = (this.deps.executionSnapshot ?? executionSnapshot)(this.agent);
+      const { frame, loaded } = buildFrame(this.deps.contributors, {
+        store,
+        agent: this.agent,
+        message,
+        executionRoot,
+        cwd,
+        tools: this.specs,
+        executionPolicy: snapshot.policy,
+      });
+      const incoming = renderIncoming(message);
+      const contextBuildMs = round2(performance.now() - buildStart);
       this.transcript("incoming_message", {
         text: incoming,
         kind: message.kind,
@@ -359,7 +366,9 @@ class Turn {
         cwd,
         execution_snapshot: snapshot,
       });
+      return { frame, incoming, contextBuildMs };
     });
+    this.conversation.push({ type: "user_text", text: incoming });
 
     if (this.deps.leash) {
       this.deps.leash.noteTurnAuthority(this.agent.agent_id, message, this.authority);
@@ -558,9 +567,15 @@ class Turn {
         this.drainInterjections("after_provider_round");
         // An interjection that arrived with the final answer gets its own round.
         if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) return undefined;
-        return this.complete(lastText, text);
+        const outcome = this.complete(lastText, text);
+        // No Stop hook to run in between: the run settles in this same commit.
+        if (!this.deps.leash?.hasStopHooks(this.agent)) {
+          this.req.end(outcome);
+          this.settled = true;
+        }
+        return outcome;
       });
-      if (ended) return this.stopHooks(ended);
+      if (ended) return this.settled ? ended : this.stopHooks(ended);
       if (calls.length === 0) continue;
 
       this.drainInterjections("before_tool_execution", true);
@@ -589,6 +604,8 @@ class Turn {
   }
 
   private deferred: QueuedMessage[] = [];
+  /** The run settled with the turn's last records (TurnRequest.end): no Stop hooks to run. */
+  private settled = false;
 
   /**
    * Queued trusted interject prompts become model-visible at safe points. Before tool
