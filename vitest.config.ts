@@ -15,7 +15,8 @@ export default defineConfig({
     maxWorkers: 2,
     // A private HOME per test file: hosts seed ~/.agents/templates (docs/agents.md).
     setupFiles: ["test/helpers/isolated-home.ts"],
-    // The web console's bundle, built once for the run (the console tests serve it).
-    globalSetup: ["test/helpers/build-ui.ts"],
+    // Built once for the run: the web console's bundle (the console tests serve it) and the
+    // package an installed `holon` runs (test/perf-budget-startup.test.ts runs it).
+    globalSetup: ["test/helpers/build-ui.ts", "test/helpers/build-bundle.ts"],
   },
 });
