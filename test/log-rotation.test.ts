@@ -166,6 +166,51 @@ describe("the log follower across rotations, every interleaving", () => {
     return seen;
   }
 
+  it("starts with the last lines and goes on from where they ended: a line written as it starts is read once", () => {
+    const dir = join(tempHome(), "logs");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, "holon.log");
+    let n = 0;
+    const write = () => appendFileSync(file, JSON.stringify({ n: ++n }) + "\n");
+    for (let i = 0; i < 5; i++) write();
+    const seen: number[] = [];
+    // The writer appends a line before each of the follower's file calls, its start included.
+    const follower = createFollower(
+      file,
+      (line) => seen.push((JSON.parse(line) as { n: number }).n),
+      write,
+      2,
+    );
+    const started = n;
+    try {
+      for (let i = 0; i < 5; i++) follower.drain();
+      write();
+      follower.drain();
+    } finally {
+      follower.close();
+    }
+    expect(seen.at(-1)).toBe(n);
+    expect(seen).toEqual(seen.map((_, i) => seen[0]! + i)); // each once, in order
+    expect(seen[0]).toBeGreaterThanOrEqual(4); // the last two before it started, on
+    expect(seen[0]).toBeLessThanOrEqual(started - 1);
+  });
+
+  it("holon daemon logs -n 0 prints no line, -n 2 the last two", async () => {
+    const home = tempHome();
+    const log = openLog(home, { maxBytes: 1_000_000, maxFiles: 2 });
+    for (let i = 1; i <= 3; i++) log.info({ n: i }, "line");
+    await drained(log);
+    const tail = async (n: string) => {
+      const r = await runCli(["daemon", "logs", "-n", n, "--json"], { env: { HOLON_HOME: home } });
+      expect(r.code, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout) as { lines: string[] }).lines.map(
+        (l) => (JSON.parse(l) as { n: number }).n,
+      );
+    };
+    expect(await tail("0")).toEqual([]);
+    expect(await tail("2")).toEqual([2, 3]);
+  });
+
   it("reads every line once and in order, whatever the follower was doing when the log rotated", () => {
     const all = Array.from({ length: LINES }, (_, i) => i + 1);
     for (const perStep of [1, 2, 3, 7, 40]) {

@@ -166,7 +166,7 @@ export function tailLines(path: string, n: number): string[] {
     const lines = buf.toString("utf8").split("\n");
     if (lines.at(-1) === "") lines.pop();
     if (len < size) lines.shift(); // the first line may be cut
-    return lines.slice(-n);
+    return n === 0 ? [] : lines.slice(-n); // slice(-0) would be every line
   } finally {
     closeSync(fd);
   }
@@ -541,7 +541,9 @@ export async function logs(flags: {
   const n = Number(flags.lines ?? "50");
   if (!Number.isInteger(n) || n < 0) throw new CliError("-n must be a non-negative integer");
   const failure = readJsonFile<DaemonFailure>(paths.failureFile) ?? null;
-  const lines = tailLines(paths.logFile, n);
+  // Following, the last lines come from the follower: read from the descriptor it goes on
+  // with, so a line written between the two is neither lost nor printed twice.
+  const lines = flags.follow ? [] : tailLines(paths.logFile, n);
   if (flags.json && !flags.follow) {
     return printJson({
       log_path: paths.logFile,
@@ -564,11 +566,9 @@ export async function logs(flags: {
   if (failure?.phase === "startup") {
     for (const l of tailLines(paths.outputFile, 10)) err.write(`  | ${l}\n`);
   }
-  for (const l of lines) process.stdout.write((flags.json ? l : formatLogLine(l)) + "\n");
-  if (!flags.follow) return;
-  await followFile(paths.logFile, (l) =>
-    process.stdout.write((flags.json ? l : formatLogLine(l)) + "\n"),
-  );
+  const print = (l: string) => process.stdout.write((flags.json ? l : formatLogLine(l)) + "\n");
+  for (const l of lines) print(l);
+  if (flags.follow) await followFile(paths.logFile, n, print);
 }
 
 /** A file held open by its descriptor, and which file it is. */
@@ -593,6 +593,7 @@ export function createFollower(
   file: string,
   onLine: (line: string) => void,
   step: (what: string) => void = () => {},
+  tail = 0,
 ): { drain: () => void; close: () => void } {
   const MAX_ROTATED = 100;
   const PASSES = 10;
@@ -656,20 +657,34 @@ export function createFollower(
     }
     return found;
   };
-  const openCurrent = (atEnd: boolean): boolean => {
+  const openCurrent = (): boolean => {
     const f = hold(file);
     if (!f) return false;
     fd = f.fd;
     ino = f.ino;
-    offset = atEnd ? fstatSync(fd).size : 0;
+    offset = 0;
     return true;
   };
-  openCurrent(true);
+  // At the start, the last `tail` lines of the file as it is now (at most the last 256 KiB),
+  // from the descriptor that follows it: what is written from then on is read by `drain`. A
+  // last line still being written is kept to be joined with its end.
+  if (openCurrent()) {
+    step("read");
+    const size = fstatSync(fd!).size;
+    const from = Math.max(0, size - 256 * 1024);
+    const buf = Buffer.alloc(size - from);
+    const n = readSync(fd!, buf, 0, buf.length, from);
+    const parts = buf.subarray(0, n).toString("utf8").split("\n");
+    partial = parts.pop() ?? "";
+    if (from > 0) parts.shift(); // the first line may be cut
+    if (tail > 0) for (const p of parts.filter(Boolean).slice(-tail)) onLine(p);
+    offset = from + n;
+  }
   const drain = () => {
     let next: HeldFile | null = null;
     let rotated: (HeldFile | null)[] = [];
     try {
-      if (fd === null && !openCurrent(false)) return;
+      if (fd === null && !openCurrent()) return;
       // The file at the path now, held before anything is decided.
       next = hold(file); // null between a rotation's rename and the new file: the old reads on
       if (next !== null && next.ino !== ino) {
@@ -716,9 +731,12 @@ export function createFollower(
   };
 }
 
-/** Print lines appended to `file` until SIGINT or SIGTERM, across rotation (createFollower). */
-function followFile(file: string, onLine: (line: string) => void): Promise<void> {
-  const follower = createFollower(file, onLine);
+/**
+ * Print the last `tail` lines of `file`, then the lines appended to it until SIGINT or SIGTERM,
+ * across rotation (createFollower).
+ */
+function followFile(file: string, tail: number, onLine: (line: string) => void): Promise<void> {
+  const follower = createFollower(file, onLine, undefined, tail);
   const drain = follower.drain;
   const stop = (resolvePromise: () => void) => {
     unwatchFile(file);
