@@ -162,8 +162,12 @@ export function runCli(
   });
 }
 
-/** The home a `holon` command line runs on: `--home`, else HOLON_HOME. */
+/** Commands that may start a host, and so probe the sandbox (see probe-cache.ts). */
+const HOST_COMMANDS = new Set(["run", "serve", "daemon"]);
+
+/** The home a `holon` command line that may start a host runs on: `--home`, else HOLON_HOME. */
 function homeOf(argv: string[], env: NodeJS.ProcessEnv): string | undefined {
+  if (!argv.some((a) => HOST_COMMANDS.has(a))) return undefined;
   const i = argv.indexOf("--home");
   if (i >= 0) return argv[i + 1];
   const eq = argv.find((a) => a.startsWith("--home="));
