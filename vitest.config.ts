@@ -15,7 +15,13 @@ export default defineConfig({
     maxWorkers: 2,
     // A private HOME per test file: hosts seed ~/.agents/templates (docs/agents.md).
     setupFiles: ["test/helpers/isolated-home.ts"],
-    // The web console's bundle, built once for the run (the console tests serve it).
-    globalSetup: ["test/helpers/build-ui.ts"],
+    // Once for the run: the web console's bundle (the console tests serve it), the package an
+    // installed `holon` runs (test/perf-budget-startup.test.ts runs it), and the sandbox probe
+    // that the helpers put into the homes of the `holon` processes they spawn.
+    globalSetup: [
+      "test/helpers/build-ui.ts",
+      "test/helpers/build-bundle.ts",
+      "test/helpers/probe-cache.ts",
+    ],
   },
 });

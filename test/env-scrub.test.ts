@@ -19,6 +19,9 @@ import {
 import { reply } from "./fake-provider/server.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { isSecretName, scrubEnv } from "../src/tasks/env.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 const fake = useFakeProvider();
 

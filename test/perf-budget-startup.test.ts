@@ -4,15 +4,16 @@
 // provider call). The project's own modules loaded by then stay within a budget written
 // here; packages a run must never load are named. Both ways Holon runs are held to it: the
 // checkout's sources (one module per file), and the bundle an installed package runs
-// (dist/bundle/, built here into a scratch package with the build's own function), where
+// (dist/bundle/, built once per run into a scratch package with the build's own function by
+// the suite's global setup, test/helpers/build-bundle.ts), where
 // esbuild's metafile says which modules and packages the chunks loaded by then hold. Which SDK
 // loads for which provider family is test/provider-sdk-loading.test.ts.
-import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Metafile } from "esbuild";
-import { beforeAll, describe, expect, it } from "vitest";
-import { builtinImports, bundleCli, copySourceAssets } from "../scripts/bundle.mjs";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import { builtinImports } from "../scripts/bundle.mjs";
 import { HOLON_BIN, REPO_ROOT, runCli, tempHome } from "./helpers/home.ts";
 import { reply } from "./fake-provider/server.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -189,20 +190,16 @@ describe("holon run start-up budget", () => {
 
 describe("holon run start-up budget, from the bundle an installed package runs", () => {
   // A scratch package: the launcher, package.json, the copied assets under dist/ and the
-  // bundle, built by scripts/bundle.mjs as `npm run build` builds it; packages left external
-  // resolve through a link to the checkout's node_modules. There is no tsc output here, so a
-  // module loaded from dist/ beside the bundle (a second copy of its state) fails the run.
+  // bundle, built by scripts/bundle.mjs as `npm run build` builds it, once per run by the
+  // suite's global setup (test/helpers/build-bundle.ts); packages left external resolve
+  // through a link to the checkout's node_modules. There is no tsc output here, so a module
+  // loaded from dist/ beside the bundle (a second copy of its state) fails the run.
   let pkg = "";
   let meta: Metafile;
-  beforeAll(async () => {
-    pkg = tempHome("holon-bundle-");
-    mkdirSync(join(pkg, "bin"));
-    copyFileSync(HOLON_BIN, join(pkg, "bin", "holon.js"));
-    copyFileSync(join(REPO_ROOT, "package.json"), join(pkg, "package.json"));
-    symlinkSync(join(REPO_ROOT, "node_modules"), join(pkg, "node_modules"));
-    copySourceAssets(join(REPO_ROOT, "src"), join(pkg, "dist"));
-    meta = await bundleCli({ src: join(REPO_ROOT, "src"), out: join(pkg, "dist") });
-  }, 60_000);
+  beforeAll(() => {
+    pkg = inject("bundlePackage");
+    meta = JSON.parse(readFileSync(join(pkg, "bundle-meta.json"), "utf8")) as Metafile;
+  });
 
   /** The metafile's inputs (paths from the checkout: src/…, node_modules/…) in the chunks of `urls`. */
   function inputsOf(urls: string[]): { files: string[]; inputs: string[] } {

@@ -14,6 +14,9 @@ import { codecCounts } from "../src/store/codec.ts";
 import { reply } from "./fake-provider/server.ts";
 import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 const fake = useFakeProvider();
 

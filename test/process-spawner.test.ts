@@ -16,6 +16,9 @@ import { isSameLiveProcess, readProcStat } from "../src/tasks/process-proc.ts";
 import { WRAPPER_SCRIPT } from "../src/tasks/process-wrapper.ts";
 import { cleanupDirs, tempDir, waitFor } from "./fixtures/process/util.ts";
 import { cleanupHomes, spawnServe, tempHome } from "./helpers/home.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 afterAll(cleanupDirs);
 afterAll(cleanupHomes);

@@ -23,6 +23,9 @@ import { cleanupHomes, startRuntime, tempHome, type TestRuntime } from "./helper
 import { toolContext } from "./helpers/tool-context.ts";
 import { git, gitRepo } from "./helpers/git-repo.ts";
 import { sandboxAvailable } from "./helpers/sandbox.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 const registry = buildRegistry();
 const enabled = sandboxAvailable();

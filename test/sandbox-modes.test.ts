@@ -24,6 +24,9 @@ import {
 } from "./helpers/home.ts";
 import { toolContext } from "./helpers/tool-context.ts";
 import { sandboxAvailable } from "./helpers/sandbox.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 const enabled = sandboxAvailable();
 const procs: ChildProcess[] = [];

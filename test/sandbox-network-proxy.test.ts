@@ -15,6 +15,9 @@ import {
   NetworkProxy,
   type ProxyRefusal,
 } from "../src/sandbox/proxy.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 let dir: string;
 let target: Server;

@@ -16,6 +16,9 @@ import { probeSandbox } from "../src/sandbox/probe.ts";
 import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
 import { toolContext } from "./helpers/tool-context.ts";
 import { sandboxAvailable } from "./helpers/sandbox.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 const registry = buildRegistry();
 const enabled = sandboxAvailable();

@@ -25,6 +25,9 @@ import {
 import { toolContext } from "./helpers/tool-context.ts";
 import { sandboxAvailable } from "./helpers/sandbox.ts";
 import { probeSandbox } from "../src/sandbox/probe.ts";
+import { useSpawnHelper } from "./helpers/spawn-helper.ts";
+
+useSpawnHelper();
 
 const registry = buildRegistry();
 const enabled = sandboxAvailable() && netnsAvailable();

@@ -166,7 +166,7 @@ export function tailLines(path: string, n: number): string[] {
     const lines = buf.toString("utf8").split("\n");
     if (lines.at(-1) === "") lines.pop();
     if (len < size) lines.shift(); // the first line may be cut
-    return lines.slice(-n);
+    return n === 0 ? [] : lines.slice(-n); // slice(-0) would be every line
   } finally {
     closeSync(fd);
   }
@@ -541,7 +541,9 @@ export async function logs(flags: {
   const n = Number(flags.lines ?? "50");
   if (!Number.isInteger(n) || n < 0) throw new CliError("-n must be a non-negative integer");
   const failure = readJsonFile<DaemonFailure>(paths.failureFile) ?? null;
-  const lines = tailLines(paths.logFile, n);
+  // Following, the last lines come from the follower: read from the descriptor it goes on
+  // with, so a line written between the two is neither lost nor printed twice.
+  const lines = flags.follow ? [] : tailLines(paths.logFile, n);
   if (flags.json && !flags.follow) {
     return printJson({
       log_path: paths.logFile,
@@ -564,30 +566,50 @@ export async function logs(flags: {
   if (failure?.phase === "startup") {
     for (const l of tailLines(paths.outputFile, 10)) err.write(`  | ${l}\n`);
   }
-  for (const l of lines) process.stdout.write((flags.json ? l : formatLogLine(l)) + "\n");
-  if (!flags.follow) return;
-  await followFile(paths.logFile, (l) =>
-    process.stdout.write((flags.json ? l : formatLogLine(l)) + "\n"),
-  );
+  const print = (l: string) => process.stdout.write((flags.json ? l : formatLogLine(l)) + "\n");
+  for (const l of lines) print(l);
+  if (flags.follow) await followFile(paths.logFile, n, print);
 }
 
+/** A file held open by its descriptor, and which file it is. */
+type HeldFile = { fd: number; ino: number };
+
 /**
- * Print lines appended to `file` until SIGINT, following it across size rotation. The file
- * being read is held open, so its descriptor follows it when rotation renames it (reading by
- * path after a stat could open another file the next rename put there, and start mid-line).
- * When `file` is a new one (opened and held first, so a rotation meanwhile cannot take it away
- * unread), the old one is read to its end through the descriptor, then the rotated files newer
- * than it (when it rotated several times between two reads), then the new one from its start.
- * A line split across two files is joined again.
+ * Reads the lines appended to `file`, following it across size rotation (host/log-rotation.ts:
+ * `file` becomes `file`.1, the older ones shift up by one, the oldest beyond the count is
+ * deleted). Every file is read through a descriptor held open, never by a path looked up a
+ * step earlier: a rotation renames every file, so a path names another one after it. `drain`
+ * reads what is new. When the path holds a new file (opened and held first, so a rotation
+ * meanwhile cannot take it away unread), the old one is read to its end through its
+ * descriptor, then the rotated files newer than it, oldest first, then the new one from its
+ * start. The rotated files are opened in one pass over `file`.1, .2, … up to the old one, and
+ * the pass counts only when every name still holds the file it found there afterwards (a
+ * rotation during the pass moves them all; the pass is then taken again). A half-done
+ * rotation leaves a gap in the names but never changes their order, so such a pass is right.
+ * A line split across two files is joined again. `step` runs before each file-system call
+ * (tests rotate the log there).
  */
-function followFile(file: string, onLine: (line: string) => void): Promise<void> {
+export function createFollower(
+  file: string,
+  onLine: (line: string) => void,
+  step: (what: string) => void = () => {},
+  tail = 0,
+): { drain: () => void; close: () => void } {
   const MAX_ROTATED = 100;
+  const PASSES = 10;
   let fd: number | null = null;
   let ino = 0;
   let offset = 0;
   let partial = "";
+  /** Files already read to their end, for when the old file is gone from the names. */
+  const done: number[] = [];
+  const markDone = (i: number) => {
+    done.push(i);
+    if (done.length > 2 * MAX_ROTATED) done.shift();
+  };
   /** Read `f` from `from` to its current end; returns the new offset. */
   const readFrom = (f: number, from: number): number => {
+    step("read");
     const size = fstatSync(f).size;
     if (size <= from) return from;
     const buf = Buffer.alloc(size - from);
@@ -597,76 +619,129 @@ function followFile(file: string, onLine: (line: string) => void): Promise<void>
     for (const p of parts) if (p) onLine(p);
     return from + n;
   };
-  const readWhole = (path: string) => {
+  const hold = (path: string): HeldFile | null => {
+    step("open");
     let f: number;
     try {
       f = openSync(path, "r");
     } catch {
-      return; // moved on meanwhile
+      return null;
     }
     try {
-      readFrom(f, 0);
-    } finally {
+      return { fd: f, ino: fstatSync(f).ino };
+    } catch {
       closeSync(f);
+      return null;
     }
   };
-  const openCurrent = (atEnd: boolean): boolean => {
-    try {
-      fd = openSync(file, "r");
-    } catch {
-      fd = null;
-      return false;
+  const inoAt = (path: string): number | null => {
+    step("stat");
+    return statOrNull(path)?.ino ?? null;
+  };
+  const release = (files: (HeldFile | null)[]) => {
+    for (const f of files) if (f) closeSync(f.fd);
+  };
+  /** `file`.1, .2, … up to the old file (or all), held, as one pass no rotation interrupted found them. */
+  const rotatedFiles = (): (HeldFile | null)[] | null => {
+    const found: (HeldFile | null)[] = [];
+    for (let i = 1; i <= MAX_ROTATED; i++) {
+      const f = hold(`${file}.${i}`);
+      found.push(f);
+      if (f?.ino === ino) break; // the old file: the ones after it are older
     }
-    const st = fstatSync(fd);
-    ino = st.ino;
-    offset = atEnd ? st.size : 0;
+    for (let i = 0; i < found.length; i++) {
+      if (inoAt(`${file}.${i + 1}`) !== (found[i]?.ino ?? null)) {
+        release(found);
+        return null;
+      }
+    }
+    return found;
+  };
+  const openCurrent = (): boolean => {
+    const f = hold(file);
+    if (!f) return false;
+    fd = f.fd;
+    ino = f.ino;
+    offset = 0;
     return true;
   };
-  openCurrent(true);
+  // At the start, the last `tail` lines of the file as it is now (at most the last 256 KiB),
+  // from the descriptor that follows it: what is written from then on is read by `drain`. A
+  // last line still being written is kept to be joined with its end.
+  if (openCurrent()) {
+    step("read");
+    const size = fstatSync(fd!).size;
+    const from = Math.max(0, size - 256 * 1024);
+    const buf = Buffer.alloc(size - from);
+    const n = readSync(fd!, buf, 0, buf.length, from);
+    const parts = buf.subarray(0, n).toString("utf8").split("\n");
+    partial = parts.pop() ?? "";
+    if (from > 0) parts.shift(); // the first line may be cut
+    if (tail > 0) for (const p of parts.filter(Boolean).slice(-tail)) onLine(p);
+    offset = from + n;
+  }
   const drain = () => {
-    let next: number | null = null;
+    let next: HeldFile | null = null;
+    let rotated: (HeldFile | null)[] = [];
     try {
-      if (fd === null) {
-        if (!openCurrent(false)) return;
-      }
-      // The file at the path now, held open before anything is decided: a rotation that
-      // comes while the older files are read then cannot move it away unread (looking it up
-      // by path a second time could find the file after it, or none, and skip it).
-      try {
-        next = openSync(file, "r");
-      } catch {
-        next = null; // between a rotation's rename and the new file: the old one reads on
-      }
-      const nextIno = next === null ? ino : fstatSync(next).ino;
-      if (next !== null && nextIno !== ino) {
+      if (fd === null && !openCurrent()) return;
+      // The file at the path now, held before anything is decided.
+      next = hold(file); // null between a rotation's rename and the new file: the old reads on
+      if (next !== null && next.ino !== ino) {
         offset = readFrom(fd!, offset); // the old file, wherever rotation moved it
-        let k = 0;
-        for (let i = 1; i <= MAX_ROTATED && k === 0; i++) {
-          if (statOrNull(`${file}.${i}`)?.ino === ino) k = i;
+        let pass: (HeldFile | null)[] | null = null;
+        for (let i = 0; i < PASSES && pass === null; i++) pass = rotatedFiles();
+        if (pass === null) return; // rotating faster than a pass: the next drain tries again
+        rotated = pass;
+        const old = rotated.findIndex((f) => f?.ino === ino);
+        // The new file may have been rotated already: the ones before it are newer still.
+        const current = rotated.findIndex((f) => f?.ino === next!.ino);
+        // Without the old file among the names (deleted as the oldest), every rotated file
+        // not read yet is newer than it.
+        const from = old >= 0 ? old - 1 : rotated.length - 1;
+        for (let j = from; j > current; j--) {
+          const f = rotated[j];
+          if (!f || (old < 0 && done.includes(f.ino))) continue;
+          readFrom(f.fd, 0);
+          markDone(f.ino);
         }
-        // The files rotated after it, oldest first; the one held above is read below.
-        for (let j = k - 1; j >= 1; j--) {
-          if (statOrNull(`${file}.${j}`)?.ino !== nextIno) readWhole(`${file}.${j}`);
-        }
+        markDone(ino);
         closeSync(fd!);
-        fd = next;
+        fd = next.fd;
+        ino = next.ino;
         next = null;
-        ino = nextIno;
         offset = 0;
       } else if (fstatSync(fd!).size < offset) {
         offset = 0; // truncated in place
       }
       offset = readFrom(fd!, offset);
     } catch {
-      // a file vanished between two steps: the next tick sees the new state
+      // a file vanished between two steps: the next drain sees the new state
     } finally {
-      if (next !== null) closeSync(next);
+      if (next !== null) closeSync(next.fd);
+      release(rotated);
     }
   };
+  return {
+    drain,
+    close: () => {
+      if (fd !== null) closeSync(fd);
+      fd = null;
+    },
+  };
+}
+
+/**
+ * Print the last `tail` lines of `file`, then the lines appended to it until SIGINT or SIGTERM,
+ * across rotation (createFollower).
+ */
+function followFile(file: string, tail: number, onLine: (line: string) => void): Promise<void> {
+  const follower = createFollower(file, onLine, undefined, tail);
+  const drain = follower.drain;
   const stop = (resolvePromise: () => void) => {
     unwatchFile(file);
     clearInterval(timer);
-    if (fd !== null) closeSync(fd);
+    follower.close();
     resolvePromise();
   };
   let timer: NodeJS.Timeout;

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { RuntimeHost, type HostOptions } from "../../src/host/host.ts";
 import { startServer, type RunningServer, type ServeOptions } from "../../src/http/server.ts";
 import { readGeneratedToken } from "../../src/host/files.ts";
+import { seedProbeCache } from "./probe-cache.ts";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../..");
 export const HOLON_BIN = join(REPO_ROOT, "bin/holon.js");
@@ -138,9 +139,11 @@ export function runCli(
 ): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
     const [file, ...argv] = opts.exec ?? [process.execPath, HOLON_BIN, ...args];
+    const env = { ...process.env, ...opts.env };
+    seedProbeCache(homeOf(argv, env));
     const child = spawn(file!, argv, {
       cwd: opts.cwd ?? REPO_ROOT,
-      env: { ...process.env, ...opts.env },
+      env,
       stdio: ["pipe", "pipe", "pipe"],
     });
     let stdout = "";
@@ -159,6 +162,18 @@ export function runCli(
   });
 }
 
+/** Commands that may start a host, and so probe the sandbox (see probe-cache.ts). */
+const HOST_COMMANDS = new Set(["run", "serve", "daemon"]);
+
+/** The home a `holon` command line that may start a host runs on: `--home`, else HOLON_HOME. */
+function homeOf(argv: string[], env: NodeJS.ProcessEnv): string | undefined {
+  if (!argv.some((a) => HOST_COMMANDS.has(a))) return undefined;
+  const i = argv.indexOf("--home");
+  if (i >= 0) return argv[i + 1];
+  const eq = argv.find((a) => a.startsWith("--home="));
+  return eq !== undefined ? eq.slice("--home=".length) : env.HOLON_HOME;
+}
+
 /** Start `holon serve` as its own process and wait until it answers. */
 export async function spawnServe(
   home: string,
@@ -171,6 +186,7 @@ export async function spawnServe(
   /** `Authorization` for TCP control routes: the --token given, or the generated one. */
   auth: Record<string, string>;
 }> {
+  seedProbeCache(home);
   const proc = spawn(
     process.execPath,
     [HOLON_BIN, "serve", "--port", "0", "--home", home, ...extraArgs],
