@@ -95,6 +95,12 @@ export const FILE_KINDS: readonly FileKind[] = [
     pattern: /^run\/(runtime\.json|host\.lock|holon\.sock|control-token)$/,
     owner: { rule: "fixed", why: "one each per running host" },
   },
+  {
+    // What bubblewrap can do on this machine, cached across hosts (sandbox/probe.ts): one
+    // file, rewritten in place, with a size cap on read.
+    pattern: /^run\/sandbox-probe\.json$/,
+    owner: { rule: "fixed", why: "one probe result per home, overwritten by the next probe" },
+  },
   { pattern: /^logs\/holon\.log$/, owner: { rule: "retention", family: "logs" } },
   { pattern: /^logs\/holon\.log\.\d+$/, owner: { rule: "retention", family: "logs" } },
   {
