@@ -9,7 +9,6 @@
 //   host → helper  { go: pid, dir }                hand that spare its process directory
 //   helper → host  { exit: pid, code, signal }     one of our wrappers exited
 //   host → helper  { discard: dir }                remove a finished process's directory
-//   host → helper  { batch: [message, …] }         several of the above at once
 //   host → helper  { confined: {key, dir, files, argv, status, log} }   start a confined
 //                                                  spare: make its directory and empty files,
 //                                                  then bubblewrap running the wrapper (see
@@ -152,15 +151,9 @@ function refillNow() {
 
 process.on(
   "message",
-  /**
-   * @param {{script?: string, go?: number, dir?: string, discard?: string, confined?: any,
-   *   batch?: unknown[]}} m
-   */
-  function onMessage(m) {
-    if (Array.isArray(m.batch)) {
-      for (const one of m.batch) if (one !== null && typeof one === "object") onMessage(one);
-      return;
-    }
+  (
+    /** @type {{script?: string, go?: number, dir?: string, discard?: string, confined?: any}} */ m,
+  ) => {
     if (m.confined !== undefined) {
       startConfined(m.confined);
       return;

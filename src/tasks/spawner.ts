@@ -369,9 +369,13 @@ export function startConfinedSpare(
 ): number | false {
   const h = spawnHelperEnabled() ? helper : null;
   if (h === null || !h.alive || h.envKey !== envKey || h.proc.pid === undefined) return false;
-  post(h, { confined: { key, ...spare } });
-  touch(h);
-  return h.proc.pid;
+  try {
+    h.proc.send({ confined: { key, ...spare } });
+    touch(h);
+    return h.proc.pid;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -408,38 +412,11 @@ export function takeConfinedSpare(
 export function discardViaSpawner(dir: string): boolean {
   const h = helper;
   if (h === null || !h.alive) return false;
-  post(h, { discard: dir });
-  return true;
-}
-
-/** Messages for the helper that nothing waits on, not sent yet (see post). */
-let outbox: { h: Helper; messages: object[] } | null = null;
-
-/**
- * Send the helper `m` together with the others of this turn of the event loop. A round
- * discards its command's directory and asks for a spare in place of the one it took: one
- * message wakes the helper once instead of twice (on a small machine each wake-up can take the
- * core from the host in the middle of its round). A helper that dies first loses them with
- * its spares, which its exit reports (the directories to discard are litter only).
- */
-function post(h: Helper, m: object): void {
-  if (outbox !== null && outbox.h === h) {
-    outbox.messages.push(m);
-    return;
-  }
-  flushOutbox();
-  outbox = { h, messages: [m] };
-  setImmediate(flushOutbox);
-}
-
-function flushOutbox(): void {
-  const box = outbox;
-  outbox = null;
-  if (box === null || !box.h.alive) return;
   try {
-    box.h.proc.send(box.messages.length === 1 ? box.messages[0] : { batch: box.messages });
+    h.proc.send({ discard: dir });
+    return true;
   } catch {
-    // the helper is gone: its exit reports the spares it had
+    return false;
   }
 }
 
