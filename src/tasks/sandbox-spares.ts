@@ -27,9 +27,11 @@
 // The spare says `r` there once it runs inside its sandbox (set up: ready to take), and, once
 // given a command, its status once it has recorded it. On that status line the host takes the
 // command as ended and kills the sandbox's init, which ends whatever the command left behind
-// (bubblewrap would, a moment later, as the wrapper exits): so a command that could make its
-// wrapper say it ended early (a confined command may trace its wrapper) ends with it. No
-// timer polls for readiness or for the end.
+// (bubblewrap does not: its outer process exits with the wrapper, but the init stays as long
+// as anything runs inside), so a command that could make its wrapper say it ended early (a
+// confined command may trace its wrapper) ends with it. When the helper's report that
+// bubblewrap exited comes before the status line, the host kills the init then. No timer
+// polls for readiness or for the end.
 //
 // Only commands without input or terminal use spares (an input FIFO costs a process to make).
 // Spares live no longer than the host and the helper that started them: when either goes,
@@ -253,7 +255,8 @@ export function takeSandboxSpare(
   spares.delete(sp.dir);
   const { init, initTicks } = sp;
   const taken = takeConfinedSpare(sp.helper, sp.outer, sp.outerTicks, sp.channel!, () => {
-    // The wrapper recorded the command's status: end the sandbox now (see the header).
+    // The command ended (its status line, or bubblewrap's exit reported first by the helper):
+    // end the sandbox now, and with it whatever the command left running (see the header).
     if (isSameLiveProcess(init, initTicks)) {
       try {
         process.kill(init, "SIGKILL");

@@ -173,13 +173,14 @@ let wantedEnv: CommandEnv | null = null;
 /**
  * A wrapper that is the helper's child: its exit arrives as a message, or, for a spare whose
  * stdin the host holds, as the status line the wrapper writes there once it has recorded it
- * (whichever comes first; `beforeNotice` runs before a status line is taken as the end).
+ * (whichever comes first; `beforeEnd` runs before either is taken as the end).
  */
 class RemoteWrapper extends EventEmitter implements ExitSource {
   readonly #h: Helper;
   readonly #pid: number;
   readonly #startTicks: number;
   readonly #channel: SpareChannel | null;
+  readonly #beforeEnd: (() => void) | undefined;
   #refd = false;
   #done = false;
   #poll: NodeJS.Timeout | null = null;
@@ -189,18 +190,18 @@ class RemoteWrapper extends EventEmitter implements ExitSource {
     pid: number,
     startTicks: number,
     channel: SpareChannel | null = null,
-    beforeNotice?: () => void,
+    beforeEnd?: () => void,
   ) {
     super();
     this.#h = h;
     this.#pid = pid;
     this.#startTicks = startTicks;
     this.#channel = channel;
+    this.#beforeEnd = beforeEnd;
     channel?.onLine((line) => {
       channel.close();
       // Anything but a status: the end comes from the helper (or the pid watch) instead.
       if (!/^\d{1,3}$/.test(line)) return;
-      beforeNotice?.();
       this.exited(Number(line), null);
     });
     channel?.onClose(() => {});
@@ -228,6 +229,10 @@ class RemoteWrapper extends EventEmitter implements ExitSource {
     this.#poll = null;
     if (this.#done) return;
     this.#done = true;
+    // Whichever word of the end came first: the status line, or the helper's report that
+    // bubblewrap exited (which it does as soon as the command does, while the sandbox's init
+    // stays for whatever the command left running, so its end must not skip this).
+    this.#beforeEnd?.();
     this.unref();
     this.#channel?.close();
     this.emit("exit", code, signal);
@@ -381,19 +386,19 @@ export function startConfinedSpare(
 /**
  * Hand a confined spare (bubblewrap's pid `outer`, its stdin `channel`) its command: like
  * takeSpare's launch, the caller has written the record and parameters first. Its end is its
- * status line on `channel` (after `beforeNotice`), else bubblewrap's exit as the helper
- * reports it. Null when its helper is gone.
+ * status line on `channel`, else bubblewrap's exit as the helper reports it (`beforeEnd` runs
+ * first either way). Null when its helper is gone.
  */
 export function takeConfinedSpare(
   helperPid: number,
   outer: number,
   outerTicks: number,
   channel: SpareChannel,
-  beforeNotice: () => void,
+  beforeEnd: () => void,
 ): { child: ExitSource; launch(dir: string): void } | null {
   const h = helper;
   if (h === null || !h.alive || h.proc.pid !== helperPid) return null;
-  const child = new RemoteWrapper(h, outer, outerTicks, channel, beforeNotice);
+  const child = new RemoteWrapper(h, outer, outerTicks, channel, beforeEnd);
   h.running.set(outer, child);
   touch(h);
   return {
