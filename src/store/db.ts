@@ -8,6 +8,8 @@ import { dirname } from "node:path";
 import type { Clock, IdSource } from "../domain/clock.ts";
 import type { CatalogEvent, NewEvent } from "../domain/events.ts";
 import { MIGRATIONS } from "./migrations.ts";
+import { asyncFace, type Async } from "./async.ts";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { AgentsRepo } from "./agents.ts";
 import { MessagesRepo } from "./messages.ts";
 import { EventsRepo } from "./events.ts";
@@ -56,34 +58,49 @@ const REPOS = [
   "approvals",
 ] as const;
 
+export type SyncRepos = {
+  agents: AgentsRepo; messages: MessagesRepo; events: EventsRepo; briefs: BriefsRepo;
+  transcript: TranscriptRepo; tasks: TasksRepo; deadlines: DeadlinesRepo; workspaces: WorkspacesRepo;
+  skills: SkillActivationsRepo; timers: TimersRepo; triggers: TriggersRepo; workItems: WorkItemsRepo;
+  memory: MemoryRepo; asks: AsksRepo; ledger: LedgerRepo; approvals: ApprovalsRepo;
+};
+
 export class Store {
   readonly db: DatabaseSync;
   readonly clock: Clock;
   readonly ids: IdSource;
-  readonly agents: AgentsRepo;
-  readonly messages: MessagesRepo;
-  readonly events: EventsRepo;
-  readonly briefs: BriefsRepo;
-  readonly transcript: TranscriptRepo;
-  readonly tasks: TasksRepo;
-  readonly deadlines: DeadlinesRepo;
-  readonly workspaces: WorkspacesRepo;
-  readonly skills: SkillActivationsRepo;
-  readonly timers: TimersRepo;
-  readonly triggers: TriggersRepo;
-  readonly workItems: WorkItemsRepo;
-  readonly memory: MemoryRepo;
+  readonly agents: Async<AgentsRepo>;
+  readonly messages: Async<MessagesRepo>;
+  readonly events: Async<EventsRepo>;
+  readonly briefs: Async<BriefsRepo>;
+  readonly transcript: Async<TranscriptRepo>;
+  readonly tasks: Async<TasksRepo>;
+  readonly deadlines: Async<DeadlinesRepo>;
+  readonly workspaces: Async<WorkspacesRepo>;
+  readonly skills: Async<SkillActivationsRepo>;
+  readonly timers: Async<TimersRepo>;
+  readonly triggers: Async<TriggersRepo>;
+  readonly workItems: Async<WorkItemsRepo>;
+  readonly memory: Omit<Async<MemoryRepo>, "atomically"> & {
+    atomically<T>(fn: () => Promise<T> | T): Promise<T>;
+  };
   /** Whether writes can go through (a full disk, a read-only home, a replaced file). */
   readonly health: StorageHealth;
-  readonly asks: AsksRepo;
-  readonly ledger: LedgerRepo;
-  readonly approvals: ApprovalsRepo;
+  readonly asks: Async<AsksRepo>;
+  readonly ledger: Async<LedgerRepo>;
+  readonly approvals: Async<ApprovalsRepo>;
   /** Live counts at the store's interface (see StoreCounts); calls stay empty until `countCalls()`. */
   readonly counts: StoreCounts = { transactions: 0, calls: {} };
   /** Moves WAL checkpoints off the committing request (checkpoint.ts); none in memory. */
   readonly checkpointer: Checkpointer | null;
+  /** The synchronous repositories under the async faces (the store's own business). */
+  readonly sync = {} as SyncRepos;
   private counting = false;
-  private depth = 0;
+  /** The open transaction's token (0: none), carried by its async context. */
+  private openTx = 0;
+  private txTokens = 0;
+  private txEnded: Promise<void> = Promise.resolve();
+  private readonly txContext = new AsyncLocalStorage<number>();
   private pending: CatalogEvent[] = [];
   /** Told how the open transaction ended (see whenSettled). */
   private settleHooks: ((committed: boolean) => void)[] = [];
@@ -122,23 +139,53 @@ export class Store {
     prepareIncrementalVacuum(this.db);
     migrate(this.db);
     enableIncrementalVacuum(this.db);
-    this.agents = new AgentsRepo(this.db);
-    this.messages = new MessagesRepo(this.db);
-    this.events = new EventsRepo(this.db);
-    this.briefs = new BriefsRepo(this.db);
-    this.transcript = new TranscriptRepo(this.db);
-    this.tasks = new TasksRepo(this.db);
-    this.deadlines = new DeadlinesRepo(this.db);
-    this.workspaces = new WorkspacesRepo(this.db);
-    this.skills = new SkillActivationsRepo(this.db);
-    this.timers = new TimersRepo(this.db);
-    this.triggers = new TriggersRepo(this.db);
-    this.workItems = new WorkItemsRepo(this.db);
-    this.memory = new MemoryRepo(this.db);
+    this.sync.agents = new AgentsRepo(this.db);
+    this.agents = asyncFace(this.sync.agents);
+    this.sync.messages = new MessagesRepo(this.db);
+    this.messages = asyncFace(this.sync.messages);
+    this.sync.events = new EventsRepo(this.db);
+    this.events = asyncFace(this.sync.events);
+    this.sync.briefs = new BriefsRepo(this.db);
+    this.briefs = asyncFace(this.sync.briefs);
+    this.sync.transcript = new TranscriptRepo(this.db);
+    this.transcript = asyncFace(this.sync.transcript);
+    this.sync.tasks = new TasksRepo(this.db);
+    this.tasks = asyncFace(this.sync.tasks);
+    this.sync.deadlines = new DeadlinesRepo(this.db);
+    this.deadlines = asyncFace(this.sync.deadlines);
+    this.sync.workspaces = new WorkspacesRepo(this.db);
+    this.workspaces = asyncFace(this.sync.workspaces);
+    this.sync.skills = new SkillActivationsRepo(this.db);
+    this.skills = asyncFace(this.sync.skills);
+    this.sync.timers = new TimersRepo(this.db);
+    this.timers = asyncFace(this.sync.timers);
+    this.sync.triggers = new TriggersRepo(this.db);
+    this.triggers = asyncFace(this.sync.triggers);
+    this.sync.workItems = new WorkItemsRepo(this.db);
+    this.workItems = asyncFace(this.sync.workItems);
+    this.sync.memory = new MemoryRepo(this.db);
+    this.memory = asyncFace(this.sync.memory, {
+      atomically: async <T>(fn: () => Promise<T> | T): Promise<T> => {
+        this.db.exec("SAVEPOINT memory_update");
+        try {
+          const r = await fn();
+          this.db.exec("RELEASE memory_update");
+          return r;
+        } catch (err) {
+          this.db.exec("ROLLBACK TO memory_update");
+          this.db.exec("RELEASE memory_update");
+          this.sync.memory.invalidate();
+          throw err;
+        }
+      },
+    });
     this.health.pinFile();
-    this.asks = new AsksRepo(this.db);
-    this.ledger = new LedgerRepo(this.db);
-    this.approvals = new ApprovalsRepo(this.db);
+    this.sync.asks = new AsksRepo(this.db);
+    this.asks = asyncFace(this.sync.asks);
+    this.sync.ledger = new LedgerRepo(this.db);
+    this.ledger = asyncFace(this.sync.ledger);
+    this.sync.approvals = new ApprovalsRepo(this.db);
+    this.approvals = asyncFace(this.sync.approvals);
     this.checkpointer =
       path === ":memory:"
         ? null
@@ -151,18 +198,13 @@ export class Store {
   }
 
   /**
-   * Run `fn` in one transaction. Nested calls join the outer transaction. Events appended
-   * inside are delivered to listeners only after the outermost commit succeeds.
+   * Run `fn` in one transaction. A call from inside an open transaction's async context joins
+   * it; a call from elsewhere waits until the open one has ended. Events appended inside are
+   * delivered to listeners only after the outermost commit succeeds.
    */
-  tx<T>(fn: () => T): T {
-    if (this.depth > 0) {
-      this.depth++;
-      try {
-        return fn();
-      } finally {
-        this.depth--;
-      }
-    }
+  async tx<T>(fn: () => Promise<T> | T): Promise<T> {
+    if (this.openTx !== 0 && this.txContext.getStore() === this.openTx) return await fn();
+    while (this.openTx !== 0) await this.txEnded;
     // A file someone else replaced or emptied is never written again (health.ts). The file
     // is statted only when its watch saw it change, not on every transaction.
     if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
@@ -170,35 +212,40 @@ export class Store {
     }
     let result: T;
     this.counts.transactions++;
+    const token = ++this.txTokens;
+    let ended!: () => void;
+    this.txEnded = new Promise<void>((resolve) => (ended = resolve));
     try {
       this.db.exec("BEGIN IMMEDIATE");
-      this.depth = 1;
-      this.agents.defer();
-      result = fn();
-      this.agents.flush();
+      this.openTx = token;
+      this.sync.agents.defer();
+      result = await this.txContext.run(token, fn);
+      this.sync.agents.flush();
       this.db.exec("COMMIT");
     } catch (err) {
       this.pending = [];
       const hooks = this.settleHooks;
       this.settleHooks = [];
-      this.agents.invalidate();
-      this.events.invalidate();
-      this.transcript.invalidate();
-      this.briefs.invalidate();
-      this.memory.invalidate();
+      this.sync.agents.invalidate();
+      this.sync.events.invalidate();
+      this.sync.transcript.invalidate();
+      this.sync.briefs.invalidate();
+      this.sync.memory.invalidate();
       try {
         this.db.exec("ROLLBACK");
       } catch {
         // the transaction may already be gone; the original error matters more
       }
+      this.openTx = 0;
+      ended();
       for (const hook of hooks) hook(false);
       // A full disk or a refusing file system becomes one stable error (and an outage).
       const fault = err instanceof HolonError ? undefined : classifyStorageError(err);
       if (fault) throw this.health.fault(fault, err instanceof Error ? err.message : String(err));
       throw err;
-    } finally {
-      this.depth = 0;
     }
+    this.openTx = 0;
+    ended();
     this.checkpointer?.committed();
     if (this.settleHooks.length > 0) {
       const hooks = this.settleHooks;
@@ -225,22 +272,22 @@ export class Store {
    * write a caller may make inside someone else's transaction, to know whether it stuck.
    */
   whenSettled(hook: (committed: boolean) => void): void {
-    if (this.depth === 0) throw new Error("whenSettled must run inside a transaction");
+    if (this.openTx === 0) throw new Error("whenSettled must run inside a transaction");
     this.settleHooks.push(hook);
   }
 
   /** Append an audit event for `agentId`. Must run inside `tx`. */
-  appendEvent(agentId: string, event: NewEvent): CatalogEvent {
-    if (this.depth === 0) throw new Error("appendEvent must run inside a transaction");
+  async appendEvent(agentId: string, event: NewEvent): Promise<CatalogEvent> {
+    if (this.openTx === 0) throw new Error("appendEvent must run inside a transaction");
     const envelope: CatalogEvent = {
       id: this.ids.next("evt"),
-      event_seq: this.events.nextSeq(agentId),
+      event_seq: this.sync.events.nextSeq(agentId),
       ts: this.clock.now().toISOString(),
       agent_id: agentId,
       ...event,
       provenance: event.provenance ?? {},
     };
-    this.events.insert(envelope);
+    this.sync.events.insert(envelope);
     this.pending.push(envelope);
     return envelope;
   }
@@ -275,7 +322,7 @@ export class Store {
       });
     };
     for (const name of REPOS) {
-      const repo = this[name] as object;
+      const repo = this.sync[name] as object;
       for (const key of Object.getOwnPropertyNames(Object.getPrototypeOf(repo))) {
         if (key !== "constructor") wrap(repo, key, `${name}.${key}`);
       }
