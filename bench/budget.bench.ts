@@ -45,18 +45,18 @@ const bench: Benchmark = {
       }),
       { mode: 0o600 },
     );
-    const host = RuntimeHost.open({ home, autostartAgents: false });
+    const host = await RuntimeHost.open({ home, autostartAgents: false });
     try {
       const { store, ledger, budgets, budgetGate, work } = host.services;
-      budgets.set("main", { period: "total", limits: { tokens: 1e12, usd: 1e6 } });
-      budgets.set("main", { period: "day", limits: { tokens: 1e12, rounds: 1e9 } });
-      budgets.set("main", { period: "month", limits: { usd: 1e6 } });
-      const item = work.enqueue("main", "bench item", { tokens: 1e12 });
+      await budgets.set("main", { period: "total", limits: { tokens: 1e12, usd: 1e6 } });
+      await budgets.set("main", { period: "day", limits: { tokens: 1e12, rounds: 1e9 } });
+      await budgets.set("main", { period: "month", limits: { usd: 1e6 } });
+      const item = await work.enqueue("main", "bench item", { tokens: 1e12 });
       // A child with a reservation, spawned while the item was the parent's focus.
-      host.agents.create("bench-child", { visibility: "private" });
-      store.tx(() => {
-        const c = store.agents.get("bench-child")!;
-        store.agents.put({
+      await host.agents.create("bench-child", { visibility: "private" });
+      await store.tx(async () => {
+        const c = (await store.agents.get("bench-child"))!;
+        await store.agents.put({
           ...c,
           lineage_parent_agent_id: "main",
           spawn_work_item_id: item.id,
@@ -70,9 +70,9 @@ const bench: Benchmark = {
       budgetGate.reservationsChanged("main");
       const fill = ctx.quick ? 5_000 : 50_000;
       ctx.log(`filling the ledger with ${fill} rows`);
-      store.tx(() => {
+      await store.tx(async () => {
         for (let i = 0; i < fill; i++) {
-          ledger.record({
+          await ledger.record({
             agent_id: i % 2 ? "main" : "bench-child",
             run_id: `run_fill_${i}`,
             round: 1,
@@ -83,7 +83,7 @@ const bench: Benchmark = {
           });
         }
       });
-      const agent = store.agents.get("bench-child")!;
+      const agent = (await store.agents.get("bench-child"))!;
       const message = {
         id: "msg_bench",
         work_item_id: item.id,
@@ -104,8 +104,8 @@ const bench: Benchmark = {
       });
       const candidates = host.services.config.candidates(null);
       const n = ctx.quick ? 2_000 : 20_000;
-      const once = (i: number) => {
-        const v = budgetGate.check(request, {
+      const once = async (i: number) => {
+        const v = await budgetGate.check(request, {
           agent,
           run_id: run,
           round: 1,
@@ -113,8 +113,8 @@ const bench: Benchmark = {
           candidates, // the turn's own, as a real round passes them
         });
         if (!v.ok) throw new Error(`unexpected budget stop: ${v.hold.summary}`);
-        store.tx(() =>
-          ledger.record({
+        await store.tx(async () =>
+          await ledger.record({
             agent_id: "bench-child",
             run_id: run,
             round: i + 1000,
@@ -125,23 +125,23 @@ const bench: Benchmark = {
           }),
         );
       };
-      for (let i = 0; i < 500; i++) once(-i - 1000); // warm up (and load every scope's totals)
+      for (let i = 0; i < 500; i++) await once(-i - 1000); // warm up (and load every scope's totals)
       const c0 = cpuMs();
-      for (let i = 0; i < n; i++) once(i);
+      for (let i = 0; i < n; i++) await once(i);
       const withMs = (cpuMs() - c0) / n;
       const e0 = cpuMs();
-      for (let i = 0; i < n; i++) store.tx(() => {});
+      for (let i = 0; i < n; i++) await store.tx(() => {});
       const emptyMs = (cpuMs() - e0) / n;
       const added = Math.max(0, withMs - emptyMs);
       out.metric("added_cpu_ms_per_round", round(added, 4), "ms", "budget check + ledger write");
       out.metric("round_cpu_ms_with_tx", round(withMs, 4), "ms", "the same with its transaction");
       out.metric("empty_tx_cpu_ms", round(emptyMs, 4), "ms", "an empty transaction");
-      out.metric("ledger_rows", store.ledger.count(), "rows");
+      out.metric("ledger_rows", await store.ledger.count(), "rows");
       out.target("≤ 0.2 ms host CPU per round", "added_cpu_ms_per_round", "<=", 0.2);
       const totals = ledger.agentTree("main");
       out.check(
         "running totals equal the ledger's own sum",
-        totals.rounds === store.ledger.sum({ kind: "agent_tree", agent_id: "main" }).rounds,
+        totals.rounds === (await store.ledger.sum({ kind: "agent_tree", agent_id: "main" })).rounds,
       );
     } finally {
       await host.shutdown();

@@ -332,7 +332,7 @@ async function recorderCpuPerRound(rounds: number): Promise<number> {
       Date.now(),
     );
     const call = { call_id: `c${i}`, tool_name: "AgentGet", arguments_preview: "{}" };
-    rec.onEvents([
+    await rec.onEvents([
       ev("provider_round_completed", { run_id: "run_1" }),
       ev("assistant_round_recorded", {
         run_id: "run_1",
@@ -342,7 +342,7 @@ async function recorderCpuPerRound(rounds: number): Promise<number> {
         tool_calls: [call],
       }),
     ]);
-    rec.onEvents([
+    await rec.onEvents([
       ev("tool_executed", {
         run_id: "run_1",
         call_id: `c${i}`,

@@ -83,6 +83,7 @@ for (let pass = 1; pass <= 60; pass++) {
   let awaited = 0;
   let made = 0;
   const madeAsync = new Set();
+  const wrapped = new Set();
   const insert = (sf, pos, text) => {
     if (!inserts.has(sf.fileName)) inserts.set(sf.fileName, []);
     inserts.get(sf.fileName).push([pos, text]);
@@ -98,7 +99,11 @@ for (let pass = 1; pass <= 60; pass++) {
     const text = typeNode.getText();
     if (/^Promise</.test(text)) return;
     const sf = typeNode.getSourceFile();
-    replace(sf, typeNode.getStart(), typeNode.getEnd(), `Promise<${text}>`);
+    // two insertions, so a member type wrapped inside it in the same pass composes
+    if (wrapped.has(typeNode)) return;
+    wrapped.add(typeNode);
+    insert(sf, typeNode.getStart(), "Promise<");
+    insert(sf, typeNode.getEnd(), ">");
   };
 
   /** Make the function-like `f` async; true when it now returns a Promise. */

@@ -63,12 +63,12 @@ describe("agent delete", () => {
       expect(Object.values(rows("scout"))).toEqual(OWN_STATE.map(() => 0));
       expect(rows("main")).toEqual(mainBefore);
       // the audit stays: the deletion is an event of scout's
-      expect(store.events.after("scout", 0, 10_000).some((e) => e.type === "agent_deleted")).toBe(
+      expect((await store.events.after("scout", 0, 10_000)).some((e) => e.type === "agent_deleted")).toBe(
         true,
       );
 
       await cli("agent", "create", "scout");
-      expect(store.memory.workingMemory("scout")).toBeUndefined();
+      expect(await store.memory.workingMemory("scout")).toBeUndefined();
       const timers = await cli("timer", "list", "scout", "--json");
       expect(JSON.parse(timers.stdout)).toEqual([]);
     } finally {

@@ -239,7 +239,7 @@ describe("SpawnAgent and child supervision", () => {
     const spawned: { agent_id: string }[] = [];
     for (let i = 0; i < 8; i++) {
       spawned.push(
-        plane.spawn({
+        await plane.spawn({
           parent_agent_id: "main",
           preset: "private_child",
           initial_message: `job ${i}`,
@@ -248,8 +248,8 @@ describe("SpawnAgent and child supervision", () => {
         }),
       );
     }
-    expect(() =>
-      plane.spawn({
+    expect(async () =>
+      await plane.spawn({
         parent_agent_id: "main",
         preset: "private_child",
         initial_message: "one too many",
@@ -257,8 +257,8 @@ describe("SpawnAgent and child supervision", () => {
         context_mode: "fresh",
       }),
     ).toThrow(expect.objectContaining({ kind: "too_many_children" }));
-    expect(() =>
-      plane.spawn({
+    expect(async () =>
+      await plane.spawn({
         parent_agent_id: spawned[0]!.agent_id,
         preset: "private_child",
         initial_message: "grandchild",
@@ -267,18 +267,18 @@ describe("SpawnAgent and child supervision", () => {
       }),
     ).toThrow(expect.objectContaining({ kind: "spawn_not_allowed" }));
     // A private child without a job is refused, and nothing is created.
-    const before = rt.host.store.agents.list().length;
-    expect(() =>
-      plane.spawn({
+    const before = (await rt.host.store.agents.list()).length;
+    expect(async () =>
+      await plane.spawn({
         parent_agent_id: "main",
         preset: "private_child",
         workspace_mode: "inherit",
         context_mode: "fresh",
       }),
     ).toThrow(expect.objectContaining({ kind: "invalid_request" }));
-    expect(rt.host.store.agents.list().length).toBe(before);
+    expect((await rt.host.store.agents.list()).length).toBe(before);
     // Every child has the home layout.
-    const home0 = rt.host.store.agents.get(spawned[0]!.agent_id)!.agent_home;
+    const home0 = (await rt.host.store.agents.get(spawned[0]!.agent_id))!.agent_home;
     for (const p of [
       "AGENTS.md",
       "memory/self.md",
@@ -292,7 +292,7 @@ describe("SpawnAgent and child supervision", () => {
     expect(readFileSync(join(home0, "AGENTS.md"), "utf8")).toContain(".holon/");
     // Stopping the parent stops the children it supervises.
     await rt.req("POST", "/control/agents/main/control", { action: "stop" });
-    await waitFor(() => rt!.host.store.tasks.activeForAgent("main").length === 0, {
+    await waitFor(async () => (await rt!.host.store.tasks.activeForAgent("main")).length === 0, {
       what: "children stopped with the parent",
     });
   }, 30_000);

@@ -171,7 +171,7 @@ describe("templates", () => {
     const userHome = tempHome("holon-user-");
     const home = tempHome();
     let r = await runtime(userHome, home);
-    const mainMd = join(r.host.agents.get("main").agent_home, "AGENTS.md");
+    const mainMd = join((await r.host.agents.get("main")).agent_home, "AGENTS.md");
     expect(readFileSync(mainMd, "utf8")).toContain("general-purpose Holon agent");
     await r.close();
     rt = undefined;
@@ -234,7 +234,7 @@ describe("agent plane routes refuse the ugly cases", () => {
       expect(res.status).toBe(409);
       expect(res.json.error.kind).toBe("default_agent_protected");
     }
-    expect(r.host.agents.get("main").status).not.toBe("stopped");
+    expect((await r.host.agents.get("main")).status).not.toBe("stopped");
     const unknown = await r.req("POST", "/control/agents/ghost/delete", {});
     expect(unknown.status).toBe(404);
   });

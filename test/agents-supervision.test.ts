@@ -264,7 +264,7 @@ describe("child supervision", () => {
     expect(all.stdout).toContain("child of main");
     expect((await runCli(["agent", "list"], { env })).stdout).not.toContain(child);
     const home = await runCli(["agent", "home", child], { env });
-    expect(home.stdout.trim()).toBe(r.host.store.agents.get(child)!.agent_home);
+    expect(home.stdout.trim()).toBe((await r.host.store.agents.get(child))!.agent_home);
   }, 40_000);
 
   it("worktree mode: the child works in its own worktree, released when its task ends", async () => {
@@ -279,7 +279,7 @@ describe("child supervision", () => {
       await gate;
       return reply.text("worked in the worktree");
     });
-    const spawned = r.host.services.agentPlane.spawn({
+    const spawned = await r.host.services.agentPlane.spawn({
       parent_agent_id: "main",
       preset: "private_child",
       initial_message: "JOB-W: edit in isolation",
@@ -292,18 +292,18 @@ describe("child supervision", () => {
     expect(existsSync(wt.path)).toBe(true);
     const childStatus = (await r.req("GET", `/control/agents/${spawned.agent_id}/agent`)).json;
     expect(childStatus.agent.identity.visibility).toBe("private");
-    expect(r.host.agents.get(spawned.agent_id).active_workspace?.execution_root).toBe(wt.path);
+    expect((await r.host.agents.get(spawned.agent_id)).active_workspace?.execution_root).toBe(wt.path);
     release();
     await waitFor(
-      () =>
-        r.host.store.tasks.get(spawned.supervision_task_id)!.status === "completed" ? true : null,
+      async () =>
+        (await r.host.store.tasks.get(spawned.supervision_task_id))!.status === "completed" ? true : null,
       { what: "the worktree child to finish", timeoutMs: 20_000 },
     );
     expect(existsSync(wt.path)).toBe(false); // clean: removed with its task
     // A worktree child needs a git workspace: from agent_home it is refused.
     await r.req("POST", "/control/agents/main/workspaces/exit", {});
-    expect(() =>
-      r.host.services.agentPlane.spawn({
+    expect(async () =>
+      await r.host.services.agentPlane.spawn({
         parent_agent_id: "main",
         preset: "private_child",
         initial_message: "JOB-X",
@@ -328,7 +328,7 @@ describe("child supervision", () => {
         ]);
       return reply.text("RESULT-G: did it myself");
     });
-    const spawned = r.host.services.agentPlane.spawn({
+    const spawned = await r.host.services.agentPlane.spawn({
       parent_agent_id: "main",
       preset: "private_child",
       initial_message: "JOB-G: try delegating",
@@ -337,7 +337,7 @@ describe("child supervision", () => {
     });
     if (!("supervision_task_id" in spawned)) throw new Error("expected a private child");
     await waitFor(
-      () => r.host.store.tasks.get(spawned.supervision_task_id)!.status === "completed" || null,
+      async () => (await r.host.store.tasks.get(spawned.supervision_task_id))!.status === "completed" || null,
       { what: "the child to finish", timeoutMs: 20_000 },
     );
     const refusal = JSON.parse(childOutputs.find((o) => o.includes("spawn_not_allowed"))!);
@@ -374,19 +374,19 @@ describe("child supervision", () => {
       workspace_mode: "inherit" as const,
       context_mode: "fresh" as const,
     });
-    const child = plane.spawn(spec("main"));
-    const grandchild = plane.spawn(spec(child.agent_id));
-    expect(rt.host.store.agents.get(grandchild.agent_id)).toMatchObject({
+    const child = await plane.spawn(spec("main"));
+    const grandchild = await plane.spawn(spec(child.agent_id));
+    expect(await rt.host.store.agents.get(grandchild.agent_id)).toMatchObject({
       spawn_depth: 2,
       lineage_parent_agent_id: child.agent_id,
       supervisor_agent_id: child.agent_id,
     });
-    expect(() => plane.spawn(spec(grandchild.agent_id))).toThrow(
+    expect(async () => await plane.spawn(spec(grandchild.agent_id))).toThrow(
       expect.objectContaining({ kind: "spawn_not_allowed" }),
     );
     // Deleting the top child takes its private descendants with it.
     const removed = await plane.remove(child.agent_id, { force: true });
     expect(removed.deleted_children).toEqual([grandchild.agent_id]);
-    expect(rt.host.store.agents.get(grandchild.agent_id)).toBeUndefined();
+    expect(await rt.host.store.agents.get(grandchild.agent_id)).toBeUndefined();
   }, 30_000);
 });

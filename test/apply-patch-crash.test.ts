@@ -193,7 +193,7 @@ describe("ApplyPatch killed mid-commit", () => {
   it("the host finishes a journal left in an agent's home when it starts", async () => {
     const home = tempHome("holon-patch-host-");
     const first = await startRuntime({ home });
-    const agentHome = first.host.agents.get("main").agent_home;
+    const agentHome = (await first.host.agents.get("main")).agent_home;
     await first.close();
     const root = path.join(home, "ws");
     mkdirSync(root);

@@ -152,9 +152,9 @@ describe("approvals across a restart", () => {
       expect(told).toContain("x1");
       await second.kill();
       expect(readFileSync(join(ws, "runs"), "utf8")).toBe("started\n");
-      const host = RuntimeHost.open({ home, autostartAgents: false });
+      const host = await RuntimeHost.open({ home, autostartAgents: false });
       try {
-        expect(host.store.approvals.getCall(ask.id, "x1")?.state).toBe("interrupted");
+        expect((await host.store.approvals.getCall(ask.id, "x1"))?.state).toBe("interrupted");
       } finally {
         await host.shutdown();
       }
@@ -178,7 +178,7 @@ function testClock(start: string): Clock & { advance(ms: number): void } {
 describe("approval expiry", () => {
   it("an approval nobody decides expires and reaches the agent as a denial with reason expired", async () => {
     const clock = testClock("2026-03-01T12:00:00.000Z");
-    const host = RuntimeHost.open({ home: tempHome(), clock, autostartAgents: false });
+    const host = await RuntimeHost.open({ home: tempHome(), clock, autostartAgents: false });
     try {
       const { approvals: gate, asks, scheduler } = host.services;
       const snapshot = {
@@ -211,17 +211,17 @@ describe("approval expiry", () => {
       };
       const waiting = await gate.request(snapshot);
       expect(waiting.error?.kind).toBe("awaiting_approval");
-      const askId = gate.flush("run_x")!;
-      expect(asks.get(askId).details.trigger).toMatchObject({
+      const askId = (await gate.flush("run_x"))!;
+      expect((await asks.get(askId)).details.trigger).toMatchObject({
         policy_authority: "external_evidence",
       });
       clock.advance(7 * 24 * 3600_000);
-      expect(scheduler.fireDue()).toBe(1);
-      expect(asks.get(askId).state).toBe("expired");
-      expect(asks.gatedBy("main")).toBeUndefined();
-      expect(host.store.approvals.getCall(askId, "e1")?.state).toBe("denied");
-      const told = host.store.messages
-        .recent("main", 10)
+      expect(await scheduler.fireDue()).toBe(1);
+      expect((await asks.get(askId)).state).toBe("expired");
+      expect(await asks.gatedBy("main")).toBeUndefined();
+      expect((await host.store.approvals.getCall(askId, "e1"))?.state).toBe("denied");
+      const told = (await host.store.messages
+        .recent("main", 10))
         .find((m) => m.metadata?.ask_id === askId)!;
       expect(told.authority_class).toBe("runtime_instruction");
       // The resumed turn keeps the taint of the turn that asked.

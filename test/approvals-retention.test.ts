@@ -50,7 +50,7 @@ function call(askId: string, state: ApprovalCallState, i: number): ApprovalCallR
 }
 
 describe("approval calls under retention", () => {
-  it("go with their pruned ask once settled; an approved call still owed a run stays", () => {
+  it("go with their pruned ask once settled; an approved call still owed a run stays", async () => {
     const store = new Store(join(tempHome(), "holon.db"), systemClock, randomIds);
     try {
       const states: ApprovalCallState[] = ["completed", "denied", "approved", "void"];
@@ -58,14 +58,14 @@ describe("approval calls under retention", () => {
         store.asks.put(ask(`a${i}`, i), false);
         store.approvals.addCall(call(`a${i}`, s, i));
       });
-      store.asks.put(ask("newest", 10), false);
-      store.approvals.addCall(call("newest", "completed", 10));
+      await store.asks.put(ask("newest", 10), false);
+      await store.approvals.addCall(call("newest", "completed", 10));
 
-      expect(store.asks.pruneClosed("main", 1)).toBe(4);
-      expect(store.asks.get("newest")).toBeDefined();
-      expect(store.approvals.callsOfAsk("newest")).toHaveLength(1);
-      for (const id of ["a0", "a1", "a3"]) expect(store.approvals.callsOfAsk(id)).toEqual([]);
-      expect(store.approvals.callsOfAsk("a2").map((c) => c.state)).toEqual(["approved"]);
+      expect(await store.asks.pruneClosed("main", 1)).toBe(4);
+      expect(await store.asks.get("newest")).toBeDefined();
+      expect(await store.approvals.callsOfAsk("newest")).toHaveLength(1);
+      for (const id of ["a0", "a1", "a3"]) expect(await store.approvals.callsOfAsk(id)).toEqual([]);
+      expect((await store.approvals.callsOfAsk("a2")).map((c) => c.state)).toEqual(["approved"]);
     } finally {
       store.close();
     }

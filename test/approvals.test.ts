@@ -64,10 +64,10 @@ async function prompt(text: string): Promise<string> {
 /** Wait for the approval ask the agent opened, and for its turn to end waiting on it. */
 async function pendingApproval(): Promise<any> {
   const ask = await waitFor(
-    () => rt.host.services.asks.list({ agent_id: "main" }).find((a) => a.kind === "approval"),
+    async () => (await rt.host.services.asks.list({ agent_id: "main" })).find((a) => a.kind === "approval"),
     { what: "an approval ask", timeoutMs: 30_000 },
   );
-  await waitFor(() => rt.host.agents.get("main").status !== "awake_running", {
+  await waitFor(async () => (await rt.host.agents.get("main")).status !== "awake_running", {
     what: "the turn to end",
   });
   return ask;
@@ -75,18 +75,18 @@ async function pendingApproval(): Promise<any> {
 
 async function idle(): Promise<void> {
   await waitFor(
-    () =>
-      rt.host.agents.get("main").status !== "awake_running" &&
-      rt.host.store.messages.withStatus("main", "queued").length === 0 &&
-      rt.host.store.messages.withStatus("main", "processing").length === 0,
+    async () =>
+      (await rt.host.agents.get("main")).status !== "awake_running" &&
+      (await rt.host.store.messages.withStatus("main", "queued")).length === 0 &&
+      (await rt.host.store.messages.withStatus("main", "processing")).length === 0,
     { what: "the agent to settle", timeoutMs: 30_000 },
   );
 }
 
 /** The recorded outcome of a tool call (its event). */
-function toolEvent(callId: string): any {
-  return rt.host.store.events
-    .after("main", 0, 1_000_000)
+async function toolEvent(callId: string): Promise<any> {
+  return (await rt.host.store.events
+    .after("main", 0, 1_000_000))
     .filter(
       (e: any) =>
         (e.type === "tool_executed" || e.type === "tool_execution_failed") &&
@@ -112,14 +112,14 @@ describe("approvals", () => {
     const ask = await pendingApproval();
     expect(existsSync(join(ws, "approved-1"))).toBe(false);
     // The pending call's result is the awaiting envelope; the allowed call of the round ran.
-    const waiting = toolEvent("a1");
+    const waiting = await toolEvent("a1");
     expect(waiting.payload.tool_error.kind).toBe("awaiting_approval");
     expect(waiting.payload.tool_error.details.ask_id).toBe(ask.id);
-    expect(toolEvent("a2").type).toBe("tool_executed");
+    expect((await toolEvent("a2")).type).toBe("tool_executed");
     // The turn ended with the round: no further model call while the ask is pending.
     const calls = fake.requests.length;
     expect(calls - from).toBe(1);
-    expect(rt.host.services.asks.gatedBy("main")).toBe(ask.id);
+    expect(await rt.host.services.asks.gatedBy("main")).toBe(ask.id);
     // What the operator sees: the call, its digest, root, cwd, rules and the trigger.
     const shown = await cli("asks", "show", ask.id, "--json");
     expect(shown.code, shown.stderr).toBe(0);
@@ -142,11 +142,11 @@ describe("approvals", () => {
     expect(resumed).toContain("ship it");
     expect(resumed).toContain("Result of your call a1");
     // The resumed turn keeps runtime authority (never an operator instruction).
-    const msg = rt.host.store.messages
-      .recent("main", 20)
+    const msg = (await rt.host.store.messages
+      .recent("main", 20))
       .find((m) => m.metadata?.ask_id === ask.id)!;
     expect(msg.authority_class).toBe("runtime_instruction");
-    expect(rt.host.store.approvals.getCall(ask.id, "a1")?.state).toBe("completed");
+    expect((await rt.host.store.approvals.getCall(ask.id, "a1"))?.state).toBe("completed");
     // A second decision of the same ask is refused (409), and nothing runs again.
     const again = await rt.req("POST", `/control/asks/${ask.id}/decision`, { decision: "approve" });
     expect(again.status).toBe(409);
@@ -170,7 +170,7 @@ describe("approvals", () => {
     const told = sent(calls);
     expect(told).toContain("approval_denied");
     expect(told).toContain("not on a Friday");
-    expect(rt.host.store.approvals.getCall(ask.id, "d1")?.state).toBe("denied");
+    expect((await rt.host.store.approvals.getCall(ask.id, "d1"))?.state).toBe("denied");
   });
 
   it("one ask per round with one decision per call; a bad decision stores nothing", async () => {
@@ -178,12 +178,12 @@ describe("approvals", () => {
     await prompt("two files");
     const ask = await pendingApproval();
     expect(ask.details.calls).toHaveLength(2);
-    const seq = rt.host.store.events.newestSeq("main");
+    const seq = await rt.host.store.events.newestSeq("main");
     const bad = await rt.req("POST", `/control/asks/${ask.id}/decision`, { decision: "approve 3" });
     expect(bad.status).toBe(400);
     expect(bad.json.error?.kind ?? bad.json.kind).toBe("invalid_decision");
-    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
-    expect(rt.host.store.events.newestSeq("main")).toBe(seq);
+    expect((await rt.host.services.asks.get(ask.id)).state).toBe("pending");
+    expect(await rt.host.store.events.newestSeq("main")).toBe(seq);
     const calls = fake.requests.length;
     fake.enqueue(reply.text("one of two"));
     const ok = await cli("asks", "answer", ask.id, "approve 2");
@@ -210,17 +210,17 @@ describe("approvals", () => {
     fake.enqueue(reply.tools([exec("touch void-2", "v2")]));
     expect((await cli("asks", "answer", ask.id, "approve")).code).toBe(0);
     const second = await waitFor(
-      () =>
-        rt.host.services.asks
-          .list({ agent_id: "main" })
+      async () =>
+        (await rt.host.services.asks
+          .list({ agent_id: "main" }))
           .find((a) => a.kind === "approval" && a.id !== ask.id),
       { what: "a new approval ask", timeoutMs: 30_000 },
     );
-    await waitFor(() => rt.host.agents.get("main").status !== "awake_running");
+    await waitFor(async () => (await rt.host.agents.get("main")).status !== "awake_running");
     expect(existsSync(join(ws, "void-1"))).toBe(false);
     expect(existsSync(join(ws, "void-2"))).toBe(false);
     expect(sent(calls)).toContain("approval_void");
-    expect(rt.host.store.approvals.getCall(ask.id, "v1")?.state).toBe("void");
+    expect((await rt.host.store.approvals.getCall(ask.id, "v1"))?.state).toBe("void");
     fake.enqueue(reply.text("fine"));
     expect((await cli("asks", "answer", second.id, "deny")).code).toBe(0);
     await idle();
@@ -260,7 +260,7 @@ describe("Notification hooks", () => {
 
 describe("a one-shot run", () => {
   it("does not wait for an approval: the call is refused with approval_required and the run ends", async () => {
-    const before = rt.host.services.asks.list({ state: "all", limit: 500 }).length;
+    const before = (await rt.host.services.asks.list({ state: "all", limit: 500 })).length;
     fake.enqueue(reply.tools([exec("touch run-once", "r1")]), reply.text("could not"));
     const r = await runCli(["run", "--agent", "main", "--json", "touch run-once"], {
       env: { HOLON_HOME: home },
@@ -268,8 +268,8 @@ describe("a one-shot run", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).final_text).toBe("could not");
     expect(existsSync(join(ws, "run-once"))).toBe(false);
-    expect(toolEvent("r1").payload.tool_error.kind).toBe("approval_required");
-    expect(rt.host.services.asks.list({ state: "all", limit: 500 }).length).toBe(before);
+    expect((await toolEvent("r1")).payload.tool_error.kind).toBe("approval_required");
+    expect((await rt.host.services.asks.list({ state: "all", limit: 500 })).length).toBe(before);
     await idle();
   });
 });
@@ -280,8 +280,8 @@ describe("the agent cannot approve its own ask", () => {
     await prompt("touch self-1");
     const ask = await pendingApproval();
     // An agent's credential (what a tool or a supervising parent holds) is refused.
-    expect(() =>
-      rt.host.services.asks.decide(
+    expect(async () =>
+      await rt.host.services.asks.decide(
         ask.id,
         { decision: "approve" },
         { kind: "agent", agent_id: "main" },
@@ -295,7 +295,7 @@ describe("the agent cannot approve its own ask", () => {
       { authorization: "" },
     );
     expect(r.status).toBe(401);
-    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
+    expect((await rt.host.services.asks.get(ask.id)).state).toBe("pending");
     fake.enqueue(reply.text("ok"));
     expect((await cli("asks", "answer", ask.id, "deny")).code).toBe(0);
     await idle();
@@ -305,7 +305,7 @@ describe("the agent cannot approve its own ask", () => {
 
 describe("a command cannot approve its own ask", () => {
   it("through the Unix socket, the token file or loopback TCP, when the sandbox confines it", async (ctx) => {
-    const agent = rt.host.agents.get("main");
+    const agent = await rt.host.agents.get("main");
     if (rt.host.services.sandbox.summary(agent).state !== "enforced") {
       ctx.skip(); // unconfined, a command can reach them: the leash is advisory (see docs)
       return;
@@ -343,10 +343,10 @@ describe("a command cannot approve its own ask", () => {
     );
     // The socket is not there for it, the token file is unreadable, TCP refuses it.
     expect(out).toMatch(/socket=000 token=0 tcp=401/);
-    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
+    expect((await rt.host.services.asks.get(ask.id)).state).toBe("pending");
     expect((await cli("asks", "answer", ask.id, "deny")).code).toBe(0);
     await idle();
-    expect(rt.host.store.approvals.getCall(ask.id, "e1")?.state).toBe("denied");
+    expect((await rt.host.store.approvals.getCall(ask.id, "e1"))?.state).toBe("denied");
   });
 });
 
@@ -365,16 +365,16 @@ describe("workspace hooks", () => {
     fake.enqueue(reply.tools([exec("echo one", "h1")]), reply.text("one"));
     await prompt("echo one");
     const consent = await waitFor(
-      () =>
-        rt.host.services.asks
-          .list({ agent_id: "main" })
+      async () =>
+        (await rt.host.services.asks
+          .list({ agent_id: "main" }))
           .find((a) => a.kind === "approval" && a.details.approval === "consent"),
       { what: "the hook's consent ask" },
     );
     await idle();
     expect(existsSync(join(ws, "hook-runs"))).toBe(false);
     // A consent holds nothing up: the agent went on without the hook.
-    expect(rt.host.services.asks.gatedBy("main")).toBeUndefined();
+    expect(await rt.host.services.asks.gatedBy("main")).toBeUndefined();
     expect(consent.details.name).toBe("PreToolUse[0]");
     expect(consent.details.digest).toMatch(/^[0-9a-f]{64}$/);
     expect((await cli("asks", "answer", consent.id, "approve")).code).toBe(0);
@@ -383,7 +383,7 @@ describe("workspace hooks", () => {
     await idle();
     expect(readFileSync(join(ws, "hook-runs"), "utf8")).toBe("run\n");
     const confined =
-      rt.host.services.sandbox.summary(rt.host.agents.get("main")).state === "enforced";
+      rt.host.services.sandbox.summary(await rt.host.agents.get("main")).state === "enforced";
     if (confined) expect(readFileSync(join(ws, "hook-token"), "utf8")).toBe("");
     // The agent edits the hook (possible where the sandbox does not keep .holon.json
     // read-only): the changed definition does not run without a new approval.
@@ -404,8 +404,8 @@ describe("workspace hooks", () => {
     await prompt("edit and echo");
     await idle();
     expect(readFileSync(join(ws, "hook-runs"), "utf8")).toBe("run\nrun\n");
-    const second = rt.host.services.asks
-      .list({ agent_id: "main" })
+    const second = (await rt.host.services.asks
+      .list({ agent_id: "main" }))
       .find((a) => a.details.approval === "consent" && a.id !== consent.id);
     expect(second?.details.name).toBe("PreToolUse[0]");
     expect(second?.details.digest).not.toBe(consent.details.digest);

@@ -131,7 +131,7 @@ describe("asks across a restart", () => {
     const rt = await startRuntime({ home });
     try {
       const asks = rt.host.services.asks;
-      const ask = asks.open({
+      const ask = await asks.open({
         agent_id: "main",
         kind: "budget",
         source: "budget",
@@ -149,7 +149,7 @@ describe("asks across a restart", () => {
       });
       const bindingId = b.json.binding.binding_id as string;
       await waitFor(
-        () => asks.get(ask.id).deliveries[bindingId]?.status === "accepted_by_transport",
+        async () => (await asks.get(ask.id)).deliveries[bindingId]?.status === "accepted_by_transport",
         {
           what: "the ask delivered to the binding",
         },
@@ -174,7 +174,7 @@ describe("asks across a restart", () => {
         binding_id: bindingId,
         actor_id: "operator:jo",
       });
-      const msg = rt.host.store.messages.get(ok.json.message_id)!;
+      const msg = (await rt.host.store.messages.get(ok.json.message_id))!;
       expect(msg).toMatchObject({
         kind: "operator_prompt",
         delivery_surface: "remote_operator_transport",
@@ -182,7 +182,7 @@ describe("asks across a restart", () => {
         authority_class: "operator_instruction",
       });
       await rt.req("POST", `/control/agents/main/operator-bindings/${bindingId}/revoke`, {});
-      const next = asks.open({
+      const next = await asks.open({
         agent_id: "main",
         kind: "budget",
         source: "budget",
@@ -197,7 +197,7 @@ describe("asks across a restart", () => {
       });
       expect(revoked.status).toBe(403);
       expect(revoked.json.error.kind).toBe("binding_revoked");
-      expect(asks.get(next.id).state).toBe("pending");
+      expect((await asks.get(next.id)).state).toBe("pending");
     } finally {
       cb.close();
       await rt.close();
@@ -212,13 +212,13 @@ function testClock(start: string): TestClock {
 }
 
 describe("ask expiry", () => {
-  it("after 7 days an input ask expires and tells the agent; a budget ask expires and keeps its gate", () => {
+  it("after 7 days an input ask expires and tells the agent; a budget ask expires and keeps its gate", async () => {
     const clock = testClock("2026-03-01T12:00:00.000Z");
-    const host = RuntimeHost.open({ home: tempHome(), clock, autostartAgents: false });
+    const host = await RuntimeHost.open({ home: tempHome(), clock, autostartAgents: false });
     try {
       const { asks, work, scheduler } = host.services;
-      const item = work.create("main", { objective: "pick a name" }, "operator");
-      const question = asks.open({
+      const item = await work.create("main", { objective: "pick a name" }, "operator");
+      const question = await asks.open({
         agent_id: "main",
         kind: "input",
         source: "needs_input",
@@ -227,7 +227,7 @@ describe("ask expiry", () => {
         about: "Which name?",
         detail: "Which name should the release have?",
       });
-      const gate = asks.open({
+      const gate = await asks.open({
         agent_id: "main",
         kind: "budget",
         source: "budget",
@@ -237,28 +237,28 @@ describe("ask expiry", () => {
       });
       expect(question.expires_at).toBe("2026-03-08T12:00:00.000Z");
       clock.advance(7 * 24 * 3600_000 - 1);
-      expect(scheduler.fireDue()).toBe(0);
+      expect(await scheduler.fireDue()).toBe(0);
       clock.advance(1);
-      expect(scheduler.fireDue()).toBe(2);
-      expect(asks.get(question.id).state).toBe("expired");
-      expect(asks.get(gate.id).state).toBe("expired");
+      expect(await scheduler.fireDue()).toBe(2);
+      expect((await asks.get(question.id)).state).toBe("expired");
+      expect((await asks.get(gate.id)).state).toBe("expired");
       // The question's agent was told; its item is runnable again.
-      const told = host.store.messages
-        .recent("main", 10)
+      const told = (await host.store.messages
+        .recent("main", 10))
         .find((m) => m.metadata?.ask_id === question.id)!;
       expect(told.kind).toBe("system_tick");
       expect(told.body).toMatchObject({ text: expect.stringContaining("expired") });
-      expect(work.item("main", item.id).blocked_by).toBeUndefined();
+      expect((await work.item("main", item.id)).blocked_by).toBeUndefined();
       // The budget ask still gates the agent until it is withdrawn (its window turned over).
-      expect(asks.gatedBy("main")).toBe(gate.id);
-      const late = () =>
-        asks.decide(gate.id, { decision: "raise" }, { kind: "operator", via: "control" });
+      expect(await asks.gatedBy("main")).toBe(gate.id);
+      const late = async () =>
+        await asks.decide(gate.id, { decision: "raise" }, { kind: "operator", via: "control" });
       expect(late).toThrow(/expired, not pending/);
-      asks.withdraw(gate.id, "budget_window_turned_over", {
+      await asks.withdraw(gate.id, "budget_window_turned_over", {
         wake: "Your budget window turned over.",
       });
-      expect(asks.gatedBy("main")).toBeUndefined();
-      expect(host.store.deadlines.forAgent("main")).toEqual([]);
+      expect(await asks.gatedBy("main")).toBeUndefined();
+      expect(await host.store.deadlines.forAgent("main")).toEqual([]);
     } finally {
       void host.shutdown();
     }

@@ -22,7 +22,7 @@ describe("holon tui and asks", () => {
     try {
       await waitFor(() => frame().includes("· live"), { what: "live" });
       expect(frame()).not.toContain("waiting on you");
-      const ask = rt.host.services.asks.open({
+      const ask = await rt.host.services.asks.open({
         agent_id: "main",
         kind: "budget",
         source: "budget",

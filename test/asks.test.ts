@@ -10,16 +10,16 @@ import { reply } from "./fake-provider/server.ts";
 
 const fake = useFakeProvider();
 
-const events = (rt: TestRuntime, type: string, agent = "main") =>
-  rt.host.store.events.after(agent, 0, 100_000).filter((e) => e.type === type);
-const admittedTicks = (rt: TestRuntime) =>
-  events(rt, "work_activation").filter((e) => e.payload.disposition === "admitted").length;
+const events = async (rt: TestRuntime, type: string, agent = "main") =>
+  (await rt.host.store.events.after(agent, 0, 100_000)).filter((e) => e.type === type);
+const admittedTicks = async (rt: TestRuntime) =>
+  (await events(rt, "work_activation")).filter((e) => e.payload.disposition === "admitted").length;
 
 async function idle(rt: TestRuntime, agent = "main") {
   await waitFor(
-    () =>
-      rt.host.store.messages.pendingCount(agent) === 0 &&
-      !rt.host.store.agents.get(agent)!.current_run_id,
+    async () =>
+      await rt.host.store.messages.pendingCount(agent) === 0 &&
+      !(await rt.host.store.agents.get(agent))!.current_run_id,
     { what: "an idle agent", timeoutMs: 20_000 },
   );
 }
@@ -40,7 +40,7 @@ describe("runaway loops end in an ask", () => {
       const add = await cli("work", "add", "main", "port the CLI to Deno");
       expect(add.code, add.stderr).toBe(0);
       const itemId = /(wi_\w+)/.exec(add.stdout)![1]!;
-      const ask = await waitFor(() => rt.host.services.asks.list()[0], {
+      const ask = await waitFor(async () => (await rt.host.services.asks.list())[0], {
         what: "the runaway ask",
         timeoutMs: 20_000,
       });
@@ -54,8 +54,8 @@ describe("runaway loops end in an ask", () => {
         options: ["continue N", "block item", "cancel item"],
         state: "pending",
       });
-      expect(admittedTicks(rt)).toBe(3);
-      const halted = events(rt, "work_activation").filter(
+      expect(await admittedTicks(rt)).toBe(3);
+      const halted = (await events(rt, "work_activation")).filter(
         (e) => e.payload.disposition === "halted",
       );
       expect(halted).toHaveLength(1);
@@ -74,7 +74,7 @@ describe("runaway loops end in an ask", () => {
       expect(item.held_by_asks).toEqual([expect.objectContaining({ ask_id: ask.id })]);
       // No recheck reminder: a held item costs nothing while it waits.
       expect(item.recheck_at).toBeUndefined();
-      expect(rt.host.store.deadlines.forAgent("main").map((d) => d.kind)).toEqual(["ask_expiry"]);
+      expect((await rt.host.store.deadlines.forAgent("main")).map((d) => d.kind)).toEqual(["ask_expiry"]);
 
       // Five ordinary prompts: each is answered, none restarts the loop.
       const before = fake.requests.length;
@@ -84,9 +84,9 @@ describe("runaway loops end in an ask", () => {
         await idle(rt);
       }
       expect(fake.requests.length - before).toBe(5);
-      expect(admittedTicks(rt)).toBe(3);
-      expect(rt.host.services.asks.list().map((a) => a.id)).toEqual([ask.id]);
-      expect(rt.host.store.agents.get("main")!.closure).toMatchObject({
+      expect(await admittedTicks(rt)).toBe(3);
+      expect((await rt.host.services.asks.list()).map((a) => a.id)).toEqual([ask.id]);
+      expect((await rt.host.store.agents.get("main"))!.closure).toMatchObject({
         outcome: "waiting",
         waiting_reason: "awaiting_operator_input",
       });
@@ -96,21 +96,21 @@ describe("runaway loops end in an ask", () => {
       expect(answered.code, answered.stderr).toBe(0);
       expect(answered.stdout).toContain(`decided ${ask.id}: continue 5`);
       const second = await waitFor(
-        () => rt.host.services.asks.list().find((a) => a.id !== ask.id),
+        async () => (await rt.host.services.asks.list()).find((a) => a.id !== ask.id),
         { what: "the second halt", timeoutMs: 20_000 },
       );
       await idle(rt);
-      expect(admittedTicks(rt)).toBe(3 + 5);
+      expect(await admittedTicks(rt)).toBe(3 + 5);
       expect(second.work_item_id).toBe(itemId);
-      const decided = rt.host.services.asks.get(ask.id);
+      const decided = await rt.host.services.asks.get(ask.id);
       expect(decided).toMatchObject({
         state: "decided",
         decision: "continue 5",
         decided_by: { kind: "operator", via: "control" },
       });
       // The decision reached the agent as an operator message.
-      const msg = rt.host.store.messages
-        .recent("main", 100)
+      const msg = (await rt.host.store.messages
+        .recent("main", 100))
         .find((m) => m.metadata?.ask_id === ask.id)!;
       expect(msg).toMatchObject({
         kind: "operator_prompt",
@@ -125,7 +125,7 @@ describe("runaway loops end in an ask", () => {
       const closed = (await rt.req("GET", `/agents/main/work-items/${itemId}`)).json.work_item;
       expect(closed.state).toBe("completed");
       expect(closed.result_summary).toContain("Cancelled by the operator");
-      expect(rt.host.services.asks.list()).toEqual([]);
+      expect(await rt.host.services.asks.list()).toEqual([]);
     } finally {
       fake.setFallback(null);
       await rt.close();
@@ -136,15 +136,15 @@ describe("runaway loops end in an ask", () => {
     const { rt } = await runtime();
     try {
       const work = rt.host.services.work;
-      const item = work.create("main", { objective: "spin", plan_status: "ready" }, "operator");
-      work.pick("main", item.id, "operator");
+      const item = await work.create("main", { objective: "spin", plan_status: "ready" }, "operator");
+      await work.pick("main", item.id, "operator");
       // The model never stops calling a tool: 100 rounds (the default limit), then the halt.
       fake.setFallback(() =>
         reply.tools([{ name: "GetWorkItem", arguments: { work_item_id: item.id } }]),
       );
       const before = fake.requests.length;
       await rt.req("POST", "/control/agents/main/prompt", { text: "go" });
-      const ask = await waitFor(() => rt.host.services.asks.list()[0], {
+      const ask = await waitFor(async () => (await rt.host.services.asks.list())[0], {
         what: "the round-limit ask",
         timeoutMs: 30_000,
       });
@@ -156,13 +156,13 @@ describe("runaway loops end in an ask", () => {
         options: ["continue N", "block item", "cancel item"],
       });
       expect(ask.about).toContain("100 model rounds");
-      expect(rt.host.store.agents.get("main")!.closure).toMatchObject({
+      expect((await rt.host.store.agents.get("main"))!.closure).toMatchObject({
         outcome: "waiting",
         waiting_reason: "awaiting_operator_input",
       });
       // No failure brief: the ask is what the operator sees.
-      expect(rt.host.store.briefs.recent("main", 10).some((b) => b.kind === "failure")).toBe(false);
-      expect(work.item("main", item.id).blocked_by).toContain(`(ask ${ask.id})`);
+      expect((await rt.host.store.briefs.recent("main", 10)).some((b) => b.kind === "failure")).toBe(false);
+      expect((await work.item("main", item.id)).blocked_by).toContain(`(ask ${ask.id})`);
     } finally {
       fake.setFallback(null);
       await rt.close();
@@ -174,17 +174,17 @@ describe("runaway loops end in an ask", () => {
     fake.setFallback(() => reply.text("later"));
     try {
       await rt.req("POST", "/control/agents/main/work-items", { objective: "never picked" });
-      const ask = await waitFor(() => rt.host.services.asks.list()[0], { what: "the ask" });
+      const ask = await waitFor(async () => (await rt.host.services.asks.list())[0], { what: "the ask" });
       await idle(rt);
-      const snapshot = () => ({
-        ask: JSON.stringify(rt.host.services.asks.get(ask.id)),
+      const snapshot = async () => ({
+        ask: JSON.stringify(await rt.host.services.asks.get(ask.id)),
         // (refused requests are audited, nothing else may be written)
-        events: rt.host.store.events
-          .after("main", 0, 100_000)
+        events: (await rt.host.store.events
+          .after("main", 0, 100_000))
           .filter((e) => e.type !== "http_request_refused").length,
-        messages: rt.host.store.messages.recent("main", 1_000).length,
+        messages: (await rt.host.store.messages.recent("main", 1_000)).length,
       });
-      const before = snapshot();
+      const before = await snapshot();
 
       const unknown = await rt.req("POST", "/control/asks/ask_nope/decision", { decision: "x" });
       expect(unknown.status).toBe(404);
@@ -219,14 +219,14 @@ describe("runaway loops end in an ask", () => {
       expect(binding.status).toBe(403);
       expect(binding.json.error.kind).toBe("unknown_binding");
       // A parent-agent credential may never decide a budget ask, nor a stranger's question.
-      expect(() =>
-        rt.host.services.asks.decide(
+      expect(async () =>
+        await rt.host.services.asks.decide(
           ask.id,
           { decision: "block item" },
           { kind: "agent", agent_id: "someone" },
         ),
       ).toThrow(/only the parent/);
-      expect(snapshot()).toEqual(before);
+      expect(await snapshot()).toEqual(before);
 
       const cli404 = await cli("asks", "answer", "ask_nope", "yes");
       expect(cli404.code).not.toBe(0);
@@ -240,14 +240,14 @@ describe("runaway loops end in an ask", () => {
       expect(ok.status).toBe(200);
       expect(ok.json.ask).toMatchObject({ state: "decided", decision: "block item" });
       await idle(rt);
-      const after = snapshot();
+      const after = await snapshot();
       const again = await rt.req("POST", `/control/asks/${ask.id}/decision`, {
         decision: "continue 3",
       });
       expect(again.status).toBe(409);
       expect(again.json.error.kind).toBe("ask_not_pending");
-      expect(snapshot()).toEqual(after);
-      const item = rt.host.store.workItems.get(ask.work_item_id!)!;
+      expect(await snapshot()).toEqual(after);
+      const item = (await rt.host.store.workItems.get(ask.work_item_id!))!;
       expect(item.blocked_by).toContain("blocked by the operator");
       expect(item.blocked_by).toContain("legal first");
     } finally {
@@ -262,13 +262,13 @@ describe("input and budget asks", () => {
     const { rt, cli } = await runtime();
     try {
       const work = rt.host.services.work;
-      const asked = work.create(
+      const asked = await work.create(
         "main",
         { objective: "pick a database", plan_status: "ready" },
         "operator",
       );
-      const other = work.create("main", { objective: "write the README" }, "operator");
-      work.pick("main", asked.id, "operator");
+      const other = await work.create("main", { objective: "write the README" }, "operator");
+      await work.pick("main", asked.id, "operator");
       fake.enqueue(
         reply.tools([
           {
@@ -285,12 +285,12 @@ describe("input and budget asks", () => {
         reply.text("done with the README"),
       );
       await rt.req("POST", "/control/agents/main/prompt", { text: "go" });
-      await waitFor(() => work.item("main", other.id).state === "completed", {
+      await waitFor(async () => (await work.item("main", other.id)).state === "completed", {
         what: "the other item to complete",
         timeoutMs: 20_000,
       });
       await idle(rt);
-      const [ask] = rt.host.services.asks.list();
+      const [ask] = await rt.host.services.asks.list();
       expect(ask).toMatchObject({
         kind: "input",
         source: "needs_input",
@@ -298,13 +298,13 @@ describe("input and budget asks", () => {
         detail: "Which database should I use, staging or production?",
         free_text: true,
       });
-      expect(work.item("main", asked.id).blocked_by).toContain(`(ask ${ask!.id})`);
-      expect(rt.host.store.agents.get("main")!.closure?.waiting_reason).toBe(
+      expect((await work.item("main", asked.id)).blocked_by).toContain(`(ask ${ask!.id})`);
+      expect((await rt.host.store.agents.get("main"))!.closure?.waiting_reason).toBe(
         "awaiting_operator_input",
       );
 
       // The agent cannot lift the blocker itself.
-      expect(() => work.update("main", asked.id, { blocked_by: null }, "agent")).toThrow(
+      expect(async () => await work.update("main", asked.id, { blocked_by: null }, "agent")).toThrow(
         /held by ask/,
       );
 
@@ -315,7 +315,7 @@ describe("input and budget asks", () => {
         what: "the answer to reach the model",
       });
       await idle(rt);
-      const item = work.item("main", asked.id);
+      const item = await work.item("main", asked.id);
       expect(item.blocked_by).toBeUndefined();
       expect(item.plan_status).toBe("draft");
     } finally {
@@ -328,7 +328,7 @@ describe("input and budget asks", () => {
     const { rt } = await runtime();
     try {
       const asks = rt.host.services.asks;
-      const ask = asks.open({
+      const ask = await asks.open({
         agent_id: "main",
         kind: "budget",
         source: "budget",
@@ -337,27 +337,27 @@ describe("input and budget asks", () => {
         detail: "main spent its daily budget.",
         options: ["raise", "wait"],
       });
-      expect(asks.gatedBy("main")).toBe(ask.id);
+      expect(await asks.gatedBy("main")).toBe(ask.id);
       const before = fake.requests.length;
       const p = await rt.req("POST", "/control/agents/main/prompt", { text: "kept for later" });
       expect(p.status).toBe(202);
-      await waitFor(() => rt.host.store.agents.get("main")!.status === "asleep", {
+      await waitFor(async () => (await rt.host.store.agents.get("main"))!.status === "asleep", {
         what: "the gated agent to rest",
       });
-      expect(rt.host.store.messages.pendingCount("main")).toBe(1);
+      expect(await rt.host.store.messages.pendingCount("main")).toBe(1);
       expect(fake.requests.length).toBe(before);
       // An agent never decides a budget ask; the refusal writes nothing.
-      expect(() =>
-        asks.decide(ask.id, { decision: "raise" }, { kind: "agent", agent_id: "main" }),
+      expect(async () =>
+        await asks.decide(ask.id, { decision: "raise" }, { kind: "agent", agent_id: "main" }),
       ).toThrow(/only the operator can decide it/);
-      expect(asks.get(ask.id).state).toBe("pending");
+      expect((await asks.get(ask.id)).state).toBe("pending");
 
       fake.enqueue(reply.text("first"), reply.text("second"));
       const d = await rt.req("POST", `/control/asks/${ask.id}/decision`, { decision: "raise" });
       expect(d.status).toBe(200);
       await waitFor(() => fake.requests.length >= before + 2, { what: "both messages to run" });
       await idle(rt);
-      expect(asks.gatedBy("main")).toBeUndefined();
+      expect(await asks.gatedBy("main")).toBeUndefined();
     } finally {
       await rt.close();
     }
@@ -368,8 +368,8 @@ describe("input and budget asks", () => {
     try {
       const asks = rt.host.services.asks;
       const work = rt.host.services.work;
-      const item = work.create("main", { objective: "x" }, "operator");
-      const a = asks.open({
+      const item = await work.create("main", { objective: "x" }, "operator");
+      const a = await asks.open({
         agent_id: "main",
         kind: "budget",
         source: "budget",
@@ -378,10 +378,10 @@ describe("input and budget asks", () => {
         about: "item budget spent",
         detail: "500k of 500k tokens",
       });
-      expect(work.item("main", item.id).blocked_by).toContain(a.id);
-      work.complete("main", item.id, { by: "operator", note: "done elsewhere" });
-      expect(asks.get(a.id)).toMatchObject({ state: "withdrawn", reason: "work_item_completed" });
-      const b = asks.open({
+      expect((await work.item("main", item.id)).blocked_by).toContain(a.id);
+      await work.complete("main", item.id, { by: "operator", note: "done elsewhere" });
+      expect(await asks.get(a.id)).toMatchObject({ state: "withdrawn", reason: "work_item_completed" });
+      const b = await asks.open({
         agent_id: "main",
         kind: "budget",
         source: "budget",
@@ -391,8 +391,8 @@ describe("input and budget asks", () => {
       });
       const stop = await rt.req("POST", "/control/agents/main/control", { action: "stop" });
       expect(stop.status).toBe(200);
-      expect(asks.get(b.id)).toMatchObject({ state: "withdrawn", reason: "agent_stopped" });
-      expect(rt.host.store.deadlines.forAgent("main")).toEqual([]);
+      expect(await asks.get(b.id)).toMatchObject({ state: "withdrawn", reason: "agent_stopped" });
+      expect(await rt.host.store.deadlines.forAgent("main")).toEqual([]);
       const list = await rt.req("GET", "/control/asks?state=withdrawn");
       expect(list.json.asks.map((x: { id: string }) => x.id).sort()).toEqual([a.id, b.id].sort());
     } finally {

@@ -219,7 +219,7 @@ describe.runIf(lanAddress)("lan and tailnet modes", () => {
         body: JSON.stringify({ text: "from the lan" }),
       });
       expect(prompt.status).toBe(202);
-      expect(rt.host.store.messages.get(prompt.json.message_id)!.admission_context).toBe(
+      expect((await rt.host.store.messages.get(prompt.json.message_id))!.admission_context).toBe(
         "control_authenticated",
       );
     } finally {

@@ -198,7 +198,7 @@ describe("budgets end to end", () => {
       const before = fake.requests.length;
       const p = await rt.req("POST", "/control/agents/main/prompt", { text: "long job" });
       expect(p.status).toBe(202);
-      const hold = await waitFor(() => rt.host.store.agents.get("main")?.budget_hold, {
+      const hold = await waitFor(async () => (await rt.host.store.agents.get("main"))?.budget_hold, {
         what: "the daily hold",
       });
       expect(hold).toMatchObject({
@@ -213,22 +213,22 @@ describe("budgets end to end", () => {
       // Ingress is kept while held; no model call runs.
       const later = await rt.req("POST", "/control/agents/main/prompt", { text: "and this" });
       expect(later.status).toBe(202);
-      rt.host.services.scheduler.fireDue(); // not due yet
-      expect(rt.host.store.agents.get("main")?.budget_hold).toBeDefined();
-      expect(rt.host.store.messages.get(later.json.message_id)?.status).toBe("queued");
+      await rt.host.services.scheduler.fireDue(); // not due yet
+      expect((await rt.host.store.agents.get("main"))?.budget_hold).toBeDefined();
+      expect((await rt.host.store.messages.get(later.json.message_id))?.status).toBe("queued");
       expect(n).toBe(5);
 
       clock.set("2026-01-11T00:00:01.000Z");
-      expect(rt.host.services.scheduler.fireDue()).toBe(1);
-      expect(rt.host.store.agents.get("main")?.budget_hold).toBeUndefined();
+      expect(await rt.host.services.scheduler.fireDue()).toBe(1);
+      expect((await rt.host.store.agents.get("main"))?.budget_hold).toBeUndefined();
       await waitFor(
-        () => rt.host.store.messages.get(later.json.message_id)?.status === "processed",
+        async () => (await rt.host.store.messages.get(later.json.message_id))?.status === "processed",
         {
           what: "the kept prompt to run after midnight",
         },
       );
       expect(n).toBeGreaterThan(5);
-      const types = rt.host.store.events.after("main", 0, 10_000).map((e) => e.type);
+      const types = (await rt.host.store.events.after("main", 0, 10_000)).map((e) => e.type);
       expect(types).toContain("budget_exhausted");
       expect(types).toContain("budget_hold_cleared");
       expect(types.filter((t) => t === "budget_warning")).toHaveLength(1);
@@ -268,10 +268,10 @@ describe("budgets end to end", () => {
       release();
       for (const id of ["main", "a1", "a2"]) {
         await waitFor(
-          () => rt.host.store.agents.get(id)?.closure?.waiting_reason === "awaiting_operator_input",
+          async () => (await rt.host.store.agents.get(id))?.closure?.waiting_reason === "awaiting_operator_input",
           { what: `${id} to stop` },
         );
-        expect(rt.host.store.agents.get(id)?.budget_hold).toMatchObject({ reason: "frozen" });
+        expect((await rt.host.store.agents.get(id))?.budget_hold).toMatchObject({ reason: "frozen" });
       }
       // One call each (the one in flight), none after the freeze.
       expect(fake.requests.length - before).toBe(3);
@@ -285,7 +285,7 @@ describe("budgets end to end", () => {
       fake.setFallback(() => reply.text("ok", { input_tokens: 10 }));
       const unfrozen = await runCli(["budget", "unfreeze", "--all"], { env });
       expect(unfrozen.code, unfrozen.stderr).toBe(0);
-      await waitFor(() => !rt.host.store.agents.list().some((a) => a.budget_hold), {
+      await waitFor(async () => !(await rt.host.store.agents.list()).some((a) => a.budget_hold), {
         what: "holds to clear",
       });
       await waitFor(() => fake.requests.length - before >= 6, { what: "the agents to resume" });
@@ -335,8 +335,8 @@ describe("budgets end to end", () => {
       const p = await rt.req("POST", "/control/agents/main/prompt", { text: "go" });
       expect(p.status).toBe(202);
       const child = await waitFor(
-        () =>
-          rt.host.store.agents.list().find((a) => a.budget_hold?.scope.startsWith("reservation:")),
+        async () =>
+          (await rt.host.store.agents.list()).find((a) => a.budget_hold?.scope.startsWith("reservation:")),
         { what: "the child's reservation hold" },
       );
       // 12k a round, whole rounds up to the line of 30k.
@@ -356,7 +356,7 @@ describe("budgets end to end", () => {
       });
       expect(r.code, r.stderr).toBe(0);
       await waitFor(
-        () => rt.host.store.agents.get(child.agent_id)?.budget_reservation?.returned_at,
+        async () => (await rt.host.store.agents.get(child.agent_id))?.budget_reservation?.returned_at,
         {
           what: "the reservation to be returned",
         },
@@ -366,7 +366,7 @@ describe("budgets end to end", () => {
       expect(t.reserved.tokens ?? 0).toBe(0);
       // The child's spend stays in the parent's; the unspent rest is the parent's again.
       expect(t.spent.tokens).toBeGreaterThanOrEqual(childSpent + 1100);
-      const types = rt.host.store.events.after("main", 0, 10_000).map((e) => e.type);
+      const types = (await rt.host.store.events.after("main", 0, 10_000)).map((e) => e.type);
       expect(types).toContain("budget_reservation_returned");
     } finally {
       fake.setFallback(null);
@@ -443,11 +443,11 @@ describe("budgets end to end", () => {
       expect(run.code).toBe(1);
       expect(run.stderr).toContain("model catalog");
 
-      const main = rt.host.store.agents.get("main")!;
+      const main = (await rt.host.store.agents.get("main"))!;
       expect(main.budgets).toBeUndefined();
-      expect(rt.host.store.workItems.count("main", "open")).toBe(0);
-      expect(rt.host.store.agents.list().map((a) => a.agent_id)).toEqual(["main"]);
-      const types = rt.host.store.events.after("main", 0, 10_000).map((e) => e.type);
+      expect(await rt.host.store.workItems.count("main", "open")).toBe(0);
+      expect((await rt.host.store.agents.list()).map((a) => a.agent_id)).toEqual(["main"]);
+      const types = (await rt.host.store.events.after("main", 0, 10_000)).map((e) => e.type);
       expect(types).not.toContain("budget_set");
     } finally {
       await rt.close();
@@ -470,7 +470,7 @@ describe("budgets end to end", () => {
       );
       fake.enqueue(reply.text("hi", { input_tokens: 1000, output_tokens: 100 }));
       const p = await rt.req("POST", "/control/agents/main/prompt", { text: "hello" });
-      await waitFor(() => rt.host.store.messages.get(p.json.message_id)?.status === "processed");
+      await waitFor(async () => (await rt.host.store.messages.get(p.json.message_id))?.status === "processed");
       const v = (await rt.req("GET", "/agents/main/budget")).json.budget;
       expect(v.time_zone).toBe("Europe/Berlin");
       expect(v.scopes[0].spent.usd).toBeCloseTo((1000 * 2 + 100 * 10) / 1e6, 10);

@@ -34,11 +34,11 @@ describe("prompt-cache health", () => {
       reply.text("done", { input_tokens: 4000, cached_tokens: 0, output_tokens: 1 }),
     );
     expect((await rt.req("POST", "/control/agents/main/prompt", { text: "go" })).status).toBe(202);
-    const events = () => rt!.host.store.events.query("main", { limit: 500, order: "asc" });
-    await waitFor(() => events().some((e) => e.type === "turn_terminal"), { what: "the turn" });
+    const events = async () => await rt!.host.store.events.query("main", { limit: 500, order: "asc" });
+    await waitFor(async () => (await events()).some((e) => e.type === "turn_terminal"), { what: "the turn" });
 
-    const rounds = events().filter((e) => e.type === "provider_round_completed");
-    const degraded = events().filter((e) => e.type === "prompt_cache_degraded");
+    const rounds = (await events()).filter((e) => e.type === "provider_round_completed");
+    const degraded = (await events()).filter((e) => e.type === "prompt_cache_degraded");
     expect(degraded.length).toBe(1);
     const d = degraded[0]!;
     const firstLow = rounds[4]!.payload as { run_id: string; round: number };
@@ -61,7 +61,7 @@ describe("prompt-cache health", () => {
     expect((await rt.req("POST", "/control/agents/main/prompt", { text: "again" })).status).toBe(
       202,
     );
-    await waitFor(() => events().some((e) => e.type === "prompt_cache_recovered"), {
+    await waitFor(async () => (await events()).some((e) => e.type === "prompt_cache_recovered"), {
       what: "recovery",
     });
     expect((await rt.req("GET", "/agents/main/status")).json.prompt_cache).toBeNull();
@@ -86,9 +86,9 @@ describe("prompt-cache health", () => {
         reply.text("done", { input_tokens: 600, cached_tokens: 0, output_tokens: 1 }),
       );
       await local.req("POST", "/control/agents/main/prompt", { text: "go" });
-      const events = () => local.host.store.events.query("main", { limit: 500, order: "asc" });
-      await waitFor(() => events().some((e) => e.type === "turn_terminal"), { what: "the turn" });
-      expect(events().some((e) => e.type === "prompt_cache_degraded")).toBe(false);
+      const events = async () => await local.host.store.events.query("main", { limit: 500, order: "asc" });
+      await waitFor(async () => (await events()).some((e) => e.type === "turn_terminal"), { what: "the turn" });
+      expect((await events()).some((e) => e.type === "prompt_cache_degraded")).toBe(false);
     } finally {
       await local.close();
     }

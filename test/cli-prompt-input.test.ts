@@ -23,9 +23,9 @@ afterAll(async () => {
   await rt.close();
 });
 
-function queuedText(stdout: string): string {
+async function queuedText(stdout: string): Promise<string> {
   const { message_id } = JSON.parse(stdout);
-  const m = rt.host.store.messages.get(message_id)!;
+  const m = (await rt.host.store.messages.get(message_id))!;
   return (m.body as { text: string }).text;
 }
 
@@ -45,13 +45,13 @@ describe("holon prompt from standard input and files", () => {
       input: "line one\nline two\n",
     });
     expect(piped.code, piped.stderr).toBe(0);
-    expect(queuedText(piped.stdout)).toBe("line one\nline two\n");
+    expect(await queuedText(piped.stdout)).toBe("line one\nline two\n");
 
     const fromFile = await runCli(["prompt", "--json", "--file", file("from a file ✓\n")], {
       env: env(),
     });
     expect(fromFile.code, fromFile.stderr).toBe(0);
-    expect(queuedText(fromFile.stdout)).toBe("from a file ✓\n");
+    expect(await queuedText(fromFile.stdout)).toBe("from a file ✓\n");
 
     const both = await runCli(["prompt", "--file", file("x"), "words"], { env: env() });
     expect(both.code).toBe(1);
@@ -61,13 +61,13 @@ describe("holon prompt from standard input and files", () => {
   });
 
   it("one limit on every path: up to the host's cap is sent, one byte more is refused in one line", async () => {
-    const pending = () => rt.host.store.messages.pendingCount("main");
+    const pending = async () => await rt.host.store.messages.pendingCount("main");
     const fits = "a".repeat(MAX_BODY_BYTES - PROMPT_OVERHEAD);
     const ok = await runCli(["prompt", "--json", "-"], { env: env(), input: fits });
     expect(ok.code, ok.stderr).toBe(0);
-    expect(queuedText(ok.stdout)).toHaveLength(fits.length);
+    expect(await queuedText(ok.stdout)).toHaveLength(fits.length);
 
-    const before = pending();
+    const before = await pending();
     for (const [how, args, input] of [
       ["stdin", ["prompt", "-"], fits + "a"],
       ["file", ["prompt", "--file", file(fits + "a")], ""],
@@ -79,7 +79,7 @@ describe("holon prompt from standard input and files", () => {
       expect(r.stderr.trim().split("\n"), how).toHaveLength(1);
       expect(r.stderr, how).toMatch(/the limit is 256 KiB per request, so nothing was sent/);
     }
-    expect(pending()).toBe(before);
+    expect(await pending()).toBe(before);
   });
 
   it("bytes that are not UTF-8 are replaced, with a warning", async () => {
@@ -87,7 +87,7 @@ describe("holon prompt from standard input and files", () => {
     const r = await runCli(["prompt", "--json", "--file", file(bad)], { env: env() });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/warning: .*prompt\.txt is not valid UTF-8; the invalid bytes/);
-    expect(queuedText(r.stdout)).toBe("caf\uFFFD ok");
+    expect(await queuedText(r.stdout)).toBe("caf\uFFFD ok");
     const piped = await runCli(["prompt", "--json", "-"], { env: env(), input: bad });
     expect(piped.stderr).toContain("standard input is not valid UTF-8");
   });

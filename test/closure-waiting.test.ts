@@ -293,22 +293,22 @@ async function prompt(rt: TestRuntime, text: string) {
 }
 function settledMessage(rt: TestRuntime, id: string) {
   return waitFor(
-    () => {
-      const s = rt.host.store.messages.get(id)?.status;
+    async () => {
+      const s = (await rt.host.store.messages.get(id))?.status;
       return s && s !== "queued" && s !== "processing" ? s : undefined;
     },
     { what: `message ${id} to settle` },
   );
 }
-function eventsFor(rt: TestRuntime, type: string, messageId: string) {
-  return rt.host.store.events
-    .query("main", { limit: 100_000, order: "asc" })
+async function eventsFor(rt: TestRuntime, type: string, messageId: string) {
+  return (await rt.host.store.events
+    .query("main", { limit: 100_000, order: "asc" }))
     .filter((e) => e.type === type && e.provenance.message_id === messageId);
 }
 /** The closure stored after the message settled, and the continuation before it ran. */
-function recordsOf(rt: TestRuntime, messageId: string) {
-  const closure = eventsFor(rt, "closure_decided", messageId);
-  const continuation = eventsFor(rt, "continuation_resolved", messageId);
+async function recordsOf(rt: TestRuntime, messageId: string) {
+  const closure = await eventsFor(rt, "closure_decided", messageId);
+  const continuation = await eventsFor(rt, "continuation_resolved", messageId);
   expect(closure).toHaveLength(1);
   expect(continuation).toHaveLength(1);
   return { closure: closure[0]!.payload, continuation: continuation[0]!.payload };
@@ -319,7 +319,7 @@ describe("closure and continuation end to end", () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const rt = await startRuntime({ home });
-    const agentHome = rt.host.agents.get("main").agent_home;
+    const agentHome = (await rt.host.agents.get("main")).agent_home;
 
     // rest
     fake.enqueue(
@@ -327,7 +327,7 @@ describe("closure and continuation end to end", () => {
     );
     const m1 = await prompt(rt, "rest now");
     await settledMessage(rt, m1);
-    let r = recordsOf(rt, m1);
+    let r = await recordsOf(rt, m1);
     expect(r.continuation).toMatchObject({
       class: "local_continuation",
       model_visible: true,
@@ -345,7 +345,7 @@ describe("closure and continuation end to end", () => {
     );
     const m2 = await prompt(rt, "sleep ten minutes");
     await settledMessage(rt, m2);
-    r = recordsOf(rt, m2);
+    r = await recordsOf(rt, m2);
     expect(r.closure).toMatchObject({ outcome: "waiting", waiting_reason: "awaiting_timer" });
     const state = (await rt.req("GET", "/agents/main/state")).json;
     expect(state.agent.closure).toMatchObject({
@@ -354,8 +354,8 @@ describe("closure and continuation end to end", () => {
     });
     expect(state.sleep_wake_at).toEqual(expect.any(String));
     expect(state.deadlines).toHaveLength(1);
-    await waitFor(() => rt.host.agents.get("main").status === "asleep");
-    expect(rt.host.agents.get("main").sleeping_until).toBe(state.sleep_wake_at);
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep");
+    expect((await rt.host.agents.get("main")).sleeping_until).toBe(state.sleep_wake_at);
     // `holon status` shows the same closure and the continuation that preceded it.
     const status = await runCli(["status"], { env: { HOLON_HOME: home } });
     expect(status.code, status.stderr).toBe(0);
@@ -367,7 +367,7 @@ describe("closure and continuation end to end", () => {
     fake.enqueue(reply.text("back to it"));
     const m3 = await prompt(rt, "never mind, do this now");
     await settledMessage(rt, m3);
-    r = recordsOf(rt, m3);
+    r = await recordsOf(rt, m3);
     expect(r.continuation).toMatchObject({
       class: "resume_override",
       prior_closure_outcome: "waiting",
@@ -375,11 +375,11 @@ describe("closure and continuation end to end", () => {
       matched_waiting_reason: false,
     });
     expect(r.closure).toMatchObject({ outcome: "completed" });
-    expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
-    expect(eventsFor(rt, "wake_cancelled", m3)).toHaveLength(0); // recorded on the agent, not the message
+    expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
+    expect(await eventsFor(rt, "wake_cancelled", m3)).toHaveLength(0); // recorded on the agent, not the message
     expect(
-      rt.host.store.events
-        .query("main", { limit: 1000, order: "asc" })
+      (await rt.host.store.events
+        .query("main", { limit: 1000, order: "asc" }))
         .some((e) => e.type === "wake_cancelled"),
     ).toBe(true);
 
@@ -400,23 +400,23 @@ describe("closure and continuation end to end", () => {
     );
     const m4 = await prompt(rt, "start the build and wait for it");
     await settledMessage(rt, m4);
-    r = recordsOf(rt, m4);
+    r = await recordsOf(rt, m4);
     expect(r.closure).toMatchObject({
       outcome: "waiting",
       waiting_reason: "awaiting_task_result",
       turn_outcome: "await_tasks",
     });
-    await waitFor(() => rt.host.agents.get("main").status === "awaiting_task", {
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "awaiting_task", {
       what: "awaiting_task",
     });
     fake.enqueue(reply.text("the build finished"));
     writeFileSync(gate, "");
-    const result = await waitFor(() =>
-      rt.host.store.messages
-        .recent("main", 20)
+    const result = await waitFor(async () =>
+      (await rt.host.store.messages
+        .recent("main", 20))
         .find((m) => m.kind === "task_result" && m.status === "processed"),
     );
-    r = recordsOf(rt, result.id);
+    r = await recordsOf(rt, result.id);
     expect(r.continuation).toMatchObject({
       class: "resume_expected_wait",
       trigger_kind: "task_result",
@@ -429,7 +429,7 @@ describe("closure and continuation end to end", () => {
     fake.enqueue(fault.status(400));
     const m5 = await prompt(rt, "this one fails");
     await settledMessage(rt, m5);
-    r = recordsOf(rt, m5);
+    r = await recordsOf(rt, m5);
     expect(r.closure).toMatchObject({ outcome: "failed", turn_outcome: "failed" });
     expect((await rt.req("GET", "/agents/main/status")).json.closure).toMatchObject({
       outcome: "failed",
@@ -485,7 +485,7 @@ describe("sleep deadlines across a crash", () => {
     s.proc.kill("SIGTERM");
     await exited;
     const rt = await startRuntime({ home });
-    const ticks = rt.host.store.messages.recent("main", 50).filter((m) => m.kind === "system_tick");
+    const ticks = (await rt.host.store.messages.recent("main", 50)).filter((m) => m.kind === "system_tick");
     expect(ticks).toHaveLength(1);
     const tick = ticks[0]!;
     expect(tick.origin).toEqual({ kind: "system", subsystem: "sleep" });
@@ -498,7 +498,7 @@ describe("sleep deadlines across a crash", () => {
     expect(Date.parse(tick.created_at)).toBeLessThanOrEqual(
       Math.max(Date.parse(wakeAt), readyAt) + 1_500,
     );
-    expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
+    expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
     await rt.close();
   }
 

@@ -83,10 +83,10 @@ afterAll(async () => {
   await c?.close();
 });
 
-const prompts = () =>
-  rt.host.store.messages
-    .withStatus("main", "queued")
-    .concat(rt.host.store.messages.withStatus("main", "processed"))
+const prompts = async () =>
+  (await rt.host.store.messages
+    .withStatus("main", "queued"))
+    .concat(await rt.host.store.messages.withStatus("main", "processed"))
     .filter((m) => m.kind === "operator_prompt");
 
 describe.skipIf(!HAVE_CHROMIUM)("attacks on the console from other pages", () => {
@@ -110,9 +110,9 @@ describe.skipIf(!HAVE_CHROMIUM)("attacks on the console from other pages", () =>
     ["another port of the same address", "127.0.0.1"],
   ] as const) {
     it(`a page on ${name} cannot frame the console, read the API or drive it`, async () => {
-      const before = prompts().length;
-      const refusedBefore = rt.host.store.events
-        .after("main", 0, 100_000)
+      const before = (await prompts()).length;
+      const refusedBefore = (await rt.host.store.events
+        .after("main", 0, 100_000))
         .filter((e) => e.type === "http_request_refused").length;
       const attacker = await c.browser.context.newPage();
       await attacker.goto(`http://${host}:${evilPort}/`);
@@ -130,15 +130,15 @@ describe.skipIf(!HAVE_CHROMIUM)("attacks on the console from other pages", () =>
       await attacker.close();
       // Driving: nothing admitted, nothing stopped; the refusals are on record.
       await waitFor(
-        () =>
-          rt.host.store.events
-            .after("main", 0, 100_000)
+        async () =>
+          (await rt.host.store.events
+            .after("main", 0, 100_000))
             .filter((e) => e.type === "http_request_refused").length >=
           refusedBefore + 3,
         { what: "the refusals to be audited" },
       );
-      expect(prompts().length).toBe(before);
-      expect(rt.host.store.agents.get("main")!.status).not.toBe("stopped");
+      expect((await prompts()).length).toBe(before);
+      expect((await rt.host.store.agents.get("main"))!.status).not.toBe("stopped");
       if (host === "127.0.0.1") {
         // Cookies ignore ports: the attacker's server got the session cookie. Alone it is
         // no credential, for reads or anything else.
@@ -171,9 +171,9 @@ describe.skipIf(!HAVE_CHROMIUM)("hostile transcripts", () => {
       expect(r.status).toBe(202);
     }
     await waitFor(
-      () =>
-        rt.host.store.messages.pendingCount("main") === 0 &&
-        !rt.host.store.agents.get("main")!.current_run_id &&
+      async () =>
+        await rt.host.store.messages.pendingCount("main") === 0 &&
+        !(await rt.host.store.agents.get("main"))!.current_run_id &&
         fake.pending() === 0,
       { what: "both turns", timeoutMs: 20_000 },
     );

@@ -174,7 +174,7 @@ describe("console login", () => {
         body: { action: "pause" },
       });
       expect(wrongToken.status).toBe(403);
-      expect(rt.host.store.agents.get("main")!.status).not.toBe("paused");
+      expect((await rt.host.store.agents.get("main"))!.status).not.toBe("paused");
       const tokenOnly = await send(rt, "GET", "/ui/api/overview", {
         headers: { "x-holon-csrf": csrf },
       });
@@ -217,8 +217,8 @@ describe("console login", () => {
         body: { text: "from the browser" },
       });
       expect(p.status).toBe(202);
-      const msg = rt.host.store.messages
-        .withStatus("main", "queued")
+      const msg = (await rt.host.store.messages
+        .withStatus("main", "queued"))
         .find((m) => m.id === p.json.message_id)!;
       expect(msg.delivery_surface).toBe("web_console");
       expect(msg.admission_context).toBe("control_authenticated");
@@ -271,7 +271,7 @@ describe("console login", () => {
         body: { action: "stop" },
       });
       expect(drive.status).toBe(403);
-      expect(rt.host.store.agents.get("main")!.status).not.toBe("stopped");
+      expect((await rt.host.store.agents.get("main"))!.status).not.toBe("stopped");
     } finally {
       await rt.close();
     }

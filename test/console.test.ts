@@ -34,9 +34,9 @@ afterAll(() => c?.close());
 
 const idle = (agent = "main") =>
   waitFor(
-    () =>
-      rt.host.store.messages.pendingCount(agent) === 0 &&
-      !rt.host.store.agents.get(agent)!.current_run_id,
+    async () =>
+      await rt.host.store.messages.pendingCount(agent) === 0 &&
+      !(await rt.host.store.agents.get(agent))!.current_run_id,
     { what: "an idle agent", timeoutMs: 20_000 },
   );
 
@@ -66,8 +66,8 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
     await page.click('button[type="submit"]');
     await page.getByText("Hello from the fake model", { exact: false }).first().waitFor();
     await idle();
-    const msg = rt.host.store.messages
-      .withStatus("main", "processed")
+    const msg = (await rt.host.store.messages
+      .withStatus("main", "processed"))
       .find((m) => m.body.type === "text" && m.body.text === "say hello");
     expect(msg?.delivery_surface).toBe("web_console");
     expect(msg?.admission_context).toBe("control_authenticated");
@@ -98,11 +98,11 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
 
     // Pause and resume from the composer reach the agent's lifecycle.
     await page.getByRole("button", { name: "Pause" }).click();
-    await waitFor(() => rt.host.store.agents.get("main")!.status === "paused", {
+    await waitFor(async () => (await rt.host.store.agents.get("main"))!.status === "paused", {
       what: "the agent to pause",
     });
     await page.getByRole("button", { name: "Resume" }).click();
-    await waitFor(() => rt.host.store.agents.get("main")!.status !== "paused", {
+    await waitFor(async () => (await rt.host.store.agents.get("main"))!.status !== "paused", {
       what: "the agent to resume",
     });
   });
@@ -151,7 +151,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
   });
 
   it("answers an ask with a reason", async () => {
-    const ask = rt.host.services.asks.open({
+    const ask = await rt.host.services.asks.open({
       agent_id: "main",
       kind: "budget",
       source: "budget",
@@ -168,10 +168,10 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
     await card.getByLabel("wait").check();
     await card.getByLabel("Reason").fill("not today");
     await card.getByRole("button", { name: "Answer" }).click();
-    await waitFor(() => rt.host.services.asks.get(ask.id).state === "decided", {
+    await waitFor(async () => (await rt.host.services.asks.get(ask.id)).state === "decided", {
       what: "the ask to be decided",
     });
-    const decided = rt.host.services.asks.get(ask.id);
+    const decided = await rt.host.services.asks.get(ask.id);
     expect(decided.decision).toBe("wait");
     expect(decided.reason).toBe("not today");
   });
@@ -210,7 +210,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
 
 describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
   it("shows its work items, tasks and timers through the /control twins, and stops its task", async () => {
-    const spawned = rt.host.services.agentPlane.spawn({
+    const spawned = await rt.host.services.agentPlane.spawn({
       parent_agent_id: "main",
       preset: "private_child",
       initial_message: "look around",
@@ -219,12 +219,12 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
     });
     const child = spawned.agent_id;
     // Paused before its first turn: it stays a live private child, its job pending.
-    rt.host.lifecycle.control(child, "pause");
-    rt.host.services.work.enqueue(child, "audit the child's corner of the repo");
-    const task = rt.host.tasks.start({
+    await rt.host.lifecycle.control(child, "pause");
+    await rt.host.services.work.enqueue(child, "audit the child's corner of the repo");
+    const task = await rt.host.tasks.start({
       agent_id: child,
       cmd: "echo child-task-says-hi; sleep 60",
-      workdir: executionBinding(rt.host.agents.get(child)).cwd,
+      workdir: executionBinding(await rt.host.agents.get(child)).cwd,
       shell: TaskService.shellOr(undefined),
       login: false,
       tty: false,
@@ -232,7 +232,7 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
       terminal_reentry: false,
       summary: "the child's long sleep",
     });
-    rt.host.services.timers.create(child, { summary: "child check-in", duration_ms: 3_600_000 });
+    await rt.host.services.timers.create(child, { summary: "child check-in", duration_ms: 3_600_000 });
 
     // The public reads keep it hidden, as before; the twins need the operator.
     for (const path of ["tasks", "timers", "work-items", `tasks/${task.id}/output`]) {
@@ -254,10 +254,10 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
       expect(anon.status, path).toBe(401);
       expect((await rt.req("GET", `/control/agents/${child}/${path}`)).status, path).toBe(200);
     }
-    const reader = rt.host.tasks.start({
+    const reader = await rt.host.tasks.start({
       agent_id: child,
       cmd: "read line; echo got:$line",
-      workdir: executionBinding(rt.host.agents.get(child)).cwd,
+      workdir: executionBinding(await rt.host.agents.get(child)).cwd,
       shell: TaskService.shellOr(undefined),
       login: false,
       tty: false,
@@ -271,7 +271,7 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
     });
     expect(fed.status).toBe(200);
     expect(fed.json.accepted_input).toBe(true);
-    await waitFor(() => rt.host.store.tasks.get(reader.id)!.status === "completed", {
+    await waitFor(async () => (await rt.host.store.tasks.get(reader.id))!.status === "completed", {
       what: "the child's reader to finish",
       timeoutMs: 15_000,
     });
@@ -292,7 +292,7 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
     await page.locator('[data-testid="task-output"]', { hasText: "child-task-says-hi" }).waitFor();
     await row.locator("button.danger").click();
     await waitFor(
-      () => !["queued", "running", "cancelling"].includes(rt.host.store.tasks.get(task.id)!.status),
+      async () => !["queued", "running", "cancelling"].includes((await rt.host.store.tasks.get(task.id))!.status),
       {
         what: "the child's task to stop",
         timeoutMs: 15_000,

@@ -25,21 +25,21 @@ const registry = buildRegistry();
 const hosts: RuntimeHost[] = [];
 afterAll(async () => {
   for (const host of hosts.splice(0)) {
-    await Promise.all(host.store.tasks.active().map((t) => host.tasks.stop(t.id, 100)));
+    await Promise.all((await host.store.tasks.active()).map((t) => host.tasks.stop(t.id, 100)));
     await host.shutdown();
   }
   cleanupHomes();
 });
 
-function openHost(): RuntimeHost {
+async function openHost(): Promise<RuntimeHost> {
   const home = tempHome();
-  const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
+  const host = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
   hosts.push(host);
   return host;
 }
 
-function ctxFor(host: RuntimeHost): ToolContext {
-  return toolContext(host);
+async function ctxFor(host: RuntimeHost): Promise<ToolContext> {
+  return await toolContext(host);
 }
 
 async function call(ctx: ToolContext, name: string, args: Record<string, unknown>) {
@@ -66,7 +66,7 @@ describe("ExecCommandBatch takes items", () => {
     const spec = toolSpecs(registry).find((t) => t.name === "ExecCommandBatch")!;
     expect(JSON.stringify(spec)).toContain('"items"');
     expect(JSON.stringify(spec)).not.toContain('"commands"');
-    const ctx = ctxFor(openHost());
+    const ctx = await ctxFor(await openHost());
     const ok = await call(ctx, "ExecCommandBatch", {
       items: [{ cmd: "echo one" }, { cmd: "echo two" }],
     });
@@ -81,8 +81,8 @@ describe("ExecCommandBatch takes items", () => {
 
 describe("TaskHandle and task views", () => {
   it("promotion returns task_id, task_kind, status and initial_output; no view shows a pid or process dir", async () => {
-    const host = openHost();
-    const ctx = ctxFor(host);
+    const host = await openHost();
+    const ctx = await ctxFor(host);
     const gate = join(ctx.cwd, "gate");
     const exec = await call(ctx, "ExecCommand", {
       cmd: `echo started; while [ ! -e ${gate} ]; do sleep 0.02; done`,

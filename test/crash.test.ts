@@ -64,7 +64,7 @@ describe("crash safety", () => {
           ),
         ),
     };
-    const host = RuntimeHost.open({ home, executor: () => parked });
+    const host = await RuntimeHost.open({ home, executor: () => parked });
     try {
       const db = host.store.db;
       for (const id of acked) {
@@ -72,7 +72,7 @@ describe("crash safety", () => {
           n: number;
         };
         expect(rows.n).toBe(1);
-        const status = host.store.messages.get(id)!.status;
+        const status = (await host.store.messages.get(id))!.status;
         expect(["queued", "processing", "processed", "interrupted"]).toContain(status);
       }
       const seqs = (
@@ -82,9 +82,9 @@ describe("crash safety", () => {
       ).map((r) => r.event_seq);
       seqs.forEach((s, i) => expect(s).toBe(i + 1));
       // what was mid-turn is recorded as interrupted, not redone
-      for (const id of midTurn) expect(host.store.messages.get(id)!.status).toBe("interrupted");
+      for (const id of midTurn) expect((await host.store.messages.get(id))!.status).toBe("interrupted");
       // at most the one run the new host just started is in progress
-      expect(host.store.messages.withStatus("main", "processing").length).toBeLessThanOrEqual(1);
+      expect((await host.store.messages.withStatus("main", "processing")).length).toBeLessThanOrEqual(1);
     } finally {
       await host.shutdown();
     }

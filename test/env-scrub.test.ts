@@ -256,10 +256,10 @@ describe("command environment", () => {
     try {
       const store = rt.host.store;
       const decoded = JSON.stringify([
-        store.messages.recent("main", 1000),
-        store.events.query("main", { limit: 100_000, order: "asc" }),
-        store.transcript.recent("main", 100_000),
-        store.tasks.forAgent("main", 1000),
+        await store.messages.recent("main", 1000),
+        await store.events.query("main", { limit: 100_000, order: "asc" }),
+        await store.transcript.recent("main", 100_000),
+        await store.tasks.forAgent("main", 1000),
       ]);
       expect(decoded).toContain("PLAIN_VAR"); // the env output is in there, readable
       for (const [name, value] of Object.entries(SECRETS)) {
@@ -284,10 +284,10 @@ describe("the command policy belongs to a host", () => {
     const b = await startRuntime({ home: tempHome() }); // built second, with no allowlist
     try {
       const envOf = async (rt: TestRuntime) => {
-        const task = rt.host.tasks.start({
+        const task = await rt.host.tasks.start({
           agent_id: "main",
           cmd: "env",
-          workdir: rt.host.agents.get("main").agent_home,
+          workdir: (await rt.host.agents.get("main")).agent_home,
           shell: "/bin/sh",
           login: false,
           tty: false,
@@ -295,7 +295,7 @@ describe("the command policy belongs to a host", () => {
           terminal_reentry: false,
         });
         await rt.host.tasks.waitTerminal(task.id, 10_000);
-        return readFileSync(rt.host.store.tasks.get(task.id)!.output_path, "utf8");
+        return readFileSync((await rt.host.store.tasks.get(task.id))!.output_path, "utf8");
       };
       expect(await envOf(a)).toContain(`SHOW_ME_TOKEN=${VISIBLE.SHOW_ME_TOKEN}`);
       expect(await envOf(b)).not.toContain("SHOW_ME_TOKEN");

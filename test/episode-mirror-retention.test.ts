@@ -19,15 +19,15 @@ const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 
 /** One prompt that ends in Sleep: a waiting boundary, so one more finished episode. */
 async function episodeTurn(rt: TestRuntime, agent: string, n: number): Promise<void> {
-  const before = rt.host.store.memory.episodeCount(agent);
+  const before = await rt.host.store.memory.episodeCount(agent);
   fake.enqueue(reply.tools([{ name: "Sleep", arguments: {} }], { text: `Resting ${n}.` }));
   const r = await rt.req("POST", `/control/agents/${agent}/prompt`, { text: `task ${n}` });
   expect(r.status).toBeLessThan(300);
-  await waitFor(() => rt.host.store.memory.episodeCount(agent) > before, {
+  await waitFor(async () => await rt.host.store.memory.episodeCount(agent) > before, {
     what: `episode ${n}`,
     timeoutMs: 15_000,
   });
-  await waitFor(() => !rt.host.store.agents.get(agent)!.current_run_id, { what: "run over" });
+  await waitFor(async () => !(await rt.host.store.agents.get(agent))!.current_run_id, { what: "run over" });
 }
 
 const ids = (path: string) =>
@@ -50,7 +50,7 @@ describe("the episode mirror after a retention trim", () => {
       now = T0 + 5 * DAY;
       await episodeTurn(rt, agent, 2);
       await episodeTurn(rt, agent, 3);
-      const mirror = episodesMirrorPath(store.agents.get(agent)!.agent_home);
+      const mirror = episodesMirrorPath((await store.agents.get(agent))!.agent_home);
       expect(ids(mirror)).toHaveLength(3);
 
       // Episodes older than three days go; the host rewrites the mirror from what is kept.
@@ -61,20 +61,20 @@ describe("the episode mirror after a retention trim", () => {
       atomicWriteFile(join(home, "config.json"), JSON.stringify(config), { mode: 0o600 });
       const pass = await rt.host.services.retention.runOnce();
       expect(pass.removed.episodes).toBe(1);
-      const kept = store.memory.recentEpisodes(agent, 10).map((e) => e.id);
+      const kept = (await store.memory.recentEpisodes(agent, 10)).map((e) => e.id);
       expect(ids(mirror)).toEqual(kept);
       const inode = statSync(mirror).ino;
 
       // The next episode is appended to that file (same inode), which matches the database.
       await episodeTurn(rt, agent, 4);
       expect(statSync(mirror).ino).toBe(inode);
-      expect(ids(mirror)).toEqual(store.memory.recentEpisodes(agent, 10).map((e) => e.id));
+      expect(ids(mirror)).toEqual((await store.memory.recentEpisodes(agent, 10)).map((e) => e.id));
       expect(ids(mirror)).toHaveLength(3);
 
       // A mirror someone else changed is still noticed and rewritten from the database.
       writeFileSync(mirror, "", { mode: 0o600 });
       await episodeTurn(rt, agent, 5);
-      expect(ids(mirror)).toEqual(store.memory.recentEpisodes(agent, 10).map((e) => e.id));
+      expect(ids(mirror)).toEqual((await store.memory.recentEpisodes(agent, 10)).map((e) => e.id));
       expect(ids(mirror)).toHaveLength(4);
     } finally {
       await rt.close();

@@ -52,7 +52,7 @@ describe("home faults", () => {
       );
       expect(await overSocket(paths.socket, "/handshake")).toBe(200);
       expect(JSON.parse(readFileSync(paths.runtimeFile, "utf8")).pid).toBe(process.pid);
-      expect(() => RuntimeHost.open({ home: rt.home })).toThrow(/owns this home/);
+      expect(async () => await RuntimeHost.open({ home: rt.home })).toThrow(/owns this home/);
     } finally {
       await rt.close();
     }
@@ -135,8 +135,8 @@ describe("home faults", () => {
       const home = join(mount, "home");
       const rt = await startRuntime({ home, executor: () => parked });
       try {
-        const agentHome = rt.host.agents.get("main").agent_home;
-        const task = rt.host.tasks.start({
+        const agentHome = (await rt.host.agents.get("main")).agent_home;
+        const task = await rt.host.tasks.start({
           agent_id: "main",
           cmd: "echo before; while [ ! -e go ]; do sleep 0.02; done; seq 1 200000",
           workdir: agentHome,
@@ -157,8 +157,8 @@ describe("home faults", () => {
         await waitFor(() => !rt.host.tasks.handleOf(task.id), { what: "the command to end" });
         rmSync(filler);
         const done = await waitFor(
-          () => {
-            const t = rt.host.store.tasks.get(task.id)!;
+          async () => {
+            const t = (await rt.host.store.tasks.get(task.id))!;
             return ["completed", "failed"].includes(t.status) ? t : undefined;
           },
           { what: "the task to be settled", timeoutMs: 20_000 },
@@ -166,8 +166,8 @@ describe("home faults", () => {
         const output = readFileSync(done.output_path, "utf8");
         expect(output).toContain("before");
         expect(output).toMatch(/output may be missing here: the disk was full/);
-        const result = rt.host.store.messages
-          .recent("main", 50)
+        const result = (await rt.host.store.messages
+          .recent("main", 50))
           .find((m) => m.kind === "task_result" && m.task_id === task.id)!;
         expect(JSON.stringify(result.body)).toMatch(/INCOMPLETE: the disk was full/);
       } finally {

@@ -10,7 +10,7 @@ const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 let rt: TestRuntime;
 beforeEach(async () => {
   rt = await startRuntime({ executor: () => parked });
-  rt.host.lifecycle.control("main", "pause");
+  await rt.host.lifecycle.control("main", "pause");
 });
 afterEach(async () => {
   await rt.close();
@@ -50,7 +50,7 @@ describe("public enqueue", () => {
     );
     expect(res.status).toBe(202);
     expect(res.json.ok).toBe(true);
-    const m = rt.host.store.messages.get(res.json.message_id)!;
+    const m = (await rt.host.store.messages.get(res.json.message_id))!;
     expect(m).toMatchObject({
       kind: "channel_event",
       trust: "untrusted_external",
@@ -64,8 +64,8 @@ describe("public enqueue", () => {
       status: "queued",
       body: { type: "text", text: "hello from slack" },
     });
-    const admitted = rt.host.store.events
-      .query("main", { limit: 10, order: "desc" })
+    const admitted = (await rt.host.store.events
+      .query("main", { limit: 10, order: "desc" }))
       .find((e) => e.type === "message_admitted")!;
     expect(admitted.provenance).toMatchObject({ message_id: m.id, trust: "untrusted_external" });
   });
@@ -75,7 +75,7 @@ describe("public enqueue", () => {
     const res = await rt.req("POST", "/enqueue", { kind: "webhook_event", json: { a: 1 } });
     expect(res.status).toBe(202);
     expect(res.json.agent_id).toBe("main");
-    const m = rt.host.store.messages.get(res.json.message_id)!;
+    const m = (await rt.host.store.messages.get(res.json.message_id))!;
     expect(m.trust).toBe("trusted_integration");
     expect(m.body).toEqual({ type: "json", value: { a: 1 } });
   });
@@ -276,7 +276,7 @@ describe("webhook and operator ingress", () => {
     });
     const json: any = await res.json();
     expect(res.status).toBe(202);
-    const m = rt.host.store.messages.get(json.message_id)!;
+    const m = (await rt.host.store.messages.get(json.message_id))!;
     // Nothing proved who sent it: evidence, not an integration signal.
     expect(m).toMatchObject({
       kind: "webhook_event",
@@ -298,12 +298,12 @@ describe("webhook and operator ingress", () => {
         authorization: "",
       },
     );
-    expect(rt.host.store.messages.get(anon.json.message_id)).toMatchObject({
+    expect(await rt.host.store.messages.get(anon.json.message_id)).toMatchObject({
       authority_class: "external_evidence",
       admission_context: "public_unauthenticated",
     });
     const signed = await rt.req("POST", "/webhooks/generic/main", { a: 1 }); // with the token
-    expect(rt.host.store.messages.get(signed.json.message_id)).toMatchObject({
+    expect(await rt.host.store.messages.get(signed.json.message_id)).toMatchObject({
       trust: "trusted_integration",
       authority_class: "integration_signal",
       admission_context: "control_authenticated",
@@ -316,7 +316,7 @@ describe("webhook and operator ingress", () => {
       priority: "interject",
     });
     expect(res.status).toBe(202);
-    const m = rt.host.store.messages.get(res.json.message_id)!;
+    const m = (await rt.host.store.messages.get(res.json.message_id))!;
     expect(m).toMatchObject({
       kind: "operator_prompt",
       origin: { kind: "operator" },
@@ -348,7 +348,7 @@ describe("a HOLON_HOME that cannot hold a database", () => {
     ] as const) {
       let error: any;
       try {
-        RuntimeHost.open({ home });
+        await RuntimeHost.open({ home });
       } catch (err) {
         error = err;
       }

@@ -16,7 +16,7 @@ const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 let rt: TestRuntime;
 beforeEach(async () => {
   rt = await startRuntime({ executor: () => parked });
-  rt.host.lifecycle.control("main", "pause");
+  await rt.host.lifecycle.control("main", "pause");
 });
 afterEach(async () => {
   await rt.close();
@@ -27,9 +27,9 @@ function messageCount(): number {
   return (rt.host.store.db.prepare("SELECT COUNT(*) AS n FROM messages").get() as { n: number }).n;
 }
 
-function refusals() {
-  return rt.host.store.events
-    .query("main", { limit: 1000, order: "asc" })
+async function refusals() {
+  return (await rt.host.store.events
+    .query("main", { limit: 1000, order: "asc" }))
     .filter((e) => e.type === "http_request_refused");
 }
 
@@ -68,7 +68,7 @@ describe("a web page in the user's browser", () => {
     expect(sniff.json.error.kind).toBe("origin_not_allowed");
 
     expect(messageCount()).toBe(before);
-    const audit = refusals();
+    const audit = await refusals();
     expect(audit.length).toBe(5);
     expect(audit[0]!.payload).toMatchObject({
       kind: "origin_not_allowed",
@@ -102,7 +102,7 @@ describe("a web page in the user's browser", () => {
       expect(res.json.error.kind).toBe("unsupported_media_type");
     }
     expect(messageCount()).toBe(before);
-    expect(refusals().length).toBe(cases.length);
+    expect((await refusals()).length).toBe(cases.length);
     // A same-origin JSON request is fine, with a charset parameter too.
     const ok = await rawRequest({ url: rt.url }, "POST", "/agents/main/enqueue", {
       headers: {
@@ -150,7 +150,7 @@ describe("DNS rebinding", () => {
       });
       expect(res.status, host).toBe(200);
     }
-    expect(refusals().map((e) => e.payload.kind)).toEqual([
+    expect((await refusals()).map((e) => e.payload.kind)).toEqual([
       "host_not_allowed",
       "host_not_allowed",
       "host_not_allowed",
@@ -197,7 +197,7 @@ describe("local mode trusts the user, not the machine", () => {
     const status = await rt.req("GET", "/control/runtime/status", undefined, { authorization: "" });
     expect(status.status).toBe(401);
     expect(messageCount()).toBe(before);
-    expect(refusals().map((e) => e.payload.kind)).toEqual([
+    expect((await refusals()).map((e) => e.payload.kind)).toEqual([
       "unauthorized",
       "unauthorized",
       "unauthorized",
@@ -227,7 +227,7 @@ describe("local mode trusts the user, not the machine", () => {
       body: JSON.stringify({ text: "from the socket" }),
     });
     expect(viaSocket.status).toBe(202);
-    expect(rt.host.store.messages.get(viaSocket.json.message_id)!.admission_context).toBe(
+    expect((await rt.host.store.messages.get(viaSocket.json.message_id))!.admission_context).toBe(
       "local_process",
     );
     const hsSock = await rawRequest(sock, "GET", "/handshake");
@@ -235,7 +235,7 @@ describe("local mode trusts the user, not the machine", () => {
 
     const withToken = await rt.req("POST", "/control/agents/main/prompt", { text: "tcp" });
     expect(withToken.status).toBe(202);
-    expect(rt.host.store.messages.get(withToken.json.message_id)!.admission_context).toBe(
+    expect((await rt.host.store.messages.get(withToken.json.message_id))!.admission_context).toBe(
       "control_authenticated",
     );
   });
@@ -366,8 +366,8 @@ describe("refusal audit", () => {
       body: "hi",
     });
     expect(res.status).toBe(415);
-    const events = rt.host.store.events
-      .query("helper", { limit: 100, order: "asc" })
+    const events = (await rt.host.store.events
+      .query("helper", { limit: 100, order: "asc" }))
       .filter((e) => e.type === "http_request_refused");
     expect(events.length).toBe(1);
   });

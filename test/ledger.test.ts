@@ -80,7 +80,7 @@ describe("spend ledger", () => {
     );
     for (const text of ["one", "two"]) {
       const r = await rt.req("POST", "/control/agents/main/prompt", { text });
-      await waitFor(() => rt.host.store.messages.get(r.json.message_id)?.status === "processed");
+      await waitFor(async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed");
     }
     await rt.close();
     // As a home from before the ledger: no rows, the backfill still to do.
@@ -92,7 +92,7 @@ describe("spend ledger", () => {
       const rows = (await rt.req("GET", "/agents/main/usage/rounds")).json.rounds;
       expect(rows.map((r: any) => r.input_tokens)).toEqual([1000, 3000]);
       expect(rows[1].cost_usd).toBeCloseTo((3000 * 2 + 300 * 10) / 1e6, 10);
-      expect(rt.host.services.ledger.backfill()).toBe(0); // once
+      expect(await rt.host.services.ledger.backfill()).toBe(0); // once
     } finally {
       await rt.close();
     }
@@ -102,11 +102,11 @@ describe("spend ledger", () => {
     const h = await pricedHome();
     let t = Date.parse("2026-01-01T00:00:00.000Z");
     const clock: Clock = { now: () => new Date(t), sleep: systemClock.sleep };
-    const host = RuntimeHost.open({ home: h, clock });
+    const host = await RuntimeHost.open({ home: h, clock });
     try {
-      const row = (agent: string) =>
-        host.store.tx(() =>
-          host.services.ledger.record({
+      const row = async (agent: string) =>
+        await host.store.tx(async () =>
+          await host.services.ledger.record({
             agent_id: agent,
             run_id: host.store.ids.next("run"),
             round: 1,
@@ -116,13 +116,13 @@ describe("spend ledger", () => {
             elapsed_ms: 5,
           }),
         );
-      row("main");
+      await row("main");
       t += 300 * 86_400_000;
-      row("main");
+      await row("main");
       t += 200 * 86_400_000; // the first row is 500 days old, the second 200
       const s = await host.services.retention.runOnce();
       expect(s.removed.ledger).toBe(1);
-      expect(host.store.ledger.count()).toBe(1);
+      expect(await host.store.ledger.count()).toBe(1);
     } finally {
       await host.shutdown();
     }

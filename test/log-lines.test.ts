@@ -63,8 +63,8 @@ describe("the runtime log's lines", () => {
       },
       { what: "the turn's log line" },
     );
-    const event = rt.host.store.events
-      .after("main", 0, 10_000)
+    const event = (await rt.host.store.events
+      .after("main", 0, 10_000))
       .find((e) => e.type === "turn_terminal")!;
     const stored = { ...event, payload: event.payload as EventPayload<"turn_terminal"> };
     expect(stored.payload.last_assistant_message.length).toBeGreaterThan(100_000);

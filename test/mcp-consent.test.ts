@@ -20,8 +20,8 @@ afterAll(async () => {
 
 const env = (home: string) => ({ ...process.env, HOLON_HOME: home, HOLON_WS_VALUE: "ws-QQQ" });
 
-function open(home: string): RuntimeHost {
-  const host = RuntimeHost.open({ home, env: env(home) });
+async function open(home: string): Promise<RuntimeHost> {
+  const host = await RuntimeHost.open({ home, env: env(home) });
   hosts.push(host);
   return host;
 }
@@ -33,8 +33,8 @@ async function close(host: RuntimeHost): Promise<void> {
 
 /** The root the default agent works in (where its `.mcp.json` is read). */
 async function rootOf(home: string): Promise<string> {
-  const host = open(home);
-  const root = executionBinding(host.agents.get("main")).execution_root;
+  const host = await open(home);
+  const root = executionBinding(await host.agents.get("main")).execution_root;
   await close(host);
   return root;
 }
@@ -79,27 +79,27 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
       { mode: 0o600 },
     );
 
-    const host = open(home);
+    const host = await open(home);
     expect(existsSync(file)).toBe(false);
     expect(existsSync(`${file}.migrated`)).toBe(true);
-    const grant = host.services.store.approvals.getGrant("mcp_server", root, "good", digest(good));
+    const grant = await host.services.store.approvals.getGrant("mcp_server", root, "good", digest(good));
     expect(grant).toMatchObject({ state: "granted", ask_id: "ask_old1" });
     const states = Object.fromEntries(
-      host.services.mcp.status(host.agents.get("main")).map((v) => [v.name, v.consent]),
+      host.services.mcp.status(await host.agents.get("main")).map((v) => [v.name, v.consent]),
     );
     expect(states).toEqual({ good: "approved", other: "denied" });
     // The approved definition's variable is withheld from commands, as before.
-    expect(host.services.mcp.referencedEnvNames()).toContain("HOLON_WS_VALUE");
+    expect(await host.services.mcp.referencedEnvNames()).toContain("HOLON_WS_VALUE");
     // It runs, with the reference the approval listed expanded; nothing new is asked.
     const call = await callMcp(host, "mcp__good__ping", {});
     expect(call.result.text, call.rendered).toContain("pong from ping");
-    expect(host.services.asks.list({ agent_id: "main" })).toEqual([]);
+    expect(await host.services.asks.list({ agent_id: "main" })).toEqual([]);
 
     // An edited definition is another digest: pending, asked through the one store.
     const edited = fixture("ok", { env: { SOME_KEY: "${HOLON_WS_VALUE}", MORE: "1" } });
     writeFileSync(join(root, ".mcp.json"), JSON.stringify({ mcpServers: { good: edited, other } }));
-    await host.services.mcp.catalog(host.agents.get("main"));
-    const asks = host.services.asks.list({ agent_id: "main" });
+    await host.services.mcp.catalog(await host.agents.get("main"));
+    const asks = await host.services.asks.list({ agent_id: "main" });
     expect(asks).toHaveLength(1);
     expect(asks[0]!.details).toMatchObject({
       approval: "consent",
@@ -110,9 +110,9 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     // The operator sees literal values hidden in the stored definition.
     expect(JSON.stringify(asks[0]!.details.definition)).toContain("<hidden>");
     expect(
-      host.services.store.approvals.getGrant("mcp_server", root, "good", digest(edited))?.state,
+      (await host.services.store.approvals.getGrant("mcp_server", root, "good", digest(edited)))?.state,
     ).toBe("pending");
-    host.services.asks.decide(
+    await host.services.asks.decide(
       asks[0]!.id,
       { decision: "approve" },
       {
@@ -121,15 +121,15 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
       },
     );
     expect(
-      host.services.mcp.status(host.agents.get("main")).find((v) => v.name === "good")?.consent,
+      host.services.mcp.status(await host.agents.get("main")).find((v) => v.name === "good")?.consent,
     ).toBe("approved");
 
     // The next start finds nothing to take in and keeps every decision.
     await close(host);
-    const again = open(home);
+    const again = await open(home);
     expect(existsSync(file)).toBe(false);
     const after = Object.fromEntries(
-      again.services.mcp.status(again.agents.get("main")).map((v) => [v.name, v.consent]),
+      again.services.mcp.status(await again.agents.get("main")).map((v) => [v.name, v.consent]),
     );
     expect(after).toEqual({ good: "approved", other: "denied" });
     await close(again);
@@ -143,10 +143,10 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     mkdirSync(join(home, "mcp"), { recursive: true, mode: 0o700 });
     const file = join(home, "mcp", "approvals.json");
     writeFileSync(file, "{ not json", { mode: 0o600 });
-    const host = open(home);
+    const host = await open(home);
     expect(existsSync(file)).toBe(false);
     expect(readFileSync(`${file}.migrated`, "utf8")).toBe("{ not json");
-    const view = host.services.mcp.status(host.agents.get("main"));
+    const view = host.services.mcp.status(await host.agents.get("main"));
     expect(view.map((v) => [v.name, v.consent])).toEqual([["good", "pending"]]);
     await close(host);
   });

@@ -59,8 +59,8 @@ describe("MCP tools in a turn", () => {
     expect(toolNames(from)).toContain("mcp__everything__get-sum");
     const results = toolResults(from);
     expect(results.some((o) => o.includes("42") && o.includes("external evidence"))).toBe(true);
-    const event = rt.host.store.events
-      .after("main", 0, 1_000_000)
+    const event = (await rt.host.store.events
+      .after("main", 0, 1_000_000))
       .find(
         (e: any) =>
           e.type === "tool_executed" && e.payload.tool_name === "mcp__everything__get-sum",
@@ -96,8 +96,8 @@ describe("MCP tools in a turn", () => {
       ),
     ).toBe(true);
     // The stored envelope keeps the image's size and digest, not its bytes.
-    const stored = rt.host.store.events
-      .after("main", 0, 1_000_000)
+    const stored = (await rt.host.store.events
+      .after("main", 0, 1_000_000))
       .filter((e: any) => e.type === "tool_executed" && e.payload.call_id === "i1");
     expect(JSON.stringify(stored)).not.toContain("base64");
     expect(JSON.stringify(stored)).toContain("sha256");
@@ -117,8 +117,8 @@ describe("MCP tools in a turn", () => {
     await settled(await prompt("echo, then run a command"));
     // The host's default external_evidence_mode is `ask`: the command is held for an
     // operator's approval, not run.
-    const held = rt.host.services.asks
-      .list({ agent_id: "main" })
+    const held = (await rt.host.services.asks
+      .list({ agent_id: "main" }))
       .filter((a) => a.kind === "approval" && a.state === "pending");
     expect(held).toHaveLength(1);
     expect(JSON.stringify(held[0]!.details)).toContain("tainted-ran");
@@ -129,10 +129,10 @@ describe("MCP tools in a turn", () => {
     });
     expect(denied.status, JSON.stringify(denied.json)).toBe(200);
     await waitFor(
-      () =>
+      async () =>
         fake.requests.length > from + 2 &&
-        rt.host.agents.get("main").status !== "awake_running" &&
-        rt.host.store.messages.withStatus("main", "queued").length === 0,
+        (await rt.host.agents.get("main")).status !== "awake_running" &&
+        (await rt.host.store.messages.withStatus("main", "queued")).length === 0,
       { what: "the denial to reach the model and the agent to settle", timeoutMs: 30_000 },
     );
     const results = toolResults(from);
@@ -194,9 +194,9 @@ describe("MCP tools in a turn", () => {
 
 describe("removing a server", () => {
   it("holon mcp remove takes it out of the catalog and stops its process at the next turn", async () => {
-    const view = () =>
-      rt.host.services.mcp.status(rt.host.agents.get("main")).find((v) => v.name === "everything");
-    const pid = view()?.pid;
+    const view = async () =>
+      rt.host.services.mcp.status(await rt.host.agents.get("main")).find((v) => v.name === "everything");
+    const pid = (await view())?.pid;
     expect(pid).toBeGreaterThan(0);
     const removed = await cli("mcp", "remove", "everything");
     expect(removed.code, removed.stderr).toBe(0);
@@ -237,7 +237,7 @@ describe("workspace .mcp.json needs the operator's consent", () => {
     expect(ask.detail).toContain("${HOLON_WS_TEST_VALUE}");
     expect(() => readFileSync(pidFile)).toThrow(); // nothing ran
     // The agent is not held by the consent ask.
-    expect(rt.host.services.asks.gatedBy("main")).toBeUndefined();
+    expect(await rt.host.services.asks.gatedBy("main")).toBeUndefined();
 
     const decided = await cli("asks", "answer", ask.id, "approve");
     expect(decided.code, decided.stderr).toBe(0);
@@ -253,7 +253,7 @@ describe("workspace .mcp.json needs the operator's consent", () => {
       JSON.stringify(toolResults(after)) +
         JSON.stringify(
           rt.host.services.mcp
-            .status(rt.host.agents.get("main"))
+            .status(await rt.host.agents.get("main"))
             .map((v) => [v.name, v.consent, v.state, v.last_error]),
         ),
     ).toBe(true);

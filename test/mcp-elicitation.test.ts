@@ -67,8 +67,8 @@ describe("an MCP server's elicitation is an input ask", () => {
     // The ask surfaces show it as an input ask; its opening is an event on the agent's stream.
     const list = await cli("asks");
     expect(list.stdout, list.stderr).toMatch(new RegExp(`${ask.id}\\s+main\\s+input`));
-    const opened = rt.host.store.events
-      .after("main", 0, 1_000_000)
+    const opened = (await rt.host.store.events
+      .after("main", 0, 1_000_000))
       .find((e: any) => e.type === "ask_opened" && e.payload.ask.id === ask.id)!;
     const sse = await openSse(
       `${rt.url}/agents/main/events/stream?after_seq=${opened.event_seq - 1}`,
@@ -95,7 +95,7 @@ describe("an MCP server's elicitation is an input ask", () => {
       expect(r.json.error.kind).toBe("invalid_elicitation_answer");
       expect(r.json.error.message).toContain(problem);
     }
-    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
+    expect((await rt.host.services.asks.get(ask.id)).state).toBe("pending");
 
     const answer = JSON.stringify({
       name: "Ada Lovelace",
@@ -135,7 +135,7 @@ describe("an MCP server's elicitation is an input ask", () => {
     const out = outputOf("el3");
     expect(out).toContain("User cancelled");
     expect(out).toContain(`ask ${ask.id}); the operator did not answer in time`);
-    const closed = rt.host.services.asks.get(ask.id);
+    const closed = await rt.host.services.asks.get(ask.id);
     expect(["withdrawn", "expired"]).toContain(closed.state);
     const late = await rt.req("POST", `/control/asks/${ask.id}/decision`, { decision: "cancel" });
     expect(late.status).toBe(409);
@@ -148,13 +148,13 @@ describe("an MCP server's elicitation is an input ask", () => {
     const ask = await pendingElicitation();
     const stop = await rt.req("POST", "/control/agents/main/control", { action: "stop" });
     expect(stop.status, JSON.stringify(stop.json)).toBe(200);
-    await waitFor(() => rt.host.services.asks.get(ask.id).state === "withdrawn", {
+    await waitFor(async () => (await rt.host.services.asks.get(ask.id)).state === "withdrawn", {
       what: "the ask withdrawn",
     });
     await waitFor(
-      () =>
+      async () =>
         rt.host.services.mcp
-          .status(rt.host.agents.get("main"))
+          .status(await rt.host.agents.get("main"))
           .every((v) => v.calls_in_flight === 0),
       { what: "the call to end" },
     );
@@ -164,7 +164,7 @@ describe("an MCP server's elicitation is an input ask", () => {
 
   it("an ask a dead host left behind is withdrawn at the next start", async () => {
     // What a host killed mid-question leaves: a pending elicitation ask nobody waits on.
-    const left = rt.host.services.asks.open({
+    const left = await rt.host.services.asks.open({
       agent_id: "main",
       kind: "input",
       source: "mcp_elicitation",
@@ -185,7 +185,7 @@ describe("an MCP server's elicitation is an input ask", () => {
       },
     });
     rt = await agentHost.restart();
-    const after = rt.host.services.asks.get(left.id);
+    const after = await rt.host.services.asks.get(left.id);
     expect(after.state).toBe("withdrawn");
     expect(after.reason).toContain("host restarted");
   });
@@ -198,15 +198,15 @@ describe("elicitation misuse is refused", () => {
     const huge = await callMcp(rt.host, "mcp__elic__ask-huge", {});
     expect(JSON.parse(huge.result.text)).toEqual({ action: "decline" });
     // Neither became an ask.
-    const asks = rt.host.services.asks.list({ state: "all", agent_id: "main" });
+    const asks = await rt.host.services.asks.list({ state: "all", agent_id: "main" });
     expect(asks.filter((a) => a.details.mcp_elicitation && a.state === "pending")).toEqual([]);
   });
 
   it("a question out of band (no call in flight) is declined without an ask", async () => {
-    const before = rt.host.services.asks.list({ state: "all", agent_id: "main" }).length;
+    const before = (await rt.host.services.asks.list({ state: "all", agent_id: "main" })).length;
     const done = await callMcp(rt.host, "mcp__elic__ask-later", {});
     expect(done.result.text).toBe("done");
-    const root = executionBinding(rt.host.agents.get("main")).execution_root;
+    const root = executionBinding(await rt.host.agents.get("main")).execution_root;
     const last = await waitFor(
       () => {
         try {
@@ -218,6 +218,6 @@ describe("elicitation misuse is refused", () => {
       { what: "the out-of-band reply" },
     );
     expect(JSON.parse(last)).toEqual({ action: "decline" });
-    expect(rt.host.services.asks.list({ state: "all", agent_id: "main" }).length).toBe(before);
+    expect((await rt.host.services.asks.list({ state: "all", agent_id: "main" })).length).toBe(before);
   });
 });

@@ -23,10 +23,10 @@ afterAll(async () => {
   cleanupHomes();
 });
 
-function openHost(mcp: Record<string, unknown>, env: Record<string, string> = {}): RuntimeHost {
+async function openHost(mcp: Record<string, unknown>, env: Record<string, string> = {}): Promise<RuntimeHost> {
   const home = tempHome();
   writeMcpConfig(home, mcp);
-  const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home, ...env } });
+  const host = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home, ...env } });
   hosts.push(host);
   return host;
 }
@@ -43,9 +43,9 @@ async function freePort(): Promise<number> {
 
 describe("server-everything over stdio", () => {
   let host: RuntimeHost;
-  beforeAll(() => {
+  beforeAll(async () => {
     process.env.HOLON_TEST_MCP_SECRET = SECRET;
-    host = openHost({
+    host = await openHost({
       servers: {
         everything: {
           command: NODE,
@@ -99,15 +99,15 @@ describe("server-everything over stdio", () => {
   });
 
   it("a variable a server definition references is withheld from commands", async () => {
-    const ctx = toolContext(host);
+    const ctx = await toolContext(host);
     const out = await dispatch(buildRegistry(), "ExecCommand", JSON.stringify({ cmd: "env" }), ctx);
     expect(out.canonical.status).toBe("success");
     expect(out.rendered).not.toContain(SECRET);
     expect(out.rendered).not.toContain("HOLON_TEST_MCP_SECRET");
   });
 
-  it("status shows the running server with its pid and tool mapping", () => {
-    const [view] = host.services.mcp.status(host.agents.get("main"));
+  it("status shows the running server with its pid and tool mapping", async () => {
+    const [view] = host.services.mcp.status(await host.agents.get("main"));
     expect(view).toMatchObject({ name: "everything", state: "running", transport: "stdio" });
     expect(view!.pid).toBeGreaterThan(0);
     expect(view!.tools.find((t) => t.tool === "get-sum")?.name).toBe("mcp__everything__get-sum");
@@ -126,7 +126,7 @@ describe("server-everything over streamable HTTP", () => {
     let err = "";
     server.stderr!.on("data", (d) => (err += d));
     await waitFor(() => /listening/i.test(err), { what: "the HTTP server" });
-    const host = openHost({
+    const host = await openHost({
       servers: { web: { type: "http", url: `http://127.0.0.1:${port}/mcp` } },
     });
     const echo = await callMcp(host, "mcp__web__echo", { message: "over http" });
@@ -134,7 +134,7 @@ describe("server-everything over streamable HTTP", () => {
     expect(echo.result.text).toContain("over http");
     const sum = await callMcp(host, "mcp__web__get-sum", { a: 1, b: 2 });
     expect(sum.result.text).toContain("3");
-    const [view] = host.services.mcp.status(host.agents.get("main"));
+    const [view] = host.services.mcp.status(await host.agents.get("main"));
     expect(view).toMatchObject({ transport: "http", state: "running", pid: null });
   });
 });
@@ -150,7 +150,7 @@ describe("server-everything over the legacy HTTP+SSE transport", () => {
     let err = "";
     server.stderr!.on("data", (d) => (err += d));
     await waitFor(() => /listening|running/i.test(err), { what: "the SSE server" });
-    const host = openHost({
+    const host = await openHost({
       servers: { old: { type: "sse", url: `http://127.0.0.1:${port}/sse` } },
     });
     const echo = await callMcp(host, "mcp__old__echo", { message: "over sse" });
@@ -165,10 +165,10 @@ describe("server-filesystem confined to a workspace", () => {
     writeFileSync(join(other, "secret.txt"), "not for the agent");
     // The server is given two directories on its command line; the client's MCP roots (the
     // agent's execution root, a temp home here) replace them, as the protocol says.
-    const host = openHost({
+    const host = await openHost({
       servers: { fs: { command: NODE, args: [FILESYSTEM, ".", other] } },
     });
-    const root = realpathSync(host.agents.get("main").agent_home);
+    const root = realpathSync((await host.agents.get("main")).agent_home);
     mkdirSync(join(root, "docs"), { recursive: true });
     writeFileSync(join(root, "docs", "a.txt"), "alpha");
     const read = await callMcp(host, "mcp__fs__read_text_file", { path: join(root, "docs/a.txt") });

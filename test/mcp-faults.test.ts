@@ -20,15 +20,15 @@ afterAll(async () => {
   cleanupHomes();
 });
 
-function openHost(servers: Record<string, unknown>, home = tempHome()): RuntimeHost {
+async function openHost(servers: Record<string, unknown>, home = tempHome()): Promise<RuntimeHost> {
   writeMcpConfig(home, { servers });
-  const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
+  const host = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
   hosts.push(host);
   return host;
 }
 
-const view = (host: RuntimeHost, name: string) =>
-  host.services.mcp.status(host.agents.get("main")).find((v) => v.name === name)!;
+const view = async (host: RuntimeHost, name: string) =>
+  host.services.mcp.status(await host.agents.get("main")).find((v) => v.name === name)!;
 
 function alive(pid: number): boolean {
   const st = readProcStat(pid);
@@ -37,19 +37,19 @@ function alive(pid: number): boolean {
 
 describe("MCP server faults", () => {
   it("a server killed mid-call gives a tool error, and the next call restarts it", async () => {
-    const host = openHost({ f: fixture("ok") });
+    const host = await openHost({ f: fixture("ok") });
     expect((await callMcp(host, "mcp__f__ping", {})).result.text).toBe("pong from ping");
-    const firstPid = view(host, "f").pid!;
-    const pending = callMcp(host, "mcp__f__hang", {});
-    await waitFor(() => view(host, "f").calls_in_flight === 1, { what: "the call in flight" });
+    const firstPid = (await view(host, "f")).pid!;
+    const pending = await callMcp(host, "mcp__f__hang", {});
+    await waitFor(async () => (await view(host, "f")).calls_in_flight === 1, { what: "the call in flight" });
     process.kill(-firstPid, "SIGKILL");
     const killed = await pending;
     expect(killed.canonical.status).toBe("error");
     expect(killed.error).toMatchObject({ kind: "mcp_server_crashed", retryable: true });
-    expect(view(host, "f").state).not.toBe("running");
+    expect((await view(host, "f")).state).not.toBe("running");
     const again = await callMcp(host, "mcp__f__ping", {});
     expect(again.canonical.status, again.rendered).toBe("success");
-    expect(view(host, "f").pid).not.toBe(firstPid);
+    expect((await view(host, "f")).pid).not.toBe(firstPid);
   });
 
   it("a sandboxed server whose command line names files under the host's /tmp still starts", async () => {
@@ -58,15 +58,15 @@ describe("MCP server faults", () => {
     const dir = tempHome("holon-mcp-tmp-");
     const script = join(dir, "server.mjs");
     copyFileSync(FIXTURE, script);
-    const host = openHost({ t: { command: NODE, args: [script, "ok"] } });
-    expect(host.services.sandbox.summary(host.agents.get("main")).state).toBe("enforced");
+    const host = await openHost({ t: { command: NODE, args: [script, "ok"] } });
+    expect(host.services.sandbox.summary(await host.agents.get("main")).state).toBe("enforced");
     const r = await callMcp(host, "mcp__t__ping", {});
     expect(r.canonical.status, r.rendered).toBe("success");
     expect(r.result.text).toBe("pong from ping");
   });
 
   it("a call the server never answers times out; a server that never initializes too", async () => {
-    const host = openHost({
+    const host = await openHost({
       f: fixture("ok", { tool_timeout_ms: 300 }),
       mute: fixture("silent", { startup_timeout_ms: 300 }),
     });
@@ -74,33 +74,33 @@ describe("MCP server faults", () => {
     expect(hung.error).toMatchObject({ kind: "mcp_timeout", retryable: true });
     // The silent server never got listed: it is not in the catalog, and status says why.
     expect(hung.names.some((n) => n.startsWith("mcp__mute__"))).toBe(false);
-    expect(view(host, "mute").last_error).toMatch(/no answer to initialize within 300 ms/);
+    expect((await view(host, "mute")).last_error).toMatch(/no answer to initialize within 300 ms/);
     // The timed-out server works again on the next call.
     expect((await callMcp(host, "mcp__f__ping", {})).canonical.status).toBe("success");
   });
 
   it("garbage on stdout is skipped; a server that prints only garbage fails with what it printed", async () => {
-    const host = openHost({
+    const host = await openHost({
       noisy: fixture("garbage"),
       junk: fixture("only-garbage", { startup_timeout_ms: 500 }),
     });
     const ok = await callMcp(host, "mcp__noisy__ping", {});
     expect(ok.canonical.status, ok.rendered).toBe("success");
-    const junk = view(host, "junk");
+    const junk = await view(host, "junk");
     expect(junk.state).not.toBe("running");
     expect(junk.last_error).toContain("not JSON-RPC");
     expect(junk.last_error).toContain("Starting fixture server");
-    const test = await host.services.mcp.test(host.agents.get("main"), "junk");
+    const test = await host.services.mcp.test(await host.agents.get("main"), "junk");
     expect(test.ok).toBe(false);
   });
 
   it("a tool whose schema is not JSON Schema is left out, the others stay", async () => {
-    const host = openHost({ b: fixture("bad-schema") });
+    const host = await openHost({ b: fixture("bad-schema") });
     const good = await callMcp(host, "mcp__b__good", { a: "x" });
     expect(good.canonical.status).toBe("success");
     expect(good.names).not.toContain("mcp__b__broken");
     expect(good.names).not.toContain("mcp__b__not-object");
-    const rejected = view(host, "b").rejected_tools;
+    const rejected = (await view(host, "b")).rejected_tools;
     expect(rejected.map((r) => r.name).sort()).toEqual(["broken", "not-object"]);
     expect(rejected.find((r) => r.name === "broken")!.reason).toMatch(
       /type is not a JSON Schema type/,
@@ -108,7 +108,7 @@ describe("MCP server faults", () => {
   });
 
   it("a 20 MB result is capped like command output", async () => {
-    const host = openHost({ big: fixture("big") });
+    const host = await openHost({ big: fixture("big") });
     const out = await callMcp(host, "mcp__big__big", {});
     expect(out.canonical.status).toBe("success");
     expect(out.result.truncated).toBe(true);
@@ -118,33 +118,33 @@ describe("MCP server faults", () => {
   });
 
   it("an idle server is stopped and starts again on its next call", async () => {
-    const host = openHost({ f: fixture("ok") });
+    const host = await openHost({ f: fixture("ok") });
     await callMcp(host, "mcp__f__ping", {});
-    const pid = view(host, "f").pid!;
+    const pid = (await view(host, "f")).pid!;
     expect(host.services.mcp.stopIdle(Date.now() + 1_000)).toBe(0); // not idle long enough
     expect(host.services.mcp.stopIdle(Date.now() + 11 * 60_000)).toBe(1);
-    expect(view(host, "f").state).toBe("stopped");
+    expect((await view(host, "f")).state).toBe("stopped");
     await waitFor(() => !alive(pid), { what: "the idle server to exit" });
     expect((await callMcp(host, "mcp__f__ping", {})).canonical.status).toBe("success");
   });
 
   it("a shared server is one process for every agent; others are one per agent", async () => {
-    const host = openHost({ one: fixture("ok", { shared: true }), each: fixture("ok") });
-    host.agents.create("second", {}, "named");
+    const host = await openHost({ one: fixture("ok", { shared: true }), each: fixture("ok") });
+    await host.agents.create("second", {}, "named");
     for (const agent of ["main", "second"]) {
       await callMcp(host, "mcp__one__ping", {}, agent);
       await callMcp(host, "mcp__each__ping", {}, agent);
     }
-    const pid = (agent: string, name: string) =>
-      host.services.mcp.status(host.agents.get(agent)).find((v) => v.name === name)!.pid;
-    expect(pid("main", "one")).toBe(pid("second", "one"));
-    expect(pid("main", "each")).not.toBe(pid("second", "each"));
+    const pid = async (agent: string, name: string) =>
+      host.services.mcp.status(await host.agents.get(agent)).find((v) => v.name === name)!.pid;
+    expect(await pid("main", "one")).toBe(await pid("second", "one"));
+    expect(await pid("main", "each")).not.toBe(await pid("second", "each"));
     expect(host.services.mcp.pids()).toHaveLength(3);
   });
 
   it("a clean shutdown leaves no server running (checked by pid)", async () => {
     const home = tempHome();
-    const host = openHost({ a: fixture("ok"), b: fixture("garbage") }, home);
+    const host = await openHost({ a: fixture("ok"), b: fixture("garbage") }, home);
     await callMcp(host, "mcp__a__ping", {});
     await callMcp(host, "mcp__b__ping", {});
     const pids = host.services.mcp.pids();

@@ -129,8 +129,8 @@ describe("/mcp on the host", () => {
       kind: "result",
       text: "Three open pull requests, none failing.",
     });
-    const message = rt.host.store.messages
-      .recent("remote", 10)
+    const message = (await rt.host.store.messages
+      .recent("remote", 10))
       .find((m) => m.id === sent.message_id)!;
     expect(message).toMatchObject({
       origin: { kind: "operator", actor_id: "mcp:codex" },

@@ -124,8 +124,8 @@ describe("holon mcp serve (stdio)", () => {
 
     // Admitted as the operator named after the MCP client, through its own surface, as a
     // local process (stdio reaches the host over the Unix socket).
-    const message = rt.host.store.messages
-      .recent("worker", 10)
+    const message = (await rt.host.store.messages
+      .recent("worker", 10))
       .find((m) => m.id === sent.message_id)!;
     expect(message).toMatchObject({
       kind: "operator_prompt",
@@ -168,8 +168,8 @@ describe("holon mcp serve (stdio)", () => {
     const itemId = added.work_item.id as string;
     expect(itemId).toMatch(/^wi_/);
     // The work item's record says who asked and how, like a prompt's envelope.
-    const createdEvent = rt.host.store.events
-      .after("worker", 0, 10_000)
+    const createdEvent = (await rt.host.store.events
+      .after("worker", 0, 10_000))
       .find((e) => e.type === "work_item_created" && e.payload.work_item_id === itemId)!;
     expect(createdEvent.provenance).toMatchObject({
       origin: { kind: "operator", actor_id: "mcp:claude-code" },
@@ -200,7 +200,7 @@ describe("holon mcp serve (stdio)", () => {
   });
 
   it("cannot answer an ask, change config or settings, or reach any other route", async () => {
-    const ask = rt.host.services.asks.open({
+    const ask = await rt.host.services.asks.open({
       agent_id: "worker",
       kind: "input",
       source: "needs_input",
@@ -211,7 +211,7 @@ describe("holon mcp serve (stdio)", () => {
     });
     const configFile = join(rt.home, "config.json");
     const configBefore = readFileSync(configFile, "utf8");
-    const agentBefore = rt.host.store.agents.get("worker")!;
+    const agentBefore = (await rt.host.store.agents.get("worker"))!;
 
     // The tools an operator would use are not there.
     for (const name of [
@@ -251,17 +251,17 @@ describe("holon mcp serve (stdio)", () => {
 
     // Nothing moved: the ask is still pending, config and the agent's settings unchanged,
     // and no agent called "evil" exists.
-    expect(rt.host.services.asks.get(ask.id).state).toBe("pending");
+    expect((await rt.host.services.asks.get(ask.id)).state).toBe("pending");
     expect(readFileSync(configFile, "utf8")).toBe(configBefore);
-    const agentAfter = rt.host.store.agents.get("worker")!;
+    const agentAfter = (await rt.host.store.agents.get("worker"))!;
     expect(agentAfter.permissions).toEqual(agentBefore.permissions);
     expect(agentAfter.sandbox).toEqual(agentBefore.sandbox);
-    expect(rt.host.store.agents.get("evil")).toBeUndefined();
-    rt.host.services.asks.withdraw(ask.id, "test done");
+    expect(await rt.host.store.agents.get("evil")).toBeUndefined();
+    await rt.host.services.asks.withdraw(ask.id, "test done");
   });
 
   it("bad input is a tool error with the runtime's kind, and changes nothing", async () => {
-    const agentsBefore = rt.host.store.agents.list().length;
+    const agentsBefore = (await rt.host.store.agents.list()).length;
     expect(await refused("create_agent", { agent_id: "worker" })).toContain("agent_exists");
     expect(
       await refused("create_agent", { agent_id: "fresh", template: "no-such-template" }),
@@ -276,7 +276,7 @@ describe("holon mcp serve (stdio)", () => {
     expect(
       await refused("send_prompt", { agent_id: "worker", text: "x".repeat(70 * 1024) }),
     ).toMatch(/invalid/i);
-    expect(rt.host.store.agents.list().length).toBe(agentsBefore);
+    expect((await rt.host.store.agents.list()).length).toBe(agentsBefore);
   });
 
   it("stops an agent; a stopped agent refuses new prompts", async () => {

@@ -11,9 +11,9 @@ import { reply } from "./fake-provider/server.ts";
 
 const fake = useFakeProvider();
 
-function processed(rt: TestRuntime, agentId: string): number {
-  return rt.host.store.events
-    .after(agentId, 0, 10_000)
+async function processed(rt: TestRuntime, agentId: string): Promise<number> {
+  return (await rt.host.store.events
+    .after(agentId, 0, 10_000))
     .filter((e) => e.type === "message_processed").length;
 }
 
@@ -21,7 +21,7 @@ async function prompt(rt: TestRuntime, agent: string, text: string, n: number) {
   const r = await rt.req("POST", `/control/agents/${agent}/prompt`, { text });
   expect(r.status).toBeLessThan(300);
   await waitFor(
-    () => processed(rt, agent) >= n && !rt.host.store.agents.get(agent)!.current_run_id,
+    async () => await processed(rt, agent) >= n && !(await rt.host.store.agents.get(agent))!.current_run_id,
     { what: `message ${n} processed`, timeoutMs: 15_000 },
   );
 }
@@ -55,15 +55,15 @@ describe("working memory and episodes across a restart", () => {
       "Set up the deploy script. The deploy key is in vault ops/deploy-key.",
       1,
     );
-    const wm1 = rt.host.services.continuity.workingMemory(agent)!;
+    const wm1 = (await rt.host.services.continuity.workingMemory(agent))!;
     expect(wm1.revision).toBe(1);
     expect(wm1.current.files_touched).toContain("deploy.sh");
 
     // Turn 2: the agent rests (a waiting boundary finalizes the episode).
     fake.enqueue(reply.tools([{ name: "Sleep", arguments: {} }], { text: "Resting." }));
     await prompt(rt, agent, "Thanks, that is all for today.", 2);
-    expect(rt.host.store.memory.episodeCount(agent)).toBe(1);
-    const agentHome = rt.host.store.agents.get(agent)!.agent_home;
+    expect(await rt.host.store.memory.episodeCount(agent)).toBe(1);
+    const agentHome = (await rt.host.store.agents.get(agent))!.agent_home;
     const mirror = join(agentHome, ".holon", "ledger", "context_episodes.jsonl");
     const lines = readFileSync(mirror, "utf8").trim().split("\n");
     expect(lines).toHaveLength(1);
@@ -106,7 +106,7 @@ describe("working memory and episodes across a restart", () => {
     expect(existsSync(mirror)).toBe(true);
     const rebuilt = readFileSync(mirror, "utf8").trim().split("\n");
     expect(rebuilt.map((l) => JSON.parse(l).id)).toEqual(
-      rt.host.store.memory.recentEpisodes(agent, 10).map((e) => e.id),
+      (await rt.host.store.memory.recentEpisodes(agent, 10)).map((e) => e.id),
     );
     expect(rebuilt).toHaveLength(2);
 

@@ -27,17 +27,17 @@ describe("tool evidence at the turn boundary", () => {
       expect(r.status).toBe(202);
       const id = r.json.message_id as string;
       await waitFor(
-        () =>
-          rt.host.store.messages.get(id)?.status === "processed" &&
-          !rt.host.store.agents.get(agent)!.current_run_id,
+        async () =>
+          (await rt.host.store.messages.get(id))?.status === "processed" &&
+          !(await rt.host.store.agents.get(agent))!.current_run_id,
         { what: "the turn to settle" },
       );
 
-      const failures = rt.host.store.events
-        .after(agent, 0, 10_000)
+      const failures = (await rt.host.store.events
+        .after(agent, 0, 10_000))
         .filter((e) => e.type === "runtime_error");
       expect(failures).toEqual([]);
-      const wm = rt.host.store.memory.workingMemory(agent)!;
+      const wm = (await rt.host.store.memory.workingMemory(agent))!;
       expect(wm.current.commands).toContain("echo evidence-marker");
       expect(wm.current.recent_errors.some((e) => e.startsWith("ExecCommand:"))).toBe(true);
       expect(wm.turn_tools.at(-1)).toEqual({

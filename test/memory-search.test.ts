@@ -21,19 +21,19 @@ afterAll(async () => {
   cleanupHomes();
 });
 
-function openHost(): RuntimeHost {
+async function openHost(): Promise<RuntimeHost> {
   const home = tempHome();
-  const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
+  const host = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
   hosts.push(host);
   return host;
 }
 
-function ctxFor(host: RuntimeHost): ToolContext {
-  return toolContext(host);
+async function ctxFor(host: RuntimeHost): Promise<ToolContext> {
+  return await toolContext(host);
 }
 
 async function call(host: RuntimeHost, name: string, args: Record<string, unknown>) {
-  const out = await dispatch(registry, name, JSON.stringify(args), ctxFor(host));
+  const out = await dispatch(registry, name, JSON.stringify(args), await ctxFor(host));
   return { ...out, result: out.canonical.result as any, error: out.canonical.error };
 }
 
@@ -64,17 +64,17 @@ function episode(id: string, summary: string): EpisodeRecord {
   };
 }
 
-function seed(host: RuntimeHost) {
-  const home = host.agents.get("main").agent_home;
+async function seed(host: RuntimeHost) {
+  const home = (await host.agents.get("main")).agent_home;
   mkdirSync(join(home, "memory"), { recursive: true });
   writeFileSync(join(home, "memory", "self.md"), SELF);
-  const brief = createBrief(host.store, {
+  const brief = await createBrief(host.store, {
     agent_id: "main",
     kind: "result",
     text: "Rotated the deploy key and updated the CI secret DEPLOY_KEY.",
   });
-  host.store.tx(() =>
-    host.store.memory.addEpisode(
+  await host.store.tx(async () =>
+    await host.store.memory.addEpisode(
       episode("ep_fix1", "修复了部署脚本：deploy.sh 使用了过期的 key。Fixed the broken deploy."),
     ),
   );
@@ -85,8 +85,8 @@ const refs = (r: any) => (r.result.results as { source_ref: string }[]).map((x) 
 
 describe("MemorySearch", () => {
   it("finds notes, briefs, episodes and work items with English, Chinese and mixed queries", async () => {
-    const host = openHost();
-    const { home, brief } = seed(host);
+    const host = await openHost();
+    const { home, brief } = await seed(host);
     const created = await call(host, "CreateWorkItem", {
       objective: "Automate the deploy key rotation (自动轮换部署密钥)",
     });
@@ -140,8 +140,8 @@ describe("MemorySearch", () => {
   });
 
   it("repairs edited memory files by hash, honours the dirty marker and rebuilds a damaged index", async () => {
-    const host = openHost();
-    const { home } = seed(host);
+    const host = await openHost();
+    const { home } = await seed(host);
     expect(refs(await call(host, "MemorySearch", { query: "1Password" }))).toEqual([
       "mem:file:self",
     ]);
@@ -192,10 +192,10 @@ describe("MemorySearch", () => {
   });
 
   it("keeps other workspaces' memory out unless asked; agent memory is always in", async () => {
-    const host = openHost();
-    seed(host);
-    host.store.tx(() =>
-      host.store.briefs.insert({
+    const host = await openHost();
+    await seed(host);
+    await host.store.tx(async () =>
+      await host.store.briefs.insert({
         id: "brief_other",
         agent_id: "main",
         kind: "result",
@@ -218,8 +218,8 @@ describe("MemorySearch", () => {
 
 describe("MemoryGet", () => {
   it("returns exact bodies within its bounds and refuses bad handles", async () => {
-    const host = openHost();
-    const { home } = seed(host);
+    const host = await openHost();
+    const { home } = await seed(host);
     const got = await call(host, "MemoryGet", { source_ref: "mem:file:self" });
     expect(got.canonical.status).toBe("success");
     expect(got.result.content).toBe(SELF);

@@ -72,9 +72,9 @@ describe("metrics", () => {
     const sent = await rt.req("POST", "/control/agents/main/prompt", { text: "run echo" });
     expect(sent.status).toBe(202);
     await waitFor(
-      () =>
-        rt.host.store.events
-          .query("main", { limit: 50, order: "desc" })
+      async () =>
+        (await rt.host.store.events
+          .query("main", { limit: 50, order: "desc" }))
           .some((e) => e.type === "turn_terminal"),
       { what: "the turn to end" },
     );
@@ -131,7 +131,7 @@ describe("metrics", () => {
   });
 
   it("bounds the agent label: public agents up to the cap, the rest as _other", async () => {
-    for (let i = 0; i < 500; i++) rt.host.agents.create(`load-${i}`, { start: false });
+    for (let i = 0; i < 500; i++) await rt.host.agents.create(`load-${i}`, { start: false });
     const res = await rt.req("GET", "/metrics");
     const agents = new Set(
       samples(res.json as string)

@@ -77,8 +77,8 @@ async function check(
 
 function settled(id: string) {
   return waitFor(
-    () => {
-      const s = rt.host.store.messages.get(id)?.status;
+    async () => {
+      const s = (await rt.host.store.messages.get(id))?.status;
       return s && s !== "queued" && s !== "processing" ? s : undefined;
     },
     { what: `message ${id} to settle` },
@@ -282,8 +282,8 @@ describe("GET /openapi.json", () => {
 });
 
 describe("the typed catalog", () => {
-  it("every event and transcript entry a real turn wrote parses against the catalog, losing nothing", () => {
-    const stored: EventEnvelope[] = rt.host.store.events.query("main", {
+  it("every event and transcript entry a real turn wrote parses against the catalog, losing nothing", async () => {
+    const stored: EventEnvelope[] = await rt.host.store.events.query("main", {
       limit: 100_000,
       order: "asc",
     });
@@ -309,7 +309,7 @@ describe("the typed catalog", () => {
       expect(seen).toContain(t);
     expect(eventTypes()).toEqual(expect.arrayContaining([...seen]));
 
-    const entries = rt.host.store.transcript.recent("main", 1000);
+    const entries = await rt.host.store.transcript.recent("main", 1000);
     expect(entries.length).toBeGreaterThan(4);
     for (const t of entries) {
       const parsed = parseTranscriptEntry(t);

@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 async function toolError(name: string, args: Record<string, unknown>) {
-  const out = await dispatch(buildRegistry(), name, JSON.stringify(args), toolContext(rt.host));
+  const out = await dispatch(buildRegistry(), name, JSON.stringify(args), await toolContext(rt.host));
   return out.canonical.error!;
 }
 
@@ -68,7 +68,7 @@ describe("operator hints and model hints", () => {
     const outside = tempHome("holon-outside-");
     const cli = await runCli(["task", "--workdir", outside, "true"], { env: env() });
     expect(cli.code).toBe(1);
-    const root = rt.host.agents.get("main").agent_home;
+    const root = (await rt.host.agents.get("main")).agent_home;
     expect(cli.stderr).toContain(
       `working directory ${outside} is outside the execution root ${root}`,
     );

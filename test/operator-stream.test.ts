@@ -100,7 +100,7 @@ describe("followEvents", () => {
     try {
       const store = rt.host.store;
       clock.set(T0 + 40 * 86_400_000);
-      rt.host.ingress.admit({
+      await rt.host.ingress.admit({
         agent_id: "main",
         kind: "channel_event",
         origin: { kind: "channel", channel_id: "test" },
@@ -121,7 +121,7 @@ describe("followEvents", () => {
             task_output: none,
           }),
       }).runOnce();
-      const removedThrough = store.events.removedThrough("main");
+      const removedThrough = await store.events.removedThrough("main");
       expect(removedThrough).toBeGreaterThan(0);
 
       const [host, port] = rt.server.httpAddr.split(":");
@@ -137,7 +137,7 @@ describe("followEvents", () => {
         onEvent: (e) => seen.push(e.event_seq),
         onNotice: (n) => notices.push(n),
       });
-      await waitFor(() => seen.at(-1) === store.events.newestSeq("main"), { what: "catch-up" });
+      await waitFor(async () => seen.at(-1) === await store.events.newestSeq("main"), { what: "catch-up" });
       ctl.abort();
       await done;
       expect(notices[0]).toEqual({
@@ -160,7 +160,7 @@ describe("followEvents", () => {
       const notices: FollowNotice[] = [];
       const seen: number[] = [];
       const ctl = new AbortController();
-      const start = store.events.newestSeq("main");
+      const start = await store.events.newestSeq("main");
       const done = followEvents({
         connect: () => client,
         agentId: "main",
@@ -172,18 +172,18 @@ describe("followEvents", () => {
       });
       // One event proves the subscription is live; then more at once than a subscriber may
       // have pending.
-      const attach = (root: string) =>
-        store.appendEvent("main", {
+      const attach = async (root: string) =>
+        await store.appendEvent("main", {
           type: "workspace_attached",
           payload: { workspace_root: root },
         });
-      store.tx(() => attach("/w/first"));
+      await store.tx(async () => await attach("/w/first"));
       await waitFor(() => seen.length === 1, { what: "subscribed" });
       const burst = MAX_SUBSCRIBER_BACKLOG + 2_000;
-      store.tx(() => {
-        for (let i = 0; i < burst; i++) attach(`/w/${i}`);
+      await store.tx(async () => {
+        for (let i = 0; i < burst; i++) await attach(`/w/${i}`);
       });
-      const newest = store.events.newestSeq("main");
+      const newest = await store.events.newestSeq("main");
       await waitFor(() => seen.at(-1) === newest, { what: "every event", timeoutMs: 60_000 });
       ctl.abort();
       await done;

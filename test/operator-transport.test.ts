@@ -74,9 +74,9 @@ describe("operator transport bindings", () => {
       expect(sent.status).toBe(202);
 
       const delivered = await waitFor(
-        () =>
-          rt.host.store.events
-            .after("main", 0, 10_000)
+        async () =>
+          (await rt.host.store.events
+            .after("main", 0, 10_000))
             .find((e) => e.type === "operator_delivery_recorded"),
         { what: "delivery record", timeoutMs: 15_000 },
       );
@@ -94,8 +94,8 @@ describe("operator transport bindings", () => {
       expect(cb.received[0]!.body.delivery_intent_id).toBe(last.body.delivery_intent_id);
       expect(last.body).toMatchObject({ binding_id: id, route_id: "route_1", text: "tests pass" });
 
-      const admitted = rt.host.store.events
-        .after("main", 0, 10_000)
+      const admitted = (await rt.host.store.events
+        .after("main", 0, 10_000))
         .find(
           (e) => e.type === "message_admitted" && e.payload.message_id === sent.json.message_id,
         )!;

@@ -26,7 +26,7 @@ async function host(endpoint: string): Promise<TestRuntime> {
   ];
   const r = await runCli(["config", "set", ...settings.flat()], { env: { HOLON_HOME: home } });
   expect(r.code, r.stderr).toBe(0);
-  return startRuntime({
+  return await startRuntime({
     home,
     env: {
       ...process.env,

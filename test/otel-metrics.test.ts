@@ -31,7 +31,7 @@ async function host(endpoint: string, env: Record<string, string> = {}): Promise
   ];
   const r = await runCli(["config", "set", ...settings.flat()], { env: { HOLON_HOME: home } });
   expect(r.code, r.stderr).toBe(0);
-  return startRuntime({
+  return await startRuntime({
     home,
     env: {
       ...process.env,

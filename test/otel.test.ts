@@ -49,7 +49,7 @@ async function tracedHost(
     const r = await runCli(["config", "set", k!, v!], { env: { HOLON_HOME: home } });
     expect(r.code, r.stderr).toBe(0);
   }
-  return startRuntime({
+  return await startRuntime({
     home,
     env: {
       ...process.env,
@@ -87,7 +87,7 @@ describe("traces", () => {
     process.env.OTEL_SERVICE_NAME = "holon";
     receiver = await startOtlpReceiver();
     rt = await tracedHost(receiver);
-    gate = join(rt.host.agents.get("main").agent_home, "gate");
+    gate = join((await rt.host.agents.get("main")).agent_home, "gate");
     fake.setFallback((req): FakeAnswer => {
       const who = agentOf(req);
       const last = lastInput(req);
@@ -137,9 +137,9 @@ describe("traces", () => {
     expect(res.status).toBe(202);
     // The first turn, the command task's result and the child's result: three main turns.
     await waitFor(
-      () =>
-        rt.host.store.messages
-          .withStatus("main", "processed")
+      async () =>
+        (await rt.host.store.messages
+          .withStatus("main", "processed"))
           .filter((m) => m.kind === "task_result").length >= 2,
       { what: "both results to come back to main", timeoutMs: 30_000 },
     );
@@ -428,7 +428,7 @@ describe("links across a restart", () => {
   it("a task started before a host restart links its later turn to the tool call that started it", async () => {
     const receiver = await startOtlpReceiver();
     let rt = await tracedHost(receiver);
-    const gate = join(rt.host.agents.get("main").agent_home, "restart-gate");
+    const gate = join((await rt.host.agents.get("main")).agent_home, "restart-gate");
     try {
       fake.enqueue(
         reply.tools([
@@ -450,7 +450,7 @@ describe("links across a restart", () => {
         () => receiver.spans.find((s) => s.attributes["gen_ai.tool.call.id"] === "r-bg"),
         { what: "the tool call's span", timeoutMs: 15_000 },
       );
-      await waitFor(() => rt.host.agents.get("main").status !== "awake_running", {
+      await waitFor(async () => (await rt.host.agents.get("main")).status !== "awake_running", {
         what: "the turn to end",
       });
       const home = rt.home;
@@ -549,8 +549,8 @@ describe("compaction", () => {
       const compactions = receiver.spans.filter(
         (s) => s.name === "compact_context" && s.parentSpanId === turn.spanId,
       );
-      const recorded = rt.host.store.events
-        .query("main", { limit: 1000, order: "asc" })
+      const recorded = (await rt.host.store.events
+        .query("main", { limit: 1000, order: "asc" }))
         .filter((e) => e.type === "context_compacted");
       expect(recorded.length).toBeGreaterThan(0);
       expect(compactions).toHaveLength(recorded.length);

@@ -99,7 +99,7 @@ describe("what the model is told", () => {
     mkdirSync(workspace);
     const rt = await startRuntime({ home });
     try {
-      rt.host.agents.setWorkspace("main", workspace);
+      await rt.host.agents.setWorkspace("main", workspace);
       const before = fake.requests.length;
       let taskId = "";
       fake.enqueue(
@@ -145,7 +145,7 @@ describe("what the model is told", () => {
       expect(snap.json.task.output_dropped_bytes).toBeGreaterThan(3_000_000 - 65536);
       const out = await rt.req("GET", `/agents/main/tasks/${taskId}/output`);
       expect(out.json.task.output_dropped_bytes).toBe(snap.json.task.output_dropped_bytes);
-      const task = rt.host.store.tasks.get(taskId)!;
+      const task = (await rt.host.store.tasks.get(taskId))!;
       expect(existsSync(task.output_path)).toBe(true);
       expect(statSync(task.output_path).size).toBeLessThanOrEqual(65536);
     } finally {

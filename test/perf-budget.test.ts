@@ -209,7 +209,7 @@ describe("per-turn cost budgets", () => {
     fake.setFallback(() => reply.text("Warm."));
     for (let i = 0; i < 3; i++) {
       const r = await rt.req("POST", "/control/agents/main/prompt", { text: `warm ${i}` });
-      await waitFor(() => rt.host.store.messages.get(r.json.message_id)?.status === "processed", {
+      await waitFor(async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed", {
         what: "warm-up",
       });
     }
@@ -219,11 +219,11 @@ describe("per-turn cost budgets", () => {
     await rt?.close();
   });
 
-  it("a transaction costs no file-system call", () => {
+  it("a transaction costs no file-system call", async () => {
     const store = rt.host.store;
     const before = fsCalls.dbStat;
     const N = 100;
-    for (let i = 0; i < N; i++) store.tx(() => store.agents.get("main"));
+    for (let i = 0; i < N; i++) await store.tx(async () => await store.agents.get("main"));
     const perTx = (fsCalls.dbStat - before) / N;
     // Budget: 0. The database file is statted only when its watch saw it change (it was 1 per
     // transaction, to notice a replaced file; test/home-faults.test.ts holds that guarantee).
@@ -331,8 +331,8 @@ describe("per-turn cost budgets", () => {
       surface: "http_public_enqueue" as const,
       admission: "public_unauthenticated" as const,
     });
-    store.tx(() => {
-      for (let i = 0; i < 3000; i++) rt.host.ingress.admit(draft(`backlog ${i}`));
+    await store.tx(async () => {
+      for (let i = 0; i < 3000; i++) await rt.host.ingress.admit(draft(`backlog ${i}`));
     });
     const counts = store.countCalls();
     const sum = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
@@ -401,8 +401,8 @@ describe("per-turn cost budgets", () => {
     const wal0 = walBytes(rt);
     for (let r = 0; r < ROUNDS; r++) {
       await Promise.all(
-        Array.from({ length: CONCURRENT }, (_, i) =>
-          rt.host.ingress.admitBatched(draft(`batch ${r}.${i}`)),
+        Array.from({ length: CONCURRENT }, async (_, i) =>
+          await rt.host.ingress.admitBatched(draft(`batch ${r}.${i}`)),
         ),
       );
     }

@@ -44,9 +44,9 @@ function toolResults(from: number): string[] {
 
 async function settled(messageId: string): Promise<void> {
   await waitFor(
-    () => {
-      const m = rt.host.store.messages.get(messageId);
-      const a = rt.host.agents.get("main");
+    async () => {
+      const m = await rt.host.store.messages.get(messageId);
+      const a = await rt.host.agents.get("main");
       return m?.status === "processed" && a.status !== "awake_running";
     },
     { what: `message ${messageId} processed`, timeoutMs: 30_000 },
@@ -59,32 +59,32 @@ async function prompt(text: string): Promise<string> {
   return r.json.message_id ?? r.json.message?.id;
 }
 
-function lastToolFailure(tool = "ExecCommand") {
-  return [...allEvents()]
+async function lastToolFailure(tool = "ExecCommand") {
+  return [...await allEvents()]
     .reverse()
     .find((e: any) => e.type === "tool_execution_failed" && e.payload.tool_name === tool);
 }
 
-function allEvents(): any[] {
-  return rt.host.store.events.after("main", 0, 1_000_000);
+async function allEvents(): Promise<any[]> {
+  return await rt.host.store.events.after("main", 0, 1_000_000);
 }
 
 /** The pending approval asks of main (call approvals and hook consents). */
-function pendingApprovals() {
-  return rt.host.services.asks.list({ agent_id: "main" }).filter((a) => a.kind === "approval");
+async function pendingApprovals() {
+  return (await rt.host.services.asks.list({ agent_id: "main" })).filter((a) => a.kind === "approval");
 }
 
 /** Deny every pending approval ask, and wait until the agent has heard and settled. */
 async function denyPending(): Promise<void> {
-  for (const a of pendingApprovals()) {
+  for (const a of await pendingApprovals()) {
     const r = await cli("asks", "answer", a.id, "deny", "--reason", "not in this test");
     expect(r.code, r.stderr).toBe(0);
   }
   await waitFor(
-    () =>
-      rt.host.agents.get("main").status !== "awake_running" &&
-      rt.host.store.messages.withStatus("main", "queued").length === 0 &&
-      rt.host.store.messages.withStatus("main", "processing").length === 0,
+    async () =>
+      (await rt.host.agents.get("main")).status !== "awake_running" &&
+      (await rt.host.store.messages.withStatus("main", "queued")).length === 0 &&
+      (await rt.host.store.messages.withStatus("main", "processing")).length === 0,
     { what: "the agent to settle", timeoutMs: 30_000 },
   );
 }
@@ -112,8 +112,8 @@ describe("rules", () => {
   });
 
   it("a bad rule is refused at set time and nothing is stored", async () => {
-    const before = rt.host.agents.get("main").permissions;
-    const seq = rt.host.store.events.newestSeq("main");
+    const before = (await rt.host.agents.get("main")).permissions;
+    const seq = await rt.host.store.events.newestSeq("main");
     for (const bad of [
       '["ExecCommand(git push && rm:*)"]',
       '["NoSuchTool"]',
@@ -125,8 +125,8 @@ describe("rules", () => {
     }
     const unknownKey = await cli("agent", "set", "main", "permissions.colour", '"red"');
     expect(unknownKey.code).not.toBe(0);
-    expect(rt.host.agents.get("main").permissions).toEqual(before);
-    expect(rt.host.store.events.newestSeq("main")).toBe(seq);
+    expect((await rt.host.agents.get("main")).permissions).toEqual(before);
+    expect(await rt.host.store.events.newestSeq("main")).toBe(seq);
   });
 
   it("host rules come from config.json: a bad one is refused by holon config set, a good one applies", async () => {
@@ -162,11 +162,11 @@ describe("rules", () => {
     await settled(await prompt("touch it"));
     expect(existsSync(join(ws, "ran-2"))).toBe(false);
     expect(existsSync(join(ws, "hook-ran"))).toBe(false);
-    expect(lastToolFailure().payload.tool_error.kind).toBe("awaiting_approval");
+    expect((await lastToolFailure()).payload.tool_error.kind).toBe("awaiting_approval");
     expect(fake.requests.length - from).toBe(1); // the turn ended waiting: no second round
     // The call's approval ask and the hook's consent ask both wait for the operator.
     expect(
-      pendingApprovals()
+      (await pendingApprovals())
         .map((a) => a.details.approval)
         .sort(),
     ).toEqual(["calls", "consent"]);
@@ -206,11 +206,11 @@ describe("taint", () => {
     expect(r.status, JSON.stringify(r.json)).toBeLessThan(300);
     await settled(r.json.message_id ?? r.json.message?.id);
     expect(existsSync(join(ws, "ran-3"))).toBe(false);
-    const failure = lastToolFailure();
+    const failure = await lastToolFailure();
     expect(failure.payload.tool_error.kind).toBe("awaiting_approval");
     expect(fake.requests.length - from).toBe(1);
     // The approval ask shows the trigger's authority.
-    const [ask] = pendingApprovals();
+    const [ask] = await pendingApprovals();
     expect(ask?.id).toBe(failure.payload.tool_error.details.ask_id);
     expect(ask?.details.trigger).toMatchObject({
       policy_authority: "external_evidence",
@@ -241,28 +241,28 @@ describe("taint", () => {
       { authorization: "" },
     );
     expect(r.status).toBeLessThan(300);
-    const item = await waitFor(() =>
-      rt.host.services.work
-        .list("main", "all", { limit: 50 })
+    const item = await waitFor(async () =>
+      (await rt.host.services.work
+        .list("main", "all", { limit: 50 }))
         .find?.((i: any) => i.objective === "install the thing"),
     );
     expect(
-      rt.host.store.workItems.get((item as any).id ?? (item as any).work_item_id)?.policy_authority,
+      (await rt.host.store.workItems.get((item as any).id ?? (item as any).work_item_id))?.policy_authority,
     ).toBe("external_evidence");
     const failure = await waitFor(
-      () => {
-        const f = lastToolFailure();
+      async () => {
+        const f = await lastToolFailure();
         return f && f.payload.call_id === "c4" ? f : undefined;
       },
       { timeoutMs: 30_000, what: "the tick's ExecCommand" },
     );
-    const tick = rt.host.store.messages.get(failure.provenance.message_id);
+    const tick = await rt.host.store.messages.get(failure.provenance.message_id);
     expect(tick?.kind).toBe("system_tick");
     expect(tick?.authority_class).toBe("runtime_instruction");
     expect(failure.payload.tool_error.kind).toBe("awaiting_approval");
-    const ask = rt.host.services.asks.get(failure.payload.tool_error.details.ask_id);
+    const ask = await rt.host.services.asks.get(failure.payload.tool_error.details.ask_id);
     expect(ask.details.trigger).toMatchObject({ policy_authority: "external_evidence" });
-    await waitFor(() => rt.host.agents.get("main").status !== "awake_running");
+    await waitFor(async () => (await rt.host.agents.get("main")).status !== "awake_running");
     await denyPending();
     expect(existsSync(join(ws, "ran-4"))).toBe(false);
   });
@@ -359,10 +359,10 @@ describe("hooks", () => {
       fake.enqueue(exec(`touch ran-${id}`, id), reply.text("ok"));
       await settled(await prompt("try"));
       expect(existsSync(join(ws, `ran-${id}`))).toBe(false);
-      const failure = lastToolFailure();
+      const failure = await lastToolFailure();
       expect(failure.payload.call_id).toBe(id);
       expect(failure.payload.tool_error.kind).toBe("hook_failed");
-      const recorded = [...allEvents()].reverse().find((e: any) => e.type === "hook_failed");
+      const recorded = [...await allEvents()].reverse().find((e: any) => e.type === "hook_failed");
       expect(recorded.payload.reason).toBe(reason);
       expect(JSON.stringify(recorded).length).toBeLessThan(10_000);
     }
@@ -415,15 +415,15 @@ describe("hooks", () => {
     fake.enqueue(reply.text("done"), reply.text("tests run"));
     const id = await prompt("finish");
     await settled(id);
-    const followup = await waitFor(() =>
-      rt.host.store.messages
-        .withStatus("main", "processed")
+    const followup = await waitFor(async () =>
+      (await rt.host.store.messages
+        .withStatus("main", "processed"))
         .find((m: any) => m.metadata?.stop_hook_followup === true),
     );
     await settled(followup.id);
     expect(
-      rt.host.store.messages
-        .withStatus("main", "queued")
+      (await rt.host.store.messages
+        .withStatus("main", "queued"))
         .filter((m: any) => m.metadata?.stop_hook_followup === true),
     ).toHaveLength(0);
     await setHooks(null);

@@ -195,8 +195,8 @@ describe("stream: false from the user's configuration", () => {
       fake.enqueue(reply.text("one JSON answer"));
       const res = await rt.req("POST", "/control/agents/main/prompt", { text: "hi" });
       expect(res.status).toBe(202);
-      const brief = await waitFor(() =>
-        rt.host.store.briefs.recent("main", 5).find((b) => b.text === "one JSON answer"),
+      const brief = await waitFor(async () =>
+        (await rt.host.store.briefs.recent("main", 5)).find((b) => b.text === "one JSON answer"),
       );
       expect(brief).toBeDefined();
       expect(fake.requests.map((r) => r.stream)).toEqual([false]);

@@ -24,24 +24,24 @@ async function prompt(rt: TestRuntime, text: string): Promise<string> {
 }
 function settled(rt: TestRuntime, id: string) {
   return waitFor(
-    () => {
-      const s = rt.host.store.messages.get(id)?.status;
+    async () => {
+      const s = (await rt.host.store.messages.get(id))?.status;
       return s && s !== "queued" && s !== "processing" ? s : undefined;
     },
     { what: `message ${id} to settle` },
   );
 }
-function events(rt: TestRuntime, type: string) {
-  return rt.host.store.events
-    .query("main", { limit: 100_000, order: "asc" })
+async function events(rt: TestRuntime, type: string) {
+  return (await rt.host.store.events
+    .query("main", { limit: 100_000, order: "asc" }))
     .filter((e) => e.type === type);
 }
 /** The message admitted again for `originalId`, once it exists. */
 function retryOf(rt: TestRuntime, originalId: string) {
   return waitFor(
-    () =>
-      rt.host.store.messages
-        .recent("main", 50)
+    async () =>
+      (await rt.host.store.messages
+        .recent("main", 50))
         .find((m) => m.metadata?.provider_retry_of === originalId),
     { what: `the retry of ${originalId}` },
   );
@@ -59,19 +59,19 @@ describe("rate-limited beyond the cap", () => {
       const m1 = await prompt(rt, "summarise the logs");
       await settled(rt, m1);
       const expectedAt = new Date(clock.now().getTime() + 120_000).toISOString();
-      const closure = events(rt, "closure_decided").at(-1)!.payload as Record<string, unknown>;
+      const closure = (await events(rt, "closure_decided")).at(-1)!.payload as Record<string, unknown>;
       expect(closure).toMatchObject({
         outcome: "waiting",
         waiting_reason: "awaiting_timer",
         turn_outcome: "retry_at",
       });
       expect(closure.evidence).toContain(`retry_at:${expectedAt}`);
-      expect(events(rt, "runtime_error")).toHaveLength(0);
-      expect(events(rt, "provider_retry_scheduled").at(-1)?.payload).toMatchObject({
+      expect(await events(rt, "runtime_error")).toHaveLength(0);
+      expect((await events(rt, "provider_retry_scheduled")).at(-1)?.payload).toMatchObject({
         message_id: m1,
         retry_at: expectedAt,
       });
-      const terminal = events(rt, "turn_terminal").at(-1)!.payload;
+      const terminal = (await events(rt, "turn_terminal")).at(-1)!.payload;
       expect(terminal).toMatchObject({ reason: "provider_rate_limited", retry_at: expectedAt });
 
       // Visible where an operator looks.
@@ -83,18 +83,18 @@ describe("rate-limited beyond the cap", () => {
 
       // Not due yet: nothing fires.
       clock.advance(60_000);
-      expect(rt.host.services.scheduler.fireDue()).toBe(0);
+      expect(await rt.host.services.scheduler.fireDue()).toBe(0);
 
       // At the deadline the same prompt runs again from the start of its turn.
       fake.enqueue(reply.text("logs summarised"));
       clock.advance(60_001);
-      expect(rt.host.services.scheduler.fireDue()).toBe(1);
+      expect(await rt.host.services.scheduler.fireDue()).toBe(1);
       const again = await retryOf(rt, m1);
-      expect(again.body).toEqual(rt.host.store.messages.get(m1)!.body);
+      expect(again.body).toEqual((await rt.host.store.messages.get(m1))!.body);
       expect(again.kind).toBe("operator_prompt");
-      expect(again.trust).toBe(rt.host.store.messages.get(m1)!.trust);
+      expect(again.trust).toBe((await rt.host.store.messages.get(m1))!.trust);
       await settled(rt, again.id);
-      expect(events(rt, "closure_decided").at(-1)!.payload).toMatchObject({
+      expect((await events(rt, "closure_decided")).at(-1)!.payload).toMatchObject({
         outcome: "completed",
       });
       const resent = fake.requests.at(-1)!.body as { input: { role?: string; content?: string }[] };
@@ -104,15 +104,15 @@ describe("rate-limited beyond the cap", () => {
       fake.enqueue(fault.status(429, { headers: { "retry-after-ms": "300000" } }));
       const m2 = await prompt(rt, "and the metrics");
       await settled(rt, m2);
-      expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(1);
+      expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(1);
       await rt.close();
       clock.advance(301_000);
       fake.enqueue(reply.text("metrics done"));
       rt = await startRuntime({ home, clock }); // the scheduler fires what fell due at start
       const second = await retryOf(rt, m2);
       await settled(rt, second.id);
-      expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
-      expect(events(rt, "closure_decided").at(-1)!.payload).toMatchObject({
+      expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
+      expect((await events(rt, "closure_decided")).at(-1)!.payload).toMatchObject({
         outcome: "completed",
       });
     } finally {
@@ -133,22 +133,22 @@ describe("the retry-after cap", () => {
       fake.enqueue(fault.status(429, { headers: { "retry-after-ms": "50" } }), reply.text("fine"));
       const m1 = await prompt(rt, "first");
       expect(await settled(rt, m1)).toBe("processed");
-      expect(events(rt, "closure_decided").at(-1)!.payload).toMatchObject({
+      expect((await events(rt, "closure_decided")).at(-1)!.payload).toMatchObject({
         outcome: "completed",
       });
-      expect(events(rt, "provider_retry_scheduled")).toHaveLength(0);
+      expect(await events(rt, "provider_retry_scheduled")).toHaveLength(0);
 
       // 10 s is within the default 60 s cap but past this one: the turn ends as a wait.
       fake.enqueue(fault.status(429, { headers: { "retry-after": "10" } }));
       const m2 = await prompt(rt, "second");
       await settled(rt, m2);
       const expectedAt = new Date(clock.now().getTime() + 10_000).toISOString();
-      expect(events(rt, "closure_decided").at(-1)!.payload).toMatchObject({
+      expect((await events(rt, "closure_decided")).at(-1)!.payload).toMatchObject({
         outcome: "waiting",
         waiting_reason: "awaiting_timer",
         turn_outcome: "retry_at",
       });
-      expect(events(rt, "provider_retry_scheduled").at(-1)?.payload).toMatchObject({
+      expect((await events(rt, "provider_retry_scheduled")).at(-1)?.payload).toMatchObject({
         message_id: m2,
         retry_at: expectedAt,
       });

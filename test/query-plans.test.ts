@@ -150,7 +150,7 @@ describe("query plans on a turn's path", () => {
         return res.json.message_id as string;
       };
       const settled = (id: string) =>
-        waitFor(() => rt.host.store.messages.get(id)?.status === "processed", {
+        waitFor(async () => (await rt.host.store.messages.get(id))?.status === "processed", {
           what: `message ${id} processed`,
         });
       fake.enqueue(reply.text("first answer"));
@@ -170,10 +170,10 @@ describe("query plans on a turn's path", () => {
       expect(task.status).toBeLessThan(300);
       const taskId = (task.json.task?.task_id ?? task.json.task_id) as string;
       await waitFor(
-        () => ["completed", "failed"].includes(rt.host.store.tasks.get(taskId)?.status ?? ""),
+        async () => ["completed", "failed"].includes((await rt.host.store.tasks.get(taskId))?.status ?? ""),
         { what: "task to finish" },
       );
-      await waitFor(() => rt.host.store.messages.pendingCount("main") === 0, {
+      await waitFor(async () => await rt.host.store.messages.pendingCount("main") === 0, {
         what: "queue to drain",
       });
 
@@ -187,8 +187,8 @@ describe("query plans on a turn's path", () => {
       });
       for await (const _ of sse.frames) break;
       sse.close();
-      const runId = rt.host.store.transcript.recent("main", 1)[0]!.run_id!;
-      rt.host.store.transcript.forRun("main", runId);
+      const runId = (await rt.host.store.transcript.recent("main", 1))[0]!.run_id!;
+      await rt.host.store.transcript.forRun("main", runId);
     } finally {
       await rt.close();
       restore();

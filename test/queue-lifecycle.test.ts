@@ -18,8 +18,8 @@ function recorder() {
   return { seen, executor };
 }
 
-function gapFree(host: RuntimeHost, agentId: string) {
-  const events = host.store.events.query(agentId, { limit: 100_000, order: "asc" });
+async function gapFree(host: RuntimeHost, agentId: string) {
+  const events = await host.store.events.query(agentId, { limit: 100_000, order: "asc" });
   events.forEach((e, i) => expect(e.event_seq).toBe(i + 1));
   return events;
 }
@@ -28,7 +28,7 @@ describe("queue", () => {
   it("dequeues by priority band, FIFO within a band", async () => {
     const { seen, executor } = recorder();
     const rt = await startRuntime({ executor: () => executor });
-    rt.host.lifecycle.control("main", "pause");
+    await rt.host.lifecycle.control("main", "pause");
     const send = (text: string, priority: string, path = "/agents/main/enqueue") =>
       rt.req("POST", path, path.includes("control") ? { text, priority } : { text, priority });
     await send("bg1", "background");
@@ -38,17 +38,17 @@ describe("queue", () => {
     await send("i1", "interject", "/control/agents/main/prompt");
     await send("x2", "next");
     await send("bg2", "background");
-    rt.host.lifecycle.control("main", "resume");
+    await rt.host.lifecycle.control("main", "resume");
     await waitFor(() => seen.length === 7, { what: "all messages processed" });
     expect(seen).toEqual(["i1", "x1", "x2", "n1", "n2", "bg1", "bg2"]);
-    gapFree(rt.host, "main");
+    await gapFree(rt.host, "main");
     await rt.close();
   });
 
   it("queued messages survive a restart and run afterwards; processed ones stay auditable", async () => {
     const home = tempHome();
     const first = await startRuntime({ home, executor: () => recorder().executor });
-    first.host.lifecycle.control("main", "pause");
+    await first.host.lifecycle.control("main", "pause");
     const ids: string[] = [];
     for (const t of ["a", "b", "c"])
       ids.push((await first.req("POST", "/enqueue", { text: t })).json.message_id);
@@ -56,16 +56,16 @@ describe("queue", () => {
 
     const { seen, executor } = recorder();
     const second = await startRuntime({ home, executor: () => executor });
-    expect(second.host.agents.get("main").status).toBe("paused");
-    expect(second.host.store.messages.pendingCount("main")).toBe(3);
-    second.host.lifecycle.control("main", "resume");
+    expect((await second.host.agents.get("main")).status).toBe("paused");
+    expect(await second.host.store.messages.pendingCount("main")).toBe(3);
+    await second.host.lifecycle.control("main", "resume");
     await waitFor(() => seen.length === 3);
     expect(seen).toEqual(["a", "b", "c"]);
     await waitFor(() =>
       ids.every((id) => second.host.store.messages.get(id)?.status === "processed"),
     );
     // queue wait is derivable from message_admitted → message_processing_started
-    const events = gapFree(second.host, "main");
+    const events = await gapFree(second.host, "main");
     for (const id of ids) {
       const admitted = events.find(
         (e) => e.type === "message_admitted" && e.payload.message_id === id,
@@ -108,7 +108,7 @@ describe("lifecycle", () => {
     // stopped survives restart; resume restores a live loop that processes new work
     const { seen, executor } = recorder();
     const again = await startRuntime({ home, executor: () => executor });
-    expect(again.host.agents.get("main").status).toBe("stopped");
+    expect((await again.host.agents.get("main")).status).toBe("stopped");
     const resume = await again.req("POST", "/control/agents/main/control", { action: "resume" });
     expect(resume.json.disposition).toBe("resumed");
     await again.req("POST", "/control/agents/main/prompt", { text: "after resume" });
@@ -130,7 +130,7 @@ describe("lifecycle", () => {
     };
     const rt = await startRuntime({ executor: () => slow });
     const first = await rt.req("POST", "/control/agents/main/prompt", { text: "long job" });
-    await waitFor(() => rt.host.agents.get("main").status === "awake_running");
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "awake_running");
     expect((await rt.req("POST", "/control/agents/main/current-run/abort", {})).status).toBe(202);
     const late = await rt.req("POST", "/control/agents/main/prompt", {
       text: "wait, one more thing",
@@ -139,32 +139,32 @@ describe("lifecycle", () => {
     expect(late.status).toBe(202);
     expect(late.json).toMatchObject({ priority: "next", delivery: "queued" });
     release();
-    await waitFor(() => rt.host.store.messages.get(first.json.message_id)?.status === "aborted");
-    const kept = rt.host.store.messages.get(late.json.message_id)!;
+    await waitFor(async () => (await rt.host.store.messages.get(first.json.message_id))?.status === "aborted");
+    const kept = (await rt.host.store.messages.get(late.json.message_id))!;
     expect(kept).toMatchObject({ status: "queued", priority: "next" });
     await rt.close();
   });
 
   it("stop cancels the agent's live tasks and its sleep deadline", async () => {
     const rt = await startRuntime({ executor: () => recorder().executor });
-    const task = rt.host.tasks.start({
+    const task = await rt.host.tasks.start({
       agent_id: "main",
       cmd: "sleep 30",
-      workdir: rt.host.agents.get("main").agent_home,
+      workdir: (await rt.host.agents.get("main")).agent_home,
       shell: "/bin/sh",
       login: false,
       tty: false,
       accepts_input: false,
       terminal_reentry: false,
     });
-    rt.host.services.sleep.arm("main", new Date(Date.now() + 600_000).toISOString(), 600_000);
-    expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(1);
+    await rt.host.services.sleep.arm("main", new Date(Date.now() + 600_000).toISOString(), 600_000);
+    expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(1);
     const res = await rt.req("POST", "/control/agents/main/control", { action: "stop" });
     expect(res.json.status).toBe("stopped");
-    await waitFor(() => rt.host.store.tasks.get(task.id)?.status === "cancelled", {
+    await waitFor(async () => (await rt.host.store.tasks.get(task.id))?.status === "cancelled", {
       what: "the task to be cancelled",
     });
-    expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
+    expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
     await rt.close();
   });
 
@@ -173,27 +173,27 @@ describe("lifecycle", () => {
     const rt = await startRuntime({ home });
     await rt.req("POST", "/control/agents/builder/create", {});
     await rt.close();
-    const again = RuntimeHost.open({ home });
-    for (const a of again.store.agents.list()) expect(a.status).not.toBe("stopped");
+    const again = await RuntimeHost.open({ home });
+    for (const a of await again.store.agents.list()) expect(a.status).not.toBe("stopped");
     await again.shutdown();
   });
 
   it("pause holds the queue, wake reports dispositions, resume drains it", async () => {
     const { seen, executor } = recorder();
     const rt = await startRuntime({ executor: () => executor });
-    await waitFor(() => rt.host.agents.get("main").status === "asleep");
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep");
     const wake = await rt.req("POST", "/control/agents/main/wake", {});
     expect(wake.json.disposition).toBe("woken");
     await rt.req("POST", "/control/agents/main/control", { action: "pause" });
     await rt.req("POST", "/control/agents/main/prompt", { text: "held" });
     expect((await rt.req("POST", "/control/agents/main/wake", {})).json.disposition).toBe("paused");
-    expect(rt.host.store.messages.pendingCount("main")).toBe(1);
+    expect(await rt.host.store.messages.pendingCount("main")).toBe(1);
     expect(seen).toEqual([]);
     await rt.req("POST", "/control/agents/main/control", { action: "resume" });
     await waitFor(() => seen.length === 1);
-    await waitFor(() => rt.host.agents.get("main").status === "asleep");
-    const types = rt.host.store.events
-      .query("main", { limit: 200, order: "asc" })
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep");
+    const types = (await rt.host.store.events
+      .query("main", { limit: 200, order: "asc" }))
       .map((e) => e.type);
     expect(types).toContain("control_applied");
     expect(types).toContain("wake_requested");
@@ -234,7 +234,7 @@ describe("lifecycle", () => {
   it("a failing turn leaves a failure brief, a runtime_failure entry and a runtime_error event", async () => {
     const rt = await startRuntime(); // no provider configured: the unconfigured executor fails honestly
     const sent = await rt.req("POST", "/control/agents/main/prompt", { text: "hello" });
-    await waitFor(() => rt.host.store.messages.get(sent.json.message_id)?.status === "processed");
+    await waitFor(async () => (await rt.host.store.messages.get(sent.json.message_id))?.status === "processed");
     const briefs = (await rt.req("GET", "/briefs")).json.briefs;
     expect(briefs.at(-1)).toMatchObject({
       kind: "failure",
@@ -251,7 +251,7 @@ describe("lifecycle", () => {
   it("the home is locked to one runtime", async () => {
     const home = tempHome();
     const rt = await startRuntime({ home });
-    expect(() => RuntimeHost.open({ home })).toThrowError(/another Holon runtime/);
+    expect(async () => await RuntimeHost.open({ home })).toThrowError(/another Holon runtime/);
     await rt.close();
   });
 });

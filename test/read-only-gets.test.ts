@@ -12,7 +12,7 @@ import type { TurnExecutor } from "../src/agent/runtime.ts";
 afterAll(cleanupHomes);
 const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 
-function snapshot(rt: TestRuntime): Record<string, number> {
+async function snapshot(rt: TestRuntime): Promise<Record<string, number>> {
   const db = rt.host.store.db;
   const out: Record<string, number> = {};
   const tables = db
@@ -23,11 +23,11 @@ function snapshot(rt: TestRuntime): Record<string, number> {
       db.prepare(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }
     ).n;
   }
-  for (const a of rt.host.store.agents.list()) {
-    out[`event_seq:${a.agent_id}`] = rt.host.store.events.query(a.agent_id, {
+  for (const a of await rt.host.store.agents.list()) {
+    out[`event_seq:${a.agent_id}`] = (await rt.host.store.events.query(a.agent_id, {
       limit: 1,
       order: "desc",
-    })[0]!.event_seq;
+    }))[0]!.event_seq;
   }
   return out;
 }
@@ -43,14 +43,14 @@ describe("reads change nothing", () => {
     );
     const rt = await startRuntime({ home, executor: () => parked });
     try {
-      rt.host.lifecycle.control("main", "pause");
+      await rt.host.lifecycle.control("main", "pause");
       expect((await rt.req("POST", "/control/agents/helper/create", {})).status).toBe(201);
       const work = await rt.req("POST", "/control/agents/main/work-items", { objective: "look" });
       expect(work.status).toBe(201);
       const task = await rt.req("POST", "/control/agents/main/tasks", { cmd: "echo hi" });
       expect(task.status).toBeLessThan(300);
       const taskId: string = task.json.task.task_id;
-      await waitFor(() => rt.host.store.tasks.get(taskId)?.status === "completed", {
+      await waitFor(async () => (await rt.host.store.tasks.get(taskId))?.status === "completed", {
         what: "the task to finish",
       });
       await rt.req(
@@ -61,7 +61,7 @@ describe("reads change nothing", () => {
       );
 
       // An ask waiting on the operator (as a work item's question opens one).
-      const ask = rt.host.services.asks.open({
+      const ask = await rt.host.services.asks.open({
         agent_id: "main",
         kind: "input",
         source: "needs_input",
@@ -89,7 +89,7 @@ describe("reads change nothing", () => {
         }));
       expect(gets.length).toBeGreaterThan(25);
 
-      const before = snapshot(rt);
+      const before = await snapshot(rt);
       for (const { path, status } of gets) {
         if (path.endsWith("/events/stream")) {
           const s = await openSse(`${rt.url}${path}?after_seq=0`, {
@@ -104,9 +104,9 @@ describe("reads change nothing", () => {
         // A documented redirect (GET /ui → /ui/) is followed to the page it names.
         const expected = status >= 300 && status < 400 ? 200 : status;
         expect(res.status, `${path}: ${JSON.stringify(res.json)}`).toBe(expected);
-        expect(snapshot(rt), path).toEqual(before);
+        expect(await snapshot(rt), path).toEqual(before);
       }
-      expect(snapshot(rt)).toEqual(before);
+      expect(await snapshot(rt)).toEqual(before);
     } finally {
       await rt.close();
     }
@@ -118,8 +118,8 @@ describe("reads change nothing", () => {
     try {
       const created = await rt.req("POST", "/control/agents/helper/create", {});
       expect(created.status).toBe(201);
-      const types = rt.host.store.events
-        .query("helper", { limit: 50, order: "asc" })
+      const types = (await rt.host.store.events
+        .query("helper", { limit: 50, order: "asc" }))
         .map((e) => e.type);
       expect(types).toContain("external_trigger_provisioned");
       const shown = await rt.req("GET", "/control/agents/helper/external-trigger");

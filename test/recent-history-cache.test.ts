@@ -16,12 +16,12 @@ describe("recent history cache", () => {
   it("shows what a fresh render shows after every turn", async () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
-    const host = RuntimeHost.open({ home });
+    const host = await RuntimeHost.open({ home });
     try {
       const cached = recentHistoryContributor();
-      const ctx = (): PromptContext => {
-        const agent = host.store.agents.get("main")!;
-        const [message] = host.store.messages.recent("main", 1);
+      const ctx = async (): Promise<PromptContext> => {
+        const agent = (await host.store.agents.get("main"))!;
+        const [message] = await host.store.messages.recent("main", 1);
         return {
           store: host.store,
           agent,
@@ -44,10 +44,10 @@ describe("recent history cache", () => {
           fake.enqueue(reply.text(`answer ${i}`));
         }
         await runOnce(host, { text: `question ${i}`, agent_id: "main" });
-        const seen = cached.contribute(ctx());
-        expect(seen).toEqual(recentHistoryContributor().contribute(ctx()));
+        const seen = await cached.contribute(await ctx());
+        expect(seen).toEqual(await recentHistoryContributor().contribute(await ctx()));
         // A second look with nothing changed is the same text.
-        expect(cached.contribute(ctx())).toEqual(seen);
+        expect(await cached.contribute(await ctx())).toEqual(seen);
         texts.push(seen.map((s) => s.text).join("\n"));
       }
       // The history grew with the turns: the newest answers and the tools are in it.

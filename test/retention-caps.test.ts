@@ -43,8 +43,8 @@ describe("size caps beside the ages", () => {
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
-      const task = (id: string, status: TaskRecord["status"]): TaskRecord =>
-        putCommandTask(rt.host, {
+      const task = async (id: string, status: TaskRecord["status"]): Promise<TaskRecord> =>
+        await putCommandTask(rt.host, {
           id,
           status,
           at: new Date(clock.now()).toISOString(),
@@ -52,12 +52,12 @@ describe("size caps beside the ages", () => {
           cmd: `echo ${"x".repeat(1500)}`,
         });
       // The oldest is still running; then 20 finished ones, a minute apart.
-      const running = task("task_running", "running");
+      const running = await task("task_running", "running");
       const finished: TaskRecord[] = [];
       for (let i = 0; i < 20; i++) {
         clock.set(T0 + (i + 1) * 60_000);
         finished.push(
-          task(`task_${String(i).padStart(2, "0")}`, i % 3 === 0 ? "failed" : "completed"),
+          await task(`task_${String(i).padStart(2, "0")}`, i % 3 === 0 ? "failed" : "completed"),
         );
       }
       const recordBytes = (
@@ -79,14 +79,14 @@ describe("size caps beside the ages", () => {
       expect(gone.map((t) => t.id)).toEqual(finished.slice(0, gone.length).map((t) => t.id));
       for (const t of gone) expect(existsSync(t.process_dir!), t.id).toBe(false);
       for (const t of kept) expect(existsSync(t.process_dir!), t.id).toBe(true);
-      expect(store.tasks.get(running.id)?.status).toBe("running");
+      expect((await store.tasks.get(running.id))?.status).toBe("running");
       expect(existsSync(running.process_dir!)).toBe(true);
       expect(summary.removed.tasks).toBe(gone.length);
       expect(summary.removed.task_output).toBe(gone.length);
       expect(summary.bytes_removed.tasks).toBeGreaterThan(0);
       // The retention_applied event says so.
-      const applied = store.events
-        .after("main", 0, 10_000)
+      const applied = (await store.events
+        .after("main", 0, 10_000))
         .filter((e) => e.type === "retention_applied")
         .at(-1);
       expect(applied?.payload).toMatchObject({ removed: { tasks: gone.length } });
@@ -97,7 +97,7 @@ describe("size caps beside the ages", () => {
         policy: only({ tasks: { max_age_ms: null, max_bytes: 1 } }),
       }).runOnce();
       expect(finished.filter((t) => store.tasks.get(t.id))).toEqual([]);
-      expect(store.tasks.get(running.id)?.status).toBe("running");
+      expect((await store.tasks.get(running.id))?.status).toBe("running");
     } finally {
       await rt.close();
     }
@@ -123,7 +123,7 @@ describe("size caps beside the ages", () => {
       // price), some on a work item.
       const writer = rt.host.store;
       let n = 0;
-      writer.tx(() => {
+      await writer.tx(async () => {
         for (let d = 0; d <= 61; d++) {
           for (let i = 0; i < 150; i++) {
             // Mostly in two busy quarter-hours (09:00 and 21:30), a tenth spread over the day,
@@ -156,7 +156,7 @@ describe("size caps beside the ages", () => {
               elapsed_ms: 50 + i,
               estimated: i % 19 === 0,
             };
-            writer.ledger.insert(row);
+            await writer.ledger.insert(row);
           }
         }
       });
@@ -164,7 +164,7 @@ describe("size caps beside the ages", () => {
       await rt.close();
       rt = await startRuntime({ home, executor: () => parked, clock });
       const store = rt.host.store;
-      const rowsBefore = store.ledger.count();
+      const rowsBefore = await store.ledger.count();
       const horizon = now - 48 * 3_600_000; // retention.ledger.detail_hours below
       const recentDetail = () =>
         (
@@ -176,14 +176,14 @@ describe("size caps beside the ages", () => {
       // What budgets read: sums by scope, and calendar windows in zones a quarter-hour,
       // half an hour and 14 hours off UTC, at instants all over the rolled-up days.
       const zones = ["UTC", "Asia/Kathmandu", "America/St_Johns", "Pacific/Kiritimati"];
-      const sums = () => {
+      const sums = async () => {
         const L = store.ledger;
         const windows: Record<string, unknown> = {};
         for (let d = 0; d <= 61; d += 3) {
           for (const tz of zones) {
             for (const period of ["day", "week", "month"] as const) {
               const w = windowOf(period, new Date(T0 + d * DAY + 5 * 3_600_000), tz);
-              windows[`${d}:${tz}:${period}`] = L.sum(
+              windows[`${d}:${tz}:${period}`] = await L.sum(
                 { kind: "agent_tree", agent_id: "main" },
                 w.start,
                 w.end,
@@ -192,11 +192,11 @@ describe("size caps beside the ages", () => {
           }
         }
         return {
-          tree: L.sum({ kind: "agent_tree", agent_id: "main" }),
-          main: L.sum({ kind: "agent", agent_id: "main" }),
-          kid: L.sum({ kind: "agent", agent_id: "kid" }),
-          item: L.sum({ kind: "work_item_tree", work_item_id: "wi_a" }),
-          parentItem: L.sum({ kind: "work_item_tree", work_item_id: "wi_p" }),
+          tree: await L.sum({ kind: "agent_tree", agent_id: "main" }),
+          main: await L.sum({ kind: "agent", agent_id: "main" }),
+          kid: await L.sum({ kind: "agent", agent_id: "kid" }),
+          item: await L.sum({ kind: "work_item_tree", work_item_id: "wi_a" }),
+          parentItem: await L.sum({ kind: "work_item_tree", work_item_id: "wi_p" }),
           windows,
         };
       };
@@ -216,7 +216,7 @@ describe("size caps beside the ages", () => {
         };
       };
       const budgetView = async () => (await rt.req("GET", "/agents/main/budget")).json.budget;
-      const sumsBefore = norm(sums());
+      const sumsBefore = norm(await sums());
       const usageBefore = norm(await usage());
       const cliBefore = norm(await cli());
       expect(cliBefore.total).toEqual(usageBefore.groups.total);
@@ -225,7 +225,7 @@ describe("size caps beside the ages", () => {
         .prepare("SELECT COUNT(*) AS n FROM spend_ledger WHERE agent_id = 'main'")
         .get() as { n: number };
       expect(usageBefore.groups.total.rounds).toBe(mainRows.n);
-      const bytesBefore = store.ledger.bytes();
+      const bytesBefore = await store.ledger.bytes();
       expect(bytesBefore).toBeGreaterThan(1024 * 1024);
 
       // The cap, as a user sets it: 1 MB.
@@ -237,8 +237,8 @@ describe("size caps beside the ages", () => {
       const summary = await rt.host.services.retention.runOnce();
       expect(summary.removed.ledger_rolled_up).toBeGreaterThan(0);
       expect(summary.removed.ledger ?? 0).toBe(0); // nothing past its age (400 days)
-      expect(store.ledger.bytes()).toBeLessThanOrEqual(1024 * 1024);
-      expect(store.ledger.count()).toBeLessThan(rowsBefore);
+      expect(await store.ledger.bytes()).toBeLessThanOrEqual(1024 * 1024);
+      expect(await store.ledger.count()).toBeLessThan(rowsBefore);
       // The newest 48 hours keep every call; summaries sit on quarter-hours before that.
       expect(recentDetail()).toBe(recentBefore);
       const rolled = store.db
@@ -267,7 +267,7 @@ describe("size caps beside the ages", () => {
       );
 
       // What budgets read, and what `holon usage` shows, is unchanged.
-      expect(norm(sums())).toEqual(sumsBefore);
+      expect(norm(await sums())).toEqual(sumsBefore);
       expect(norm(await usage())).toEqual(usageBefore);
       // A restart re-reads every budget's totals from the ledger: the same.
       await rt.close();
@@ -288,13 +288,13 @@ describe("size caps beside the ages", () => {
     const rt = await startRuntime({ executor: () => parked });
     try {
       const store = rt.host.store;
-      const add = (n: number) =>
-        store.tx(() =>
-          store.memory.addEpisode(
+      const add = async (n: number) =>
+        await store.tx(async () =>
+          await store.memory.addEpisode(
             episodeRecord("main", n, store.clock.now(), { id: `ep_${n}`, padding: 1000 }),
           ),
         );
-      for (let n = 1; n <= 100; n++) add(n);
+      for (let n = 1; n <= 100; n++) await add(n);
       const bytes = () =>
         (
           store.db
@@ -315,11 +315,11 @@ describe("size caps beside the ages", () => {
       expect(bytes()).toBeLessThanOrEqual(cap * 0.9);
       expect(bytes()).toBeGreaterThan(cap * 0.75);
       // A few more episodes, still under the cap: nothing goes and nothing is rebuilt.
-      for (let n = 101; n <= 104; n++) add(n);
+      for (let n = 101; n <= 104; n++) await add(n);
       expect(bytes()).toBeLessThanOrEqual(cap);
       await job.runOnce();
       expect(rebuilds).toBe(1);
-      expect(store.memory.recentEpisodes("main", 1)[0]!.id).toBe("ep_104");
+      expect((await store.memory.recentEpisodes("main", 1))[0]!.id).toBe("ep_104");
     } finally {
       await rt.close();
     }
@@ -338,8 +338,8 @@ describe("size caps beside the ages", () => {
       put.run("main", at);
       const summary = await new RetentionJob({ store, policy: only({}) }).runOnce();
       expect(summary.removed.tombstones).toBe(1);
-      expect(store.agents.tombstones("ghost")).toEqual([]);
-      expect(store.agents.tombstones("main")).toHaveLength(1);
+      expect(await store.agents.tombstones("ghost")).toEqual([]);
+      expect(await store.agents.tombstones("main")).toHaveLength(1);
     } finally {
       await rt.close();
     }

@@ -117,17 +117,17 @@ describe("everything under HOLON_HOME has a retention owner", () => {
     );
     const sent = await rt.req("POST", "/agents/main/enqueue", { text: "say hi" });
     expect(sent.status).toBe(202);
-    await waitFor(() => rt.host.store.messages.get(sent.json.message_id)?.status === "processed", {
+    await waitFor(async () => (await rt.host.store.messages.get(sent.json.message_id))?.status === "processed", {
       what: "the turn",
     });
-    const agent = rt.host.store.agents.get("main")!;
+    const agent = (await rt.host.store.agents.get("main"))!;
     // The other writers: the log, the episode mirror, the memory index.
     const log = openLog(rt.home);
     log.info("hello");
     await new Promise<void>((r) => log.flush(() => r()));
-    rt.host.store.tx(() => rt.host.store.memory.addEpisode(episodeRecord("main", 1, new Date())));
-    rt.host.services.continuity.rebuildMirror(agent.agent_home, "main");
-    rt.host.services.memoryIndex.search(agent, "hi");
+    await rt.host.store.tx(async () => await rt.host.store.memory.addEpisode(episodeRecord("main", 1, new Date())));
+    await rt.host.services.continuity.rebuildMirror(agent.agent_home, "main");
+    await rt.host.services.memoryIndex.search(agent, "hi");
 
     const holonOwned = (rel: string) =>
       !rel.startsWith("agents/") || /^agents\/[^/]+\/(AGENTS\.md|memory\/|\.holon\/)/.test(rel);
@@ -151,18 +151,18 @@ describe("everything under HOLON_HOME has a retention owner", () => {
     const rt = await startRuntime({ executor: () => parked, clock });
     closers.push(() => rt.close());
     const store = rt.host.store;
-    const agent = store.agents.get("main")!;
+    const agent = (await store.agents.get("main"))!;
     const continuity = rt.host.services.continuity;
-    store.tx(() => {
-      for (let n = 1; n <= 10; n++) store.memory.addEpisode(episodeRecord("main", n, new Date(T0)));
+    await store.tx(async () => {
+      for (let n = 1; n <= 10; n++) await store.memory.addEpisode(episodeRecord("main", n, new Date(T0)));
     });
     clock.set(T0 + 5 * DAY);
-    store.tx(() => {
+    await store.tx(async () => {
       for (let n = 11; n <= 20; n++)
-        store.memory.addEpisode(episodeRecord("main", n, new Date(T0 + 5 * DAY)));
+        await store.memory.addEpisode(episodeRecord("main", n, new Date(T0 + 5 * DAY)));
     });
-    continuity.rebuildMirror(agent.agent_home, "main");
-    rt.host.services.memoryIndex.search(agent, "episode");
+    await continuity.rebuildMirror(agent.agent_home, "main");
+    await rt.host.services.memoryIndex.search(agent, "episode");
     const mirror = episodesMirrorPath(agent.agent_home);
     expect(readFileSync(mirror, "utf8").trim().split("\n")).toHaveLength(20);
 
@@ -176,17 +176,17 @@ describe("everything under HOLON_HOME has a retention owner", () => {
     const job = rt.host.services.retention;
     const byAge = await job.runOnce();
     expect(byAge.removed.episodes).toBe(10);
-    expect(store.memory.episodeCount("main")).toBe(10);
+    expect(await store.memory.episodeCount("main")).toBe(10);
     const kept = readFileSync(mirror, "utf8").trim().split("\n");
     expect(kept.map((l) => (JSON.parse(l) as EpisodeRecord).id)).toEqual(
       Array.from({ length: 10 }, (_, i) => `ep_main_${i + 11}`),
     );
     expect(existsSync(indexPaths(agent.agent_home).dirty)).toBe(true);
-    const hits = rt.host.services.memoryIndex.search(agent, "episode", { limit: 50 });
+    const hits = await rt.host.services.memoryIndex.search(agent, "episode", { limit: 50 });
     expect(hits.results.every((h) => Number(h.source_ref.split("_").at(-1)) > 10)).toBe(true);
 
     // The size cap: oldest first until the rest fits.
-    const one = store.memory.episodesAfter("main", 0, 1)[0]!;
+    const one = (await store.memory.episodesAfter("main", 0, 1))[0]!;
     const rowBytes =
       Buffer.byteLength(JSON.stringify(one.episode)) + one.episode.id.length + 4 + 24;
     const capped = await new RetentionJob({
@@ -198,7 +198,7 @@ describe("everything under HOLON_HOME has a retention owner", () => {
       },
     }).runOnce();
     expect(capped.removed.episodes).toBeGreaterThanOrEqual(6);
-    expect(store.memory.episodeCount("main")).toBeLessThanOrEqual(4);
-    expect(store.memory.recentEpisodes("main", 1)[0]!.id).toBe("ep_main_20");
+    expect(await store.memory.episodeCount("main")).toBeLessThanOrEqual(4);
+    expect((await store.memory.recentEpisodes("main", 1))[0]!.id).toBe("ep_main_20");
   });
 });

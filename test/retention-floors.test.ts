@@ -46,8 +46,8 @@ describe("retention floors of deleted agents", () => {
       // context episodes; then a day's age limit, and two days later a pass removes it all.
       for (const agentId of ["scout", "main"]) {
         for (let i = 1; i <= 3; i++) {
-          recordRuntimeFailure(store, { agent_id: agentId, summary: `failure ${i}` });
-          store.tx(() => store.memory.addEpisode(episodeRecord(agentId, i, clock.now())));
+          await recordRuntimeFailure(store, { agent_id: agentId, summary: `failure ${i}` });
+          await store.tx(async () => await store.memory.addEpisode(episodeRecord(agentId, i, clock.now())));
         }
       }
       const day = { max_age_days: 1 };
@@ -62,7 +62,7 @@ describe("retention floors of deleted agents", () => {
       clock.set(T0 + 2 * DAY);
       const job = rt.host.services.retention;
       await job.runOnce();
-      const scoutThrough = store.events.removedThrough("scout");
+      const scoutThrough = await store.events.removedThrough("scout");
       expect(scoutThrough).toBeGreaterThan(3);
       expect(floors("scout").map(([f]) => f)).toEqual([
         "briefs",
@@ -85,8 +85,8 @@ describe("retention floors of deleted agents", () => {
       clock.set(T0 + 4 * DAY);
       await job.runOnce();
       expect(seqs("scout")).toEqual([]);
-      expect(store.agents.tombstones("scout")).toEqual([]);
-      const lastThrough = store.events.removedThrough("scout");
+      expect(await store.agents.tombstones("scout")).toEqual([]);
+      const lastThrough = await store.events.removedThrough("scout");
       expect(lastThrough).toBeGreaterThan(scoutThrough);
       expect(floors("scout")).toEqual([["events", lastThrough]]);
 

@@ -16,9 +16,9 @@ describe("retention pass over task output", () => {
     try {
       const store = rt.host.store;
       const dirs: string[] = [];
-      store.tx(() => {
+      await store.tx(async () => {
         for (let i = 0; i < TASKS; i++) {
-          const t = putCommandTask(rt.host, {
+          const t = await putCommandTask(rt.host, {
             id: `task_${String(i).padStart(4, "0")}`,
             status: "completed",
             at: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString(),

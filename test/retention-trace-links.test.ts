@@ -48,7 +48,7 @@ describe("trace links under retention", () => {
         note: "x".repeat(160),
       });
       const all: string[] = [];
-      store.tx(() => {
+      await store.tx(() => {
         for (let i = 0; i < n; i++) {
           const key = `task:task_${String(i).padStart(5, "0")}`;
           links.put(key, value, T0 - (n - i) * 1000);

@@ -38,7 +38,7 @@ function policy(file: RetentionFile): () => RetentionPolicy {
     });
 }
 
-function rows(rt: TestRuntime) {
+async function rows(rt: TestRuntime) {
   const db = rt.host.store.db;
   const q = (sql: string) => db.prepare(sql).all() as Record<string, any>[];
   return {
@@ -47,8 +47,8 @@ function rows(rt: TestRuntime) {
     ),
     eventTimes: q("SELECT ts FROM events").map((r) => r.ts as number),
     transcript: q("SELECT created_at FROM transcript").map((r) => r.created_at as number),
-    messages: rt.host.store.messages.recent("main", 1000).map((m) => m.body),
-    briefs: rt.host.store.briefs.recent("main", 1000).map((b) => b.text),
+    messages: (await rt.host.store.messages.recent("main", 1000)).map((m) => m.body),
+    briefs: (await rt.host.store.briefs.recent("main", 1000)).map((b) => b.text),
   };
 }
 
@@ -57,17 +57,17 @@ describe("retention", () => {
     const clock = fakeClock(T0);
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
-      rt.host.lifecycle.control("main", "pause");
+      await rt.host.lifecycle.control("main", "pause");
       const store = rt.host.store;
-      for (let i = 0; i < 3; i++) historyRound(rt.host, `old${i}`);
-      const oldThrough = store.events.newestSeq("main");
+      for (let i = 0; i < 3; i++) await historyRound(rt.host, `old${i}`);
+      const oldThrough = await store.events.newestSeq("main");
       const oldEventTypes: Record<string, number> = {};
-      for (const e of store.events.after("main", 0, 10_000)) {
+      for (const e of await store.events.after("main", 0, 10_000)) {
         oldEventTypes[e.type] = (oldEventTypes[e.type] ?? 0) + 1;
       }
       clock.set(T0 + 20 * DAY);
-      for (let i = 0; i < 3; i++) historyRound(rt.host, `young${i}`);
-      const before = rows(rt);
+      for (let i = 0; i < 3; i++) await historyRound(rt.host, `young${i}`);
+      const before = await rows(rt);
       const youngEvents = before.eventSeqs.filter((s) => s > oldThrough);
 
       // Day 30 minus a millisecond: nothing is old enough yet.
@@ -80,14 +80,14 @@ describe("retention", () => {
       });
       const early = await new RetentionJob({ store, policy: all30 }).runOnce();
       expect(early.removed).toEqual({});
-      expect(rows(rt)).toEqual(before);
+      expect(await rows(rt)).toEqual(before);
 
       // Day 30 plus a millisecond: exactly the day-0 history goes.
       clock.set(T0 + 30 * DAY + 1);
       const summary = await new RetentionJob({ store, policy: all30 }).runOnce();
-      const after = rows(rt);
+      const after = await rows(rt);
       const cutoff = T0 + 1; // stored times are epoch milliseconds
-      expect(after.eventSeqs).toEqual([...youngEvents, store.events.newestSeq("main")]);
+      expect(after.eventSeqs).toEqual([...youngEvents, await store.events.newestSeq("main")]);
       expect(after.eventTimes.every((t) => t >= cutoff)).toBe(true);
       expect(after.transcript).toHaveLength(3);
       expect(after.transcript.every((t) => t >= cutoff)).toBe(true);
@@ -106,21 +106,21 @@ describe("retention", () => {
         events_removed_through: oldThrough,
       });
       // The removal is on the agent's own stream, where a client sees it.
-      const told = store.events.after("main", oldThrough, 10_000).at(-1)!;
+      const told = (await store.events.after("main", oldThrough, 10_000)).at(-1)!;
       expect(told.type).toBe("retention_applied");
       expect(told.payload).toMatchObject({
         removed: { events: oldThrough, transcript: 3, messages: 3, briefs: 3 },
         events_removed_through: oldThrough,
         oldest_available_seq: oldThrough + 1,
       });
-      expect(store.events.removedThrough("main")).toBe(oldThrough);
+      expect(await store.events.removedThrough("main")).toBe(oldThrough);
       expect(summary.pages_returned).toBeGreaterThanOrEqual(0);
       expect(store.db.prepare("PRAGMA freelist_count").get()).toEqual({ freelist_count: 0 });
 
       // A second pass finds nothing more and says nothing.
       const again = await new RetentionJob({ store, policy: all30 }).runOnce();
       expect(again.removed).toEqual({});
-      expect(store.events.after("main", told.event_seq, 10)).toEqual([]);
+      expect(await store.events.after("main", told.event_seq, 10)).toEqual([]);
 
       // The event stream: a cursor inside the removed range is refused, explicitly.
       const stream = `${rt.url}/agents/main/events/stream`;
@@ -162,7 +162,7 @@ describe("retention", () => {
       expect(page.json.events[0].event_seq).toBe(oldThrough + 1);
       // The snapshot a refused client rebuilds from gives the cursor to resume with.
       const state = await rt.req("GET", "/agents/main/state");
-      expect(state.json.newest_seq).toBe(store.events.newestSeq("main"));
+      expect(state.json.newest_seq).toBe(await store.events.newestSeq("main"));
       expect(state.json.newest_seq).toBeGreaterThanOrEqual(told.event_seq);
     } finally {
       await rt.close();
@@ -175,11 +175,11 @@ describe("retention", () => {
     const home = rt.home;
     let newest = 0;
     try {
-      rt.host.lifecycle.control("main", "pause");
+      await rt.host.lifecycle.control("main", "pause");
       const store = rt.host.store;
       for (let i = 0; i < 20; i++) {
         clock.set(T0 + i * 1000);
-        historyRound(rt.host, `r${i}`);
+        await historyRound(rt.host, `r${i}`);
       }
       const tally = () =>
         (store.db.prepare("SELECT bytes FROM store_stats WHERE family = 'events'").get() as any)
@@ -196,16 +196,16 @@ describe("retention", () => {
       // The freed pages went back to the file system, not just to a free list.
       expect(summary.pages_returned).toBeGreaterThan(0);
       expect(pages()).toBeLessThan(pagesBefore);
-      const removedThrough = store.events.removedThrough("main");
+      const removedThrough = await store.events.removedThrough("main");
       expect(summary.by_agent.main!.events_removed_through).toBe(removedThrough);
-      const seqs = rows(rt).eventSeqs;
-      newest = store.events.newestSeq("main");
+      const seqs = (await rows(rt)).eventSeqs;
+      newest = await store.events.newestSeq("main");
       // What is left is the newest part of the log, without a hole.
       expect(seqs).toEqual(
         Array.from({ length: newest - removedThrough }, (_, i) => removedThrough + 1 + i),
       );
       // The other families had no limit and lost nothing.
-      expect(rows(rt).briefs).toHaveLength(20);
+      expect((await rows(rt)).briefs).toHaveLength(20);
     } finally {
       await rt.close();
     }
@@ -214,15 +214,15 @@ describe("retention", () => {
     try {
       const store = again.host.store;
       store.db.exec("DELETE FROM events");
-      store.events.invalidate();
+      await store.events.invalidate();
       store.db
         .prepare(
           "UPDATE retention_floors SET removed_through = ? WHERE agent_id = 'main' AND family = 'events'",
         )
         .run(newest);
-      expect(store.events.newestSeq("main")).toBe(newest);
-      const e = store.tx(() =>
-        store.appendEvent("main", {
+      expect(await store.events.newestSeq("main")).toBe(newest);
+      const e = await store.tx(async () =>
+        await store.appendEvent("main", {
           type: "wake_requested",
           payload: { source: "test", disposition: "noop" },
         }),
@@ -238,8 +238,8 @@ describe("retention", () => {
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
-      const task = (id: string, finishedDay: number, status: TaskRecord["status"]): TaskRecord =>
-        putCommandTask(rt.host, {
+      const task = async (id: string, finishedDay: number, status: TaskRecord["status"]): Promise<TaskRecord> =>
+        await putCommandTask(rt.host, {
           id,
           status,
           at: new Date(T0 + finishedDay * DAY).toISOString(),
@@ -247,33 +247,33 @@ describe("retention", () => {
           cmd: "echo",
           output_snapshot: { preview: `output of ${id}`, total_bytes: 1500, truncated: true },
         });
-      const ancient = task("task_ancient", 0, "completed");
-      const old = task("task_old", 20, "failed");
-      const recent = task("task_recent", 28, "completed");
-      const running = task("task_running", 0, "running");
+      const ancient = await task("task_ancient", 0, "completed");
+      const old = await task("task_old", 20, "failed");
+      const recent = await task("task_recent", 28, "completed");
+      const running = await task("task_running", 0, "running");
       clock.set(T0 + 31 * DAY);
       const summary = await new RetentionJob({
         store,
         policy: policy({ tasks: { max_age_days: 30 }, task_output: { max_age_days: 7 } }),
       }).runOnce();
 
-      expect(store.tasks.get(ancient.id)).toBeUndefined();
+      expect(await store.tasks.get(ancient.id)).toBeUndefined();
       expect(existsSync(ancient.process_dir)).toBe(false);
-      expect(store.tasks.get(old.id)).toBeDefined();
+      expect(await store.tasks.get(old.id)).toBeDefined();
       expect(existsSync(old.process_dir)).toBe(false);
       expect(existsSync(recent.process_dir)).toBe(true);
       expect(existsSync(running.process_dir)).toBe(true);
-      expect(store.tasks.get(running.id)?.status).toBe("running");
+      expect((await store.tasks.get(running.id))?.status).toBe("running");
       expect(summary.removed).toMatchObject({ tasks: 1, task_output: 2 });
       expect(summary.by_agent.main!.counts).toMatchObject({ tasks: 1, task_output: 2 });
 
       // The spec's fallback: a terminal task whose file is gone still answers from its snapshot.
-      const view = taskOutputView(store.tasks.get(old.id)!, 1000, false);
+      const view = taskOutputView((await store.tasks.get(old.id))!, 1000, false);
       expect(view.retrieval_status).toBe("success");
       expect(view.task.output_source).toBe("terminal_snapshot");
 
       // A size cap on task output removes the oldest remaining output first.
-      const newer = task("task_newer", 30, "completed");
+      const newer = await task("task_newer", 30, "completed");
       await new RetentionJob({
         store,
         policy: () => ({
@@ -296,12 +296,12 @@ describe("retention", () => {
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
-      const agentHome = store.agents.get("main")!.agent_home;
+      const agentHome = (await store.agents.get("main"))!.agent_home;
       const at = new Date(T0).toISOString();
       const kept = 300;
-      store.tx(() => {
+      await store.tx(async () => {
         for (let i = 0; i < kept; i++) {
-          putCommandTask(rt.host, {
+          await putCommandTask(rt.host, {
             id: `task_kept_${i}`,
             status: "completed",
             at,
@@ -356,11 +356,11 @@ describe("retention", () => {
     const clock = fakeClock(T0);
     const rt = await startRuntime({ home, executor: () => parked, clock });
     try {
-      rt.host.lifecycle.control("main", "pause");
-      historyRound(rt.host, "old");
-      const oldThrough = rt.host.store.events.newestSeq("main");
+      await rt.host.lifecycle.control("main", "pause");
+      await historyRound(rt.host, "old");
+      const oldThrough = await rt.host.store.events.newestSeq("main");
       clock.set(T0 + 8 * DAY);
-      historyRound(rt.host, "young");
+      await historyRound(rt.host, "young");
       const summary = await rt.host.services.retention.runOnce();
       expect(summary.by_agent.main?.events_removed_through).toBe(oldThrough);
       // Only events had a 7-day limit; the rest keep their 30- and 90-day defaults.
@@ -419,8 +419,8 @@ describe("retention", () => {
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
-      rt.host.lifecycle.control("main", "pause");
-      historyRound(rt.host, "old");
+      await rt.host.lifecycle.control("main", "pause");
+      await historyRound(rt.host, "old");
       clock.set(T0 + 40 * DAY);
       let passes = 0;
       const job = new RetentionJob({
@@ -436,7 +436,7 @@ describe("retention", () => {
       job.start();
       await waitForPass(() => passes > 0);
       await job.stop();
-      expect(store.events.removedThrough("main")).toBeGreaterThan(0);
+      expect(await store.events.removedThrough("main")).toBeGreaterThan(0);
     } finally {
       await rt.close();
     }

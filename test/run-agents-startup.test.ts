@@ -20,7 +20,7 @@ describe("finished run agents at host start", () => {
     const home = tempHome();
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const RUNS = 6;
-    let host = RuntimeHost.open({ home });
+    let host = await RuntimeHost.open({ home });
     const runIds: string[] = [];
     try {
       for (let i = 0; i < RUNS; i++) {
@@ -29,7 +29,7 @@ describe("finished run agents at host start", () => {
         expect(r.final_text).toBe(`answer ${i}`);
         runIds.push(r.agent_id);
       }
-      for (const id of runIds) expect(host.store.agents.get(id)!.status).toBe("stopped");
+      for (const id of runIds) expect((await host.store.agents.get(id))!.status).toBe("stopped");
     } finally {
       await host.shutdown();
     }
@@ -40,7 +40,7 @@ describe("finished run agents at host start", () => {
     for (const id of [...runIds, "main"]) {
       expect(existsSync(homeOf(id)), id).toBe(true);
     }
-    const mainHome = host.store.agents.get("main")?.agent_home ?? homeOf("main");
+    const mainHome = (await host.store.agents.get("main"))?.agent_home ?? homeOf("main");
     for (const id of runIds) rmSync(homeOf(id), { recursive: true, force: true });
     rmSync(join(mainHome, "memory"), { recursive: true, force: true });
     const resumed = runIds[2]!;
@@ -53,7 +53,7 @@ describe("finished run agents at host start", () => {
     writeFileSync(wide, "x", { mode: 0o644 });
     chmodSync(wide, 0o644);
 
-    host = RuntimeHost.open({ home });
+    host = await RuntimeHost.open({ home });
     try {
       const store = host.store;
       // Nor was a finished run agent's record decoded: only the default agent's was.

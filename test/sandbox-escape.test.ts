@@ -61,7 +61,7 @@ beforeAll(async () => {
   writeFileSync(join(home, "agents", "other", "notes.txt"), "FIXTURE-OTHER-NOTES\n");
   repo = gitRepo({ "file.txt": "inside\n" });
   symlinkSync(outside, join(repo, "planted-link"));
-  ctx = { ...toolContext(rt.host), execution_root: repo, cwd: repo };
+  ctx = { ...await toolContext(rt.host), execution_root: repo, cwd: repo };
 });
 
 afterAll(async () => {
@@ -91,7 +91,7 @@ describe.skipIf(!enabled)("escapes from the sandbox", () => {
     expect(r.out).toMatch(/CapEff:\s+0000000000000000/);
     expect(r.out).toMatch(/CapBnd:\s+0000000000000000/);
     expect(r.out).toContain("bwrap"); // pid 1 is the sandbox's init, not the machine's
-    const snap = rt.host.services.workspaces.snapshot(rt.host.agents.get("main"));
+    const snap = rt.host.services.workspaces.snapshot(await rt.host.agents.get("main"));
     expect(snap.policy).toMatchObject({
       backend: "host_bwrap",
       enforcement: {
@@ -228,7 +228,7 @@ describe.skipIf(!enabled)("escapes from the sandbox", () => {
       ctx,
     );
     const taskId = (out.canonical.result as any).task_handle.task_id as string;
-    const task = rt.host.store.tasks.get(taskId)!;
+    const task = (await rt.host.store.tasks.get(taskId))!;
     expect(readProcessRecord(task.process_dir)?.sandbox).toMatch(/^[0-9a-f]{16}$/);
     const stopped = await rt.host.tasks.stop(taskId, 200);
     expect(stopped.task.status).toBe("cancelled");

@@ -78,7 +78,7 @@ describe.skipIf(!enabled)("the sandbox through the product", () => {
   it("after an upgrade: one sandbox_enabled event, and status says what changed", async () => {
     const home = tempHome();
     // A home whose agent predates the sandbox: its record has no sandbox_enabled_at.
-    const old = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
+    const old = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
     await old.shutdown();
     const db = new DatabaseSync(homePaths(home).database);
     const row = db.prepare("SELECT data FROM agents WHERE agent_id = 'main'").get() as {
@@ -203,7 +203,7 @@ describe.skipIf(!enabled)("normal work inside the sandbox", () => {
     try {
       const pkg = tempHome("holon-pkg-");
       cpSync(join(REPO_ROOT, "test", "fixtures", "sandbox-pkg"), pkg, { recursive: true });
-      const ctx = { ...toolContext(rt.host), execution_root: pkg, cwd: pkg };
+      const ctx = { ...await toolContext(rt.host), execution_root: pkg, cwd: pkg };
       const out = await dispatch(
         buildRegistry(),
         "ExecCommand",
@@ -235,7 +235,7 @@ describe("without a usable bubblewrap", () => {
       JSON.stringify({ sandbox: { mode, bwrap_path: "/nonexistent/bwrap" } }),
     );
     writeFileSync(join(home, "visible-only-unconfined.txt"), "UNCONFINED\n");
-    return startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
+    return await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
   }
 
   it("required refuses every command with the reason; doctor fails", async () => {
@@ -245,7 +245,7 @@ describe("without a usable bubblewrap", () => {
         registry,
         "ExecCommand",
         JSON.stringify({ cmd: "true" }),
-        toolContext(rt.host),
+        await toolContext(rt.host),
       );
       expect(out.canonical.error).toMatchObject({ kind: "sandbox_unavailable" });
       expect(out.canonical.error!.message).toMatch(/refused.*required.*not installed/);
@@ -269,7 +269,7 @@ describe("without a usable bubblewrap", () => {
         registry,
         "ExecCommand",
         JSON.stringify({ cmd: `cat ${rt.home}/visible-only-unconfined.txt` }),
-        toolContext(rt.host),
+        await toolContext(rt.host),
       );
       expect((out.canonical.result as any).stdout_preview).toContain("UNCONFINED");
       const status = await rt.req("GET", "/agents/main/status");
@@ -282,7 +282,7 @@ describe("without a usable bubblewrap", () => {
       expect(status.json.sandbox.reason).toMatch(/not installed.*run unconfined/);
       const state = await rt.req("GET", "/agents/main/state");
       expect(state.json.agent.sandbox.state).toBe("not_enforced");
-      const snap = rt.host.services.workspaces.snapshot(rt.host.agents.get("main"));
+      const snap = rt.host.services.workspaces.snapshot(await rt.host.agents.get("main"));
       expect(snap.policy.backend).toBe("host_local");
       expect(snap.policy.sandbox?.reason).toMatch(/not installed/);
     } finally {

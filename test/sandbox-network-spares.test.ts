@@ -55,11 +55,11 @@ function spareReady(ctx: ToolContext, layout: "split" | "merged" = "split") {
 }
 
 /** A merged-output task of `cmd` on the main agent, as `holon task start` makes one. */
-function startTask(cmd: string) {
-  return rt.host.tasks.start({
+async function startTask(cmd: string) {
+  return await rt.host.tasks.start({
     agent_id: "main",
     cmd,
-    workdir: rt.host.agents.get("main").agent_home,
+    workdir: (await rt.host.agents.get("main")).agent_home,
     shell: "/bin/sh",
     login: false,
     tty: false,
@@ -70,7 +70,7 @@ function startTask(cmd: string) {
 
 describe.skipIf(!enabled)("spare confined wrappers", () => {
   it("a command on its profile's spare is confined like a cold start", async () => {
-    const ctx = toolContext(rt.host);
+    const ctx = await toolContext(rt.host);
     expect((await exec(ctx, "true")).exit_status).toBe(0); // the profile's first start: a miss
     await spareReady(ctx);
     const hits = sandboxSpareCount().hits;
@@ -88,13 +88,13 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
   });
 
   it("a task on a spare records the sandbox's init, writes merged output and stops", async () => {
-    const ctx = toolContext(rt.host);
+    const ctx = await toolContext(rt.host);
     // The layout's first task starts cold and brings the merged spares.
-    const first = startTask("true");
+    const first = await startTask("true");
     await rt.host.tasks.waitTerminal(first.id, 10_000);
     await spareReady(ctx, "merged");
     const hits = sandboxSpareCount().hits;
-    const task = startTask("echo one; echo two >&2; exec sleep 600");
+    const task = await startTask("echo one; echo two >&2; exec sleep 600");
     expect(sandboxSpareCount().hits).toBe(hits + 1);
     const rec = readProcessRecord(task.process_dir)!;
     expect(rec.sandbox).toMatch(/^[0-9a-f]{16}$/);
@@ -114,7 +114,7 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
   });
 
   it("keeps two spares per profile; commands faster than they are replaced wait for a starting one, never start cold", async () => {
-    const ctx = toolContext(rt.host);
+    const ctx = await toolContext(rt.host);
     await exec(ctx, "true");
     const digest = rt.host.tasks.sandboxFor(ctx.agent, ctx.execution_root)!.digest;
     await waitFor(() => sandboxSpareCount(digest, "split").ready === 2, {
@@ -129,7 +129,7 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
   });
 
   it("a command on a spare never holds its wrapper's stdin, and what it leaves behind ends with it", async () => {
-    const ctx = toolContext(rt.host);
+    const ctx = await toolContext(rt.host);
     await exec(ctx, "true");
     await spareReady(ctx);
     const hits = sandboxSpareCount().hits;
@@ -147,7 +147,7 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
   });
 
   it("a command of another profile never takes the spare", async () => {
-    const ctx = toolContext(rt.host);
+    const ctx = await toolContext(rt.host);
     await exec(ctx, "true");
     await spareReady(ctx);
     const hits = sandboxSpareCount().hits;
@@ -172,7 +172,7 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
       expect(res.status).toBe(200);
       try {
         // the agent record now says off: the context carries it
-        const ctx = toolContext(rt.host);
+        const ctx = await toolContext(rt.host);
         const first = await exec(ctx, "readlink /proc/self/ns/net");
         await spareReady(ctx);
         const hits = sandboxSpareCount().hits;
@@ -190,10 +190,10 @@ describe.skipIf(!enabled)("spare confined wrappers", () => {
   );
 
   it("a stopped host leaves no spare behind", async () => {
-    const ctx = toolContext(rt.host);
+    const ctx = await toolContext(rt.host);
     await exec(ctx, "true");
     await spareReady(ctx);
-    const dotHolon = join(rt.host.agents.get("main").agent_home, ".holon");
+    const dotHolon = join((await rt.host.agents.get("main")).agent_home, ".holon");
     // spares wait beside the process directories, never among them
     expect(readdirSync(join(dotHolon, "spares")).length).toBeGreaterThan(0);
     expect(

@@ -61,7 +61,7 @@ async function serve(body: string): Promise<Server> {
 }
 
 async function exec(agentId: string, cmd: string, extra: Record<string, unknown> = {}) {
-  const ctx: ToolContext = toolContext(rt.host, agentId);
+  const ctx: ToolContext = await toolContext(rt.host, agentId);
   const out = await dispatch(registry, "ExecCommand", JSON.stringify({ cmd, ...extra }), ctx);
   const r = out.canonical.result as any;
   return {
@@ -71,9 +71,9 @@ async function exec(agentId: string, cmd: string, extra: Record<string, unknown>
   };
 }
 
-function refusals(agentId: string) {
-  return rt.host.store.events
-    .after(agentId, 0, 100_000)
+async function refusals(agentId: string) {
+  return (await rt.host.store.events
+    .after(agentId, 0, 100_000))
     .filter((e) => e.type === "sandbox_network_refused");
 }
 
@@ -124,7 +124,7 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
     expect(ok.status, ok.out).toBe(0);
     expect(ok.out.match(/ALLOWED-SERVER/g)).toHaveLength(3);
 
-    const before = refusals("main").length;
+    const before = (await refusals("main")).length;
     const no = await exec(
       "main",
       `${via} -x "$HTTP_PROXY" http://127.0.0.1:${deniedPort}/; echo "[http]";` +
@@ -135,7 +135,7 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
     expect(no.out).not.toContain("DENIED-SERVER");
     expect(no.out).toContain("not on the agent's network allowlist");
     expect(no.out).toMatch(/\[direct 7\]/); // its own loopback: nothing listens there
-    const events = refusals("main").slice(before);
+    const events = (await refusals("main")).slice(before);
     expect(events.map((e) => (e.payload as any).protocol).sort()).toEqual([
       "http",
       "http_connect",
@@ -214,10 +214,10 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
   });
 
   it("a task that outlives the host finds the proxy again after a restart", async () => {
-    const start = rt.host.tasks.start({
+    const start = await rt.host.tasks.start({
       agent_id: "main",
       cmd: `while read x; do curl -s -m 10 --noproxy '' -x "$HTTP_PROXY" http://127.0.0.1:${allowedPort}/; echo " [$x]"; done`,
-      workdir: rt.host.agents.get("main").agent_home,
+      workdir: (await rt.host.agents.get("main")).agent_home,
       shell: "/bin/sh",
       login: false,
       tty: false,
@@ -228,7 +228,7 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
     rt = await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
     controlPort = Number(new URL(rt.url).port);
     try {
-      expect(rt.host.store.tasks.get(start.id)?.status).toBe("running");
+      expect((await rt.host.store.tasks.get(start.id))?.status).toBe("running");
       const wrote = await rt.host.tasks.input(start.id, "after-restart\n", false);
       expect(wrote.accepted).toBe(true);
       const out = await waitForOutput(start.id, /\[after-restart\]/);
@@ -272,8 +272,8 @@ describe.skipIf(!enabled || !hasCurl())("the sandbox's network", () => {
 });
 
 /** The task's output once it matches (the output file grows as the command writes). */
-function waitForOutput(taskId: string, re: RegExp): Promise<string> {
-  const path = rt.host.store.tasks.get(taskId)!.output_path;
+async function waitForOutput(taskId: string, re: RegExp): Promise<string> {
+  const path = (await rt.host.store.tasks.get(taskId))!.output_path;
   return waitFor(
     () => {
       const text = readFileSync(path, "utf8");
@@ -293,7 +293,7 @@ describe.skipIf(!enabled)("where the agent's namespace cannot be joined", () => 
         sandbox: { mode, network: "off", bwrap_path: probeSandbox("bwrap").bwrap },
       }),
     );
-    return RuntimeHost.open({
+    return await RuntimeHost.open({
       home: h,
       env: { ...process.env, HOLON_HOME: h, PATH: "/nonexistent" },
     });
@@ -302,7 +302,7 @@ describe.skipIf(!enabled)("where the agent's namespace cannot be joined", () => 
   it("required refuses the command, naming what is missing", async () => {
     const host = await hostWith("required");
     try {
-      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', toolContext(host));
+      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', await toolContext(host));
       expect(out.canonical.error).toMatchObject({ kind: "sandbox_unavailable" });
       expect(out.canonical.error!.message).toMatch(/sandbox\.network off.*nsenter/);
     } finally {
@@ -313,9 +313,9 @@ describe.skipIf(!enabled)("where the agent's namespace cannot be joined", () => 
   it("auto runs it on the host's network and says the network is not enforced, and why", async () => {
     const host = await hostWith("auto");
     try {
-      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', toolContext(host));
+      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', await toolContext(host));
       expect((out.canonical.result as any).exit_status).toBe(0);
-      const s = host.services.sandbox.summary(host.agents.get("main"));
+      const s = host.services.sandbox.summary(await host.agents.get("main"));
       expect(s).toMatchObject({
         backend: "host_bwrap",
         network: "off",

@@ -39,12 +39,12 @@ async function start(home: string, userHome: string): Promise<TestRuntime> {
 
 async function prompt(rt: TestRuntime, text: string): Promise<void> {
   const host = rt.host;
-  const before = host.store.messages.withStatus("main", "processed").length;
+  const before = (await host.store.messages.withStatus("main", "processed")).length;
   expect((await rt.req("POST", "/control/agents/main/prompt", { text })).status).toBe(202);
   await waitFor(
-    () =>
-      host.store.messages.withStatus("main", "processed").length > before &&
-      host.agents.get("main").status !== "awake_running",
+    async () =>
+      (await host.store.messages.withStatus("main", "processed")).length > before &&
+      (await host.agents.get("main")).status !== "awake_running",
     { what: "the prompt to be processed", timeoutMs: 30_000 },
   );
 }
@@ -70,7 +70,7 @@ describe("skill activation", () => {
     });
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     let rt = await start(home, userHome);
-    rt.host.services.workspaces.use("main", { path: repo }, "operator");
+    await rt.host.services.workspaces.use("main", { path: repo }, "operator");
 
     const before = fake.requests.length;
     fake.enqueue(
@@ -99,8 +99,8 @@ describe("skill activation", () => {
     expect(first).not.toContain("NOTES-BODY-MARKER");
     expect(first).not.toContain("LINT-BODY-MARKER");
 
-    const activated = rt.host.store.events
-      .after("main", 0, 10_000)
+    const activated = (await rt.host.store.events
+      .after("main", 0, 10_000))
       .filter((e: any) => e.type === "skill_activated")
       .map((e: any) => e.payload);
     expect(activated).toEqual([
@@ -119,22 +119,22 @@ describe("skill activation", () => {
         entrypoint_path: join(repo, ".agents/skills/lint/SKILL.md"),
       }),
     ]);
-    const states = () =>
-      Object.fromEntries(rt.host.services.skills.activations("main").map((a) => [a.name, a.state]));
-    expect(states()).toEqual({ deploy: "session_active", lint: "session_active" });
+    const states = async () =>
+      Object.fromEntries((await rt.host.services.skills.activations("main")).map((a) => [a.name, a.state]));
+    expect(await states()).toEqual({ deploy: "session_active", lint: "session_active" });
 
     // After a restart the session's skills come back as restored and the prompt says so.
     await rt.close();
     runtimes.splice(runtimes.indexOf(rt), 1);
     rt = await start(home, userHome);
-    expect(states()).toEqual({ deploy: "restored", lint: "restored" });
+    expect(await states()).toEqual({ deploy: "restored", lint: "restored" });
     const before2 = fake.requests.length;
     fake.enqueue(reply.text("ok"));
     await prompt(rt, "anything else?");
     expect(JSON.stringify(fake.requests[before2]!.body)).toContain("deploy (workspace, restored)");
 
     // In an isolated worktree, workspace skills still come from the repository itself.
-    const iso = rt.host.services.workspaces.use(
+    const iso = await rt.host.services.workspaces.use(
       "main",
       { path: repo, mode: "isolated" },
       "operator",
@@ -195,7 +195,7 @@ describe("holon skills install | list | uninstall", () => {
       env,
     });
     expect(remote.code, remote.stderr).toBe(0);
-    const agentHome = rt.host.agents.get("main").agent_home;
+    const agentHome = (await rt.host.agents.get("main")).agent_home;
     expect(existsSync(join(agentHome, "skills/remote-skill/SKILL.md"))).toBe(true);
     expect(existsSync(join(agentHome, "skills/remote-skill/.git"))).toBe(false);
     const listed = await runCli(["skills", "list", "--agent", "main", "--json"], { env });
@@ -231,7 +231,7 @@ describe("holon skills install | list | uninstall", () => {
     expect(attach.code, attach.stderr).toBe(0);
     expect(attach.stdout).toMatch(/^attached: ws_\w+ \(git\) /);
     const wsId = /attached: (ws_\w+)/.exec(attach.stdout)![1]!;
-    rt.host.services.workspaces.use("main", { workspace_id: wsId, mode: "isolated" }, "operator");
+    await rt.host.services.workspaces.use("main", { workspace_id: wsId, mode: "isolated" }, "operator");
     const list = await runCli(["workspace", "list", "main"], { env });
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toContain(`* ${wsId}`);

@@ -283,7 +283,7 @@ describe("real published skills", () => {
     });
 
     it("an agent's catalog lists every one, with no warnings", async () => {
-      const agentHome = rt.host.agents.get("main").agent_home;
+      const agentHome = (await rt.host.agents.get("main")).agent_home;
       for (const s of fixtureSkills)
         cpSync(s.dir, join(agentHome, "skills", s.name), { recursive: true });
       const res = await rt.req("GET", "/agents/main/skills");
@@ -300,7 +300,7 @@ describe("real published skills", () => {
 
     it("each SKILL.md is parsed once until it changes, not once per catalog", async () => {
       const cache = rt.host.services.skills.skillMdCache;
-      const agentHome = rt.host.agents.get("main").agent_home;
+      const agentHome = (await rt.host.agents.get("main")).agent_home;
       const before = cache.parsed;
       expect((await rt.req("GET", "/agents/main/skills")).status).toBe(200);
       expect(cache.parsed).toBe(before);
@@ -322,7 +322,7 @@ describe("real published skills", () => {
     });
 
     it("a skill with hostile front matter is skipped with a diagnostic; the others stay", async () => {
-      const agentHome = rt.host.agents.get("main").agent_home;
+      const agentHome = (await rt.host.agents.get("main")).agent_home;
       writeFiles(agentHome, {
         "skills/bomb/SKILL.md": `---\nname: bomb\ndescription: &a d\n${Array.from(
           { length: 100 },

@@ -9,9 +9,9 @@ import { EventHub } from "../src/http/sse.ts";
 
 const decoder = new TextDecoder();
 
-function commit(store: Store, n: number): void {
-  store.tx(() =>
-    store.appendEvent("a", {
+async function commit(store: Store, n: number): Promise<void> {
+  await store.tx(async () =>
+    await store.appendEvent("a", {
       type: "runtime_error",
       payload: { run_id: null, phase: "test", summary: `event ${n}` },
     }),
@@ -33,13 +33,13 @@ async function withStream(
   const store = new Store(":memory:", systemClock, randomIds);
   const hub = new EventHub(store, { writeIntervalMs });
   const abort = new AbortController();
-  const reader = hub
+  const reader = (await hub
     .open(store, "a", {
       afterSeq: undefined,
       projection: "operator",
       heartbeatMs: 60_000,
       signal: abort.signal,
-    })
+    }))
     .getReader();
   try {
     await body(store, reader);
@@ -58,7 +58,7 @@ describe("SSE write coalescing", () => {
       const hello = await reader.read();
       expect(decoder.decode(hello.value)).toContain(": connected");
 
-      commit(store, 1);
+      await commit(store, 1);
       const first = await reader.read();
       expect(seqsOf(first.value!)).toEqual([1]);
 
@@ -66,7 +66,7 @@ describe("SSE write coalescing", () => {
       // be a write of its own (as the first one was).
       for (const n of [2, 3, 4]) {
         await tick();
-        commit(store, n);
+        await commit(store, n);
       }
       const next = await reader.read();
       expect(seqsOf(next.value!)).toEqual([2, 3, 4]);
@@ -78,7 +78,7 @@ describe("SSE write coalescing", () => {
       await reader.read();
       const seen: number[][] = [];
       for (const n of [1, 2, 3]) {
-        commit(store, n);
+        await commit(store, n);
         seen.push(seqsOf((await reader.read()).value!));
         await tick();
       }

@@ -10,7 +10,7 @@ const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 describe("event stream", () => {
   it("replays after_seq, continues live, and a Last-Event-ID reconnect gets every later event exactly once", async () => {
     const rt = await startRuntime({ executor: () => parked });
-    rt.host.lifecycle.control("main", "pause");
+    await rt.host.lifecycle.control("main", "pause");
     const streamUrl = rt.url + "/agents/main/events/stream";
     // some history
     for (let i = 0; i < 20; i++) await rt.req("POST", "/enqueue", { text: `h${i}` });
@@ -39,7 +39,7 @@ describe("event stream", () => {
     const second = await openSse(streamUrl, { "last-event-id": lastId, ...auth });
     const producerDone = producer.then(() => (producing = false));
     await producerDone;
-    const newest = rt.host.store.events.newestSeq("main");
+    const newest = await rt.host.store.events.newestSeq("main");
     for await (const f of second.frames) {
       seen.push(Number(f.id));
       if (Number(f.id) >= newest) break;
@@ -51,8 +51,8 @@ describe("event stream", () => {
 
   it("without a cursor streams only new events; bad cursors are 400", async () => {
     const rt = await startRuntime({ executor: () => parked });
-    rt.host.lifecycle.control("main", "pause");
-    const before = rt.host.store.events.newestSeq("main");
+    await rt.host.lifecycle.control("main", "pause");
+    const before = await rt.host.store.events.newestSeq("main");
     const s = await openSse(rt.url + "/agents/main/events/stream", {
       authorization: `Bearer ${rt.token}`,
     });
@@ -74,9 +74,9 @@ describe("event stream", () => {
 
   it("GET /events pages with before_seq, after_seq, limit and order", async () => {
     const rt = await startRuntime({ executor: () => parked });
-    rt.host.lifecycle.control("main", "pause");
+    await rt.host.lifecycle.control("main", "pause");
     for (let i = 0; i < 10; i++) await rt.req("POST", "/enqueue", { text: `m${i}` });
-    const newest = rt.host.store.events.newestSeq("main");
+    const newest = await rt.host.store.events.newestSeq("main");
     const desc = await rt.req("GET", "/agents/main/events?limit=5");
     expect(desc.json.events.map((e: any) => e.event_seq)).toEqual([
       newest,

@@ -25,7 +25,7 @@ function record(id: string, count: number): AgentRecord {
 }
 
 describe("agent record writes", () => {
-  it("several puts in one transaction write the row once, with the last record", () => {
+  it("several puts in one transaction write the row once, with the last record", async () => {
     const store = new Store(":memory:", systemClock, randomIds);
     const changes = () =>
       (store.db.prepare("SELECT total_changes() AS n").get() as { n: number }).n;
@@ -34,56 +34,56 @@ describe("agent record writes", () => {
         (store.db.prepare("SELECT data FROM agents WHERE agent_id = ?").get(id) as { data: string })
           .data,
       ) as AgentRecord;
-    store.tx(() => store.agents.put(record("a", 0)));
+    await store.tx(async () => await store.agents.put(record("a", 0)));
     const before = changes();
-    store.tx(() => {
+    await store.tx(async () => {
       for (let i = 1; i <= 5; i++) {
-        store.agents.put(record("a", i));
-        expect(store.agents.get("a")!.total_message_count).toBe(i);
+        await store.agents.put(record("a", i));
+        expect((await store.agents.get("a"))!.total_message_count).toBe(i);
       }
-      store.agents.put(record("b", 7));
+      await store.agents.put(record("b", 7));
       // The whole list, read through SQL, sees the puts made so far.
-      expect(store.agents.list().map((a) => [a.agent_id, a.total_message_count])).toEqual([
+      expect((await store.agents.list()).map((a) => [a.agent_id, a.total_message_count])).toEqual([
         ["a", 5],
         ["b", 7],
       ]);
-      store.agents.put(record("a", 6));
+      await store.agents.put(record("a", 6));
     });
     // One write of each record for the list, one more of "a" after it.
     expect(changes() - before).toBe(3);
 
     // The other questions answered in SQL see a put of the same transaction too.
-    store.tx(() => {
+    await store.tx(async () => {
       const stopped = { ...record("run-x", 0), visibility: "private", status: "stopped" } as const;
-      store.agents.put(AgentRecord.parse(stopped));
-      expect(store.agents.dormantRunIds()).toEqual(["run-x"]);
-      store.agents.put(AgentRecord.parse({ ...stopped, status: "asleep" }));
-      expect(store.agents.dormantRunIds()).toEqual([]);
+      await store.agents.put(AgentRecord.parse(stopped));
+      expect(await store.agents.dormantRunIds()).toEqual(["run-x"]);
+      await store.agents.put(AgentRecord.parse({ ...stopped, status: "asleep" }));
+      expect(await store.agents.dormantRunIds()).toEqual([]);
     });
-    expect(store.agents.dormantRunIds()).toEqual([]);
+    expect(await store.agents.dormantRunIds()).toEqual([]);
     expect(stored("a").total_message_count).toBe(6);
     expect(stored("b").total_message_count).toBe(7);
 
-    expect(() =>
-      store.tx(() => {
-        store.agents.put(record("a", 99));
+    expect(async () =>
+      await store.tx(async () => {
+        await store.agents.put(record("a", 99));
         throw new Error("boom");
       }),
     ).toThrow("boom");
-    expect(store.agents.get("a")!.total_message_count).toBe(6);
+    expect((await store.agents.get("a"))!.total_message_count).toBe(6);
     expect(stored("a").total_message_count).toBe(6);
     // Outside a transaction a put is written at once.
-    store.agents.put(record("a", 8));
+    await store.agents.put(record("a", 8));
     expect(stored("a").total_message_count).toBe(8);
     store.close();
   });
 
-  it("an agent removed in the transaction that put it is not written back", () => {
+  it("an agent removed in the transaction that put it is not written back", async () => {
     const store = new Store(":memory:", systemClock, randomIds);
-    store.tx(() => store.agents.put(record("gone", 0)));
-    store.tx(() => {
-      store.agents.put(record("gone", 1));
-      store.agents.remove("gone", "2026-11-27T12:00:00.000Z", { reason: "test" });
+    await store.tx(async () => await store.agents.put(record("gone", 0)));
+    await store.tx(async () => {
+      await store.agents.put(record("gone", 1));
+      await store.agents.remove("gone", "2026-11-27T12:00:00.000Z", { reason: "test" });
     });
     expect(store.db.prepare("SELECT count(*) AS n FROM agents").get()).toEqual({ n: 0 });
     store.close();

@@ -11,10 +11,10 @@ afterAll(() => cleanupHomes());
 
 describe("agent queries at start", () => {
   it("give the same answers as the record predicates", async () => {
-    const host = RuntimeHost.open({ home: tempHome(), autostartAgents: false });
+    const host = await RuntimeHost.open({ home: tempHome(), autostartAgents: false });
     try {
       const store = host.store;
-      const base = store.agents.get("main")!;
+      const base = (await store.agents.get("main"))!;
       const reservation = (from: string, returned?: string) => ({
         from_agent_id: from,
         limits: { tokens: 1000 },
@@ -44,22 +44,22 @@ describe("agent queries at start", () => {
         { ...base, agent_id: "child-c", budget_reservation: reservation("other") },
         { ...base, agent_id: "no-mcp", mcp: { servers: {} } },
       ];
-      store.tx(() => {
+      await store.tx(async () => {
         for (const v of variants) {
           const { active_workspace, ...rest } = v;
-          store.agents.put(active_workspace === undefined ? rest : v);
+          await store.agents.put(active_workspace === undefined ? rest : v);
         }
       });
-      const all = store.agents.list();
-      expect(store.agents.dormantRunIds()).toEqual(
+      const all = await store.agents.list();
+      expect(await store.agents.dormantRunIds()).toEqual(
         all.filter(isDormantRunAgent).map((a) => a.agent_id),
       );
-      expect(store.agents.dormantRunIds()).toEqual(["run-done"]);
-      expect(store.agents.withLegacyWorkspace().map((a) => a.agent_id)).toEqual(
+      expect(await store.agents.dormantRunIds()).toEqual(["run-done"]);
+      expect((await store.agents.withLegacyWorkspace()).map((a) => a.agent_id)).toEqual(
         all.filter((a) => !a.active_workspace && a.workspace_root).map((a) => a.agent_id),
       );
       for (const parent of ["parent", "other", "main"]) {
-        expect(store.agents.reservedFrom(parent)).toEqual(
+        expect(await store.agents.reservedFrom(parent)).toEqual(
           all
             .filter(
               (a) =>
@@ -68,16 +68,16 @@ describe("agent queries at start", () => {
             .map((a) => a.agent_id),
         );
       }
-      expect(store.agents.anyOwnMcpServers()).toBe(false);
-      store.tx(() =>
-        store.agents.put({ ...base, agent_id: "with-mcp", mcp: { servers: { fs: { x: 1 } } } }),
+      expect(await store.agents.anyOwnMcpServers()).toBe(false);
+      await store.tx(async () =>
+        await store.agents.put({ ...base, agent_id: "with-mcp", mcp: { servers: { fs: { x: 1 } } } }),
       );
-      expect(store.agents.anyOwnMcpServers()).toBe(true);
+      expect(await store.agents.anyOwnMcpServers()).toBe(true);
       // A list that skips agents leaves their rows undecoded.
       const before = store.agents.decoded;
-      store.agents.invalidate();
-      const skip = new Set(store.agents.dormantRunIds());
-      const listed = store.agents.list(skip);
+      await store.agents.invalidate();
+      const skip = new Set(await store.agents.dormantRunIds());
+      const listed = await store.agents.list(skip);
       expect(listed.map((a) => a.agent_id)).not.toContain("run-done");
       expect(store.agents.decoded - before).toBe(listed.length);
     } finally {

@@ -22,9 +22,9 @@ afterAll(() => {
 const SMALL = { startBytes: 128 * 1024, backstopPages: 4096, everyMs: 5 };
 const row = (i: number) => `row ${i} ` + "x".repeat(1500);
 
-function insertRows(store: Store, from: number, count: number): void {
+async function insertRows(store: Store, from: number, count: number): Promise<void> {
   const stmt = store.db.prepare("INSERT INTO store_stats_probe (n, text) VALUES (?, ?)");
-  for (let i = from; i < from + count; i++) store.tx(() => stmt.run(i, row(i)));
+  for (let i = from; i < from + count; i++) await store.tx(() => stmt.run(i, row(i)));
 }
 
 function walBytes(path: string): number {
@@ -46,7 +46,7 @@ describe("WAL checkpoints", () => {
       let largest = 0;
       // 40 bursts of 50 commits, some 3 MB each: 120 MB written in all.
       for (let burst = 0; burst < 40; burst++) {
-        insertRows(store, n, 50);
+        await insertRows(store, n, 50);
         n += 50;
         largest = Math.max(largest, walBytes(path));
         const done = store.checkpointer!.counts.worker;

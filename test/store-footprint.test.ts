@@ -29,12 +29,12 @@ async function turns(rt: TestRuntime, n: number, from: number): Promise<void> {
     });
     expect(r.status).toBe(202);
     const id = r.json.message_id as string;
-    await waitFor(() => rt.host.store.messages.get(id)?.status === "processed", {
+    await waitFor(async () => (await rt.host.store.messages.get(id))?.status === "processed", {
       what: `turn ${i}`,
     });
   }
   // The turn's last records (closure, the state change to asleep) land after its message.
-  await waitFor(() => rt.host.store.agents.get("main")?.status === "asleep", { what: "asleep" });
+  await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", { what: "asleep" });
 }
 
 describe("store footprint", () => {

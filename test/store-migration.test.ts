@@ -58,12 +58,12 @@ function oldDatabase(path: string): void {
 }
 
 describe("migration 3", () => {
-  it("keeps every event and transcript entry readable, in order, and continues their numbering", () => {
+  it("keeps every event and transcript entry readable, in order, and continues their numbering", async () => {
     const path = join(tempHome(), "holon.db");
     oldDatabase(path);
     const store = new Store(path, clock, randomIds);
     try {
-      const a = store.events.after("a", 0, 100);
+      const a = await store.events.after("a", 0, 100);
       expect(a.map((e) => e.event_seq)).toEqual([1, 2, 3, 4, 5]);
       expect(a[0]).toEqual({
         id: "evt_a1",
@@ -75,7 +75,7 @@ describe("migration 3", () => {
         payload: { n: 1, text: "é" },
       });
       expect(a[3]!.provenance).toEqual({ message_id: "msg_4" });
-      expect(store.events.newestSeq("b")).toBe(5);
+      expect(await store.events.newestSeq("b")).toBe(5);
       // The copy interleaves agents by time and keeps each agent's own order.
       const order = store.db
         .prepare("SELECT agent_id, event_seq FROM events ORDER BY rowid")
@@ -83,7 +83,7 @@ describe("migration 3", () => {
         .map((r: any) => `${r.agent_id}${r.event_seq}`);
       expect(order).toEqual(["a1", "b1", "a2", "b2", "a3", "b3", "a4", "b4", "a5", "b5"]);
 
-      const entries = store.transcript.recent("a", 10);
+      const entries = await store.transcript.recent("a", 10);
       expect(entries.map((e) => e.seq)).toEqual([1, 2, 3]);
       expect(entries[0]).toEqual({
         id: "tr_1",
@@ -97,11 +97,11 @@ describe("migration 3", () => {
       });
       expect(entries[1]).not.toHaveProperty("run_id");
       expect(entries[1]).not.toHaveProperty("message_id");
-      expect(store.transcript.forRun("a", "run_1").map((e) => e.seq)).toEqual([1, 3]);
+      expect((await store.transcript.forRun("a", "run_1")).map((e) => e.seq)).toEqual([1, 3]);
 
-      store.tx(() => {
-        store.appendEvent("a", { type: "workspace_attached", payload: { workspace_root: "/w" } });
-        store.transcript.append({
+      await store.tx(async () => {
+        await store.appendEvent("a", { type: "workspace_attached", payload: { workspace_root: "/w" } });
+        await store.transcript.append({
           id: "tr_4",
           agent_id: "a",
           created_at: clock.now().toISOString(),
@@ -109,8 +109,8 @@ describe("migration 3", () => {
           data: { kind: "aborted" },
         });
       });
-      expect(store.events.newestSeq("a")).toBe(6);
-      expect(store.transcript.recent("a", 1)[0]!.seq).toBe(4);
+      expect(await store.events.newestSeq("a")).toBe(6);
+      expect((await store.transcript.recent("a", 1))[0]!.seq).toBe(4);
 
       const tally = store.db
         .prepare("SELECT family, row_count FROM store_stats ORDER BY family")

@@ -21,84 +21,84 @@ function brief(id: string, agentId = "a"): BriefRecord {
 const idsOf = (rows: { id: string }[]) => rows.map((r) => r.id);
 
 describe("recent briefs and episodes", () => {
-  it("briefs: new rows, other agents, larger limits and rows removed oldest first", () => {
+  it("briefs: new rows, other agents, larger limits and rows removed oldest first", async () => {
     const store = new Store(":memory:", systemClock, randomIds);
-    store.tx(() => {
-      for (const id of ["b1", "b2", "b3"]) store.briefs.insert(brief(id));
-      store.briefs.insert(brief("x1", "other"));
+    await store.tx(async () => {
+      for (const id of ["b1", "b2", "b3"]) await store.briefs.insert(brief(id));
+      await store.briefs.insert(brief("x1", "other"));
     });
-    expect(idsOf(store.briefs.recent("a", 2))).toEqual(["b2", "b3"]);
-    expect(idsOf(store.briefs.recent("a", 2))).toEqual(["b2", "b3"]);
+    expect(idsOf(await store.briefs.recent("a", 2))).toEqual(["b2", "b3"]);
+    expect(idsOf(await store.briefs.recent("a", 2))).toEqual(["b2", "b3"]);
     // A larger limit than the list kept was read with.
-    expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3"]);
-    expect(idsOf(store.briefs.recent("a", 1))).toEqual(["b3"]);
-    expect(idsOf(store.briefs.recent("other", 10))).toEqual(["x1"]);
-    expect(store.briefs.recent("nobody", 10)).toEqual([]);
+    expect(idsOf(await store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3"]);
+    expect(idsOf(await store.briefs.recent("a", 1))).toEqual(["b3"]);
+    expect(idsOf(await store.briefs.recent("other", 10))).toEqual(["x1"]);
+    expect(await store.briefs.recent("nobody", 10)).toEqual([]);
 
-    store.tx(() => store.briefs.insert(brief("b4")));
-    expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3", "b4"]);
+    await store.tx(async () => await store.briefs.insert(brief("b4")));
+    expect(idsOf(await store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3", "b4"]);
     // A list of the newest few takes each new row in front and drops its oldest.
-    expect(idsOf(store.briefs.recent("a", 2))).toEqual(["b3", "b4"]);
-    store.tx(() => store.briefs.insert(brief("b5")));
-    expect(idsOf(store.briefs.recent("a", 2))).toEqual(["b4", "b5"]);
-    expect(idsOf(store.briefs.recent("a", 3))).toEqual(["b3", "b4", "b5"]);
-    store.tx(() => store.briefs.insert(brief("b6")));
-    expect(idsOf(store.briefs.recent("a", 3))).toEqual(["b4", "b5", "b6"]);
-    expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
+    expect(idsOf(await store.briefs.recent("a", 2))).toEqual(["b3", "b4"]);
+    await store.tx(async () => await store.briefs.insert(brief("b5")));
+    expect(idsOf(await store.briefs.recent("a", 2))).toEqual(["b4", "b5"]);
+    expect(idsOf(await store.briefs.recent("a", 3))).toEqual(["b3", "b4", "b5"]);
+    await store.tx(async () => await store.briefs.insert(brief("b6")));
+    expect(idsOf(await store.briefs.recent("a", 3))).toEqual(["b4", "b5", "b6"]);
+    expect(idsOf(await store.briefs.recent("a", 10))).toEqual(["b1", "b2", "b3", "b4", "b5", "b6"]);
 
     // Retention removes an agent's oldest rows.
     store.db.prepare("DELETE FROM briefs WHERE id IN ('b1', 'b2')").run();
-    expect(idsOf(store.briefs.recent("a", 10))).toEqual(["b3", "b4", "b5", "b6"]);
+    expect(idsOf(await store.briefs.recent("a", 10))).toEqual(["b3", "b4", "b5", "b6"]);
     store.close();
   });
 
-  it("briefs: a rolled-back insert is never listed, even when its sequence number is used again", () => {
+  it("briefs: a rolled-back insert is never listed, even when its sequence number is used again", async () => {
     const store = new Store(":memory:", systemClock, randomIds);
-    store.tx(() => store.briefs.insert(brief("b1")));
-    expect(() =>
-      store.tx(() => {
-        store.briefs.insert(brief("gone"));
-        expect(idsOf(store.briefs.recent("a", 5))).toEqual(["b1", "gone"]);
+    await store.tx(async () => await store.briefs.insert(brief("b1")));
+    expect(async () =>
+      await store.tx(async () => {
+        await store.briefs.insert(brief("gone"));
+        expect(idsOf(await store.briefs.recent("a", 5))).toEqual(["b1", "gone"]);
         throw new Error("roll back");
       }),
     ).toThrow("roll back");
     // The next brief takes the rolled-back one's sequence number: the bounds are those the
     // rolled-back transaction listed at.
-    store.tx(() => store.briefs.insert(brief("b2")));
-    expect(idsOf(store.briefs.recent("a", 5))).toEqual(["b1", "b2"]);
+    await store.tx(async () => await store.briefs.insert(brief("b2")));
+    expect(idsOf(await store.briefs.recent("a", 5))).toEqual(["b1", "b2"]);
     store.close();
   });
 
-  it("episodes: new rows, removal oldest first, and a rolled-back savepoint", () => {
+  it("episodes: new rows, removal oldest first, and a rolled-back savepoint", async () => {
     const store = new Store(":memory:", systemClock, randomIds);
     const at = new Date("2026-11-27T12:00:00.000Z");
-    store.tx(() => {
-      for (let i = 1; i <= 3; i++) store.memory.addEpisode(episodeRecord("a", i, at));
+    await store.tx(async () => {
+      for (let i = 1; i <= 3; i++) await store.memory.addEpisode(episodeRecord("a", i, at));
     });
-    const first = idsOf(store.memory.recentEpisodes("a", 2));
+    const first = idsOf(await store.memory.recentEpisodes("a", 2));
     expect(first).toHaveLength(2);
-    const all = idsOf(store.memory.recentEpisodes("a", 10));
+    const all = idsOf(await store.memory.recentEpisodes("a", 10));
     expect(all).toHaveLength(3);
     expect(all.slice(1)).toEqual(first);
 
     // A savepoint that rolls back inside a transaction that commits.
-    store.tx(() => {
-      expect(() =>
-        store.memory.atomically(() => {
-          store.memory.addEpisode(episodeRecord("a", 4, at));
-          expect(store.memory.recentEpisodes("a", 10)).toHaveLength(4);
+    await store.tx(() => {
+      expect(async () =>
+        await store.memory.atomically(async () => {
+          await store.memory.addEpisode(episodeRecord("a", 4, at));
+          expect(await store.memory.recentEpisodes("a", 10)).toHaveLength(4);
           throw new Error("roll back");
         }),
       ).toThrow("roll back");
     });
     // The next episode takes the rolled-back one's sequence number (listed only then).
-    store.tx(() => store.memory.addEpisode(episodeRecord("a", 5, at)));
-    const after = idsOf(store.memory.recentEpisodes("a", 10));
+    await store.tx(async () => await store.memory.addEpisode(episodeRecord("a", 5, at)));
+    const after = idsOf(await store.memory.recentEpisodes("a", 10));
     expect(after).toHaveLength(4);
     expect(after.slice(0, 3)).toEqual(all);
 
     store.db.prepare("DELETE FROM context_episodes WHERE id = ?").run(all[0]!);
-    expect(idsOf(store.memory.recentEpisodes("a", 10))).toEqual(after.slice(1));
+    expect(idsOf(await store.memory.recentEpisodes("a", 10))).toEqual(after.slice(1));
     store.close();
   });
 });

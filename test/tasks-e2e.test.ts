@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (rt) {
     const tasks = rt.host.tasks;
-    await Promise.all(rt.host.store.tasks.active().map((t) => tasks.stop(t.id, 100)));
+    await Promise.all((await rt.host.store.tasks.active()).map((t) => tasks.stop(t.id, 100)));
     await rt.close();
   }
   await fake.close();
@@ -48,7 +48,7 @@ describe("task plane end to end", () => {
       env: { ...process.env, HOLON_HOME: home },
       home,
     });
-    const gate = join(rt.host.agents.get("main").agent_home, "gate");
+    const gate = join((await rt.host.agents.get("main")).agent_home, "gate");
     let taskId = "";
     const before = fake.requests.length;
     fake.enqueue(
@@ -119,9 +119,9 @@ describe("task plane end to end", () => {
     expect(rejoin).toContain("authority=runtime_instruction");
     expect(rejoin).toContain(`Task ${taskId} completed`);
     const host = rt.host;
-    const results = await waitFor(() => {
-      const done = host.store.messages
-        .withStatus("main", "processed")
+    const results = await waitFor(async () => {
+      const done = (await host.store.messages
+        .withStatus("main", "processed"))
         .filter((m) => m.kind === "task_result" && m.task_id === taskId);
       return done.length > 0 ? done : null;
     });

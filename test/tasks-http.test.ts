@@ -22,17 +22,17 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   const tasks = rt.host.tasks;
-  await Promise.all(rt.host.store.tasks.active().map((t) => tasks.stop(t.id, 100)));
+  await Promise.all((await rt.host.store.tasks.active()).map((t) => tasks.stop(t.id, 100)));
   await rt.close();
   cleanupHomes();
 });
 
-const taskCount = () =>
-  rt.host.store.tasks.active().length + rt.host.store.tasks.forAgent("main", 1000).length;
+const taskCount = async () =>
+  (await rt.host.store.tasks.active()).length + (await rt.host.store.tasks.forAgent("main", 1000)).length;
 
 describe("task HTTP routes", () => {
   it("starts a task in a confined workdir, shows it, and serves its output", async () => {
-    const agentHome = rt.host.agents.get("main").agent_home;
+    const agentHome = (await rt.host.agents.get("main")).agent_home;
     mkdirSync(join(agentHome, "sub"), { recursive: true });
     const created = await rt.req("POST", "/control/agents/main/tasks", {
       cmd: "pwd; echo to-stderr >&2",
@@ -94,7 +94,7 @@ describe("task HTTP routes", () => {
   });
 
   it("refuses bad requests with stable kinds and stores nothing", async () => {
-    const before = taskCount();
+    const before = await taskCount();
     const cases: [unknown, number, string][] = [
       ["{not json", 400, "invalid_json"],
       [{}, 400, "invalid_request"],
@@ -111,7 +111,7 @@ describe("task HTTP routes", () => {
     }
     const unknownAgent = await rt.req("POST", "/control/agents/ghost/tasks", { cmd: "true" });
     expect([unknownAgent.status, unknownAgent.json.error.kind]).toEqual([404, "unknown_agent"]);
-    expect(taskCount()).toBe(before);
+    expect(await taskCount()).toBe(before);
 
     const missing = await rt.req("GET", "/agents/main/tasks/task_nope");
     expect([missing.status, missing.json.error.kind]).toEqual([404, "unknown_task"]);
@@ -119,7 +119,7 @@ describe("task HTTP routes", () => {
     expect(badWait.status).toBe(400);
 
     // another agent's task is not reachable through this agent
-    rt.host.agents.create("other");
+    await rt.host.agents.create("other");
     const theirs = (await rt.req("POST", "/control/agents/other/tasks", { cmd: "sleep 30" })).json
       .task;
     for (const [method, path] of [
@@ -138,7 +138,7 @@ describe("task HTTP routes", () => {
       text: "x",
     });
     expect(badInput.json.error.kind).toBe("invalid_request");
-    expect(rt.host.store.tasks.get(theirs.task_id)!.status).toBe("running");
+    expect((await rt.host.store.tasks.get(theirs.task_id))!.status).toBe("running");
     await rt.req("POST", `/control/agents/other/tasks/${theirs.task_id}/stop`);
   });
 

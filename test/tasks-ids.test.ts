@@ -23,12 +23,12 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   const tasks = rt.host.tasks;
-  await Promise.all(rt.host.store.tasks.active().map((t) => tasks.stop(t.id, 100)));
+  await Promise.all((await rt.host.store.tasks.active()).map((t) => tasks.stop(t.id, 100)));
   await rt.close();
   cleanupHomes();
 });
 
-const processes = () => join(rt.host.agents.get("main").agent_home, ".holon", "processes");
+const processes = async () => join((await rt.host.agents.get("main")).agent_home, ".holon", "processes");
 
 describe("task ids and output folders", () => {
   it("`holon task` writes its output under processes/<the task's id>", async () => {
@@ -37,16 +37,16 @@ describe("task ids and output folders", () => {
     });
     expect(started.code, started.stderr).toBe(0);
     const task = JSON.parse(started.stdout).task;
-    expect(dirname(task.command.output_path)).toBe(join(processes(), task.task_id));
-    const record = rt.host.store.tasks.get(task.task_id)!;
+    expect(dirname(task.command.output_path)).toBe(join(await processes(), task.task_id));
+    const record = (await rt.host.store.tasks.get(task.task_id))!;
     expect(basename(record.process_dir!)).toBe(task.task_id);
-    await waitFor(() => rt.host.store.tasks.get(task.task_id)!.status === "completed", {
+    await waitFor(async () => (await rt.host.store.tasks.get(task.task_id))!.status === "completed", {
       what: "the task to complete",
     });
   });
 
   it("a promoted ExecCommand's task is named like its output folder", async () => {
-    const ctx = toolContext(rt.host);
+    const ctx = await toolContext(rt.host);
     const gate = join(ctx.cwd, "gate");
     const out = await dispatch(
       buildRegistry(),
@@ -57,20 +57,20 @@ describe("task ids and output folders", () => {
     const result = out.canonical.result as any;
     expect(result.disposition).toBe("promoted_to_task");
     const taskId = result.task_handle.task_id as string;
-    expect(dirname(result.output_path)).toBe(join(processes(), taskId));
+    expect(dirname(result.output_path)).toBe(join(await processes(), taskId));
     writeFileSync(gate, "");
-    await waitFor(() => rt.host.store.tasks.get(taskId)!.status === "completed", {
+    await waitFor(async () => (await rt.host.store.tasks.get(taskId))!.status === "completed", {
       what: "the promoted task to complete",
     });
   });
 
   it("a task recorded with a differently named folder keeps reading from it", async () => {
     // What a host before this change recorded: the folder got an id of its own.
-    const oldDir = join(processes(), "task_olderfolderid");
+    const oldDir = join(await processes(), "task_olderfolderid");
     mkdirSync(oldDir, { recursive: true });
     writeFileSync(join(oldDir, "output.log"), "from the old folder\n");
     const now = new Date().toISOString();
-    rt.host.store.tasks.put({
+    await rt.host.store.tasks.put({
       id: "task_olderrecordid",
       agent_id: "main",
       kind: "command_task",
@@ -80,7 +80,7 @@ describe("task ids and output folders", () => {
       finished_at: now,
       cmd: "echo old",
       cmd_digest: "0".repeat(32),
-      workdir: rt.host.agents.get("main").agent_home,
+      workdir: (await rt.host.agents.get("main")).agent_home,
       shell: "/bin/sh",
       login: false,
       tty: false,
@@ -94,6 +94,6 @@ describe("task ids and output folders", () => {
     expect(res.status).toBe(200);
     expect(res.json.task.output_preview).toBe("from the old folder\n");
     expect(existsSync(oldDir)).toBe(true);
-    expect(existsSync(join(processes(), "task_olderrecordid"))).toBe(false);
+    expect(existsSync(join(await processes(), "task_olderrecordid"))).toBe(false);
   });
 });

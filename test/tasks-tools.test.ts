@@ -18,7 +18,7 @@ const hosts: RuntimeHost[] = [];
 
 async function openHost(): Promise<RuntimeHost> {
   const home = tempHome();
-  const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
+  const host = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
   hosts.push(host);
   return host;
 }
@@ -26,14 +26,14 @@ async function openHost(): Promise<RuntimeHost> {
 afterAll(async () => {
   for (const host of hosts.splice(0)) {
     const tasks = host.tasks;
-    await Promise.all(host.store.tasks.active().map((t) => tasks.stop(t.id, 100)));
+    await Promise.all((await host.store.tasks.active()).map((t) => tasks.stop(t.id, 100)));
     await host.shutdown();
   }
   cleanupHomes();
 });
 
-function ctxFor(host: RuntimeHost, agentId = "main"): ToolContext {
-  return toolContext(host, agentId);
+async function ctxFor(host: RuntimeHost, agentId = "main"): Promise<ToolContext> {
+  return await toolContext(host, agentId);
 }
 
 async function call(ctx: ToolContext, name: string, args: Record<string, unknown>) {
@@ -49,16 +49,16 @@ function readOutput(path: string): string {
   }
 }
 
-function taskResults(host: RuntimeHost, taskId: string) {
-  return host.store.messages
-    .recent("main", 10_000)
+async function taskResults(host: RuntimeHost, taskId: string) {
+  return (await host.store.messages
+    .recent("main", 10_000))
     .filter((m) => m.kind === "task_result" && m.task_id === taskId);
 }
 
 describe("task tools", () => {
   it("a promoted ExecCommand is listed, inspected and read until a stable terminal snapshot", async () => {
     const host = await openHost();
-    const ctx = ctxFor(host);
+    const ctx = await ctxFor(host);
     const gate = join(ctx.cwd, "gate");
     const exec = await call(ctx, "ExecCommand", {
       cmd: `echo first-out; echo first-err >&2; while [ ! -e ${gate} ]; do sleep 0.02; done; echo last-out`,
@@ -120,7 +120,7 @@ describe("task tools", () => {
     expect(done.rendered).toContain("completed (exit status 0)");
 
     // the terminal result rejoined the queue once, as runtime-owned task evidence
-    const results = taskResults(host, taskId);
+    const results = await taskResults(host, taskId);
     expect(results).toHaveLength(1);
     expect(results[0]).toMatchObject({
       origin: { kind: "task", task_id: taskId },
@@ -136,8 +136,8 @@ describe("task tools", () => {
 
   it("a terminal record wins even when the output file is gone: the persisted snapshot is served", async () => {
     const host = await openHost();
-    const ctx = ctxFor(host);
-    const task = ctx.tasks.start({
+    const ctx = await ctxFor(host);
+    const task = await ctx.tasks.start({
       agent_id: "main",
       cmd: "echo kept-in-snapshot",
       workdir: ctx.cwd,
@@ -160,13 +160,13 @@ describe("task tools", () => {
 
   it("TaskStop ends a task that ignores SIGTERM by escalation, children included", async () => {
     const host = await openHost();
-    const ctx = ctxFor(host);
+    const ctx = await ctxFor(host);
     const exec = await call(ctx, "ExecCommand", {
       cmd: "trap '' TERM; sleep 300 & sleep 301 & echo ready; wait",
       yield_time_ms: 0,
     });
     const taskId = exec.result.task_handle.task_id as string;
-    const task = host.store.tasks.get(taskId)!;
+    const task = (await host.store.tasks.get(taskId))!;
     const sid = readProcessRecord(task.process_dir)!.sid;
     // "ready" comes after the trap and both forks: only then does every member ignore SIGTERM.
     // (A count of members is no such sign: the sandbox's init, the wrapper and the shell are
@@ -186,12 +186,12 @@ describe("task tools", () => {
     const again = await call(ctx, "TaskStop", { task_id: taskId });
     expect(again.result).toMatchObject({ stop_requested: false, task: { status: "cancelled" } });
     expect(again.rendered).toContain("already ended");
-    expect(taskResults(host, taskId)).toHaveLength(1);
+    expect(await taskResults(host, taskId)).toHaveLength(1);
   });
 
   it("drives python3 -i over a PTY through TaskInput", async () => {
     const host = await openHost();
-    const ctx = ctxFor(host);
+    const ctx = await ctxFor(host);
     const exec = await call(ctx, "ExecCommand", {
       cmd: "python3 -q -i",
       tty: true,
@@ -222,7 +222,7 @@ describe("task tools", () => {
 
   it("drives bash over stdin through TaskInput, and closing the input ends it", async () => {
     const host = await openHost();
-    const ctx = ctxFor(host);
+    const ctx = await ctxFor(host);
     const exec = await call(ctx, "ExecCommand", {
       cmd: "bash",
       accepts_input: true,
@@ -257,14 +257,14 @@ describe("task tools", () => {
 
   it("refuses unknown ids, other agents' tasks, input without input enabled, and bad arguments", async () => {
     const host = await openHost();
-    const ctx = ctxFor(host);
+    const ctx = await ctxFor(host);
     for (const tool of ["TaskStatus", "TaskOutput", "TaskStop"]) {
       const r = await call(ctx, tool, { task_id: "task_nope" });
       expect(r.canonical.status).toBe("error");
       expect(r.error!.kind).toBe("unknown_task");
     }
-    host.agents.create("other");
-    const otherCtx = ctxFor(host, "other");
+    await host.agents.create("other");
+    const otherCtx = await ctxFor(host, "other");
     const theirs = await call(otherCtx, "ExecCommand", {
       cmd: "sleep 30",
       accepts_input: true,
@@ -281,7 +281,7 @@ describe("task tools", () => {
       expect(r.error?.kind, tool).toBe("unknown_task");
     }
     expect((await call(ctx, "TaskList", { include_terminal: true })).result.tasks).toEqual([]);
-    expect(host.store.tasks.get(theirId)!.status).toBe("running"); // untouched
+    expect((await host.store.tasks.get(theirId))!.status).toBe("running"); // untouched
 
     const mine = await call(ctx, "ExecCommand", { cmd: "sleep 30", yield_time_ms: 0 });
     const mineId = mine.result.task_handle.task_id as string;

@@ -68,9 +68,9 @@ describe("usage by work item and as a tree", () => {
       202,
     );
     await waitFor(
-      () =>
-        rt.host.store.messages
-          .withStatus("main", "processed")
+      async () =>
+        (await rt.host.store.messages
+          .withStatus("main", "processed"))
           .some((m) => m.kind === "task_result"),
       { what: "the child's result to come back", timeoutMs: 30_000 },
     );

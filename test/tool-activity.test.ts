@@ -239,9 +239,9 @@ describe("tool rows", () => {
     const sent = await runCli(["prompt", "do the three things", "--home", home]);
     expect(sent.code, sent.stderr).toBe(0);
     await waitFor(
-      () =>
-        rt.host.store.events
-          .after("main", 0, 1000)
+      async () =>
+        (await rt.host.store.events
+          .after("main", 0, 1000))
           .some(
             (e) =>
               e.type === "brief_created" && JSON.stringify(e.payload).includes("all three done"),

@@ -141,8 +141,8 @@ describe("holon tui", () => {
       await waitFor(() => frame().includes("noted the interjection"), {
         what: "interjected reply",
       });
-      const prompts = rt.host.store.messages
-        .recent("main", 20)
+      const prompts = (await rt.host.store.messages
+        .recent("main", 20))
         .filter((m) => m.kind === "operator_prompt");
       expect(prompts.find((m) => JSON.stringify(m.body).includes("one more thing"))?.priority).toBe(
         "interject",
@@ -345,15 +345,15 @@ describe("holon tui", () => {
     const home = tempHome();
     const rt = await startRuntime({ home });
     try {
-      const before = rt.host.store.events.newestSeq("main");
+      const before = await rt.host.store.events.newestSeq("main");
       const r = await onTerminal(["tui", "--home", home], "· live");
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect(r.stdout).toContain("holon · main");
       expect(r.stdout).toContain("access local over unix");
-      expect(rt.host.store.agents.get("main")?.status).not.toBe("stopped");
+      expect((await rt.host.store.agents.get("main"))?.status).not.toBe("stopped");
       // Reading /state provisions the agent's external trigger if it had none (as its first
       // turn would); nothing else is recorded.
-      const since = rt.host.store.events.after("main", before, 100).map((e) => e.type);
+      const since = (await rt.host.store.events.after("main", before, 100)).map((e) => e.type);
       expect(since.filter((t) => t !== "external_trigger_provisioned")).toEqual([]);
     } finally {
       await rt.close();

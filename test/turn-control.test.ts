@@ -19,7 +19,7 @@ async function runtimeWithFake(
   const workspace = join(home, "ws");
   mkdirSync(workspace);
   const rt = await startRuntime({ home });
-  rt.host.agents.setWorkspace("main", workspace);
+  await rt.host.agents.setWorkspace("main", workspace);
   return Object.assign(rt, { workspace });
 }
 
@@ -35,16 +35,16 @@ async function prompt(rt: TestRuntime, text: string, priority?: string) {
 
 function settled(rt: TestRuntime, id: string) {
   return waitFor(
-    () => {
-      const s = rt.host.store.messages.get(id)?.status;
+    async () => {
+      const s = (await rt.host.store.messages.get(id))?.status;
       return s && s !== "queued" && s !== "processing" ? s : undefined;
     },
     { what: `message ${id} to settle` },
   );
 }
 
-function events(rt: TestRuntime) {
-  return rt.host.store.events.query("main", { limit: 100_000, order: "asc" });
+async function events(rt: TestRuntime) {
+  return await rt.host.store.events.query("main", { limit: 100_000, order: "asc" });
 }
 
 describe("turn control", () => {
@@ -53,13 +53,13 @@ describe("turn control", () => {
     fake.enqueue(reply.text("Hello, operator.", { input_tokens: 40, output_tokens: 5 }));
     const id = await prompt(rt, "hi");
     expect(await settled(rt, id)).toBe("processed");
-    const briefs = rt.host.store.briefs.recent("main", 5);
+    const briefs = await rt.host.store.briefs.recent("main", 5);
     expect(briefs.at(-1)).toMatchObject({
       kind: "result",
       text: "Hello, operator.",
       related_message_id: id,
     });
-    const types = events(rt).map((e) => e.type);
+    const types = (await events(rt)).map((e) => e.type);
     for (const t of [
       "turn_context_built",
       "provider_round_completed",
@@ -69,7 +69,7 @@ describe("turn control", () => {
     ]) {
       expect(types).toContain(t);
     }
-    const round = events(rt).find((e) => e.type === "provider_round_completed")!;
+    const round = (await events(rt)).find((e) => e.type === "provider_round_completed")!;
     expect(round.payload).toMatchObject({ token_usage: { input_tokens: 40, output_tokens: 5 } });
     for (const f of [
       "context_build_ms",
@@ -105,7 +105,7 @@ describe("turn control", () => {
     }, reply.text("finished after interjection"));
     const id = await prompt(rt, "do the thing");
     expect(await settled(rt, id)).toBe("processed");
-    expect(rt.host.store.messages.get(interjection)!.status).toBe("interjected");
+    expect((await rt.host.store.messages.get(interjection))!.status).toBe("interjected");
     const msgs = fake.requests.at(-1)!.body.messages as any[];
     // assistant tool_use, then the tool_result, then the interjection; never an empty message
     const flat = JSON.stringify(msgs);
@@ -121,14 +121,14 @@ describe("turn control", () => {
         Array.isArray(m.content) ? m.content.length : String(m.content).length,
       ).toBeGreaterThan(0);
     }
-    const admitted = events(rt).find((e) => e.type === "operator_interjection_admitted")!;
+    const admitted = (await events(rt)).find((e) => e.type === "operator_interjection_admitted")!;
     expect(admitted.payload).toMatchObject({
       message_id: interjection,
       boundary: "before_tool_execution",
     });
     // the interjection was not run again as a turn of its own
     expect(
-      rt.host.store.briefs.recent("main", 10).filter((b) => b.related_message_id === interjection),
+      (await rt.host.store.briefs.recent("main", 10)).filter((b) => b.related_message_id === interjection),
     ).toEqual([]);
     await rt.close();
   });
@@ -137,9 +137,9 @@ describe("turn control", () => {
     const rt = await runtimeWithFake();
     fake.enqueue({ fault: "hang" });
     const id = await prompt(rt, "think forever");
-    const runId = await waitFor(() => rt.host.agents.get("main").current_run_id);
+    const runId = await waitFor(async () => (await rt.host.agents.get("main")).current_run_id);
     await waitFor(
-      () => fake.requests.length > 0 && events(rt).some((e) => e.type === "turn_context_built"),
+      async () => fake.requests.length > 0 && (await events(rt)).some((e) => e.type === "turn_context_built"),
     );
     const stale = await rt.req("POST", "/control/agents/main/current-run/abort", {
       run_id: "run_stale",
@@ -152,8 +152,8 @@ describe("turn control", () => {
     });
     expect(res.status).toBe(202);
     expect(await settled(rt, id)).toBe("aborted");
-    await waitFor(() => rt.host.agents.get("main").status === "stopped");
-    const terminal = events(rt).find((e) => e.type === "turn_terminal")!;
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "stopped");
+    const terminal = (await events(rt)).find((e) => e.type === "turn_terminal")!;
     expect(terminal.payload).toMatchObject({ kind: "aborted", reason: "operator_aborted" });
     const none = await rt.req("POST", "/control/agents/main/current-run/abort", {});
     expect(none.json.error.kind).toBe("no_active_run");
@@ -174,8 +174,8 @@ describe("turn control", () => {
     );
     const id = await prompt(rt, "print a lot");
     expect(await settled(rt, id)).toBe("processed");
-    const entry = rt.host.store.transcript
-      .recent("main", 50)
+    const entry = (await rt.host.store.transcript
+      .recent("main", 50))
       .find((e) => e.kind === "tool_execution")!;
     const envelope = entry.data.envelope as any;
     expect(envelope.status).toBe("success");
@@ -205,15 +205,15 @@ describe("turn control", () => {
     );
     const id = await prompt(rt, "try things");
     expect(await settled(rt, id)).toBe("processed");
-    const tools = rt.host.store.transcript
-      .recent("main", 50)
+    const tools = (await rt.host.store.transcript
+      .recent("main", 50))
       .filter((e) => e.kind === "tool_execution");
     const byCall = Object.fromEntries(tools.map((t) => [t.data.call_id, t.data.envelope as any]));
     expect(byCall.bad.error).toMatchObject({ kind: "invalid_tool_input", retryable: false });
     expect(byCall.bad.error.recovery_hint).toBeTruthy();
     expect(byCall.escape.error.kind).toBe("execution_root_violation");
     expect(byCall.ghost.error.kind).toBe("unknown_tool");
-    const failed = events(rt).filter((e) => e.type === "tool_execution_failed");
+    const failed = (await events(rt)).filter((e) => e.type === "tool_execution_failed");
     expect(failed.length).toBe(3);
     expect(failed[0]!.payload.tool_error).toBeDefined();
     await rt.close();
@@ -239,7 +239,7 @@ describe("turn control", () => {
 
   it("AGENTS.md guidance loads in order: agent home, then workspace (CLAUDE.md only as fallback)", async () => {
     const rt = await runtimeWithFake("anthropic_messages", "anthropic");
-    const agentHome = rt.host.agents.get("main").agent_home;
+    const agentHome = (await rt.host.agents.get("main")).agent_home;
     writeFileSync(join(agentHome, "AGENTS.md"), "AGENT-GUIDANCE-MARKER");
     writeFileSync(join(rt.workspace, "CLAUDE.md"), "CLAUDE-FALLBACK-MARKER");
     fake.enqueue(reply.text("one"), reply.text("two"));
@@ -268,13 +268,13 @@ describe("turn control", () => {
     );
     const id = await prompt(rt, "rest then check");
     expect(await settled(rt, id)).toBe("processed");
-    const tick = await waitFor(() =>
-      rt.host.store.messages
-        .recent("main", 10)
+    const tick = await waitFor(async () =>
+      (await rt.host.store.messages
+        .recent("main", 10))
         .find((m) => m.kind === "system_tick" && m.status === "processed"),
     );
     expect(tick.origin).toEqual({ kind: "system", subsystem: "sleep" });
-    const briefs = rt.host.store.briefs.recent("main", 10).map((b) => b.text);
+    const briefs = (await rt.host.store.briefs.recent("main", 10)).map((b) => b.text);
     expect(briefs).toContain("resting a moment");
     expect(briefs).toContain("woke up and checked");
     await rt.close();
@@ -330,16 +330,16 @@ describe("restart during a turn", () => {
     s.proc.kill("SIGKILL");
     await exited;
     const rt = await startRuntime({ home });
-    expect(rt.host.store.messages.get(message_id)!.status).toBe("interrupted");
-    const evs = rt.host.store.events.query("main", { limit: 1000, order: "asc" });
+    expect((await rt.host.store.messages.get(message_id))!.status).toBe("interrupted");
+    const evs = await rt.host.store.events.query("main", { limit: 1000, order: "asc" });
     expect(
       evs.some((e) => e.type === "message_interrupted" && e.payload.message_id === message_id),
     ).toBe(true);
-    expect(rt.host.store.briefs.recent("main", 5).at(-1)).toMatchObject({
+    expect((await rt.host.store.briefs.recent("main", 5)).at(-1)).toMatchObject({
       kind: "failure",
       related_message_id: message_id,
     });
-    expect(rt.host.agents.get("main").status).not.toBe("awake_running");
+    expect((await rt.host.agents.get("main")).status).not.toBe("awake_running");
     expect(existsSync(home)).toBe(true);
     await rt.close();
   });
@@ -366,7 +366,7 @@ describe("process directories", () => {
     const id = await prompt(rt, "small output");
     expect(await settled(rt, id)).toBe("processed");
     const { readdirSync } = await import("node:fs");
-    const dir = join(rt.host.agents.get("main").agent_home, ".holon", "processes");
+    const dir = join((await rt.host.agents.get("main")).agent_home, ".holon", "processes");
     // Removed in the background once the result is recorded.
     await waitFor(() => (existsSync(dir) ? readdirSync(dir) : []).length === 0, {
       what: "the process directory to be removed",

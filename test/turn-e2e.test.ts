@@ -210,8 +210,8 @@ describe("in-process run", () => {
     await configure(home, "openai_responses", fake.baseUrl("openai"));
     // leave a message queued for main while no host is running
     const { RuntimeHost } = await import("../src/host/host.ts");
-    const host = RuntimeHost.open({ home, autostartAgents: false });
-    const queued = host.ingress.admit({
+    const host = await RuntimeHost.open({ home, autostartAgents: false });
+    const queued = await host.ingress.admit({
       agent_id: "main",
       kind: "channel_event",
       origin: { kind: "channel", channel_id: "c" },
@@ -226,8 +226,8 @@ describe("in-process run", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).final_text).toBe("one-shot answer");
     expect(fake.requests.length - before).toBe(1);
-    const after = RuntimeHost.open({ home, autostartAgents: false });
-    expect(after.store.messages.get(queued.id)!.status).toBe("queued");
+    const after = await RuntimeHost.open({ home, autostartAgents: false });
+    expect((await after.store.messages.get(queued.id))!.status).toBe("queued");
     await after.shutdown();
   });
 });

@@ -35,7 +35,7 @@ describe("usage and cost", () => {
         const r = await rt.req("POST", "/control/agents/main/prompt", { text });
         expect(r.status).toBe(202);
         const id = r.json.message_id;
-        await waitFor(() => rt.host.store.messages.get(id)?.status === "processed", {
+        await waitFor(async () => (await rt.host.store.messages.get(id))?.status === "processed", {
           what: `${text} processed`,
         });
       }
@@ -96,8 +96,8 @@ describe("usage and cost", () => {
       }
       // The prompt the next turn would send, built by the turn's contributors; nothing is
       // recorded by looking.
-      const seqBefore = rt.host.store.events.newestSeq("main");
-      const queuedBefore = rt.host.store.messages.pendingCount("main");
+      const seqBefore = await rt.host.store.events.newestSeq("main");
+      const queuedBefore = await rt.host.store.messages.pendingCount("main");
       const dbg = await runCli(
         ["debug", "prompt", "--text", "what changed since yesterday?", "--full"],
         { env: { HOLON_HOME: home } },
@@ -112,8 +112,8 @@ describe("usage and cost", () => {
       const preview = await rt.req("GET", "/control/agents/main/debug/prompt");
       expect(preview.status).toBe(200);
       expect(JSON.stringify(preview.json.sections)).toContain("second");
-      expect(rt.host.store.events.newestSeq("main")).toBe(seqBefore);
-      expect(rt.host.store.messages.pendingCount("main")).toBe(queuedBefore);
+      expect(await rt.host.store.events.newestSeq("main")).toBe(seqBefore);
+      expect(await rt.host.store.messages.pendingCount("main")).toBe(queuedBefore);
       const long = await rt.req(
         "GET",
         `/control/agents/main/debug/prompt?text=${"x".repeat(5000)}`,
@@ -154,7 +154,7 @@ describe("usage and cost", () => {
     try {
       fake.enqueue(reply.text("x", { input_tokens: 10, output_tokens: 5 }));
       const r = await rt.req("POST", "/control/agents/main/prompt", { text: "hi" });
-      await waitFor(() => rt.host.store.messages.get(r.json.message_id)?.status === "processed");
+      await waitFor(async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed");
       const u = await rt.req("GET", "/agents/main/usage");
       expect(u.json.total).toMatchObject({ rounds: 1, input_tokens: 10, cost_usd: null });
       expect(u.json.unpriced_models).toEqual(["fake/test-model"]);

@@ -15,7 +15,7 @@ async function runtime(): Promise<TestRuntime> {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
   const rt = await startRuntime({ home });
-  await waitFor(() => rt.host.agents.get("main").status === "asleep", { what: "main asleep" });
+  await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep", { what: "main asleep" });
   return rt;
 }
 
@@ -30,26 +30,26 @@ function deliver(url: string, body?: string, headers: Record<string, string> = {
   return fetch(url, { method: "POST", headers, ...(body !== undefined ? { body } : {}) });
 }
 
-function messages(rt: TestRuntime) {
-  return rt.host.store.messages.recent("main", 1_000);
+async function messages(rt: TestRuntime) {
+  return await rt.host.store.messages.recent("main", 1_000);
 }
-function events(rt: TestRuntime, type: string) {
-  return rt.host.store.events
-    .query("main", { limit: 100_000, order: "asc" })
+async function events(rt: TestRuntime, type: string) {
+  return (await rt.host.store.events
+    .query("main", { limit: 100_000, order: "asc" }))
     .filter((e) => e.type === type);
 }
 function settled(rt: TestRuntime, id: string) {
   return waitFor(
-    () => {
-      const s = rt.host.store.messages.get(id)?.status;
+    async () => {
+      const s = (await rt.host.store.messages.get(id))?.status;
       return s && s !== "queued" && s !== "processing" ? s : undefined;
     },
     { what: `message ${id} to settle` },
   );
 }
 async function tickOf(rt: TestRuntime, n = 1) {
-  const ticks = await waitFor(() => {
-    const t = messages(rt).filter((m) => m.kind === "system_tick");
+  const ticks = await waitFor(async () => {
+    const t = (await messages(rt)).filter((m) => m.kind === "system_tick");
     return t.length >= n ? t : undefined;
   });
   return ticks[0]!;
@@ -103,7 +103,7 @@ describe("external trigger capability", () => {
     // the capability itself is in the prompt, marked as a secret
     expect(sent).toContain(url);
     expect(sent).toContain("secret capability");
-    const [continuation] = events(rt, "continuation_resolved").filter(
+    const [continuation] = (await events(rt, "continuation_resolved")).filter(
       (e) => e.provenance.message_id === tick.id,
     );
     expect(continuation!.payload).toMatchObject({
@@ -134,26 +134,26 @@ describe("external trigger capability", () => {
     expect(res.status).toBe(202);
     const tick = await tickOf(rt);
     await settled(rt, tick.id);
-    const [continuation] = events(rt, "continuation_resolved").filter(
+    const [continuation] = (await events(rt, "continuation_resolved")).filter(
       (e) => e.provenance.message_id === tick.id,
     );
     expect(continuation!.payload).toMatchObject({ class: "liveness_only", model_visible: false });
     expect(continuation!.payload.evidence).toContain("wake_hint_without_body");
 
     // operator wake: the same liveness wake, with the operator's origin
-    await waitFor(() => rt.host.agents.get("main").status === "asleep");
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep");
     const cli = await runCli(["agent", "wake", "main"], { env: { HOLON_HOME: rt.home } });
     expect(cli.code, cli.stderr).toBe(0);
     expect(cli.stdout).toContain("woken");
-    const ticks = await waitFor(() => {
-      const t = messages(rt).filter((m) => m.kind === "system_tick");
+    const ticks = await waitFor(async () => {
+      const t = (await messages(rt)).filter((m) => m.kind === "system_tick");
       return t.length === 2 ? t : undefined;
     });
     const operatorTick = ticks.find((m) => m.origin.kind === "operator")!;
     expect(operatorTick.trust).toBe("trusted_operator");
     await settled(rt, operatorTick.id);
     expect(fake.requests.length).toBe(before);
-    expect(events(rt, "wake_requested").at(-1)!.payload).toMatchObject({ disposition: "woken" });
+    expect((await events(rt, "wake_requested")).at(-1)!.payload).toMatchObject({ disposition: "woken" });
     await rt.close();
   });
 
@@ -162,9 +162,9 @@ describe("external trigger capability", () => {
     const url = await triggerUrl(rt);
     // Work that is runnable but was never activated (no turn has run since it was picked).
     const work = rt.host.services.work;
-    const item = work.create("main", { objective: "tidy the changelog" }, "agent");
-    work.pick("main", item.id);
-    expect(rt.host.store.messages.pendingCount("main")).toBe(0);
+    const item = await work.create("main", { objective: "tidy the changelog" }, "agent");
+    await work.pick("main", item.id);
+    expect(await rt.host.store.messages.pendingCount("main")).toBe(0);
     const before = fake.requests.length;
     fake.enqueue(
       reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: item.id } }], {
@@ -175,30 +175,30 @@ describe("external trigger capability", () => {
     expect((await deliver(url)).status).toBe(202);
     const tick = await tickOf(rt);
     await settled(rt, tick.id);
-    const [continuation] = events(rt, "continuation_resolved").filter(
+    const [continuation] = (await events(rt, "continuation_resolved")).filter(
       (e) => e.provenance.message_id === tick.id,
     );
     expect(continuation!.payload).toMatchObject({ model_visible: true });
     expect(continuation!.payload.evidence).toContain("runnable_work");
     expect(fake.requests.length).toBe(before + 2);
     expect(fake.requests[before]!.raw).toContain("tidy the changelog");
-    expect(work.item("main", item.id).state).toBe("completed");
+    expect((await work.item("main", item.id)).state).toBe("completed");
     await rt.close();
   });
 
   it("unknown, revoked and oversized deliveries are refused and change nothing", async () => {
     const rt = await runtime();
     const url = await triggerUrl(rt);
-    const countOf = () => messages(rt).length;
-    const deliveries = () => rt.host.services.triggers.current("main")!.delivery_count;
-    const start = countOf();
+    const countOf = async () => (await messages(rt)).length;
+    const deliveries = async () => (await rt.host.services.triggers.current("main"))!.delivery_count;
+    const start = await countOf();
 
     const unknown = await deliver(`${rt.url}/callbacks/wake/${"A".repeat(43)}`, "{}", {
       "content-type": "application/json",
     });
     expect(unknown.status).toBe(404);
-    expect(events(rt, "external_trigger_refused")).toHaveLength(1);
-    expect(events(rt, "external_trigger_refused")[0]!.payload).toMatchObject({
+    expect(await events(rt, "external_trigger_refused")).toHaveLength(1);
+    expect((await events(rt, "external_trigger_refused"))[0]!.payload).toMatchObject({
       reason: "unknown_token",
       requested_mode: "wake",
     });
@@ -209,17 +209,17 @@ describe("external trigger capability", () => {
       "content-type": "text/plain",
     });
     expect(justOver.status).toBe(413);
-    expect(deliveries()).toBe(0);
+    expect(await deliveries()).toBe(0);
 
     const revoked = await rt.req("POST", "/control/agents/main/external-trigger/revoke", {});
     expect(revoked.status).toBe(200);
     const afterRevoke = await deliver(url, "ping", { "content-type": "text/plain" });
     expect(afterRevoke.status).toBe(404);
-    expect(events(rt, "external_trigger_refused").at(-1)!.payload).toMatchObject({
+    expect((await events(rt, "external_trigger_refused")).at(-1)!.payload).toMatchObject({
       reason: "revoked",
     });
-    expect(countOf()).toBe(start);
-    expect(rt.host.agents.get("main").pending_wake_hint).toBeUndefined();
+    expect(await countOf()).toBe(start);
+    expect((await rt.host.agents.get("main")).pending_wake_hint).toBeUndefined();
 
     // reading does not bring a revoked capability back; rotating makes a new one, and the
     // old URL stays dead
@@ -242,7 +242,7 @@ describe("external trigger capability", () => {
     const wake = await rt.req("POST", "/control/agents/main/wake", {});
     expect(wake.status).toBe(409);
     expect(wake.json.error.hint).toContain("holon agent start main");
-    expect(countOf()).toBe(start);
+    expect(await countOf()).toBe(start);
 
     // repeated misses from one address are rate-limited, for every token
     let limited = 0;
@@ -253,7 +253,7 @@ describe("external trigger capability", () => {
     }
     expect(limited).toBeGreaterThan(0);
     expect((await deliver(rotated, "{}")).status).toBe(429);
-    expect(countOf()).toBe(start);
+    expect(await countOf()).toBe(start);
     await rt.close();
   });
 
@@ -268,7 +268,7 @@ describe("external trigger capability", () => {
       wake_hint: { body: { content_type: "text/csv", bytes: 256 * 1024 } },
     });
     await settled(rt, tick.id);
-    expect(rt.host.services.triggers.current("main")!.delivery_count).toBe(1);
+    expect((await rt.host.services.triggers.current("main"))!.delivery_count).toBe(1);
     await rt.close();
   });
 
@@ -297,8 +297,8 @@ describe("external trigger capability", () => {
     );
     expect(enq.status).toBe(202);
     expect(await enq.json()).toMatchObject({ delivery_mode: "wake_hint" });
-    const ticks = await waitFor(() => {
-      const t = messages(rt).filter((m) => m.kind === "system_tick");
+    const ticks = await waitFor(async () => {
+      const t = (await messages(rt)).filter((m) => m.kind === "system_tick");
       return t.length === 2 ? t : undefined;
     });
     expect(ticks[0]).toMatchObject({
@@ -320,7 +320,7 @@ describe("external trigger capability", () => {
     });
     const p = await rt.req("POST", "/control/agents/main/prompt", { text: "do the long task" });
     expect(p.status).toBe(202);
-    await waitFor(() => rt.host.agents.get("main").status === "awake_running");
+    await waitFor(async () => (await rt.host.agents.get("main")).status === "awake_running");
     for (let i = 0; i < 100; i++) {
       const r = await deliver(url, JSON.stringify({ n: i }), {
         "content-type": "application/json",
@@ -339,7 +339,7 @@ describe("external trigger capability", () => {
     release();
     const tick = await tickOf(rt);
     await settled(rt, tick.id);
-    expect(messages(rt).filter((m) => m.kind === "system_tick")).toHaveLength(1);
+    expect((await messages(rt)).filter((m) => m.kind === "system_tick")).toHaveLength(1);
     const hint = tick.metadata!.wake_hint as {
       count: number;
       correlation_ids: string[];
@@ -349,8 +349,8 @@ describe("external trigger capability", () => {
     expect(hint.correlation_ids).toHaveLength(20);
     expect(hint.correlation_ids.at(-1)).toBe("c-99");
     expect(hint.body.data).toBe('{"n":99}');
-    expect(events(rt, "wake_hint_converted")).toHaveLength(1);
-    expect(rt.host.agents.get("main").pending_wake_hint).toBeUndefined();
+    expect(await events(rt, "wake_hint_converted")).toHaveLength(1);
+    expect((await rt.host.agents.get("main")).pending_wake_hint).toBeUndefined();
     expect(fake.requests.length).toBe(before + 1); // the tick's turn only
     expect(fake.requests.at(-1)!.raw).toContain("100 deliveries were coalesced");
     await rt.close();
@@ -378,12 +378,12 @@ describe("external trigger capability", () => {
       req.end("ping");
     });
     expect(status).toBe(403);
-    const refused = events(rt, "http_request_refused");
+    const refused = await events(rt, "http_request_refused");
     expect(refused).toHaveLength(1);
     expect(refused[0]!.payload.path).toBe("/callbacks/wake/<redacted>");
     const token = url.pathname.split("/").at(-1)!;
     const log = JSON.stringify(
-      rt.host.store.events.query("main", { limit: 100_000, order: "asc" }),
+      await rt.host.store.events.query("main", { limit: 100_000, order: "asc" }),
     );
     expect(log).not.toContain(token);
     await rt.close();

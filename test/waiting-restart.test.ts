@@ -69,7 +69,7 @@ describe("timers across a crash", () => {
     await down;
 
     const rt = await startRuntime({ home });
-    const ticks = rt.host.store.messages.recent("main", 50).filter((m) => m.kind === "timer_tick");
+    const ticks = (await rt.host.store.messages.recent("main", 50)).filter((m) => m.kind === "timer_tick");
     expect(ticks).toHaveLength(1);
     expect(ticks[0]).toMatchObject({
       origin: { kind: "timer", timer_id: timer.timer_id },
@@ -81,7 +81,7 @@ describe("timers across a crash", () => {
     const prompt = fake.requests.at(-1)!.raw;
     expect(prompt).toContain("check the deploy");
     expect(prompt).toContain(`timer_id=${timer.timer_id}`);
-    expect(rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
+    expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
     await rt.close();
   }, 90_000);
 });

@@ -50,38 +50,38 @@ function testClock(start: string): TestClock {
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 
-function open(home: string, clock: Clock): RuntimeHost {
-  return RuntimeHost.open({ home, clock });
+async function open(home: string, clock: Clock): Promise<RuntimeHost> {
+  return await RuntimeHost.open({ home, clock });
 }
 
 /** A paused agent: fires are admitted and stay queued. */
-function pausedHost(start = "2026-01-10T12:00:00.000Z") {
+async function pausedHost(start = "2026-01-10T12:00:00.000Z") {
   const clock = testClock(start);
   const home = tempHome();
-  const host = open(home, clock);
-  host.lifecycle.control("main", "pause");
+  const host = await open(home, clock);
+  await host.lifecycle.control("main", "pause");
   return { clock, home, host };
 }
 
-function ticks(host: RuntimeHost) {
-  return host.store.messages.recent("main", 1_000).filter((m) => m.kind === "timer_tick");
+async function ticks(host: RuntimeHost) {
+  return (await host.store.messages.recent("main", 1_000)).filter((m) => m.kind === "timer_tick");
 }
 
 describe("timers on an injected clock", () => {
   it("a one-shot timer fires once, at its time, as a timer_tick with the summary", async () => {
-    const { clock, host } = pausedHost();
-    const t = host.services.timers.create("main", {
+    const { clock, host } = await pausedHost();
+    const t = await host.services.timers.create("main", {
       summary: "check the deploy",
       duration_ms: 10 * MIN,
     });
     expect(t).toMatchObject({ kind: "one_shot", status: "active", fire_count: 0 });
     clock.advance(9 * MIN);
-    host.services.scheduler.fireDue();
-    expect(ticks(host)).toHaveLength(0);
+    await host.services.scheduler.fireDue();
+    expect(await ticks(host)).toHaveLength(0);
     clock.advance(MIN);
-    host.services.scheduler.fireDue();
-    host.services.scheduler.fireDue();
-    const [tick, ...rest] = ticks(host);
+    await host.services.scheduler.fireDue();
+    await host.services.scheduler.fireDue();
+    const [tick, ...rest] = await ticks(host);
     expect(rest).toHaveLength(0);
     expect(tick).toMatchObject({
       kind: "timer_tick",
@@ -92,29 +92,29 @@ describe("timers on an injected clock", () => {
       body: { type: "text", text: "check the deploy" },
       metadata: { timer_id: t.timer_id, scheduled_for: t.next_fire_at, skipped: 0 },
     });
-    expect(host.services.timers.get("main", t.timer_id)).toMatchObject({
+    expect(await host.services.timers.get("main", t.timer_id)).toMatchObject({
       status: "completed",
       fire_count: 1,
       next_fire_at: null,
       last_fired_at: clock.now().toISOString(),
     });
-    expect(host.store.deadlines.forAgent("main")).toHaveLength(0);
+    expect(await host.store.deadlines.forAgent("main")).toHaveLength(0);
     await host.shutdown();
   });
 
   it("an interval timer fires every period and re-arms in the same transaction", async () => {
-    const { clock, host } = pausedHost();
-    const t = host.services.timers.create("main", { summary: "hourly", interval_ms: HOUR });
+    const { clock, host } = await pausedHost();
+    const t = await host.services.timers.create("main", { summary: "hourly", interval_ms: HOUR });
     for (let i = 1; i <= 3; i++) {
       clock.advance(HOUR);
-      host.services.scheduler.fireDue();
-      expect(ticks(host)).toHaveLength(i);
+      await host.services.scheduler.fireDue();
+      expect(await ticks(host)).toHaveLength(i);
       // the next deadline is there as soon as the fire committed
-      expect(host.store.deadlines.forAgent("main").map((d) => d.due_at)).toEqual([
+      expect((await host.store.deadlines.forAgent("main")).map((d) => d.due_at)).toEqual([
         new Date(Date.parse("2026-01-10T12:00:00Z") + (i + 1) * HOUR).toISOString(),
       ]);
     }
-    expect(host.services.timers.get("main", t.timer_id)).toMatchObject({
+    expect(await host.services.timers.get("main", t.timer_id)).toMatchObject({
       status: "active",
       fire_count: 3,
       skipped_count: 0,
@@ -124,8 +124,8 @@ describe("timers on an injected clock", () => {
 
   it("a cron timer in a time zone follows the zone across a DST change", async () => {
     // Europe/Berlin moves from CET (UTC+1) to CEST (UTC+2) on 2026-03-29.
-    const { clock, host } = pausedHost("2026-03-27T12:00:00.000Z");
-    const t = host.services.timers.create("main", {
+    const { clock, host } = await pausedHost("2026-03-27T12:00:00.000Z");
+    const t = await host.services.timers.create("main", {
       summary: "standup notes",
       cron: "0 9 * * *",
       tz: "Europe/Berlin",
@@ -138,15 +138,15 @@ describe("timers on an injected clock", () => {
       "2026-03-30T07:00:00.000Z",
     ]) {
       clock.set(at);
-      host.services.scheduler.fireDue();
-      fired.push(String(ticks(host)[0]!.metadata!.scheduled_for));
+      await host.services.scheduler.fireDue();
+      fired.push(String((await ticks(host))[0]!.metadata!.scheduled_for));
     }
     expect(fired).toEqual([
       "2026-03-28T08:00:00.000Z",
       "2026-03-29T07:00:00.000Z",
       "2026-03-30T07:00:00.000Z",
     ]);
-    expect(host.services.timers.get("main", t.timer_id)).toMatchObject({
+    expect(await host.services.timers.get("main", t.timer_id)).toMatchObject({
       fire_count: 3,
       next_fire_at: "2026-03-31T07:00:00.000Z",
     });
@@ -154,28 +154,28 @@ describe("timers on an injected clock", () => {
   });
 
   it("a cancelled timer never fires, and cancelling twice says so", async () => {
-    const { clock, host } = pausedHost();
-    const t = host.services.timers.create("main", { summary: "x", interval_ms: MIN });
-    host.services.timers.cancel("main", t.timer_id);
-    expect(host.store.deadlines.forAgent("main")).toHaveLength(0);
+    const { clock, host } = await pausedHost();
+    const t = await host.services.timers.create("main", { summary: "x", interval_ms: MIN });
+    await host.services.timers.cancel("main", t.timer_id);
+    expect(await host.store.deadlines.forAgent("main")).toHaveLength(0);
     clock.advance(10 * MIN);
-    host.services.scheduler.fireDue();
-    expect(ticks(host)).toHaveLength(0);
-    expect(() => host.services.timers.cancel("main", t.timer_id)).toThrow(/already cancelled/);
+    await host.services.scheduler.fireDue();
+    expect(await ticks(host)).toHaveLength(0);
+    expect(async () => await host.services.timers.cancel("main", t.timer_id)).toThrow(/already cancelled/);
     await host.shutdown();
   });
 
   it("periods missed while the host was down fire once, and the skipped ones are counted", async () => {
-    const { clock, home, host } = pausedHost();
-    const t = host.services.timers.create("main", { summary: "poll", interval_ms: HOUR });
+    const { clock, home, host } = await pausedHost();
+    const t = await host.services.timers.create("main", { summary: "poll", interval_ms: HOUR });
     await host.shutdown();
     clock.advance(5.5 * HOUR); // down for the fires at +1h … +5h
-    const again = open(home, clock); // start() fires what fell due
-    const tick = await waitFor(() => ticks(again)[0], { what: "the catch-up fire" });
-    again.services.scheduler.fireDue();
-    expect(ticks(again)).toHaveLength(1);
+    const again = await open(home, clock); // start() fires what fell due
+    const tick = await waitFor(async () => (await ticks(again))[0], { what: "the catch-up fire" });
+    await again.services.scheduler.fireDue();
+    expect(await ticks(again)).toHaveLength(1);
     expect(tick.metadata).toMatchObject({ skipped: 4, scheduled_for: "2026-01-10T13:00:00.000Z" });
-    expect(again.services.timers.get("main", t.timer_id)).toMatchObject({
+    expect(await again.services.timers.get("main", t.timer_id)).toMatchObject({
       fire_count: 1,
       skipped_count: 4,
       next_fire_at: "2026-01-10T18:00:00.000Z",
@@ -184,21 +184,21 @@ describe("timers on an injected clock", () => {
   });
 
   it("a clock set back neither repeats a fire nor loses the next one", async () => {
-    const { clock, host } = pausedHost();
-    host.services.timers.create("main", { summary: "hourly", interval_ms: HOUR });
-    const once = host.services.timers.create("main", { summary: "once", duration_ms: 30 * MIN });
+    const { clock, host } = await pausedHost();
+    await host.services.timers.create("main", { summary: "hourly", interval_ms: HOUR });
+    const once = await host.services.timers.create("main", { summary: "once", duration_ms: 30 * MIN });
     clock.advance(HOUR);
-    host.services.scheduler.fireDue();
-    expect(ticks(host)).toHaveLength(2);
+    await host.services.scheduler.fireDue();
+    expect(await ticks(host)).toHaveLength(2);
     clock.advance(-45 * MIN); // set back to +15 min: before both fires
-    host.services.scheduler.fireDue();
+    await host.services.scheduler.fireDue();
     clock.advance(45 * MIN); // back at +1h
-    host.services.scheduler.fireDue();
-    expect(ticks(host)).toHaveLength(2);
-    expect(host.services.timers.get("main", once.timer_id)?.fire_count).toBe(1);
+    await host.services.scheduler.fireDue();
+    expect(await ticks(host)).toHaveLength(2);
+    expect((await host.services.timers.get("main", once.timer_id))?.fire_count).toBe(1);
     clock.advance(HOUR); // +2h: the next period
-    host.services.scheduler.fireDue();
-    expect(ticks(host).map((m) => m.body.type === "text" && m.body.text)).toEqual([
+    await host.services.scheduler.fireDue();
+    expect((await ticks(host)).map((m) => m.body.type === "text" && m.body.text)).toEqual([
       "hourly",
       "hourly",
       "once",
@@ -207,13 +207,13 @@ describe("timers on an injected clock", () => {
   });
 
   it("a clock set forward fires what it jumped over once, counting the skipped periods", async () => {
-    const { clock, host } = pausedHost();
-    const t = host.services.timers.create("main", { summary: "tick", interval_ms: 10 * MIN });
+    const { clock, host } = await pausedHost();
+    const t = await host.services.timers.create("main", { summary: "tick", interval_ms: 10 * MIN });
     clock.advance(3 * HOUR + 5 * MIN);
-    host.services.scheduler.fireDue();
-    host.services.scheduler.fireDue();
-    expect(ticks(host)).toHaveLength(1);
-    expect(host.services.timers.get("main", t.timer_id)).toMatchObject({
+    await host.services.scheduler.fireDue();
+    await host.services.scheduler.fireDue();
+    expect(await ticks(host)).toHaveLength(1);
+    expect(await host.services.timers.get("main", t.timer_id)).toMatchObject({
       fire_count: 1,
       skipped_count: 17,
       next_fire_at: "2026-01-10T15:10:00.000Z",
@@ -222,13 +222,13 @@ describe("timers on an injected clock", () => {
   });
 
   it("a stopped agent's fire is counted as skipped, not delivered, and the schedule goes on", async () => {
-    const { clock, host } = pausedHost();
-    const t = host.services.timers.create("main", { summary: "x", interval_ms: HOUR });
-    host.lifecycle.control("main", "stop");
+    const { clock, host } = await pausedHost();
+    const t = await host.services.timers.create("main", { summary: "x", interval_ms: HOUR });
+    await host.lifecycle.control("main", "stop");
     clock.advance(HOUR);
-    host.services.scheduler.fireDue();
-    expect(ticks(host)).toHaveLength(0);
-    expect(host.services.timers.get("main", t.timer_id)).toMatchObject({
+    await host.services.scheduler.fireDue();
+    expect(await ticks(host)).toHaveLength(0);
+    expect(await host.services.timers.get("main", t.timer_id)).toMatchObject({
       status: "active",
       fire_count: 0,
       skipped_count: 1,
@@ -239,7 +239,7 @@ describe("timers on an injected clock", () => {
 
 describe("the scheduler under a failing handler", () => {
   it("a handler that throws drops only its own deadline, recorded; the rest of the batch fires", async () => {
-    const { clock, host } = pausedHost();
+    const { clock, host } = await pausedHost();
     // A smaller graph built the same way as the composition root, with one broken handler.
     const scheduler = new DeadlineScheduler({
       store: host.store,
@@ -254,18 +254,18 @@ describe("the scheduler under a failing handler", () => {
         ],
       ]),
     });
-    host.services.timers.create("main", { summary: "still fires", duration_ms: MIN });
-    scheduler.add({
+    await host.services.timers.create("main", { summary: "still fires", duration_ms: MIN });
+    await scheduler.add({
       agent_id: "main",
       kind: "broken",
       due_at: new Date(clock.now().getTime() + MIN).toISOString(),
     });
     clock.advance(MIN);
-    expect(scheduler.fireDue()).toBe(2);
-    expect(ticks(host)).toHaveLength(1);
-    expect(host.store.deadlines.forAgent("main")).toHaveLength(0);
-    const dropped = host.store.events
-      .query("main", { limit: 1_000, order: "asc" })
+    expect(await scheduler.fireDue()).toBe(2);
+    expect(await ticks(host)).toHaveLength(1);
+    expect(await host.store.deadlines.forAgent("main")).toHaveLength(0);
+    const dropped = (await host.store.events
+      .query("main", { limit: 1_000, order: "asc" }))
       .filter((e) => e.type === "deadline_dropped");
     expect(dropped.map((e) => e.payload)).toEqual([
       expect.objectContaining({ kind: "broken", reason: "handler_failed" }),

@@ -8,15 +8,15 @@ import { reply } from "./fake-provider/server.ts";
 
 const fake = useFakeProvider();
 
-const events = (rt: TestRuntime, agentId: string, type: string) =>
-  rt.host.store.events.after(agentId, 0, 10_000).filter((e) => e.type === type);
+const events = async (rt: TestRuntime, agentId: string, type: string) =>
+  (await rt.host.store.events.after(agentId, 0, 10_000)).filter((e) => e.type === type);
 
 async function idle(rt: TestRuntime, agentId: string, processed: number) {
   await waitFor(
-    () =>
-      events(rt, agentId, "message_processed").length >= processed &&
-      rt.host.store.messages.pendingCount(agentId) === 0 &&
-      !rt.host.store.agents.get(agentId)!.current_run_id,
+    async () =>
+      (await events(rt, agentId, "message_processed")).length >= processed &&
+      await rt.host.store.messages.pendingCount(agentId) === 0 &&
+      !(await rt.host.store.agents.get(agentId))!.current_run_id,
     { what: `${processed} processed messages and an idle agent`, timeoutMs: 15_000 },
   );
 }
@@ -30,7 +30,7 @@ describe("work-queue activation", () => {
     const work = rt.host.services.work;
 
     // A blocked item alone: nothing is admitted, nothing runs.
-    const parked = work.create(agent, { objective: "parked until legal answers" }, "operator");
+    const parked = await work.create(agent, { objective: "parked until legal answers" }, "operator");
     const blocked = await rt.req("POST", `/control/agents/${agent}/work-items/${parked.id}/block`, {
       reason: "waiting for legal",
     });
@@ -39,17 +39,17 @@ describe("work-queue activation", () => {
       view: "blocked",
       blocked_by: "waiting for legal",
     });
-    expect(rt.host.store.messages.pendingCount(agent)).toBe(0);
-    expect(events(rt, agent, "work_activation")).toHaveLength(0);
+    expect(await rt.host.store.messages.pendingCount(agent)).toBe(0);
+    expect(await events(rt, agent, "work_activation")).toHaveLength(0);
 
     // Each woken turn picks the oldest runnable queued item and completes it with a report.
-    const oldestQueued = () => work.runnableQueued(agent)[0]!.id;
-    const currentId = () => rt.host.store.agents.get(agent)!.current_work_item_id!;
+    const oldestQueued = async () => (await work.runnableQueued(agent))[0]!.id;
+    const currentId = async () => (await rt.host.store.agents.get(agent))!.current_work_item_id!;
     for (let i = 0; i < 2; i++) {
       fake.enqueue(
-        () => reply.tools([{ name: "PickWorkItem", arguments: { work_item_id: oldestQueued() } }]),
-        () =>
-          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: currentId() } }], {
+        async () => reply.tools([{ name: "PickWorkItem", arguments: { work_item_id: await oldestQueued() } }]),
+        async () =>
+          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: await currentId() } }], {
             text: `Report for item ${i + 1}.`,
           }),
         reply.text(`done ${i + 1}`),
@@ -67,9 +67,9 @@ describe("work-queue activation", () => {
     await idle(rt, agent, 2);
 
     // No transcript message for the enqueue itself: only runtime ticks were processed.
-    const kinds = rt.host.store.messages.recent(agent, 20).map((m) => m.kind);
+    const kinds = (await rt.host.store.messages.recent(agent, 20)).map((m) => m.kind);
     expect(kinds).toEqual(["system_tick", "system_tick"]);
-    const activations = events(rt, agent, "work_activation").map((e) => e.payload);
+    const activations = (await events(rt, agent, "work_activation")).map((e) => e.payload);
     expect(activations).toEqual([
       expect.objectContaining({
         mode: "activate_queued",
@@ -90,8 +90,8 @@ describe("work-queue activation", () => {
     // Only the blocked item is left: the agent rests, the closure says completed.
     const left = await rt.req("GET", `/agents/${agent}/work-items?state=open`);
     expect(left.json.work_items.map((w: { id: string }) => w.id)).toEqual([parked.id]);
-    expect(rt.host.store.agents.get(agent)!.closure).toMatchObject({ outcome: "completed" });
-    expect(work.item(agent, parked.id).state).toBe("open");
+    expect((await rt.host.store.agents.get(agent))!.closure).toMatchObject({ outcome: "completed" });
+    expect((await work.item(agent, parked.id)).state).toBe("open");
 
     // The operator closes the parked item with a note; it becomes the result summary.
     const closed = await rt.req(
@@ -118,42 +118,42 @@ describe("work-queue activation", () => {
     });
     const agent = rt.host.defaultAgentId;
     const work = rt.host.services.work;
-    const item = work.create(
+    const item = await work.create(
       agent,
       { objective: "an endless task", plan_status: "ready" },
       "agent",
     );
-    work.pick(agent, item.id);
+    await work.pick(agent, item.id);
     fake.setFallback(() => reply.text("Still thinking about it."));
     try {
       await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "keep going" });
-      const ask = await waitFor(() => rt.host.services.asks.list()[0], {
+      const ask = await waitFor(async () => (await rt.host.services.asks.list())[0], {
         what: "the guard's ask",
       });
       await idle(rt, agent, 4);
-      const admitted = events(rt, agent, "work_activation").filter(
+      const admitted = (await events(rt, agent, "work_activation")).filter(
         (e) => e.payload.disposition === "admitted",
       );
       expect(admitted).toHaveLength(3);
-      const halted = events(rt, agent, "work_activation").filter(
+      const halted = (await events(rt, agent, "work_activation")).filter(
         (e) => e.payload.disposition === "halted",
       );
       expect(halted).toHaveLength(1);
       expect(ask.work_item_id).toBe(item.id);
       expect(ask.detail).toContain("3 times in a row without progress");
-      const c = rt.host.store.agents.get(agent)!.closure!;
+      const c = (await rt.host.store.agents.get(agent))!.closure!;
       expect(c).toMatchObject({ outcome: "waiting", waiting_reason: "awaiting_operator_input" });
       expect(c.work_signal).toBeUndefined();
-      expect(rt.host.store.workItems.agentState(agent).halted_at).toBeDefined();
+      expect((await rt.host.store.workItems.agentState(agent)).halted_at).toBeDefined();
       // An operator message no longer restarts the loop: the halt holds until the ask is
       // answered (test/asks.test.ts answers it).
       await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "try once more" });
       await idle(rt, agent, 5);
       expect(
-        events(rt, agent, "work_activation").filter((e) => e.payload.disposition === "admitted"),
+        (await events(rt, agent, "work_activation")).filter((e) => e.payload.disposition === "admitted"),
       ).toHaveLength(3);
-      work.complete(agent, item.id, { by: "operator", note: "stop" });
-      expect(rt.host.services.asks.get(ask.id).state).toBe("withdrawn");
+      await work.complete(agent, item.id, { by: "operator", note: "stop" });
+      expect((await rt.host.services.asks.get(ask.id)).state).toBe("withdrawn");
     } finally {
       fake.setFallback(null);
       await rt.close();
@@ -174,7 +174,7 @@ describe("the pre-provider-call hook", () => {
     try {
       const agent = rt.host.defaultAgentId;
       const before = fake.requests.length;
-      const current = () => rt.host.store.agents.get(agent)!.current_work_item_id!;
+      const current = async () => (await rt.host.store.agents.get(agent))!.current_work_item_id!;
       const exec = (id: string) =>
         reply.tools([{ name: "ExecCommand", arguments: { cmd: "true" }, call_id: id }]);
       fake.enqueue(
@@ -192,8 +192,8 @@ describe("the pre-provider-call hook", () => {
         exec("e1"),
         exec("e2"),
         exec("e3"),
-        () =>
-          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: current() } }], {
+        async () =>
+          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: await current() } }], {
             text: "README polished.",
           }),
         reply.text("Done."),
@@ -216,7 +216,7 @@ describe("the pre-provider-call hook", () => {
         false,
       ]);
       expect(sent[4]).toContain("Polish the README");
-      const transcript = JSON.stringify(rt.host.store.transcript.recent(agent, 1000));
+      const transcript = JSON.stringify(await rt.host.store.transcript.recent(agent, 1000));
       expect(transcript).not.toContain("Runtime reminder");
     } finally {
       await rt.close();

@@ -25,27 +25,27 @@ function manualClock(start: string): Clock & { advance(ms: number): void } {
   };
 }
 
-const call = (name: string, args: () => Record<string, unknown>) => () =>
-  reply.tools([{ name, arguments: args() }]);
+const call = (name: string, args: () => Promise<Record<string, unknown>>) => async () =>
+  reply.tools([{ name, arguments: await args() }]);
 
-function processedCount(rt: TestRuntime, agentId: string): number {
-  return rt.host.store.events
-    .after(agentId, 0, 10_000)
+async function processedCount(rt: TestRuntime, agentId: string): Promise<number> {
+  return (await rt.host.store.events
+    .after(agentId, 0, 10_000))
     .filter((e) => e.type === "message_processed").length;
 }
 
-function closure(rt: TestRuntime, agentId: string): ClosureDecision | undefined {
-  return rt.host.store.agents.get(agentId)?.closure;
+async function closure(rt: TestRuntime, agentId: string): Promise<ClosureDecision | undefined> {
+  return (await rt.host.store.agents.get(agentId))?.closure;
 }
 
 /** Wait until `n` messages were processed and nothing is queued or running. */
 async function settledAfter(rt: TestRuntime, agentId: string, n: number) {
   await waitFor(
-    () => {
-      const a = rt.host.store.agents.get(agentId)!;
+    async () => {
+      const a = (await rt.host.store.agents.get(agentId))!;
       return (
-        processedCount(rt, agentId) >= n &&
-        rt.host.store.messages.pendingCount(agentId) === 0 &&
+        await processedCount(rt, agentId) >= n &&
+        await rt.host.store.messages.pendingCount(agentId) === 0 &&
         !a.current_run_id
       );
     },
@@ -60,7 +60,7 @@ describe("a work item from plan to report, across a restart", () => {
     const clock = manualClock("2026-03-01T09:00:00.000Z");
     let rt = await startRuntime({ home, clock });
     const agent = rt.host.defaultAgentId;
-    const itemId = () => rt.host.store.workItems.withState(agent, "open")[0]?.id ?? "missing";
+    const itemId = async () => (await rt.host.store.workItems.withState(agent, "open"))[0]?.id ?? "missing";
     const closures: (ClosureDecision | undefined)[] = [];
 
     // Turn 1 (operator prompt): create the item with a plan and todos, pick it, say so.
@@ -79,18 +79,18 @@ describe("a work item from plan to report, across a restart", () => {
           },
         },
       ]),
-      call("PickWorkItem", () => ({ work_item_id: itemId() })),
+      call("PickWorkItem", async () => ({ work_item_id: await itemId() })),
       reply.text("Planned the migration and picked it up."),
       // Turn 2 (work-queue tick, continue_active): one step done, then blocked.
-      call("UpdateWorkItem", () => ({
-        work_item_id: itemId(),
+      call("UpdateWorkItem", async () => ({
+        work_item_id: await itemId(),
         todo_list: [
           { text: "write the workflow", state: "completed" },
           { text: "configure secrets", state: "in_progress" },
         ],
       })),
-      call("UpdateWorkItem", () => ({
-        work_item_id: itemId(),
+      call("UpdateWorkItem", async () => ({
+        work_item_id: await itemId(),
         blocked_by: "waiting for the operator to add the DEPLOY_KEY secret",
         recheck_after: 60_000,
       })),
@@ -101,11 +101,11 @@ describe("a work item from plan to report, across a restart", () => {
     });
     expect(first.status).toBeLessThan(300);
     await settledAfter(rt, agent, 2);
-    const item = rt.host.store.workItems.withState(agent, "open")[0]!;
+    const item = (await rt.host.store.workItems.withState(agent, "open"))[0]!;
 
     // The first turn's closure was continuable (the runtime continued it with a tick).
-    const decided = rt.host.store.events
-      .after(agent, 0, 10_000)
+    const decided = (await rt.host.store.events
+      .after(agent, 0, 10_000))
       .filter((e) => e.type === "closure_decided")
       .map((e) => e.payload as unknown as ClosureDecision);
     closures.push(...decided);
@@ -118,14 +118,14 @@ describe("a work item from plan to report, across a restart", () => {
     // After blocking, nothing runnable remains: the turn completed, nothing was continued.
     expect(decided[1]!.outcome).toBe("completed");
     expect(decided[1]!.work_signal).toBeUndefined();
-    const tick = rt.host.store.messages.recent(agent, 10).find((m) => m.kind === "system_tick");
+    const tick = (await rt.host.store.messages.recent(agent, 10)).find((m) => m.kind === "system_tick");
     expect(tick?.origin).toEqual({ kind: "system", subsystem: "work_queue" });
     expect(tick?.work_item_id).toBe(item.id);
 
     // The plan file is where the record says, owner-only, with the seeded text.
     const planPath = item.plan_artifact.path;
     expect(planPath).toBe(
-      `${rt.host.store.agents.get(agent)!.agent_home}/work-items/${item.id}/plan.md`,
+      `${(await rt.host.store.agents.get(agent))!.agent_home}/work-items/${item.id}/plan.md`,
     );
     expect(readFileSync(planPath, "utf8")).toContain("Port .travis.yml");
     expect(statSync(planPath).mode & 0o777).toBe(0o600);
@@ -181,15 +181,15 @@ describe("a work item from plan to report, across a restart", () => {
     expect(recheckPrompt).toContain("waiting for the operator to add the DEPLOY_KEY secret");
 
     // The recheck fired once after start, as a low-priority runtime tick naming the item.
-    const rechecks = rt.host.store.events
-      .after(agent, 0, 10_000)
+    const rechecks = (await rt.host.store.events
+      .after(agent, 0, 10_000))
       .filter((e) => e.type === "work_recheck_due");
     expect(rechecks).toHaveLength(1);
     expect(rechecks[0]!.payload).toMatchObject({ work_item_ids: [item.id], delivered: true });
     // Each turn that started with the item current was bound to it, and its end committed
     // what the turn left: blocked by its own UpdateWorkItem, then completed by CompleteWorkItem.
-    const commits = rt.host.store.events
-      .after(agent, 0, 10_000)
+    const commits = (await rt.host.store.events
+      .after(agent, 0, 10_000))
       .filter((e) => e.type === "work_item_turn_end_committed")
       .map((e) => e.payload);
     expect(commits).toEqual([
@@ -197,12 +197,12 @@ describe("a work item from plan to report, across a restart", () => {
       expect.objectContaining({ work_item_id: item.id, transition: "completed" }),
     ]);
     expect(commits.every((c) => c.runtime_blocker === undefined)).toBe(true);
-    const bound = rt.host.store.events
-      .after(agent, 0, 10_000)
+    const bound = (await rt.host.store.events
+      .after(agent, 0, 10_000))
       .filter((e) => e.type === "work_item_bound");
     expect(bound.map((e) => e.payload.run_id)).toEqual(commits.map((c) => c.run_id));
-    const recheckTick = rt.host.store.messages
-      .recent(agent, 10)
+    const recheckTick = (await rt.host.store.messages
+      .recent(agent, 10))
       .find((m) => m.origin.kind === "system" && m.origin.subsystem === "work_recheck");
     expect(recheckTick?.priority).toBe("background");
 
@@ -217,17 +217,17 @@ describe("a work item from plan to report, across a restart", () => {
     });
     expect(done.json.work_item.blocked_by).toBeUndefined();
     expect(done.json.work_item.recheck_at).toBeUndefined();
-    expect(rt.host.store.agents.get(agent)!.current_work_item_id).toBeUndefined();
-    expect(closure(rt, agent)!.outcome).toBe("completed");
-    const briefs = rt.host.store.briefs.recent(agent, 20);
+    expect((await rt.host.store.agents.get(agent))!.current_work_item_id).toBeUndefined();
+    expect((await closure(rt, agent))!.outcome).toBe("completed");
+    const briefs = await rt.host.store.briefs.recent(agent, 20);
     expect(briefs.some((b) => b.work_item_id === item.id && b.kind === "result")).toBe(true);
 
     // `holon run`: final_text is the newest completion report, raw_final_text the last text.
     fake.enqueue(
       reply.tools([{ name: "CreateWorkItem", arguments: { objective: "Say hello" } }]),
-      call("PickWorkItem", () => ({ work_item_id: itemId() })),
-      () =>
-        reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: itemId() } }], {
+      call("PickWorkItem", async () => ({ work_item_id: await itemId() })),
+      async () =>
+        reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: await itemId() } }], {
           text: "Hello, said properly: this is the report.",
         }),
       reply.text("ok"),

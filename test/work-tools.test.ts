@@ -20,9 +20,9 @@ import { toolContext } from "./helpers/tool-context.ts";
 const registry = buildRegistry();
 const hosts: RuntimeHost[] = [];
 
-function openHost(): RuntimeHost {
+async function openHost(): Promise<RuntimeHost> {
   const home = tempHome();
-  const host = RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
+  const host = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
   hosts.push(host);
   return host;
 }
@@ -33,8 +33,8 @@ afterAll(async () => {
 });
 
 let runSeq = 0;
-function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`): ToolContext {
-  return toolContext(host, agentId, runId);
+async function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`): Promise<ToolContext> {
+  return await toolContext(host, agentId, runId);
 }
 
 async function call(ctx: ToolContext, name: string, args: Record<string, unknown>) {
@@ -43,9 +43,9 @@ async function call(ctx: ToolContext, name: string, args: Record<string, unknown
 }
 
 /** What the turn records before it runs a round's tools: the round's text and calls. */
-function assistantRound(host: RuntimeHost, ctx: ToolContext, text: string, tools: string[]) {
-  host.store.tx(() =>
-    host.store.transcript.append({
+async function assistantRound(host: RuntimeHost, ctx: ToolContext, text: string, tools: string[]) {
+  await host.store.tx(async () =>
+    await host.store.transcript.append({
       id: host.store.ids.next("tr"),
       agent_id: ctx.agent.agent_id,
       created_at: host.store.clock.now().toISOString(),
@@ -74,8 +74,8 @@ function assistantRound(host: RuntimeHost, ctx: ToolContext, text: string, tools
 
 describe("work-item tools", () => {
   it("create, pick, update, get and list return the item with its plan descriptor", async () => {
-    const host = openHost();
-    const ctx = ctxFor(host);
+    const host = await openHost();
+    const ctx = await ctxFor(host);
     const created = await call(ctx, "CreateWorkItem", {
       objective: "  Split the provider fixtures  ",
       plan: "Keep behaviour; move fixtures only.\n",
@@ -100,7 +100,7 @@ describe("work-item tools", () => {
     expect(picked.result.current).toMatchObject({ id: item.id, view: "current", is_current: true });
     expect(picked.result.previous).toBeNull();
     expect(picked.result.binding_note).toContain(item.id);
-    expect(host.store.agents.get("main")!.current_work_item_id).toBe(item.id);
+    expect((await host.store.agents.get("main"))!.current_work_item_id).toBe(item.id);
 
     // A plan edited by hand shows in the descriptor on the next read and update.
     writeFileSync(item.plan_artifact.path, "x".repeat(5_000));
@@ -116,8 +116,8 @@ describe("work-item tools", () => {
       todo_list: [{ text: "move fixtures", state: "in_progress" }],
     });
     expect(updated.result.work_item).toMatchObject({ plan_status: "ready", revision: 2 });
-    const change = host.store.events
-      .after("main", 0, 1000)
+    const change = (await host.store.events
+      .after("main", 0, 1000))
       .filter((e) => e.type === "work_item_updated")
       .at(-1)!;
     expect(change.payload.changes).toEqual(["plan_status", "todo_list", "plan_artifact"]);
@@ -129,7 +129,7 @@ describe("work-item tools", () => {
     });
     const due = blocked.result.work_item.recheck_at;
     expect(Date.parse(due) - Date.now()).toBeGreaterThan(59 * 60_000);
-    expect(host.store.deadlines.byKey(`work_recheck:${item.id}`)?.due_at).toBe(due);
+    expect((await host.store.deadlines.byKey(`work_recheck:${item.id}`))?.due_at).toBe(due);
     const kept = await call(ctx, "UpdateWorkItem", {
       work_item_id: item.id,
       objective: "Split fixtures",
@@ -137,7 +137,7 @@ describe("work-item tools", () => {
     expect(kept.result.work_item.recheck_at).toBe(due);
     const cleared = await call(ctx, "UpdateWorkItem", { work_item_id: item.id, blocked_by: null });
     expect(cleared.result.work_item.recheck_at).toBeUndefined();
-    expect(host.store.deadlines.byKey(`work_recheck:${item.id}`)).toBeUndefined();
+    expect(await host.store.deadlines.byKey(`work_recheck:${item.id}`)).toBeUndefined();
 
     const other = await call(ctx, "CreateWorkItem", { objective: "Something else" });
     const listed = await call(ctx, "ListWorkItems", {});
@@ -150,14 +150,14 @@ describe("work-item tools", () => {
   });
 
   it("CompleteWorkItem promotes the same round's text; without text it warns and makes no report", async () => {
-    const host = openHost();
-    const ctx = ctxFor(host);
+    const host = await openHost();
+    const ctx = await ctxFor(host);
     const a = (await call(ctx, "CreateWorkItem", { objective: "With a report" })).result.work_item;
     const b = (await call(ctx, "CreateWorkItem", { objective: "Without a report" })).result
       .work_item;
     await call(ctx, "PickWorkItem", { work_item_id: a.id });
 
-    assistantRound(host, ctx, "Done: the fixtures live in support/compaction.rs now.", [
+    await assistantRound(host, ctx, "Done: the fixtures live in support/compaction.rs now.", [
       "CompleteWorkItem",
     ]);
     const withReport = await call(ctx, "CompleteWorkItem", { work_item_id: a.id });
@@ -167,12 +167,12 @@ describe("work-item tools", () => {
       result_summary: "Done: the fixtures live in support/compaction.rs now.",
       completion_report: { source: "same_round_report" },
     });
-    expect(host.store.agents.get("main")!.current_work_item_id).toBeUndefined();
-    const brief = host.store.briefs.recent("main", 10).at(-1)!;
+    expect((await host.store.agents.get("main"))!.current_work_item_id).toBeUndefined();
+    const brief = (await host.store.briefs.recent("main", 10)).at(-1)!;
     expect(brief).toMatchObject({ kind: "result", work_item_id: a.id });
 
-    const ctx2 = ctxFor(host);
-    assistantRound(host, ctx2, "", ["CompleteWorkItem"]);
+    const ctx2 = await ctxFor(host);
+    await assistantRound(host, ctx2, "", ["CompleteWorkItem"]);
     const bare = await call(ctx2, "CompleteWorkItem", { work_item_id: b.id });
     expect(bare.canonical.status).toBe("success");
     expect(bare.result.report_promoted).toBe(false);
@@ -183,11 +183,11 @@ describe("work-item tools", () => {
   });
 
   it("every misuse is an error envelope with a kind and a hint", async () => {
-    const host = openHost();
-    host.agents.create("other");
-    const ctx = ctxFor(host);
+    const host = await openHost();
+    await host.agents.create("other");
+    const ctx = await ctxFor(host);
     const mine = (await call(ctx, "CreateWorkItem", { objective: "mine" })).result.work_item;
-    const theirs = (await call(ctxFor(host, "other"), "CreateWorkItem", { objective: "theirs" }))
+    const theirs = (await call(await ctxFor(host, "other"), "CreateWorkItem", { objective: "theirs" }))
       .result.work_item;
 
     const cases: [string, Record<string, unknown>, string][] = [
@@ -218,10 +218,10 @@ describe("work-item tools", () => {
       expect(r.error!.recovery_hint, `${tool} hint`).toBeTruthy();
       expect(JSON.parse(r.rendered)).toMatchObject({ ok: false, kind });
     }
-    expect(host.services.work.item("other", theirs.id).state).toBe("open");
+    expect((await host.services.work.item("other", theirs.id)).state).toBe("open");
 
     // Completing a completed item, picking or updating it: work_item_completed.
-    assistantRound(host, ctx, "report", ["CompleteWorkItem"]);
+    await assistantRound(host, ctx, "report", ["CompleteWorkItem"]);
     expect((await call(ctx, "CompleteWorkItem", { work_item_id: mine.id })).error).toBeNull();
     for (const [tool, args] of [
       ["CompleteWorkItem", { work_item_id: mine.id }],
@@ -236,18 +236,18 @@ describe("work-item tools", () => {
 
 describe("prompt projection and the stale-progress reminder", () => {
   it("projects nothing without work items, and the current item in full when there is one", async () => {
-    const host = openHost();
-    const pc = () => ({
+    const host = await openHost();
+    const pc = async () => ({
       store: host.store,
-      agent: host.store.agents.get("main")!,
+      agent: (await host.store.agents.get("main"))!,
       message: { id: "m" } as QueuedMessage,
       executionRoot: "/",
       cwd: "/",
       tools: [],
     });
-    expect(workQueueContributor.contribute(pc())).toEqual([]);
+    expect(await workQueueContributor.contribute(await pc())).toEqual([]);
     const work = host.services.work;
-    const cur = work.create(
+    const cur = await work.create(
       "main",
       {
         objective: "Current one",
@@ -256,16 +256,16 @@ describe("prompt projection and the stale-progress reminder", () => {
       },
       "agent",
     );
-    work.pick("main", cur.id);
-    const q = work.create("main", { objective: "Queued one" }, "agent");
-    const bl = work.create("main", { objective: "Blocked one" }, "agent");
-    work.update("main", bl.id, { blocked_by: "waiting for review" });
-    const ni = work.create(
+    await work.pick("main", cur.id);
+    const q = await work.create("main", { objective: "Queued one" }, "agent");
+    const bl = await work.create("main", { objective: "Blocked one" }, "agent");
+    await work.update("main", bl.id, { blocked_by: "waiting for review" });
+    const ni = await work.create(
       "main",
       { objective: "Unclear one", plan_status: "needs_input" },
       "agent",
     );
-    const [section] = workQueueContributor.contribute(pc());
+    const [section] = await workQueueContributor.contribute(await pc());
     const text = section!.text;
     expect(text).toContain(`id: ${cur.id}`);
     expect(text).toContain("Plan body here.");
@@ -276,9 +276,9 @@ describe("prompt projection and the stale-progress reminder", () => {
   });
 
   it("reminds after the configured rounds without a work-item update, then only after the cooldown", async () => {
-    const host = openHost();
+    const host = await openHost();
     const work = host.services.work;
-    const cur = work.create(
+    const cur = await work.create(
       "main",
       {
         objective: "Long task",
@@ -289,26 +289,26 @@ describe("prompt projection and the stale-progress reminder", () => {
       },
       "agent",
     );
-    work.pick("main", cur.id);
-    const ctx = ctxFor(host);
+    await work.pick("main", cur.id);
+    const ctx = await ctxFor(host);
     const settings = { rounds: 2, cooldown: 2, max_tokens: 100 };
-    const at = () =>
-      staleReminder(host.store, work, settings, { agent: ctx.agent, run_id: ctx.run_id });
+    const at = async () =>
+      await staleReminder(host.store, work, settings, { agent: ctx.agent, run_id: ctx.run_id });
     const seen: boolean[] = [];
     for (let r = 0; r < 6; r++) {
-      seen.push(at() !== undefined);
-      assistantRound(host, ctx, "", ["ExecCommand"]);
+      seen.push(await at() !== undefined);
+      await assistantRound(host, ctx, "", ["ExecCommand"]);
     }
     expect(seen).toEqual([false, false, true, false, true, false]);
     const text =
-      at() ?? staleReminder(host.store, work, { ...settings, rounds: 1, cooldown: 1 }, ctx)!;
+      await at() ?? (await staleReminder(host.store, work, { ...settings, rounds: 1, cooldown: 1 }, ctx))!;
     expect(text.length).toBeLessThanOrEqual(400);
     expect(text).toContain("Long task");
     expect(text).not.toContain("[completed] a");
     // A successful work-item update resets the count.
     await call(ctx, "UpdateWorkItem", { work_item_id: cur.id, plan_status: "ready" });
-    host.store.tx(() =>
-      host.store.transcript.append({
+    await host.store.tx(async () =>
+      await host.store.transcript.append({
         id: host.store.ids.next("tr"),
         agent_id: "main",
         created_at: new Date().toISOString(),
@@ -318,50 +318,50 @@ describe("prompt projection and the stale-progress reminder", () => {
         data: { tool_name: "UpdateWorkItem", envelope: { status: "success" } },
       } as never),
     );
-    expect(at()).toBeUndefined();
+    expect(await at()).toBeUndefined();
   });
 });
 
 describe("turn binding and the turn-end commit", () => {
   it("binds a run to the current item and commits only the blocker, from real turn ends", async () => {
-    const host = openHost();
+    const host = await openHost();
     const work = host.services.work;
     const observer = new WorkRunObserver({
       store: host.store,
       work,
       maxContinuations: () => 20,
     });
-    const item = work.create("main", { objective: "Bound item" }, "agent");
-    work.pick("main", item.id);
-    const run = (outcome: TurnOutcome, kind = "operator_prompt") => {
+    const item = await work.create("main", { objective: "Bound item" }, "agent");
+    await work.pick("main", item.id);
+    const run = async (outcome: TurnOutcome, kind = "operator_prompt") => {
       const info = {
         agent_id: "main",
         run_id: `run_b${++runSeq}`,
         message: { id: `msg_b${runSeq}`, kind } as QueuedMessage,
       };
-      host.store.tx(() => observer.beforeRun(info));
+      await host.store.tx(async () => await observer.beforeRun(info));
       // Focus moves during the run: the commit still goes to the item bound at the start.
-      const other = work.create("main", { objective: "Picked mid-turn" }, "agent");
-      work.pick("main", other.id);
-      host.store.tx(() => observer.afterRun({ ...info, outcome }));
-      work.pick("main", item.id);
-      const last = host.store.events
-        .after("main", 0, 10_000)
+      const other = await work.create("main", { objective: "Picked mid-turn" }, "agent");
+      await work.pick("main", other.id);
+      await host.store.tx(async () => await observer.afterRun({ ...info, outcome }));
+      await work.pick("main", item.id);
+      const last = (await host.store.events
+        .after("main", 0, 10_000))
         .filter((e) => e.payload?.run_id === info.run_id)
         .map((e) => [e.type, e.payload] as [string, Record<string, unknown>]);
       return last;
     };
 
     // A settled turn without completion or blocker leaves the item open.
-    expect(run({ kind: "settled" })).toEqual([
+    expect(await run({ kind: "settled" })).toEqual([
       ["work_item_bound", { run_id: expect.any(String), work_item_id: item.id }],
       [
         "work_item_turn_end_committed",
         expect.objectContaining({ work_item_id: item.id, transition: "open" }),
       ],
     ]);
-    expect(work.item("main", item.id)).toMatchObject({ state: "open" });
-    expect(work.item("main", item.id).blocked_by).toBeUndefined();
+    expect(await work.item("main", item.id)).toMatchObject({ state: "open" });
+    expect((await work.item("main", item.id)).blocked_by).toBeUndefined();
 
     // A liveness tick and a failed turn are no real turn ends: nothing is committed.
     for (const [outcome, reason] of [
@@ -369,7 +369,7 @@ describe("turn binding and the turn-end commit", () => {
       [{ kind: "failed", summary: "boom" }, "turn_did_not_finish"],
       [{ kind: "aborted", reason: "operator_aborted" }, "turn_did_not_finish"],
     ] as const) {
-      const events = run(outcome, "system_tick");
+      const events = await run(outcome, "system_tick");
       expect(events.at(-1)).toEqual([
         "work_item_turn_end_commit_skipped",
         expect.objectContaining({ work_item_id: item.id, reason }),
@@ -377,7 +377,7 @@ describe("turn binding and the turn-end commit", () => {
     }
 
     // A turn that ended waiting on the operator blocks the bound item, never completes it.
-    const waited = run({ kind: "await_operator", detail: "which region?" });
+    const waited = await run({ kind: "await_operator", detail: "which region?" });
     expect(waited.at(-1)).toEqual([
       "work_item_turn_end_committed",
       expect.objectContaining({
@@ -385,107 +385,107 @@ describe("turn binding and the turn-end commit", () => {
         runtime_blocker: "waiting for the operator: which region?",
       }),
     ]);
-    expect(work.item("main", item.id)).toMatchObject({
+    expect(await work.item("main", item.id)).toMatchObject({
       state: "open",
       blocked_by: "waiting for the operator: which region?",
     });
     // A blocker already set is kept as the turn's tools left it.
-    const again = run({ kind: "await_external", detail: "CI" });
+    const again = await run({ kind: "await_external", detail: "CI" });
     expect(again.at(-1)![1]).toMatchObject({ transition: "blocked" });
     expect(again.at(-1)![1].runtime_blocker).toBeUndefined();
-    expect(work.item("main", item.id).blocked_by).toBe("waiting for the operator: which region?");
+    expect((await work.item("main", item.id)).blocked_by).toBe("waiting for the operator: which region?");
     // The mid-turn item was never touched by a commit.
-    const others = work.list("main").filter((w) => w.id !== item.id);
+    const others = (await work.list("main")).filter((w) => w.id !== item.id);
     expect(others.every((w) => w.blocked_by === undefined && w.state === "open")).toBe(true);
   });
 });
 
 describe("what counts as progress for the runaway guard", () => {
   it("a todo state change, a plan change, a pick, a block and a completion reset it; a reworded todo does not", async () => {
-    const host = openHost();
+    const host = await openHost();
     const work = host.services.work;
     const repo = host.store.workItems;
-    const item = work.create(
+    const item = await work.create(
       "main",
       { objective: "guarded", todo_list: [{ text: "a", state: "pending" }] },
       "agent",
     );
-    const other = work.create("main", { objective: "other" }, "agent");
-    const stalled = () =>
-      repo.putAgentState("main", { ...repo.agentState("main"), continuations_without_progress: 7 });
-    const count = () => repo.agentState("main").continuations_without_progress;
-    const steps: [string, () => void, number][] = [
+    const other = await work.create("main", { objective: "other" }, "agent");
+    const stalled = async () =>
+      await repo.putAgentState("main", { ...await repo.agentState("main"), continuations_without_progress: 7 });
+    const count = async () => (await repo.agentState("main")).continuations_without_progress;
+    const steps: [string, () => Promise<void>, number][] = [
       [
         "reworded todo",
-        () =>
-          work.update("main", item.id, { todo_list: [{ text: "a, reworded", state: "pending" }] }),
+        async () =>
+          await work.update("main", item.id, { todo_list: [{ text: "a, reworded", state: "pending" }] }),
         7,
       ],
       [
         "todo state",
-        () =>
-          work.update("main", item.id, {
+        async () =>
+          await work.update("main", item.id, {
             todo_list: [{ text: "a, reworded", state: "completed" }],
           }),
         0,
       ],
       [
         "plan file",
-        () => {
-          writeFileSync(work.item("main", item.id).plan_artifact.path, "new plan\n");
-          work.update("main", item.id, {});
+        async () => {
+          writeFileSync((await work.item("main", item.id)).plan_artifact.path, "new plan\n");
+          await work.update("main", item.id, {});
         },
         0,
       ],
-      ["objective only", () => work.update("main", item.id, { objective: "guarded, renamed" }), 7],
-      ["pick", () => work.pick("main", item.id), 0],
-      ["block", () => work.update("main", item.id, { blocked_by: "review" }), 0],
-      ["complete", () => work.complete("main", other.id, { by: "operator", note: "x" }), 0],
+      ["objective only", async () => await work.update("main", item.id, { objective: "guarded, renamed" }), 7],
+      ["pick", async () => await work.pick("main", item.id), 0],
+      ["block", async () => await work.update("main", item.id, { blocked_by: "review" }), 0],
+      ["complete", async () => await work.complete("main", other.id, { by: "operator", note: "x" }), 0],
     ];
     for (const [what, step, expected] of steps) {
-      stalled();
-      step();
-      expect(count(), what).toBe(expected);
+      await stalled();
+      await step();
+      expect(await count(), what).toBe(expected);
     }
   });
 });
 
 describe("closure inputs from work state", () => {
   it("blocked, needs-input and completed items never give a work signal", async () => {
-    const host = openHost();
+    const host = await openHost();
     const work = host.services.work;
     const observer = new WorkRunObserver({ store: host.store, work, maxContinuations: () => 20 });
-    const facts = () =>
-      observer.closureFacts({
+    const facts = async () =>
+      await observer.closureFacts({
         agent_id: "main",
         run_id: `run_c${++runSeq}`,
         message: { id: "m", kind: "operator_prompt" } as QueuedMessage,
         outcome: { kind: "settled" },
       });
-    expect(facts()).toEqual({});
-    const blocked = work.create("main", { objective: "blocked" }, "agent");
-    work.update("main", blocked.id, { blocked_by: "legal" });
-    const unclear = work.create(
+    expect(await facts()).toEqual({});
+    const blocked = await work.create("main", { objective: "blocked" }, "agent");
+    await work.update("main", blocked.id, { blocked_by: "legal" });
+    const unclear = await work.create(
       "main",
       { objective: "unclear", plan_status: "needs_input" },
       "agent",
     );
-    const done = work.create("main", { objective: "done" }, "agent");
-    work.complete("main", done.id, { by: "operator", note: "n/a" });
-    expect(facts().work_signal).toBeUndefined();
+    const done = await work.create("main", { objective: "done" }, "agent");
+    await work.complete("main", done.id, { by: "operator", note: "n/a" });
+    expect((await facts()).work_signal).toBeUndefined();
     // A needs-input current item is an operator wait, not work to continue.
-    work.pick("main", unclear.id);
-    expect(facts()).toEqual({ operator_wait: `work_item:${unclear.id}:needs_input` });
+    await work.pick("main", unclear.id);
+    expect(await facts()).toEqual({ operator_wait: `work_item:${unclear.id}:needs_input` });
     // A blocked current item with a runnable queued one: the agent is woken to pick.
-    work.pick("main", blocked.id);
-    const queued = work.create("main", { objective: "runnable" }, "agent");
-    expect(facts().work_signal).toEqual({
+    await work.pick("main", blocked.id);
+    const queued = await work.create("main", { objective: "runnable" }, "agent");
+    expect((await facts()).work_signal).toEqual({
       work_item_id: queued.id,
       status: "queued",
       reactivation_mode: "activate_queued",
     });
-    work.pick("main", queued.id);
-    expect(facts().work_signal).toMatchObject({ reactivation_mode: "continue_active" });
+    await work.pick("main", queued.id);
+    expect((await facts()).work_signal).toMatchObject({ reactivation_mode: "continue_active" });
   });
 });
 
@@ -514,23 +514,23 @@ describe("work-item routes", () => {
         { authorization: "" },
       );
       expect(anon.status).toBe(401);
-      expect(rt.host.store.workItems.hasAny(agent)).toBe(false);
+      expect(await rt.host.store.workItems.hasAny(agent)).toBe(false);
 
       // Enqueuing work leaves the current item current and writes no transcript message.
       await rt.req("POST", `/control/agents/${agent}/control`, { action: "pause" });
       const work = rt.host.services.work;
-      const current = work.create(agent, { objective: "what I am on" }, "agent");
-      work.pick(agent, current.id);
-      const messagesBefore = rt.host.store.messages.recent(agent, 100).length;
+      const current = await work.create(agent, { objective: "what I am on" }, "agent");
+      await work.pick(agent, current.id);
+      const messagesBefore = (await rt.host.store.messages.recent(agent, 100)).length;
       const queued = await rt.req("POST", `/control/agents/${agent}/work-items`, {
         objective: "for later",
       });
       expect(queued.status).toBe(201);
       expect(queued.json.work_item).toMatchObject({ view: "queued", created_by: "operator" });
-      expect(rt.host.store.agents.get(agent)!.current_work_item_id).toBe(current.id);
-      expect(rt.host.store.messages.recent(agent, 100)).toHaveLength(messagesBefore);
+      expect((await rt.host.store.agents.get(agent))!.current_work_item_id).toBe(current.id);
+      expect(await rt.host.store.messages.recent(agent, 100)).toHaveLength(messagesBefore);
 
-      rt.host.agents.create("other");
+      await rt.host.agents.create("other");
       const theirs = await rt.req("POST", `/control/agents/other/work-items`, {
         objective: "theirs",
       });

@@ -47,13 +47,13 @@ async function stop(rt: TestRuntime): Promise<void> {
 /** Send a prompt and wait until the agent has processed it. */
 async function prompt(rt: TestRuntime, text: string): Promise<void> {
   const host = rt.host;
-  const before = host.store.messages.withStatus("main", "processed").length;
+  const before = (await host.store.messages.withStatus("main", "processed")).length;
   const res = await rt.req("POST", "/control/agents/main/prompt", { text });
   expect(res.status).toBe(202);
   await waitFor(
-    () =>
-      host.store.messages.withStatus("main", "processed").length > before &&
-      host.agents.get("main").status !== "awake_running",
+    async () =>
+      (await host.store.messages.withStatus("main", "processed")).length > before &&
+      (await host.agents.get("main")).status !== "awake_running",
     { what: "the prompt to be processed", timeoutMs: 30_000 },
   );
 }
@@ -64,8 +64,8 @@ function toolOutputs(req: RecordedRequest): string[] {
     .map((i) => String(i.output));
 }
 
-function eventsOf(rt: TestRuntime, type: string): any[] {
-  return rt.host.store.events.after("main", 0, 10_000).filter((e: any) => e.type === type);
+async function eventsOf(rt: TestRuntime, type: string): Promise<any[]> {
+  return (await rt.host.store.events.after("main", 0, 10_000)).filter((e: any) => e.type === type);
 }
 
 describe("workspaces end to end", () => {
@@ -129,7 +129,7 @@ describe("workspaces end to end", () => {
     expect(git(repo, "show", `${branch}:app.txt`)).toBe("v2");
 
     // The agent's binding and the snapshot of the next turn.
-    const agent = rt.host.agents.get("main");
+    const agent = await rt.host.agents.get("main");
     expect(agent.active_workspace).toMatchObject({
       workspace_id: wsId,
       workspace_anchor: repo,
@@ -143,7 +143,7 @@ describe("workspaces end to end", () => {
       worktree_branch: branch,
       original_branch: "main",
     });
-    expect(eventsOf(rt, "worktree_created")).toHaveLength(1);
+    expect(await eventsOf(rt, "worktree_created")).toHaveLength(1);
 
     // Restart: the binding is still there, and the next turn starts in the worktree.
     await stop(rt);
@@ -165,7 +165,7 @@ describe("workspaces end to end", () => {
 
     // The turn after the restart was built with the worktree as its root and the repository's
     // own AGENTS.md (the anchor), recorded with its execution snapshot.
-    const built = eventsOf(rt, "turn_context_built").at(-1);
+    const built = (await eventsOf(rt, "turn_context_built")).at(-1);
     expect(built.payload.execution_root).toBe(worktreePath);
     expect(built.payload.loaded_agents_md).toContainEqual({
       scope: "workspace",
@@ -188,11 +188,11 @@ describe("workspaces end to end", () => {
     // Leaving removed the clean worktree but kept the branch with its commit.
     expect(existsSync(worktreePath)).toBe(false);
     expect(git(repo, "show", `${branch}:app.txt`)).toBe("v2");
-    expect(eventsOf(rt, "worktree_removed").at(-1).payload).toMatchObject({
+    expect((await eventsOf(rt, "worktree_removed")).at(-1).payload).toMatchObject({
       path: worktreePath,
       branch_deleted: false,
     });
-    const after = rt.host.agents.get("main");
+    const after = await rt.host.agents.get("main");
     expect(after.active_workspace?.workspace_id).toBe("agent_home");
     expect(after.worktree_session).toBeUndefined();
     const listing = await rt.req("GET", "/agents/main/workspaces");
@@ -207,20 +207,20 @@ describe("workspaces end to end", () => {
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const rt = await start(home);
     const ws = rt.host.services.workspaces;
-    const used = ws.use(
+    const used = await ws.use(
       "main",
       { path: repo, mode: "isolated", isolation_label: "dirty" },
       "operator",
     );
     expect(used.worktree).toBeDefined();
     const path = used.worktree!.path;
-    expect(rt.host.agents.get("main").active_workspace?.execution_root).toBe(path);
+    expect((await rt.host.agents.get("main")).active_workspace?.execution_root).toBe(path);
 
     // A task started now records where it runs.
     const task = await rt.req("POST", "/control/agents/main/tasks", { cmd: "echo dirty > a.txt" });
     expect(task.status).toBe(201);
-    await waitFor(() => rt.host.store.tasks.active().length === 0, { what: "the task to end" });
-    const record = rt.host.store.tasks.forAgent("main", 5)[0]!;
+    await waitFor(async () => (await rt.host.store.tasks.active()).length === 0, { what: "the task to end" });
+    const record = (await rt.host.store.tasks.forAgent("main", 5))[0]!;
     expect(record.workdir).toBe(path);
     expect(record.execution_snapshot).toMatchObject({
       execution_root: path,
@@ -233,7 +233,7 @@ describe("workspaces end to end", () => {
     expect(exit.json.left).toMatchObject({ disposition: "retained", changed_files: ["a.txt"] });
     expect(existsSync(join(path, "a.txt"))).toBe(true);
     expect(readFileSync(join(repo, "a.txt"), "utf8")).toBe("one\n");
-    expect(eventsOf(rt, "worktree_retained").at(-1).payload).toMatchObject({
+    expect((await eventsOf(rt, "worktree_retained")).at(-1).payload).toMatchObject({
       path,
       changed_files: ["a.txt"],
     });
@@ -274,13 +274,13 @@ describe("workspaces end to end", () => {
     const repo = gitRepo({ "f.txt": "x\n" });
     const rt = await start(home);
     const ws = rt.host.services.workspaces;
-    const { workspace } = ws.attach("main", repo);
-    const clean = ws.createTaskWorktree({
+    const { workspace } = await ws.attach("main", repo);
+    const clean = await ws.createTaskWorktree({
       agent_id: "main",
       workspace_id: workspace.workspace_id,
       task_id: "task_a",
     });
-    const dirty = ws.createTaskWorktree({
+    const dirty = await ws.createTaskWorktree({
       agent_id: "main",
       workspace_id: workspace.workspace_id,
       task_id: "task_b",
@@ -289,23 +289,23 @@ describe("workspaces end to end", () => {
     expect(clean.ownership).toBe("task_owned");
     expect(existsSync(clean.path) && existsSync(dirty.path)).toBe(true);
     // The agent's own binding is not changed by a task's worktree.
-    expect(rt.host.agents.get("main").active_workspace).toBeUndefined();
+    expect((await rt.host.agents.get("main")).active_workspace).toBeUndefined();
 
     // While their tasks run, cleaning the agent's worktrees leaves them alone.
-    expect(ws.cleanWorktrees("main")).toEqual({ removed: [], retained: [] });
+    expect(await ws.cleanWorktrees("main")).toEqual({ removed: [], retained: [] });
     expect(existsSync(clean.path)).toBe(true);
     git(dirty.path, "rm", "-q", "f.txt");
-    expect(ws.releaseTaskWorktree(clean.worktree_id)).toMatchObject({
+    expect(await ws.releaseTaskWorktree(clean.worktree_id)).toMatchObject({
       disposition: "removed",
       branch_deleted: true,
     });
-    expect(ws.releaseTaskWorktree(dirty.worktree_id)).toMatchObject({
+    expect(await ws.releaseTaskWorktree(dirty.worktree_id)).toMatchObject({
       disposition: "retained",
       changed_files: ["f.txt"],
     });
     expect(existsSync(clean.path)).toBe(false);
     expect(existsSync(dirty.path)).toBe(true);
     expect(git(repo, "branch", "--list", clean.branch)).toBe("");
-    expect(ws.worktrees("main").map((w) => w.worktree_id)).toEqual([dirty.worktree_id]);
+    expect((await ws.worktrees("main")).map((w) => w.worktree_id)).toEqual([dirty.worktree_id]);
   }, 60_000);
 });

@@ -42,9 +42,9 @@ async function start(home: string): Promise<TestRuntime> {
   return rt;
 }
 
-function failures(rt: TestRuntime): Map<string, string> {
+async function failures(rt: TestRuntime): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (const e of rt.host.store.events.after("main", 0, 10_000) as any[]) {
+  for (const e of await rt.host.store.events.after("main", 0, 10_000) as any[]) {
     if (e.type === "tool_execution_failed") out.set(e.payload.call_id, e.payload.tool_error.kind);
   }
   return out;
@@ -61,8 +61,8 @@ describe("path escapes", () => {
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const rt = await start(home);
     const ws = rt.host.services.workspaces;
-    const doomedId = ws.attach("main", doomed).workspace.workspace_id;
-    ws.use("main", { path: root }, "operator");
+    const doomedId = (await ws.attach("main", doomed)).workspace.workspace_id;
+    await ws.use("main", { path: root }, "operator");
     rmSync(doomed, { recursive: true });
 
     const before = fake.requests.length;
@@ -98,13 +98,13 @@ describe("path escapes", () => {
     const res = await rt.req("POST", "/control/agents/main/prompt", { text: "try to escape" });
     expect(res.status).toBe(202);
     await waitFor(
-      () =>
+      async () =>
         fake.requests.length - before >= 2 &&
-        rt.host.store.messages.withStatus("main", "processed").length > 0 &&
-        rt.host.agents.get("main").status !== "awake_running",
+        (await rt.host.store.messages.withStatus("main", "processed")).length > 0 &&
+        (await rt.host.agents.get("main")).status !== "awake_running",
       { what: "the turn to finish", timeoutMs: 30_000 },
     );
-    const f = failures(rt);
+    const f = await failures(rt);
     expect(f.get("dotdot")).toBe("execution_root_violation");
     expect(f.get("link")).toBe("execution_root_violation");
     expect(f.get("patch-dotdot")).toBe("path_escape");
@@ -117,7 +117,7 @@ describe("path escapes", () => {
     expect(readFileSync(join(outside, "secret.txt"), "utf8")).toBe("secret\n");
     expect(existsSync(join(root, "..", "escaped.txt"))).toBe(false);
     // Nothing moved: the agent still works in the repository.
-    expect(rt.host.agents.get("main").active_workspace?.execution_root).toBe(root);
+    expect((await rt.host.agents.get("main")).active_workspace?.execution_root).toBe(root);
   }, 60_000);
 });
 
@@ -132,24 +132,24 @@ describe("attach policy, detach and adoption", () => {
     mkdirSync(join(repo, "sub"));
     const rt = await start(home);
     const ws = rt.host.services.workspaces;
-    expect(() => ws.use("main", { path: repo }, "agent")).toThrow(/attach policy/);
-    expect(ws.snapshot(rt.host.agents.get("main")).policy.attach_policy).toBe("operator_attached");
-    ws.attach("main", repo);
+    expect(async () => await ws.use("main", { path: repo }, "agent")).toThrow(/attach policy/);
+    expect(ws.snapshot(await rt.host.agents.get("main")).policy.attach_policy).toBe("operator_attached");
+    await ws.attach("main", repo);
     // A folder inside an attached workspace: the workspace, with cwd there.
-    const used = ws.use("main", { path: join(repo, "sub") }, "agent");
+    const used = await ws.use("main", { path: join(repo, "sub") }, "agent");
     expect(used).toMatchObject({
       execution_root: repo,
       cwd: join(repo, "sub"),
       attached_now: false,
     });
     // `..` out of it leads to a directory nobody attached.
-    expect(() => ws.use("main", { path: "../.." }, "agent")).toThrow(
+    expect(async () => await ws.use("main", { path: "../.." }, "agent")).toThrow(
       /not inside a workspace attached/,
     );
     // A task records where it runs: the active workspace, its cwd, and the configured policy.
     const started = await rt.req("POST", "/control/agents/main/tasks", { cmd: "pwd" });
     expect(started.status, JSON.stringify(started.json)).toBe(201);
-    const task = rt.host.store.tasks.get(started.json.task.task_id)!;
+    const task = (await rt.host.store.tasks.get(started.json.task.task_id))!;
     expect(task.workdir).toBe(join(repo, "sub"));
     expect(task.execution_snapshot).toMatchObject({
       workspace_anchor: repo,
@@ -204,7 +204,7 @@ describe("attach policy, detach and adoption", () => {
     expect(detached.status).toBe(200);
     expect(readFileSync(join(keep, "keep.txt"), "utf8")).toBe("k\n");
     // The host registry keeps the workspace; only the binding went.
-    expect(rt.host.store.workspaces.get(keepId)?.workspace_anchor).toBe(keep);
+    expect((await rt.host.store.workspaces.get(keepId))?.workspace_anchor).toBe(keep);
     const list = await rt.req("GET", "/agents/main/workspaces");
     expect(list.json.attached.map((w: any) => w.workspace_id)).toEqual(["agent_home"]);
     const relative = await rt.req("POST", "/control/agents/main/workspaces/attach", {
@@ -231,8 +231,8 @@ describe("attach policy, detach and adoption", () => {
     const wt = join(tempHome("holon-userwt-"), "wt");
     git(repo, "worktree", "add", "-q", "-b", "mine", wt);
     const ws = rt.host.services.workspaces;
-    const { workspace } = ws.attach("main", repo);
-    const used = ws.use("main", { path: wt }, "agent");
+    const { workspace } = await ws.attach("main", repo);
+    const used = await ws.use("main", { path: wt }, "agent");
     expect(used).toMatchObject({
       workspace_id: workspace.workspace_id,
       workspace_anchor: repo,
@@ -243,7 +243,7 @@ describe("attach policy, detach and adoption", () => {
     });
     expect(used.guidance).toContain(`workspace_id="${workspace.workspace_id}", mode="isolated"`);
     // Leaving it never removes it: it is not the runtime's.
-    ws.exit("main");
+    await ws.exit("main");
     expect(existsSync(wt)).toBe(true);
   });
 
@@ -254,14 +254,14 @@ describe("attach policy, detach and adoption", () => {
     mkdirSync(join(dir, "nested"));
     const created = await rt.req("POST", "/control/agents/helper/create", { workspace_root: dir });
     expect(created.status, JSON.stringify(created.json)).toBeLessThan(300);
-    const agent = rt.host.agents.get("helper");
+    const agent = await rt.host.agents.get("helper");
     expect(agent.workspace_root).toBeUndefined();
     expect(agent.active_workspace).toMatchObject({
       workspace_anchor: dir,
       execution_root: dir,
       mode: "direct",
     });
-    rt.host.agents.setCwd("helper", join(dir, "nested"));
+    await rt.host.agents.setCwd("helper", join(dir, "nested"));
     const status = await rt.req("GET", "/agents/helper/status");
     expect(status.json.workspace).toMatchObject({
       workspace_root: dir,
@@ -277,15 +277,15 @@ describe("older records", () => {
     const dir = tempHome("holon-legacy-");
     mkdirSync(join(dir, "src"));
     let rt = await start(home);
-    const agent = rt.host.agents.get("main");
+    const agent = await rt.host.agents.get("main");
     // What an older version wrote: the binding as two loose fields.
-    rt.host.store.tx(() =>
-      rt.host.store.agents.put({ ...agent, workspace_root: dir, cwd: join(dir, "src") }),
+    await rt.host.store.tx(async () =>
+      await rt.host.store.agents.put({ ...agent, workspace_root: dir, cwd: join(dir, "src") }),
     );
     await rt.close();
     runtimes.splice(runtimes.indexOf(rt), 1);
     rt = await start(home);
-    const folded = rt.host.agents.get("main");
+    const folded = await rt.host.agents.get("main");
     expect(folded.workspace_root).toBeUndefined();
     expect(folded.cwd).toBeUndefined();
     expect(folded.active_workspace).toMatchObject({
@@ -294,7 +294,7 @@ describe("older records", () => {
       cwd: join(dir, "src"),
       mode: "direct",
     });
-    const list = rt.host.services.workspaces.list("main");
+    const list = await rt.host.services.workspaces.list("main");
     expect(list.attached.map((a) => a.workspace_anchor)).toEqual([agent.agent_home, dir]);
   });
 });

@@ -51,7 +51,7 @@ for (const id of agents) {
     const w = words[n % words.length]!;
     recordRuntimeFailure(store, { agent_id: id, summary: `failure ${n}: ${w} ${"z".repeat(200)}` });
     const episode = episodeRecord(id, n, store.clock.now(), { topic: w });
-    store.tx(() => store.memory.addEpisode(episode));
+    store.tx(async () => await store.memory.addEpisode(episode));
   }
   const dir = join(store.agents.get(id)!.agent_home, "memory");
   mkdirSync(dir, { recursive: true });

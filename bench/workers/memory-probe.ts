@@ -20,7 +20,7 @@ const now = () => store.clock.now().toISOString();
 
 // Seed: runs of 10 transcript entries (message, rounds, tool results, terminal), one brief
 // per run up to `briefs`, and `episodes` finalized episodes.
-store.tx(() => {
+store.tx(async () => {
   for (let i = 0; i < entries; i++) {
     const run = `run_seed_${Math.floor(i / 10)}`;
     const kind = i % 10 === 0 ? "incoming_message" : i % 2 ? "assistant_round" : "tool_execution";
@@ -36,7 +36,7 @@ store.tx(() => {
               envelope: { status: "success", summary_text: "command exited with status 0" },
               rendered: "ok\n".repeat(200),
             };
-    store.transcript.append({
+    await store.transcript.append({
       id: `tr_seed_${i}`,
       agent_id: agentId,
       created_at: now(),
@@ -49,7 +49,7 @@ store.tx(() => {
   // One processed operator message per run, the newest ones answered by a brief.
   const runs = Math.ceil(entries / 10);
   for (let i = 0; i < runs; i++) {
-    store.messages.insert({
+    await store.messages.insert({
       id: `msg_seed_${i}`,
       agent_id: agentId,
       created_at: now(),
@@ -61,8 +61,8 @@ store.tx(() => {
       trigger_kind: "operator_input",
       body: { type: "text", text: `request ${i}: deploy the service and check the logs` },
     });
-    store.messages.setStatus(`msg_seed_${i}`, "processed", now());
-    store.briefs.insert({
+    await store.messages.setStatus(`msg_seed_${i}`, "processed", now());
+    await store.briefs.insert({
       id: `brief_answer_${i}`,
       agent_id: agentId,
       kind: "result",
@@ -71,7 +71,7 @@ store.tx(() => {
       related_message_id: `msg_seed_${i}`,
     });
   }
-  store.memory.putWorkingMemory({
+  await store.memory.putWorkingMemory({
     agent_id: agentId,
     revision: runs,
     updated_at: now(),
@@ -97,7 +97,7 @@ store.tx(() => {
     compacted_rounds_total: 0,
   });
   for (let i = 0; i < briefs; i++) {
-    store.briefs.insert({
+    await store.briefs.insert({
       id: `brief_seed_${i}`,
       agent_id: agentId,
       kind: "result",
@@ -124,7 +124,7 @@ store.tx(() => {
       boundary: "result_checkpoint",
       summary: `Turns ${i * 3 + 1}–${i * 3 + 3}: fixed issue ${i} in src/module_${i}.ts and verified with make test.`,
     };
-    store.memory.addEpisode(e);
+    await store.memory.addEpisode(e);
   }
 });
 

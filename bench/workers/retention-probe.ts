@@ -49,14 +49,14 @@ function mallocMb(): number {
 }
 
 let n = 0;
-function round(agentId: string): void {
+async function round(agentId: string): Promise<void> {
   n++;
-  historyRound(host, `probe ${n} ${"y".repeat(300)}`, {
+  await historyRound(host, `probe ${n} ${"y".repeat(300)}`, {
     agent: agentId,
     channel: "probe",
     failure: `failure ${n}`,
   });
-  store.tx(() => store.memory.addEpisode(episodeRecord(agentId, n, store.clock.now())));
+  await store.tx(async () => await store.memory.addEpisode(episodeRecord(agentId, n, store.clock.now())));
 }
 
 const mb = (b: number) => (b / 2 ** 20).toFixed(1);

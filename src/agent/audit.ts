@@ -13,19 +13,19 @@ export class RuntimeAudit {
   }
 
   /** A refused request, recorded on the public agent its path names, else the default agent. */
-  requestRefused(agentHint: string | null, payload: EventPayload<"http_request_refused">): void {
-    const hinted = agentHint ? this.store.agents.get(agentHint) : undefined;
+  async requestRefused(agentHint: string | null, payload: EventPayload<"http_request_refused">): Promise<void> {
+    const hinted = agentHint ? await this.store.agents.get(agentHint) : undefined;
     const agentId =
       hinted && hinted.visibility === "public" ? hinted.agent_id : this.defaultAgentId;
-    this.store.tx(() => this.store.appendEvent(agentId, { type: "http_request_refused", payload }));
+    await this.store.tx(async () => await this.store.appendEvent(agentId, { type: "http_request_refused", payload }));
   }
 
   /** The operator asked the runtime to shut down: recorded on every public agent. */
-  shutdownRequested(source: "control"): void {
-    this.store.tx(() => {
-      for (const a of this.store.agents.list()) {
+  async shutdownRequested(source: "control"): Promise<void> {
+    await this.store.tx(async () => {
+      for (const a of await this.store.agents.list()) {
         if (a.visibility !== "public") continue;
-        this.store.appendEvent(a.agent_id, {
+        await this.store.appendEvent(a.agent_id, {
           type: "runtime_service_shutdown_requested",
           payload: { source },
         });

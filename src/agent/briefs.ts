@@ -3,7 +3,7 @@ import type { BriefKind, BriefRecord } from "../domain/brief.ts";
 import type { TranscriptData } from "../domain/transcript.ts";
 import type { Store } from "../store/db.ts";
 
-export function createBrief(
+export async function createBrief(
   store: Store,
   b: {
     agent_id: string;
@@ -13,8 +13,8 @@ export function createBrief(
     related_task_id?: string | undefined;
     work_item_id?: string | undefined;
   },
-): BriefRecord {
-  return store.tx(() => {
+): Promise<BriefRecord> {
+  return await store.tx(async () => {
     const brief: BriefRecord = {
       id: store.ids.next("brief"),
       agent_id: b.agent_id,
@@ -25,17 +25,17 @@ export function createBrief(
     if (b.related_message_id) brief.related_message_id = b.related_message_id;
     if (b.related_task_id) brief.related_task_id = b.related_task_id;
     if (b.work_item_id) brief.work_item_id = b.work_item_id;
-    const agent = store.agents.get(b.agent_id);
+    const agent = await store.agents.get(b.agent_id);
     // The workspace the brief was written in (memory search scopes by it).
     const workspaceId = agent?.active_workspace?.workspace_id;
     if (workspaceId) brief.workspace_id = workspaceId;
-    store.briefs.insert(brief);
-    if (agent) store.agents.put({ ...agent, last_brief_at: brief.created_at });
+    await store.briefs.insert(brief);
+    if (agent) await store.agents.put({ ...agent, last_brief_at: brief.created_at });
     const provenance: Record<string, string> = {};
     if (brief.related_message_id) provenance.message_id = brief.related_message_id;
     if (brief.related_task_id) provenance.task_id = brief.related_task_id;
     if (brief.work_item_id) provenance.work_item_id = brief.work_item_id;
-    store.appendEvent(b.agent_id, {
+    await store.appendEvent(b.agent_id, {
       type: "brief_created",
       provenance,
       payload: { brief },
@@ -59,8 +59,8 @@ export type RuntimeFailureInput = {
  * A failed turn leaves three records: a failure brief tied to the triggering message,
  * a `runtime_failure` transcript entry and a `runtime_error` event.
  */
-export function recordRuntimeFailure(store: Store, f: RuntimeFailureInput): BriefRecord {
-  return store.tx(() => {
+export async function recordRuntimeFailure(store: Store, f: RuntimeFailureInput): Promise<BriefRecord> {
+  return await store.tx(async () => {
     const now = store.clock.now().toISOString();
     const data: TranscriptData<"runtime_failure"> = { summary: f.summary, ...f.diagnostics };
     const entry: Parameters<Store["transcript"]["append"]>[0] = {
@@ -72,22 +72,22 @@ export function recordRuntimeFailure(store: Store, f: RuntimeFailureInput): Brie
     };
     if (f.run_id) entry.run_id = f.run_id;
     if (f.message_id) entry.message_id = f.message_id;
-    store.transcript.append(entry);
+    await store.transcript.append(entry);
     const provenance: Record<string, string> = {};
     if (f.message_id) provenance.message_id = f.message_id;
-    store.appendEvent(f.agent_id, {
+    await store.appendEvent(f.agent_id, {
       type: "runtime_error",
       provenance,
       payload: { run_id: f.run_id ?? null, phase: f.phase ?? "runtime_turn", ...data },
     });
-    const agent = store.agents.get(f.agent_id);
+    const agent = await store.agents.get(f.agent_id);
     if (agent) {
-      store.agents.put({
+      await store.agents.put({
         ...agent,
         last_failure: { occurred_at: now, summary: f.summary, phase: f.phase ?? "runtime_turn" },
       });
     }
-    return createBrief(store, {
+    return await createBrief(store, {
       agent_id: f.agent_id,
       kind: "failure",
       text: f.summary,

@@ -63,15 +63,15 @@ export class AgentDirectory {
     return this.deps.store;
   }
 
-  get(agentId: string): AgentRecord {
-    const agent = this.store.agents.get(agentId);
+  async get(agentId: string): Promise<AgentRecord> {
+    const agent = await this.store.agents.get(agentId);
     if (!agent) throw unknownAgent(agentId);
     return agent;
   }
 
   /** Public agents are reachable by id; private ones only through their owner. */
-  getPublic(agentId: string): AgentRecord {
-    const agent = this.get(agentId);
+  async getPublic(agentId: string): Promise<AgentRecord> {
+    const agent = await this.get(agentId);
     if (agent.visibility !== "public") throw unknownAgent(agentId);
     return agent;
   }
@@ -80,21 +80,21 @@ export class AgentDirectory {
    * Public, unarchived agents; `all` adds private children and archived agents (operator
    * views: `holon agent list --all`).
    */
-  list(opts: { all?: boolean } = {}): AgentListEntry[] {
-    return this.store.agents
-      .list()
+  async list(opts: { all?: boolean } = {}): Promise<AgentListEntry[]> {
+    return (await this.store.agents
+      .list())
       .filter((a) => opts.all || (a.visibility === "public" && !a.archived_at))
       .map((a) => this.entry(a));
   }
 
-  entry(a: AgentRecord): AgentListEntry {
+  async entry(a: AgentRecord): Promise<AgentListEntry> {
     return {
       agent_id: a.agent_id,
       kind: a.kind,
       visibility: a.visibility,
       ownership: a.ownership,
       status: a.status,
-      pending: this.store.messages.pendingCount(a.agent_id),
+      pending: await this.store.messages.pendingCount(a.agent_id),
       is_default: a.agent_id === this.deps.defaultAgentId,
       lineage_parent_agent_id: a.lineage_parent_agent_id ?? null,
       archived: a.archived_at !== undefined,
@@ -102,8 +102,8 @@ export class AgentDirectory {
   }
 
   /** Agents whose lineage parent is `agentId` (children, public or private). */
-  children(agentId: string): AgentRecord[] {
-    return this.store.agents.list().filter((a) => a.lineage_parent_agent_id === agentId);
+  async children(agentId: string): Promise<AgentRecord[]> {
+    return (await this.store.agents.list()).filter((a) => a.lineage_parent_agent_id === agentId);
   }
 
   /**
@@ -112,8 +112,8 @@ export class AgentDirectory {
    * also gives a public agent that never had an external trigger its default one. Agents
    * `skip` names (finished run agents) get theirs when their loop starts again.
    */
-  ensureHomes(skip?: ReadonlySet<string>): void {
-    for (const a of this.store.agents.list(skip)) {
+  async ensureHomes(skip?: ReadonlySet<string>): Promise<void> {
+    for (const a of await this.store.agents.list(skip)) {
       if (a.archived_at) continue;
       this.ensureHome(a);
     }
@@ -137,18 +137,18 @@ export class AgentDirectory {
     }
   }
 
-  create(
+  async create(
     agentId: string,
     opts: CreateAgentOptions = {},
     kind: AgentRecord["kind"] = "named",
-  ): AgentRecord {
+  ): Promise<AgentRecord> {
     const idCheck = AgentId.safeParse(agentId);
     if (!idCheck.success) {
       throw new HolonError("invalid_agent_id", idCheck.error.issues[0]?.message ?? "bad agent id");
     }
     const store = this.store;
     const agentHome = this.deps.agentHome(agentId);
-    if (store.agents.get(agentId)) {
+    if (await store.agents.get(agentId)) {
       throw new HolonError("agent_exists", `agent '${agentId}' already exists`, { status: 409 });
     }
     // Resolve the template (and stage its skills) before anything of the agent exists: a
@@ -158,7 +158,7 @@ export class AgentDirectory {
         ? { ...this.deps.homes.defaultSeed(), cleanup() {} }
         : this.deps.homes.prepare(opts.template);
     try {
-      this.insert(agentId, agentHome, kind, opts, seed.provenance);
+      await this.insert(agentId, agentHome, kind, opts, seed.provenance);
       ensureHomeLayout(agentHome, seed);
       if (seed.staged_skills_dir) {
         for (const name of readdirSync(seed.staged_skills_dir)) {
@@ -169,21 +169,21 @@ export class AgentDirectory {
     } finally {
       seed.cleanup();
     }
-    if (opts.workspace_root) this.setWorkspace(agentId, opts.workspace_root);
+    if (opts.workspace_root) await this.setWorkspace(agentId, opts.workspace_root);
     if (opts.start ?? this.deps.loops.isOpen) this.deps.loops.start(agentId);
-    return this.get(agentId);
+    return await this.get(agentId);
   }
 
-  private insert(
+  private async insert(
     agentId: string,
     agentHome: string,
     kind: AgentRecord["kind"],
     opts: CreateAgentOptions,
     provenance: Record<string, unknown> | null,
-  ): void {
+  ): Promise<void> {
     const store = this.store;
-    store.tx(() => {
-      if (store.agents.get(agentId)) {
+    await store.tx(async () => {
+      if (await store.agents.get(agentId)) {
         throw new HolonError("agent_exists", `agent '${agentId}' already exists`, { status: 409 });
       }
       const now = store.clock.now().toISOString();
@@ -211,8 +211,8 @@ export class AgentDirectory {
       if (opts.spawn_depth) record.spawn_depth = opts.spawn_depth;
       if (opts.policy_authority_floor && opts.policy_authority_floor !== "operator_instruction")
         record.policy_authority_floor = opts.policy_authority_floor;
-      store.agents.put(record);
-      store.appendEvent(agentId, {
+      await store.agents.put(record);
+      await store.appendEvent(agentId, {
         type: "agent_created",
         payload: {
           agent_id: agentId,
@@ -225,7 +225,7 @@ export class AgentDirectory {
       });
       if (provenance) {
         const p = provenance as { template: string; source_kind: string; skills: string[] };
-        store.appendEvent(agentId, {
+        await store.appendEvent(agentId, {
           type: "agent_template_applied",
           payload: {
             template: p.template,
@@ -234,28 +234,28 @@ export class AgentDirectory {
           },
         });
       }
-      transition(store, agentId, "awake_idle", "created");
+      await transition(store, agentId, "awake_idle", "created");
       if (visibility === "public") this.deps.triggers.provisionDefault(agentId);
     });
   }
 
   /** Bind the agent to a workspace (used by `run --workspace-root` and create). */
-  setWorkspace(agentId: string, workspaceRoot: string): void {
-    this.get(agentId);
-    this.deps.workspaces.use(agentId, { path: workspaceRoot, mode: "direct" }, "operator");
+  async setWorkspace(agentId: string, workspaceRoot: string): Promise<void> {
+    await this.get(agentId);
+    await this.deps.workspaces.use(agentId, { path: workspaceRoot, mode: "direct" }, "operator");
   }
 
   /** Agent-scoped model override; affects future turns only. `undefined` clears it. */
-  setModelOverride(agentId: string, model: string | undefined): AgentRecord {
+  async setModelOverride(agentId: string, model: string | undefined): Promise<AgentRecord> {
     if (model !== undefined) this.deps.checkModelRef(model);
     const store = this.store;
-    return store.tx(() => {
-      const agent = this.get(agentId);
+    return await store.tx(async () => {
+      const agent = await this.get(agentId);
       const next: AgentRecord = { ...agent, updated_at: store.clock.now().toISOString() };
       if (model === undefined) delete next.model_override;
       else next.model_override = model;
-      store.agents.put(next);
-      store.appendEvent(agentId, {
+      await store.agents.put(next);
+      await store.appendEvent(agentId, {
         type: "agent_model_changed",
         payload: { previous: agent.model_override ?? null, override_model: model ?? null },
       });
@@ -268,12 +268,12 @@ export class AgentDirectory {
    * `agent_setting_changed` event in one transaction; `undefined` returns it to the host's
    * value. Only control routes call this: nothing an agent writes becomes its configuration.
    */
-  setSetting(agentId: string, key: string, value: unknown): AgentRecord {
+  async setSetting(agentId: string, key: string, value: unknown): Promise<AgentRecord> {
     const field = agentSettingField(key);
     const parsed = value === undefined ? undefined : validateSetting(key, field, value);
     const store = this.store;
-    return store.tx(() => {
-      const agent = this.get(agentId);
+    return await store.tx(async () => {
+      const agent = await this.get(agentId);
       const own: AgentSandboxSettings = { ...agent.sandbox };
       const previous = own[field] ?? null;
       if (parsed === undefined) delete own[field];
@@ -281,8 +281,8 @@ export class AgentDirectory {
       const next: AgentRecord = { ...agent, updated_at: store.clock.now().toISOString() };
       if (Object.keys(own).length === 0) delete next.sandbox;
       else next.sandbox = own;
-      store.agents.put(next);
-      store.appendEvent(agentId, {
+      await store.agents.put(next);
+      await store.appendEvent(agentId, {
         type: "agent_setting_changed",
         payload: { key, previous, value: parsed ?? null },
       });
@@ -294,14 +294,14 @@ export class AgentDirectory {
    * The first start with the sandbox: record once per agent what it now holds (the
    * `sandbox_enabled` event), so status can say what changed.
    */
-  markSandboxEnabled(agentId: string, summary: SandboxSummary): void {
+  async markSandboxEnabled(agentId: string, summary: SandboxSummary): Promise<void> {
     const store = this.store;
-    store.tx(() => {
-      const agent = store.agents.get(agentId);
+    await store.tx(async () => {
+      const agent = await store.agents.get(agentId);
       if (agent === undefined || agent.sandbox_enabled_at !== undefined) return;
       const at = store.clock.now().toISOString();
-      store.agents.put({ ...agent, sandbox_enabled_at: at });
-      store.appendEvent(agentId, {
+      await store.agents.put({ ...agent, sandbox_enabled_at: at });
+      await store.appendEvent(agentId, {
         type: "sandbox_enabled",
         payload: {
           backend: summary.backend,
@@ -313,9 +313,9 @@ export class AgentDirectory {
     });
   }
 
-  setCwd(agentId: string, cwd: string): void {
-    this.get(agentId);
-    this.deps.workspaces.setCwd(agentId, cwd);
+  async setCwd(agentId: string, cwd: string): Promise<void> {
+    await this.get(agentId);
+    await this.deps.workspaces.setCwd(agentId, cwd);
   }
 }
 

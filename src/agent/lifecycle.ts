@@ -29,7 +29,7 @@ export interface OperatorWake {
   wake(
     agentId: string,
     opts: { source: string; reason?: string | undefined; admission: AdmissionContext },
-  ): { disposition: "woken" | "pending"; message_id?: string };
+  ): Promise<{ disposition: "woken" | "pending"; message_id?: string }>;
 }
 
 /** Whatever runs on an agent's behalf outside its loop (command tasks, later children). */
@@ -59,14 +59,14 @@ export class AgentLifecycle {
     return this.deps.store;
   }
 
-  control(
+  async control(
     agentId: string,
     action: ControlAction,
     source = "operator",
     opts: { reason?: string | undefined; admission?: AdmissionContext } = {},
-  ): ControlResult & { message_id?: string } {
+  ): Promise<ControlResult & { message_id?: string }> {
     const store = this.store;
-    const agent = this.deps.agents.get(agentId);
+    const agent = await this.deps.agents.get(agentId);
     const rt = this.deps.loops.get(agentId);
     let disposition: string;
     let messageId: string | undefined;
@@ -75,8 +75,8 @@ export class AgentLifecycle {
         // A liveness wake hint (waiting plane): a SystemTick now, or pending while the agent
         // runs or is paused. The stopped boundary holds: wake never resumes a stopped agent.
         if (agent.status === "stopped") throw agentStopped(agentId);
-        store.tx(() => {
-          const r = this.deps.wake.wake(agentId, {
+        await store.tx(async () => {
+          const r = await this.deps.wake.wake(agentId, {
             source,
             reason: opts.reason,
             admission: opts.admission ?? "control_authenticated",
@@ -85,7 +85,7 @@ export class AgentLifecycle {
           disposition =
             r.disposition === "pending" && agent.status === "paused" ? "paused" : r.disposition;
           messageId = r.message_id;
-          store.appendEvent(agentId, {
+          await store.appendEvent(agentId, {
             type: "wake_requested",
             payload: { source, disposition },
           });
@@ -95,28 +95,28 @@ export class AgentLifecycle {
       case "pause": {
         if (agent.status === "stopped") throw agentStopped(agentId);
         disposition = agent.status === "paused" ? "already_paused" : "paused";
-        this.apply(agentId, action, "paused", disposition);
+        await this.apply(agentId, action, "paused", disposition);
         break;
       }
       case "resume":
       case "start": {
         if (agent.status !== "paused" && agent.status !== "stopped") {
           disposition = "already_running";
-          store.tx(() =>
-            store.appendEvent(agentId, {
+          await store.tx(async () =>
+            await store.appendEvent(agentId, {
               type: "control_applied",
               payload: { action, disposition, from: agent.status, to: agent.status },
             }),
           );
         } else {
           disposition = "resumed";
-          this.apply(agentId, action, "awake_idle", disposition);
+          await this.apply(agentId, action, "awake_idle", disposition);
           // Starting an archived agent brings it back: listed again, its loop running.
           if (agent.archived_at) {
-            store.tx(() => {
-              const now = { ...this.deps.agents.get(agentId) };
+            await store.tx(async () => {
+              const now = { ...await this.deps.agents.get(agentId) };
               delete now.archived_at;
-              store.agents.put(now);
+              await store.agents.put(now);
             });
           }
           if (!this.deps.loops.get(agentId) && this.deps.loops.isOpen)
@@ -127,9 +127,9 @@ export class AgentLifecycle {
       case "stop": {
         disposition = agent.status === "stopped" ? "already_stopped" : "stopped";
         if (rt?.currentRun) rt.abortCurrentRun("operator_stopped", { stopAfter: true });
-        store.tx(() => {
-          this.deps.sleep.cancel(agentId, "agent_stopped");
-          this.apply(agentId, action, "stopped", disposition);
+        await store.tx(async () => {
+          await this.deps.sleep.cancel(agentId, "agent_stopped");
+          await this.apply(agentId, action, "stopped", disposition);
         });
         void this.deps.owned.cancelForAgent(agentId, "agent_stopped");
         break;
@@ -139,15 +139,15 @@ export class AgentLifecycle {
     return {
       agent_id: agentId,
       action,
-      status: this.deps.agents.get(agentId).status,
+      status: (await this.deps.agents.get(agentId)).status,
       disposition: disposition!,
       ...(messageId ? { message_id: messageId } : {}),
     };
   }
 
   /** Abort the current run (operator abort). The agent is stopped once the run has ended. */
-  abortCurrentRun(agentId: string, runId?: string): { agent_id: string; run_id: string } {
-    this.deps.agents.get(agentId);
+  async abortCurrentRun(agentId: string, runId?: string): Promise<{ agent_id: string; run_id: string }> {
+    await this.deps.agents.get(agentId);
     const rt = this.deps.loops.get(agentId);
     if (!rt) {
       throw new HolonError("no_active_run", `agent '${agentId}' has no run in progress`, {
@@ -155,8 +155,8 @@ export class AgentLifecycle {
       });
     }
     const aborted = rt.abortCurrentRun("operator_aborted", { runId, stopAfter: true });
-    this.store.tx(() =>
-      this.store.appendEvent(agentId, {
+    await this.store.tx(async () =>
+      await this.store.appendEvent(agentId, {
         type: "current_run_abort_requested",
         payload: { run_id: aborted, mode: "stop_after_abort" },
       }),
@@ -169,17 +169,17 @@ export class AgentLifecycle {
     return this.deps.loops.get(agentId)?.currentRun?.aborting ?? false;
   }
 
-  private apply(
+  private async apply(
     agentId: string,
     action: ControlAction,
     to: AgentRecord["status"],
     disposition: string,
   ) {
     const store = this.store;
-    store.tx(() => {
-      const from = this.deps.agents.get(agentId).status;
-      transition(store, agentId, to, `control: ${action}`);
-      store.appendEvent(agentId, {
+    await store.tx(async () => {
+      const from = (await this.deps.agents.get(agentId)).status;
+      await transition(store, agentId, to, `control: ${action}`);
+      await store.appendEvent(agentId, {
         type: "control_applied",
         payload: { action, disposition, from, to },
       });

@@ -37,12 +37,12 @@ export type TurnRequest = {
    * closure and the agent's rest commit with the terminal record. The executor then returns
    * that same outcome.
    */
-  end(outcome: TurnOutcome): void;
+  end(outcome: TurnOutcome): Promise<void>;
   message: QueuedMessage;
   run_id: string;
   signal: AbortSignal;
   /** Queued trusted `interject` operator prompts, claimed for insertion at a safe point. */
-  takeInterjections(boundary: string): QueuedMessage[];
+  takeInterjections(boundary: string): Promise<QueuedMessage[]>;
   /** Told about each tool call of the run once its record is durable (see RunToolCall). */
   toolDone?(call: RunToolCall): void;
 };
@@ -70,9 +70,9 @@ export interface TurnExecutor {
  * `cancel` join the caller's transaction.
  */
 export interface SleepDeadlines {
-  pending(agentId: string): string | undefined;
-  arm(agentId: string, wakeAt: string, durationMs: number): void;
-  cancel(agentId: string, why: string): void;
+  pending(agentId: string): Promise<string | undefined>;
+  arm(agentId: string, wakeAt: string, durationMs: number): Promise<void>;
+  cancel(agentId: string, why: string): Promise<void>;
 }
 
 /**
@@ -83,16 +83,16 @@ export interface SleepDeadlines {
  */
 export interface RunObserver {
   /** A message is about to run (inside the dequeue transaction). */
-  beforeRun?(run: RunInfo): void;
+  beforeRun?(run: RunInfo): Promise<void>;
   /**
    * The run ended (inside the settle transaction, before the closure is derived). `tools`:
    * the run's finished tool calls, in order (empty when no turn ran).
    */
-  afterRun?(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): void;
+  afterRun?(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): Promise<void>;
   /** Facts this plane knows for the closure of this run. */
-  closureFacts?(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts;
+  closureFacts?(run: RunInfo & { outcome: TurnOutcome }): Promise<PlaneFacts>;
   /** The closure was decided (inside the settle transaction). */
-  onClosure?(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void;
+  onClosure?(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): Promise<void>;
   /**
    * The queue is empty and the agent is about to rest. A plane may admit runtime-owned input
    * here (a pending wake hint becomes its SystemTick); the loop then runs it instead of
@@ -100,7 +100,7 @@ export interface RunObserver {
    * at the loop's idle point: a plane that writes opens its own (it joins an outer one), so
    * an idle look that finds nothing to do costs no transaction.
    */
-  atIdle?(agentId: string): void;
+  atIdle?(agentId: string): Promise<void>;
 }
 
 export type RunInfo = { agent_id: string; run_id: string; message: QueuedMessage };
@@ -252,7 +252,7 @@ export class AgentRuntime {
       }
     }
     this.kicked = false;
-    const agent = this.store.agents.get(this.agentId);
+    const agent = await this.store.agents.get(this.agentId);
     if (!agent) return false;
     if (agent.status === "paused" || agent.status === "stopped") {
       await this.waitForKick();
@@ -261,21 +261,21 @@ export class AgentRuntime {
     // A budget hold (src/budget/gate.ts): ingress is admitted and kept, no turn runs until
     // the hold clears (raised, unfrozen, or its window turned over), which kicks the loop.
     if (agent.budget_hold) {
-      this.restIfIdle(agent);
+      await this.restIfIdle(agent);
       await this.waitForKick();
       return true;
     }
     const gate = this.deps.gate?.gatedBy(this.agentId);
     if (gate) {
       // Held by an ask: what arrives stays queued; nothing runs until it is lifted.
-      this.restGated(agent, gate);
+      await this.restGated(agent, gate);
       await this.waitForKick();
       return true;
     }
-    const next = this.store.messages.peekNext(this.agentId);
+    const next = await this.store.messages.peekNext(this.agentId);
     if (!next) {
-      if (this.admittedAtIdle()) return true;
-      this.restIfIdle(agent);
+      if (await this.admittedAtIdle()) return true;
+      await this.restIfIdle(agent);
       await this.waitForKick();
       return true;
     }
@@ -283,17 +283,17 @@ export class AgentRuntime {
       await this.runOne(next, agent);
     } catch (err) {
       if (classifyStorageError(err)) throw err; // the store, not the run: survive() waits
-      await this.durably(() => {
-        recordRuntimeFailure(this.store, {
+      await this.durably(async () => {
+        await recordRuntimeFailure(this.store, {
           agent_id: this.agentId,
           message_id: next.id,
           summary: `internal runtime error: ${err instanceof Error ? err.message : String(err)}`,
         });
-        this.store.tx(() => {
+        await this.store.tx(async () => {
           // Queued still when the failure undid the run's start with it: never run it again.
-          const status = this.store.messages.get(next.id)?.status;
+          const status = (await this.store.messages.get(next.id))?.status;
           if (status === "processing" || status === "queued") {
-            this.store.messages.setStatus(
+            await this.store.messages.setStatus(
               next.id,
               "processed",
               this.store.clock.now().toISOString(),
@@ -332,10 +332,10 @@ export class AgentRuntime {
    * the store and tries again (the outcome is kept in memory meanwhile). Gives up, by
    * throwing, only on shutdown or a lost store.
    */
-  private async durably<T>(fn: () => T): Promise<T> {
+  private async durably<T>(fn: () => Promise<T>): Promise<T> {
     for (;;) {
       try {
-        return fn();
+        return await fn();
       } catch (err) {
         const fault = classifyStorageError(err);
         if (!fault || fault === "lost" || this.closed) throw err;
@@ -349,31 +349,31 @@ export class AgentRuntime {
    * Nothing queued: rest. The status says how: `awaiting_task` when the closure waits on
    * tasks, otherwise `asleep`, with `sleeping_until` set from the armed deadline (if any).
    */
-  private restIfIdle(agent: AgentRecord, reason = "queue_empty"): void {
-    const wakeAt = this.deps.sleep.pending(this.agentId);
+  private async restIfIdle(agent: AgentRecord, reason = "queue_empty"): Promise<void> {
+    const wakeAt = await this.deps.sleep.pending(this.agentId);
     const to: AgentStatus =
       agent.closure?.waiting_reason === "awaiting_task_result" ? "awaiting_task" : "asleep";
     if (agent.status === to && agent.sleeping_until === wakeAt && !agent.current_run_id) return;
     const clear: ("current_run_id" | "sleeping_until")[] = ["current_run_id"];
     if (!wakeAt) clear.push("sleeping_until");
-    transition(this.store, this.agentId, to, reason, {
+    await transition(this.store, this.agentId, to, reason, {
       clear,
       ...(wakeAt ? { sleeping_until: wakeAt } : {}),
     });
   }
 
-  private restGated(agent: AgentRecord, askId: string): void {
+  private async restGated(agent: AgentRecord, askId: string): Promise<void> {
     if (agent.status === "asleep" && !agent.current_run_id) return;
-    transition(this.store, this.agentId, "asleep", `awaiting_operator: ask ${askId}`, {
+    await transition(this.store, this.agentId, "asleep", `awaiting_operator: ask ${askId}`, {
       clear: ["current_run_id", "sleeping_until"],
     });
   }
 
   /** Let the planes act at the idle point; true when that queued something to run. */
-  private admittedAtIdle(): boolean {
+  private async admittedAtIdle(): Promise<boolean> {
     if (!this.observers.some((o) => o.atIdle)) return false;
-    for (const o of this.observers) o.atIdle?.(this.agentId);
-    return this.store.messages.peekNext(this.agentId) !== undefined;
+    for (const o of this.observers) await o.atIdle?.(this.agentId);
+    return await this.store.messages.peekNext(this.agentId) !== undefined;
   }
 
   /**
@@ -382,24 +382,24 @@ export class AgentRuntime {
    * to rest in the same commit as the run's end instead of one transaction later. The loop's
    * next look then finds it resting already; every other case is left to that look.
    */
-  private restingAfterRun(): AgentRecord | undefined {
+  private async restingAfterRun(): Promise<AgentRecord | undefined> {
     const store = this.store;
-    const agent = store.agents.get(this.agentId);
+    const agent = await store.agents.get(this.agentId);
     if (!agent || this.closed) return undefined;
     if (agent.status === "paused" || agent.status === "stopped" || agent.budget_hold)
       return undefined;
     if (this.deps.gate?.gatedBy(this.agentId)) return undefined;
-    if (store.messages.peekNext(this.agentId)) return undefined;
+    if (await store.messages.peekNext(this.agentId)) return undefined;
     // What restIfIdle reads (status, closure, run id) is as read above: an idle look that
     // admitted nothing changed none of it.
-    return this.admittedAtIdle() ? undefined : agent;
+    return await this.admittedAtIdle() ? undefined : agent;
   }
 
-  private visibility(message: QueuedMessage): Visibility {
+  private async visibility(message: QueuedMessage): Promise<Visibility> {
     if (isBodylessWakeHint(message)) {
       // A plain wake: the agent wakes and its closure is looked at again; the model is
       // asked only when runnable work stands (the prior closure, or a plane's work signal).
-      const agent = this.store.agents.get(this.agentId);
+      const agent = await this.store.agents.get(this.agentId);
       const run = { agent_id: this.agentId, run_id: "", message };
       const facts = mergePlaneFacts(
         this.observers.map(
@@ -415,7 +415,7 @@ export class AgentRuntime {
       return { model_visible: false, why: "task_status_is_observational" };
     }
     if (message.kind === "task_result" && message.task_id) {
-      const task = this.store.tasks.get(message.task_id);
+      const task = await this.store.tasks.get(message.task_id);
       if (task && !task.terminal_reentry) {
         return { model_visible: false, why: "task_did_not_request_reentry" };
       }
@@ -428,17 +428,17 @@ export class AgentRuntime {
     const store = this.store;
     const runId = store.ids.next("run");
     const startedAt = store.clock.now();
-    const visibility = this.visibility(message);
+    const visibility = await this.visibility(message);
     // The run's start (the continuation, the message taken, the agent running) commits with
     // the turn's first records rather than in a transaction of its own: a crash before that
     // commit leaves the message queued and nothing written, and it runs again. A turn that
     // never records anything still starts durably at the next event-loop turn (see begin).
     let started: "no" | "pending" | "yes" = "no";
     let running: AgentRecord = before;
-    const begin = (): AgentRecord => {
+    const begin = async (): Promise<AgentRecord> => {
       if (started !== "no") return running;
-      return store.tx(() => {
-        running = this.recordStart(message, runId, startedAt, visibility);
+      return await store.tx(async () => {
+        running = await this.recordStart(message, runId, startedAt, visibility);
         started = "pending";
         store.whenSettled((committed) => (started = committed ? "yes" : "no"));
         return running;
@@ -469,9 +469,9 @@ export class AgentRuntime {
         outcome = await this.deps.executor.run({
           agent: before,
           begin,
-          end: (ended) => {
+          end: async (ended) => {
             const current = this.current;
-            this.settle(message, runId, startedAt, ended, current?.after, tools, begin);
+            await this.settle(message, runId, startedAt, ended, current?.after, tools, begin);
             store.whenSettled((committed) => {
               if (!committed) return;
               settledEarly = true;
@@ -482,20 +482,20 @@ export class AgentRuntime {
           message,
           run_id: runId,
           signal: controller.signal,
-          takeInterjections: (boundary) => {
+          takeInterjections: async (boundary) => {
             // The run's first look always asks the queue; a later one only after a signal.
             if (looked === this.notices) return [];
             looked = this.notices;
-            return this.takeInterjections(message.id, boundary);
+            return await this.takeInterjections(message.id, boundary);
           },
           toolDone: (call) => tools.push(call),
         });
       } catch (err) {
         const summary = err instanceof Error ? err.message : String(err);
-        await this.durably(() =>
-          store.tx(() => {
-            begin();
-            recordRuntimeFailure(store, {
+        await this.durably(async () =>
+          await store.tx(async () => {
+            await begin();
+            await recordRuntimeFailure(store, {
               agent_id: this.agentId,
               run_id: runId,
               message_id: message.id,
@@ -514,7 +514,7 @@ export class AgentRuntime {
     // Shut down before anything of the run was recorded: it stays queued, to run after start.
     if (started === "no" && this.closed && outcome.kind === "aborted") return;
     const settled = outcome;
-    await this.durably(() => this.settle(message, runId, startedAt, settled, after, tools, begin));
+    await this.durably(async () => await this.settle(message, runId, startedAt, settled, after, tools, begin));
   }
 
   /**
@@ -522,14 +522,14 @@ export class AgentRuntime {
    * beforeRun, the message taken from the queue, and the agent running. Returns the agent as
    * it now runs.
    */
-  private recordStart(
+  private async recordStart(
     message: QueuedMessage,
     runId: string,
     startedAt: Date,
     visibility: Visibility,
-  ): AgentRecord {
+  ): Promise<AgentRecord> {
     const store = this.store;
-    const before = store.agents.get(this.agentId)!;
+    const before = (await store.agents.get(this.agentId))!;
     const continuation = resolveContinuation(
       message,
       before.closure,
@@ -538,24 +538,24 @@ export class AgentRuntime {
     );
     // Operator input overrides a wait: the sleep deadline it was resting on is dropped.
     if (continuation.class === "resume_override")
-      this.deps.sleep.cancel(this.agentId, "operator_override");
+      await this.deps.sleep.cancel(this.agentId, "operator_override");
     // The wake the deadline was for has arrived.
     if (
       continuation.class === "resume_expected_wait" &&
       continuation.prior_waiting_reason === "awaiting_timer"
     ) {
-      this.deps.sleep.cancel(this.agentId, "woken");
+      await this.deps.sleep.cancel(this.agentId, "woken");
     }
-    store.agents.put({ ...before, last_continuation: continuation });
+    await store.agents.put({ ...before, last_continuation: continuation });
     for (const o of this.observers)
-      o.beforeRun?.({ agent_id: this.agentId, run_id: runId, message });
-    store.appendEvent(this.agentId, {
+      await o.beforeRun?.({ agent_id: this.agentId, run_id: runId, message });
+    await store.appendEvent(this.agentId, {
       type: "continuation_resolved",
       provenance: provenanceOf(message),
       payload: { ...continuation },
     });
-    store.messages.setStatus(message.id, "processing");
-    store.appendEvent(this.agentId, {
+    await store.messages.setStatus(message.id, "processing");
+    await store.appendEvent(this.agentId, {
       type: "message_processing_started",
       provenance: provenanceOf(message),
       payload: {
@@ -565,7 +565,7 @@ export class AgentRuntime {
         queue_wait_ms: Math.max(0, startedAt.getTime() - Date.parse(message.created_at)),
       },
     });
-    return transition(store, this.agentId, "awake_running", `processing ${message.kind}`, {
+    return await transition(store, this.agentId, "awake_running", `processing ${message.kind}`, {
       current_run_id: runId,
       last_wake_reason: message.kind,
     });
@@ -575,7 +575,7 @@ export class AgentRuntime {
    * Record the message's end, derive the closure, arm any deadline, and rest when nothing
    * else waits to run: one transaction.
    */
-  private settle(
+  private async settle(
     message: QueuedMessage,
     runId: string,
     startedAt: Date,
@@ -583,10 +583,10 @@ export class AgentRuntime {
     after: "stopped" | undefined,
     tools: readonly RunToolCall[],
     begin: () => AgentRecord,
-  ): void {
+  ): Promise<void> {
     const store = this.store;
     const shutdown = this.closed && outcome.kind === "aborted";
-    store.tx(() => {
+    await store.tx(async () => {
       begin();
       const now = store.clock.now();
       const status = shutdown
@@ -594,7 +594,7 @@ export class AgentRuntime {
         : outcome.kind === "aborted"
           ? "aborted"
           : "processed";
-      store.messages.setStatus(message.id, status, now.toISOString());
+      await store.messages.setStatus(message.id, status, now.toISOString());
       const payload: EventPayload<"message_processed"> = {
         message_id: message.id,
         run_id: runId,
@@ -607,37 +607,37 @@ export class AgentRuntime {
         duration_ms: now.getTime() - startedAt.getTime(),
       };
       if (outcome.kind === "aborted") payload.reason = outcome.reason;
-      store.appendEvent(this.agentId, {
+      await store.appendEvent(this.agentId, {
         type: "message_processed",
         provenance: provenanceOf(message),
         payload,
       });
-      const before = store.agents.get(this.agentId);
+      const before = await store.agents.get(this.agentId);
       if (!before) return;
       if (shutdown) {
         // A graceful shutdown never rewrites the agent's lifecycle or its closure.
-        store.agents.put({ ...before, total_message_count: before.total_message_count + 1 });
+        await store.agents.put({ ...before, total_message_count: before.total_message_count + 1 });
         return;
       }
       if (outcome.kind === "sleep_until") {
-        this.deps.sleep.arm(this.agentId, outcome.wake_at, outcome.duration_ms);
+        await this.deps.sleep.arm(this.agentId, outcome.wake_at, outcome.duration_ms);
       }
       const run = { agent_id: this.agentId, run_id: runId, message, outcome };
       let decided: ClosureDecision | undefined;
-      for (const o of this.observers) o.afterRun?.({ ...run, tools });
+      for (const o of this.observers) await o.afterRun?.({ ...run, tools });
       // Read the record again: a plane's afterRun may have changed it.
-      const current = store.agents.get(this.agentId)!;
+      const current = (await store.agents.get(this.agentId))!;
       let next: AgentRecord = { ...current, total_message_count: current.total_message_count + 1 };
       if (outcome.kind !== "liveness_only" || !current.closure) {
         const closure = deriveClosure(outcome, {
           prior: current.closure,
           continuation: current.last_continuation,
-          sleep_wake_at: this.deps.sleep.pending(this.agentId),
-          reentry_task_ids: store.tasks
-            .activeForAgent(this.agentId)
+          sleep_wake_at: await this.deps.sleep.pending(this.agentId),
+          reentry_task_ids: (await store.tasks
+            .activeForAgent(this.agentId))
             .filter((t) => t.terminal_reentry)
             .map((t) => t.id),
-          pending_messages: store.messages.pendingCount(this.agentId),
+          pending_messages: await store.messages.pendingCount(this.agentId),
           ...mergePlaneFacts(this.observers.map((o) => o.closureFacts?.(run) ?? {})),
           now: now.toISOString(),
           run_id: runId,
@@ -645,32 +645,32 @@ export class AgentRuntime {
         });
         next = { ...next, closure };
         decided = closure;
-        store.appendEvent(this.agentId, {
+        await store.appendEvent(this.agentId, {
           type: "closure_decided",
           provenance: provenanceOf(message),
           payload: { ...closure, turn_outcome: outcome.kind },
         });
       }
-      store.agents.put(next);
+      await store.agents.put(next);
       if (after === "stopped") {
-        transition(store, this.agentId, "stopped", "stopped after abort", {
+        await transition(store, this.agentId, "stopped", "stopped after abort", {
           clear: ["current_run_id"],
         });
         return;
       }
       if (decided) {
-        for (const o of this.observers) o.onClosure?.({ ...run, closure: decided });
+        for (const o of this.observers) await o.onClosure?.({ ...run, closure: decided });
       }
       // One state change for the run's end: straight to rest when nothing else waits to run
       // (running → idle → asleep in one commit showed no one the idle in between), else idle.
-      const resting = this.restingAfterRun();
+      const resting = await this.restingAfterRun();
       if (resting) {
-        this.restIfIdle(resting, "run finished, queue empty");
+        await this.restIfIdle(resting, "run finished, queue empty");
         // Only once committed: a settle that failed leaves the loop to look for itself.
         store.whenSettled((committed) => (this.restedAfterRun = committed));
       } else {
-        const ended = store.agents.get(this.agentId)!;
-        transition(
+        const ended = (await store.agents.get(this.agentId))!;
+        await transition(
           store,
           this.agentId,
           ended.status === "awake_running" ? "awake_idle" : ended.status,
@@ -682,19 +682,19 @@ export class AgentRuntime {
   }
 
   /** Claim queued interject-priority operator prompts so the turn can insert them. */
-  private takeInterjections(activeMessageId: string, boundary: string): QueuedMessage[] {
+  private async takeInterjections(activeMessageId: string, boundary: string): Promise<QueuedMessage[]> {
     const store = this.store;
     const claimable = (m: QueuedMessage) => m.trust === "trusted_operator";
     // Usually there is nothing to claim: look (through the queue's index, at the interject
     // band only) before taking the write lock; this host is the store's only writer, and
     // the transaction looks again.
-    if (!store.messages.queuedAt(this.agentId, "interject").some(claimable)) return [];
-    return store.tx(() => {
+    if (!(await store.messages.queuedAt(this.agentId, "interject")).some(claimable)) return [];
+    return await store.tx(async () => {
       const claimed: QueuedMessage[] = [];
-      for (const m of store.messages.queuedAt(this.agentId, "interject")) {
+      for (const m of await store.messages.queuedAt(this.agentId, "interject")) {
         if (!claimable(m)) continue;
-        store.messages.setStatus(m.id, "interjected", store.clock.now().toISOString());
-        store.appendEvent(this.agentId, {
+        await store.messages.setStatus(m.id, "interjected", store.clock.now().toISOString());
+        await store.appendEvent(this.agentId, {
           type: "operator_interjection_admitted",
           provenance: provenanceOf(m),
           payload: { message_id: m.id, into_message_id: activeMessageId, boundary },

@@ -9,15 +9,15 @@ export type TransitionExtras = Partial<
 > & { clear?: ("current_run_id" | "sleeping_until")[] };
 
 /** Write `to` for the agent (inside the caller's or a new transaction). Returns the new record. */
-export function transition(
+export async function transition(
   store: Store,
   agentId: string,
   to: AgentStatus,
   reason: string,
   extras: TransitionExtras = {},
-): AgentRecord {
-  return store.tx(() => {
-    const agent = store.agents.get(agentId);
+): Promise<AgentRecord> {
+  return await store.tx(async () => {
+    const agent = await store.agents.get(agentId);
     if (!agent) throw new Error(`agent ${agentId} vanished`);
     const from = agent.status;
     const next: AgentRecord = { ...agent, status: to, updated_at: store.clock.now().toISOString() };
@@ -26,11 +26,11 @@ export function transition(
     if (extras.sleeping_until !== undefined) next.sleeping_until = extras.sleeping_until;
     if (extras.last_wake_reason !== undefined) next.last_wake_reason = extras.last_wake_reason;
     if (to === "awake_running" || to === "stopped") delete next.sleeping_until;
-    store.agents.put(next);
+    await store.agents.put(next);
     if (from !== to) {
       const payload: EventPayload<"agent_state_changed"> = { from, to, reason };
       if (next.current_run_id) payload.current_run_id = next.current_run_id;
-      store.appendEvent(agentId, { type: "agent_state_changed", payload });
+      await store.appendEvent(agentId, { type: "agent_state_changed", payload });
     }
     return next;
   });

@@ -73,23 +73,23 @@ export type AskDecision = { decision: string; option?: string | undefined; count
  * cancel); the budget code may add its own.
  */
 export interface AskEffects {
-  opened?(ask: AskRecord): void;
+  opened?(ask: AskRecord): Promise<void>;
   /**
    * Before a decision is written: throw (a HolonError with a 4xx status) to refuse it, and
    * the ask stays pending (an MCP elicitation's answer must fit the server's form).
    */
   vetDecision?(ask: AskRecord, decision: AskDecision, by: AskCredential): void;
   /** Decided; returns a line to add to the agent's message, if it has one to say. */
-  decided?(ask: AskRecord, decision: AskDecision): string | undefined;
+  decided?(ask: AskRecord, decision: AskDecision): Promise<string | undefined>;
   /** Expired or withdrawn. */
-  closed?(ask: AskRecord): void;
+  closed?(ask: AskRecord): Promise<void>;
   /**
    * The message that tells the agent about a decision or an expiry (`decision` null), when
    * this plane words it instead of the default: an approval's verdict re-enters with runtime
    * authority and the turn's taint, never as an operator instruction. Null: tell the agent
    * nothing (a consent decision changes what runs, not what the agent should do).
    */
-  message?(ask: AskRecord, decision: AskDecision | null): MessageDraft | null | undefined;
+  message?(ask: AskRecord, decision: AskDecision | null): Promise<MessageDraft | null | undefined>;
 }
 
 /** The deadline scheduler as asks use it (waiting/scheduler.ts satisfies it). */
@@ -143,8 +143,8 @@ export class AskService {
   // ---------------------------------------------------------------------------
   // Reads
 
-  get(id: string): AskRecord {
-    const ask = this.store.asks.get(id);
+  async get(id: string): Promise<AskRecord> {
+    const ask = await this.store.asks.get(id);
     if (!ask) {
       throw new HolonError("unknown_ask", `no ask '${id}'`, {
         status: 404,
@@ -156,36 +156,36 @@ export class AskService {
   }
 
   /** Pending asks across agents (oldest first), or the newest of any state. */
-  list(filter: AskFilter = {}): AskRecord[] {
+  async list(filter: AskFilter = {}): Promise<AskRecord[]> {
     const limit = Math.min(Math.max(filter.limit ?? 100, 1), 500);
     const state = filter.state ?? "pending";
     if (state !== "all" && filter.agent_id === undefined) {
-      return this.store.asks.withState(state, limit);
+      return await this.store.asks.withState(state, limit);
     }
-    const rows = this.store.asks.recent(state === "all" ? limit : 1_000, filter.agent_id);
+    const rows = await this.store.asks.recent(state === "all" ? limit : 1_000, filter.agent_id);
     return (state === "all" ? rows : rows.filter((a) => a.state === state)).slice(0, limit);
   }
 
   /** Every ask that still holds this agent or one of its items, oldest first. */
-  pendingFor(agentId: string): AskRecord[] {
-    return this.store.asks.holdingForAgent(agentId);
+  async pendingFor(agentId: string): Promise<AskRecord[]> {
+    return await this.store.asks.holdingForAgent(agentId);
   }
 
   /** The agent-scope ask that gates this agent (no model turn while it stands), if any. */
-  gatedBy(agentId: string): string | undefined {
-    return this.store.asks.gate(agentId);
+  async gatedBy(agentId: string): Promise<string | undefined> {
+    return await this.store.asks.gate(agentId);
   }
 
   /** The asks that hold this work item. */
-  holdingItem(workItemId: string): AskRecord[] {
-    return this.store.asks.holdingForItem(workItemId);
+  async holdingItem(workItemId: string): Promise<AskRecord[]> {
+    return await this.store.asks.holdingForItem(workItemId);
   }
 
   // ---------------------------------------------------------------------------
   // Changes
 
   /** Open an ask (joins the caller's transaction). */
-  open(draft: AskDraft): AskRecord {
+  async open(draft: AskDraft): Promise<AskRecord> {
     const about = draft.about.trim();
     if (!about) throw invalid("about", "an ask needs a one-line `about`");
     if ((draft.scope === "work_item") !== (draft.work_item_id !== undefined)) {
@@ -196,11 +196,11 @@ export class AskService {
     if (options.some((o) => o.length > ASK_LIMITS.option_chars)) {
       throw invalid("options", `an option is longer than ${ASK_LIMITS.option_chars} characters`);
     }
-    return this.store.tx(() => {
-      const agent = this.store.agents.get(draft.agent_id);
+    return await this.store.tx(async () => {
+      const agent = await this.store.agents.get(draft.agent_id);
       if (!agent) throw invalid("agent_id", `no agent '${draft.agent_id}'`);
       if (draft.work_item_id !== undefined) {
-        const item = this.store.workItems.get(draft.work_item_id);
+        const item = await this.store.workItems.get(draft.work_item_id);
         if (!item || item.agent_id !== draft.agent_id || item.state !== "open") {
           throw invalid("work_item_id", `no open work item '${draft.work_item_id}' of this agent`);
         }
@@ -228,7 +228,7 @@ export class AskService {
       if (draft.work_item_id !== undefined) ask.work_item_id = draft.work_item_id;
       if (draft.gates_agent === false) ask.gates_agent = false;
       AskRecord.parse(ask);
-      this.store.asks.put(ask, true);
+      await this.store.asks.put(ask, true);
       this.deps.deadlines.add({
         agent_id: ask.agent_id,
         kind: ASK_EXPIRY,
@@ -236,12 +236,12 @@ export class AskService {
         due_at: ask.expires_at,
         payload: { ask_id: ask.id },
       });
-      this.store.appendEvent(ask.agent_id, {
+      await this.store.appendEvent(ask.agent_id, {
         type: "ask_opened",
         provenance: ask.work_item_id ? { work_item_id: ask.work_item_id } : {},
         payload: { ask },
       });
-      for (const e of this.effects()) e.opened?.(ask);
+      for (const e of this.effects()) await e.opened?.(ask);
       return ask;
     });
   }
@@ -252,13 +252,13 @@ export class AskService {
    * anything written: the decision, its event, the planes' effects and the message that
    * carries it to the agent, all in one transaction.
    */
-  decide(
+  async decide(
     id: string,
     answer: AskAnswer,
     by: AskCredential,
-  ): { ask: AskRecord; message_id: string | null } {
-    return this.store.tx(() => {
-      const ask = this.get(id);
+  ): Promise<{ ask: AskRecord; message_id: string | null }> {
+    return await this.store.tx(async () => {
+      const ask = await this.get(id);
       if (ask.state !== "pending") {
         throw new HolonError("ask_not_pending", `ask '${id}' is ${ask.state}, not pending`, {
           status: 409,
@@ -266,7 +266,7 @@ export class AskService {
           details: { ask_id: id, state: ask.state },
         });
       }
-      this.checkCredential(ask, by);
+      await this.checkCredential(ask, by);
       if (ask.kind === "budget" && ask.details?.budget_scope !== undefined) {
         // A budget stop is lifted by changing the budget, which withdraws this ask.
         throw new HolonError("budget_ask", `ask '${id}' is a budget stop: raise the budget`, {
@@ -292,23 +292,23 @@ export class AskService {
         updated_at: now,
       };
       if (reason) next.reason = reason;
-      this.store.asks.put(next, false);
+      await this.store.asks.put(next, false);
       this.deps.deadlines.cancelKey(askExpiryKey(id));
       const notes: string[] = [];
       for (const e of this.effects()) {
-        const note = e.decided?.(next, decision);
+        const note = await e.decided?.(next, decision);
         if (note) notes.push(note);
       }
-      const agent = this.store.agents.get(ask.agent_id);
+      const agent = await this.store.agents.get(ask.agent_id);
       let message: MessageEnvelope | undefined;
       if (agent && agent.status !== "stopped") {
         const own = this.effects()
           .map((e) => e.message?.(next, decision))
           .find((m) => m !== undefined);
         if (own !== null)
-          message = this.deps.ingress.admit(own ?? decisionMessage(next, by, notes));
+          message = await this.deps.ingress.admit(own ?? decisionMessage(next, by, notes));
       }
-      this.store.appendEvent(ask.agent_id, {
+      await this.store.appendEvent(ask.agent_id, {
         type: "ask_decided",
         provenance: {
           ...(ask.work_item_id ? { work_item_id: ask.work_item_id } : {}),
@@ -316,7 +316,7 @@ export class AskService {
         },
         payload: { ask: next, message_id: message?.id ?? null },
       });
-      this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
+      await this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
       this.deps.signals.notify(ask.agent_id);
       return { ask: next, message_id: message?.id ?? null };
     });
@@ -328,9 +328,9 @@ export class AskService {
    * over). `wake`, when given, is told to the agent as a runtime message. Undefined when
    * the ask no longer holds (nothing to do).
    */
-  withdraw(id: string, reason: string, opts: { wake?: string } = {}): AskRecord | undefined {
-    return this.store.tx(() => {
-      const ask = this.store.asks.get(id);
+  async withdraw(id: string, reason: string, opts: { wake?: string } = {}): Promise<AskRecord | undefined> {
+    return await this.store.tx(async () => {
+      const ask = await this.store.asks.get(id);
       if (!ask || !holds(ask)) return undefined;
       const now = this.now();
       const next: AskRecord = {
@@ -340,17 +340,17 @@ export class AskService {
         closed_at: now,
         updated_at: now,
       };
-      this.store.asks.put(next, false);
+      await this.store.asks.put(next, false);
       this.deps.deadlines.cancelKey(askExpiryKey(id));
-      this.store.appendEvent(ask.agent_id, {
+      await this.store.appendEvent(ask.agent_id, {
         type: "ask_withdrawn",
         provenance: ask.work_item_id ? { work_item_id: ask.work_item_id } : {},
         payload: { ask: next },
       });
-      for (const e of this.effects()) e.closed?.(next);
-      const agent = this.store.agents.get(ask.agent_id);
+      for (const e of this.effects()) await e.closed?.(next);
+      const agent = await this.store.agents.get(ask.agent_id);
       if (opts.wake && agent && agent.status !== "stopped") {
-        this.deps.ingress.admit({
+        await this.deps.ingress.admit({
           agent_id: ask.agent_id,
           kind: "system_tick",
           origin: { kind: "system", subsystem: "asks" },
@@ -360,27 +360,27 @@ export class AskService {
           metadata: { ask_id: id, ask_state: "withdrawn" },
         });
       }
-      this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
+      await this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
       this.deps.signals.notify(ask.agent_id);
       return next;
     });
   }
 
   /** Withdraw every ask about this work item (it completed or was cancelled). */
-  withdrawForItem(workItemId: string, reason: string): string[] {
-    return this.store.tx(() =>
-      this.store.asks
-        .holdingForItem(workItemId)
+  async withdrawForItem(workItemId: string, reason: string): Promise<string[]> {
+    return await this.store.tx(async () =>
+      (await this.store.asks
+        .holdingForItem(workItemId))
         .filter((a) => this.withdraw(a.id, reason) !== undefined)
         .map((a) => a.id),
     );
   }
 
   /** Withdraw every ask of this agent (it was stopped or deleted). */
-  withdrawForAgent(agentId: string, reason: string): string[] {
-    return this.store.tx(() =>
-      this.store.asks
-        .holdingForAgent(agentId)
+  async withdrawForAgent(agentId: string, reason: string): Promise<string[]> {
+    return await this.store.tx(async () =>
+      (await this.store.asks
+        .holdingForAgent(agentId))
         .filter((a) => this.withdraw(a.id, reason) !== undefined)
         .map((a) => a.id),
     );
@@ -391,11 +391,11 @@ export class AskService {
    * input ask tells its agent it expired; a budget ask expires quietly and keeps holding.
    */
   expiryHandler() {
-    return (
+    return async (
       d: Deadline,
-    ): { draft: MessageDraft; admitted(m: MessageEnvelope): void } | "handled" | null => {
+    ): Promise<{ draft: MessageDraft; admitted(m: MessageEnvelope): Promise<void> } | "handled" | null> => {
       const id = typeof d.payload.ask_id === "string" ? d.payload.ask_id : "";
-      const ask = this.store.asks.get(id);
+      const ask = await this.store.asks.get(id);
       if (!ask || ask.state !== "pending") return null;
       const now = this.now();
       const next: AskRecord = {
@@ -405,11 +405,11 @@ export class AskService {
         closed_at: now,
         updated_at: now,
       };
-      this.store.asks.put(next, holds(next));
-      for (const e of this.effects()) e.closed?.(next);
-      const agent = this.store.agents.get(ask.agent_id);
-      const event = (message_id: string | null) =>
-        this.store.appendEvent(ask.agent_id, {
+      await this.store.asks.put(next, holds(next));
+      for (const e of this.effects()) await e.closed?.(next);
+      const agent = await this.store.agents.get(ask.agent_id);
+      const event = async (message_id: string | null) =>
+        await this.store.appendEvent(ask.agent_id, {
           type: "ask_expired",
           provenance: {
             ...(ask.work_item_id ? { work_item_id: ask.work_item_id } : {}),
@@ -421,7 +421,7 @@ export class AskService {
         .map((e) => e.message?.(next, null))
         .find((m) => m !== undefined);
       if (ask.kind === "budget" || !agent || agent.status === "stopped" || own === null) {
-        event(null);
+        await event(null);
         return "handled";
       }
       return {
@@ -434,35 +434,35 @@ export class AskService {
           admission: "runtime_owned",
           metadata: { ask_id: ask.id, ask_state: "expired" },
         },
-        admitted: (m) => event(m.id),
+        admitted: async (m) => await event(m.id),
       };
     };
   }
 
   /** Record one binding's delivery of the ask (the transport calls it after each outcome). */
-  noteDelivery(
+  async noteDelivery(
     id: string,
     bindingId: string,
     status: "accepted_by_transport" | "failed_to_submit",
     attempts: number,
     failure: string | null,
-  ): void {
-    this.store.tx(() => {
-      const ask = this.store.asks.get(id);
+  ): Promise<void> {
+    await this.store.tx(async () => {
+      const ask = await this.store.asks.get(id);
       if (!ask) return;
       const next: AskRecord = {
         ...ask,
         deliveries: { ...ask.deliveries, [bindingId]: { status, attempts, at: this.now() } },
       };
-      this.store.asks.put(next, holds(next));
-      this.store.appendEvent(ask.agent_id, {
+      await this.store.asks.put(next, holds(next));
+      await this.store.appendEvent(ask.agent_id, {
         type: "ask_delivery_recorded",
         payload: { ask_id: id, binding_id: bindingId, status, attempts, failure },
       });
     });
   }
 
-  private checkCredential(ask: AskRecord, by: AskCredential): void {
+  private async checkCredential(ask: AskRecord, by: AskCredential): Promise<void> {
     if (by.kind === "operator") return;
     if (ask.kind !== "input") {
       throw new HolonError(
@@ -475,7 +475,7 @@ export class AskService {
         },
       );
     }
-    const agent = this.store.agents.get(ask.agent_id);
+    const agent = await this.store.agents.get(ask.agent_id);
     if (!agent || agent.supervisor_agent_id !== by.agent_id) {
       throw new HolonError(
         "ask_forbidden",

@@ -94,8 +94,8 @@ export class BudgetControl {
     this.candidates = opts.candidates;
   }
 
-  private agent(agentId: string): AgentRecord {
-    const a = this.store.agents.get(agentId);
+  private async agent(agentId: string): Promise<AgentRecord> {
+    const a = await this.store.agents.get(agentId);
     if (!a) throw unknownAgent(agentId);
     return a;
   }
@@ -120,11 +120,11 @@ export class BudgetControl {
   }
 
   /** Set an agent's limits for one period (dimensions not named keep their value). */
-  set(
+  async set(
     agentId: string,
     input: { period: BudgetPeriod; limits: unknown; time_zone?: string | undefined },
-  ): AgentBudgetView {
-    const agent = this.agent(agentId);
+  ): Promise<AgentBudgetView> {
+    const agent = await this.agent(agentId);
     const limits = checkLimits(input.limits, "budget");
     if (!hasLimits(limits)) {
       throw new HolonError(
@@ -137,13 +137,13 @@ export class BudgetControl {
     }
     const tz = input.time_zone !== undefined ? checkTimeZone(input.time_zone) : undefined;
     this.checkPriced(agent, limits);
-    this.store.tx(() => {
-      const a = this.agent(agentId);
+    await this.store.tx(async () => {
+      const a = await this.agent(agentId);
       const budgets = { ...(a.budgets ?? {}) };
       budgets[input.period] = { ...(budgets[input.period] ?? {}), ...limits };
       if (tz) budgets.time_zone = tz;
-      this.store.agents.put({ ...a, budgets, updated_at: this.store.clock.now().toISOString() });
-      this.store.appendEvent(agentId, {
+      await this.store.agents.put({ ...a, budgets, updated_at: this.store.clock.now().toISOString() });
+      await this.store.appendEvent(agentId, {
         type: "budget_set",
         payload: {
           scope: scopeName(agentId, input.period),
@@ -155,64 +155,64 @@ export class BudgetControl {
       });
     });
     // A hold on this scope is re-judged at the next call against the new limit.
-    this.clearScope(scopeName(agentId, input.period), "limit_changed");
-    return this.view(agentId);
+    await this.clearScope(scopeName(agentId, input.period), "limit_changed");
+    return await this.view(agentId);
   }
 
   /**
    * Add to the limits of a scope (default: the one the agent is held on) and lift the holds
    * it caused. `scope` is `total`, `day`, `week`, `month`, `reservation` or `work_item:<id>`.
    */
-  raise(agentId: string, input: { scope?: string | undefined; added: unknown }): AgentBudgetView {
-    const agent = this.agent(agentId);
+  async raise(agentId: string, input: { scope?: string | undefined; added: unknown }): Promise<AgentBudgetView> {
+    const agent = await this.agent(agentId);
     const added = checkLimits(input.added, "raise");
     if (!hasLimits(added)) {
       throw new HolonError("invalid_budget", "name what to add: tokens, usd, rounds or time", {
         hint: "for example: holon budget raise main --tokens 1M",
       });
     }
-    const target = this.resolveScope(agent, input.scope);
+    const target = await this.resolveScope(agent, input.scope);
     // The raise and the holds it lifts commit together: never a raised limit still held.
-    this.store.tx(() => this.applyRaise(target, added));
-    return this.view(agentId);
+    await this.store.tx(async () => await this.applyRaise(target, added));
+    return await this.view(agentId);
   }
 
-  private applyRaise(target: ReturnType<BudgetControl["resolveScope"]>, added: BudgetLimits) {
+  private async applyRaise(target: ReturnType<BudgetControl["resolveScope"]>, added: BudgetLimits) {
     if (target.kind === "work_item") {
       const item = target.item;
       const limits = addLimits(item.budget, added, target.scope);
-      this.store.tx(() => {
-        const fresh = this.store.workItems.get(item.id)!;
-        this.store.workItems.put({
+      await this.store.tx(async () => {
+        const fresh = (await this.store.workItems.get(item.id))!;
+        await this.store.workItems.put({
           ...fresh,
           budget: limits,
           revision: fresh.revision + 1,
           updated_at: this.store.clock.now().toISOString(),
         });
-        this.store.appendEvent(item.agent_id, {
+        await this.store.appendEvent(item.agent_id, {
           type: "budget_raised",
           provenance: { work_item_id: item.id },
           payload: { scope: target.scope, added, limits, work_item_id: item.id },
         });
       });
-      this.gate.clearWorkItem(
+      await this.gate.clearWorkItem(
         item.agent_id,
         item.id,
         "raised",
         `The operator raised the budget of work item ${item.id}; it is runnable again. Continue it.`,
       );
-      this.clearScope(target.scope, "raised");
+      await this.clearScope(target.scope, "raised");
       return;
     }
-    const owner = this.agent(target.agent_id);
+    const owner = await this.agent(target.agent_id);
     if (target.kind === "reservation") {
       const r = owner.budget_reservation!;
       const limits = addLimits(r.limits, added, target.scope);
       this.checkPriced(owner, limits);
-      this.store.tx(() => {
-        const a = this.agent(owner.agent_id);
-        this.store.agents.put({ ...a, budget_reservation: { ...r, limits } });
-        this.store.appendEvent(owner.agent_id, {
+      await this.store.tx(async () => {
+        const a = await this.agent(owner.agent_id);
+        await this.store.agents.put({ ...a, budget_reservation: { ...r, limits } });
+        await this.store.appendEvent(owner.agent_id, {
           type: "budget_raised",
           payload: { scope: target.scope, added, limits },
         });
@@ -221,26 +221,26 @@ export class BudgetControl {
       const period = target.period;
       const limits = addLimits(owner.budgets?.[period], added, target.scope);
       this.checkPriced(owner, limits);
-      this.store.tx(() => {
-        const a = this.agent(owner.agent_id);
+      await this.store.tx(async () => {
+        const a = await this.agent(owner.agent_id);
         const budgets = { ...(a.budgets ?? {}), [period]: limits };
-        this.store.agents.put({ ...a, budgets, updated_at: this.store.clock.now().toISOString() });
-        this.store.appendEvent(owner.agent_id, {
+        await this.store.agents.put({ ...a, budgets, updated_at: this.store.clock.now().toISOString() });
+        await this.store.appendEvent(owner.agent_id, {
           type: "budget_raised",
           payload: { scope: target.scope, added, limits },
         });
       });
     }
-    this.clearScope(target.scope, "raised");
+    await this.clearScope(target.scope, "raised");
   }
 
-  private resolveScope(
+  private async resolveScope(
     agent: AgentRecord,
     scope: string | undefined,
   ):
-    | { kind: "work_item"; scope: string; item: WorkItemRecord }
+    Promise<| { kind: "work_item"; scope: string; item: WorkItemRecord }
     | { kind: "reservation"; scope: string; agent_id: string }
-    | { kind: "period"; scope: string; agent_id: string; period: BudgetPeriod } {
+    | { kind: "period"; scope: string; agent_id: string; period: BudgetPeriod }> {
     let s = scope ?? agent.budget_hold?.scope;
     if (!s) {
       throw new HolonError(
@@ -266,8 +266,8 @@ export class BudgetControl {
     }
     const [, kind, id, period] = m;
     if (kind === "work_item") {
-      const item = this.store.workItems.get(id!);
-      if (!item || (item.agent_id !== agent.agent_id && !this.isAncestor(item.agent_id, agent))) {
+      const item = await this.store.workItems.get(id!);
+      if (!item || (item.agent_id !== agent.agent_id && !await this.isAncestor(item.agent_id, agent))) {
         throw new HolonError("unknown_work_item", `no work item '${id}' of '${agent.agent_id}'`, {
           status: 404,
         });
@@ -279,8 +279,8 @@ export class BudgetControl {
       }
       return { kind: "work_item", scope: `work_item:${id}`, item };
     }
-    const owner = this.agent(id!);
-    if (owner.agent_id !== agent.agent_id && !this.isAncestor(owner.agent_id, agent)) {
+    const owner = await this.agent(id!);
+    if (owner.agent_id !== agent.agent_id && !await this.isAncestor(owner.agent_id, agent)) {
       throw new HolonError("invalid_budget", `scope '${s}' does not bound '${agent.agent_id}'`);
     }
     if (kind === "reservation") {
@@ -310,15 +310,15 @@ export class BudgetControl {
     };
   }
 
-  private isAncestor(candidate: string, agent: AgentRecord): boolean {
-    return this.ledger.lineage(agent.agent_id).agents.includes(candidate);
+  private async isAncestor(candidate: string, agent: AgentRecord): Promise<boolean> {
+    return (await this.ledger.lineage(agent.agent_id)).agents.includes(candidate);
   }
 
   /** Lift every agent hold on `scope` (a raised parent frees all its held descendants). */
-  private clearScope(scope: string, reason: string): void {
-    for (const a of this.store.agents.list()) {
+  private async clearScope(scope: string, reason: string): Promise<void> {
+    for (const a of await this.store.agents.list()) {
       if (a.budget_hold?.scope !== scope) continue;
-      this.gate.clearAgent(
+      await this.gate.clearAgent(
         a.agent_id,
         reason,
         `The operator changed the budget that stopped you (${scope}). Continue your work.`,
@@ -327,12 +327,12 @@ export class BudgetControl {
   }
 
   /** The kill switch: every named agent stops before its next provider call. */
-  freeze(agentIds: string[]): string[] {
+  async freeze(agentIds: string[]): Promise<string[]> {
     const frozen: string[] = [];
     for (const id of agentIds) {
-      const a = this.agent(id);
+      const a = await this.agent(id);
       if (a.budget_hold) continue;
-      this.gate.holdAgent(id, {
+      await this.gate.holdAgent(id, {
         scope: "freeze",
         reason: "frozen",
         summary: "the operator froze all model calls (holon budget freeze)",
@@ -355,11 +355,11 @@ export class BudgetControl {
   }
 
   /** Spent / reserved / limit per scope of the agent. */
-  view(agentId: string): AgentBudgetView {
-    const a = this.agent(agentId);
+  async view(agentId: string): Promise<AgentBudgetView> {
+    const a = await this.agent(agentId);
     const now = this.store.clock.now();
     const tz = a.budgets?.time_zone ?? "UTC";
-    const reserved = this.gate.outstandingReservations(agentId) ?? {};
+    const reserved = await this.gate.outstandingReservations(agentId) ?? {};
     const scopes: ScopeView[] = [];
     const r = a.budget_reservation;
     if (r && !r.returned_at) {
@@ -417,13 +417,13 @@ export class BudgetControl {
   }
 
   /** Check a reservation a parent wants to carve for a child (SpawnAgent `budget`). */
-  checkCarve(parent: AgentRecord, input: unknown): BudgetLimits {
+  async checkCarve(parent: AgentRecord, input: unknown): Promise<BudgetLimits> {
     const limits = checkLimits(input, "budget");
     if (!hasLimits(limits)) {
       throw new HolonError("invalid_budget", "a child budget names at least one limit");
     }
     this.checkPriced(parent, limits);
-    const remaining = this.remaining(parent);
+    const remaining = await this.remaining(parent);
     for (const d of DIMENSIONS) {
       const want = limits[d];
       const left = remaining[d];
@@ -439,8 +439,8 @@ export class BudgetControl {
   }
 
   /** What the agent may still spend, per dimension, across its scopes (tightest wins). */
-  remaining(agent: AgentRecord): Partial<Record<Dimension, number>> {
-    const v = this.view(agent.agent_id);
+  async remaining(agent: AgentRecord): Promise<Partial<Record<Dimension, number>>> {
+    const v = await this.view(agent.agent_id);
     const out: Partial<Record<Dimension, number>> = {};
     for (const s of v.scopes) {
       for (const d of DIMENSIONS) {

@@ -77,18 +77,18 @@ export class SpendLedger {
   }
 
   /** The agent's ancestors (nearest first) and the work items its spawn chain ran under. */
-  lineage(agentId: string): Lineage {
+  async lineage(agentId: string): Promise<Lineage> {
     let l = this.lineages.get(agentId);
     if (l) return l;
     const agents: string[] = [];
     const items: string[] = [];
-    let cur = this.store.agents.get(agentId);
+    let cur = await this.store.agents.get(agentId);
     const seen = new Set([agentId]);
     while (cur?.lineage_parent_agent_id && !seen.has(cur.lineage_parent_agent_id)) {
       if (cur.spawn_work_item_id) items.push(cur.spawn_work_item_id);
       seen.add(cur.lineage_parent_agent_id);
       agents.push(cur.lineage_parent_agent_id);
-      cur = this.store.agents.get(cur.lineage_parent_agent_id);
+      cur = await this.store.agents.get(cur.lineage_parent_agent_id);
     }
     l = { agents, items };
     this.lineages.set(agentId, l);
@@ -96,9 +96,9 @@ export class SpendLedger {
   }
 
   /** Write one call's row (inside the caller's transaction) and bump the loaded totals. */
-  record(call: CallRecord): LedgerRow {
-    const agent = this.store.agents.get(call.agent_id);
-    const row = this.row(
+  async record(call: CallRecord): Promise<LedgerRow> {
+    const agent = await this.store.agents.get(call.agent_id);
+    const row = await this.row(
       call,
       call.work_item_id !== undefined ? call.work_item_id : (agent?.current_work_item_id ?? null),
       this.store.clock.now().toISOString(),
@@ -109,8 +109,8 @@ export class SpendLedger {
   }
 
   /** One call's row: its lineage, its token columns and its price now. */
-  private row(call: CallRecord, workItemId: string | null, ts: string): LedgerRow {
-    const lin = this.lineage(call.agent_id);
+  private async row(call: CallRecord, workItemId: string | null, ts: string): Promise<LedgerRow> {
+    const lin = await this.lineage(call.agent_id);
     const u = call.usage;
     return {
       ts,
@@ -208,12 +208,12 @@ export class SpendLedger {
    * migration that made the table), priced with the catalog in effect now. Rounds already
    * in the ledger are skipped by their (run, round) key.
    */
-  backfill(): number {
-    if (!this.store.ledger.backfillPending()) return 0;
+  async backfill(): Promise<number> {
+    if (!await this.store.ledger.backfillPending()) return 0;
     const usage = new UsageRepo(this.store.db);
-    const agents: AgentRecord[] = this.store.agents.list();
+    const agents: AgentRecord[] = await this.store.agents.list();
     let n = 0;
-    this.store.tx(() => {
+    await this.store.tx(async () => {
       for (const a of agents) {
         for (const r of usage.rounds(a.agent_id, new Date(0), new Date(8.64e15))) {
           const call: CallRecord = {
@@ -225,11 +225,11 @@ export class SpendLedger {
             usage: r.token_usage,
             elapsed_ms: 0,
           };
-          const inserted = this.repo.insert(this.row(call, null, r.ts), true);
+          const inserted = this.repo.insert(await this.row(call, null, r.ts), true);
           if (inserted) n++;
         }
       }
-      this.store.ledger.markBackfilled(this.store.clock.now().toISOString());
+      await this.store.ledger.markBackfilled(this.store.clock.now().toISOString());
     });
     this.totals.clear();
     this.windows.clear();
@@ -256,15 +256,15 @@ export { emptyTotals };
  * A settled child gives its reservation back: what it did not spend is the parent's again
  * (its spend stays counted in the parent's tree). Inside the caller's transaction; once.
  */
-export function returnReservation(store: Store, ledger: SpendLedger, childId: string): void {
-  const child = store.agents.get(childId);
+export async function returnReservation(store: Store, ledger: SpendLedger, childId: string): Promise<void> {
+  const child = await store.agents.get(childId);
   const r = child?.budget_reservation;
   if (!child || !r || r.returned_at) return;
   const now = store.clock.now().toISOString();
-  store.agents.put({ ...child, budget_reservation: { ...r, returned_at: now } });
+  await store.agents.put({ ...child, budget_reservation: { ...r, returned_at: now } });
   const t = ledger.agentTree(childId);
-  if (!store.agents.get(r.from_agent_id)) return;
-  store.appendEvent(r.from_agent_id, {
+  if (!await store.agents.get(r.from_agent_id)) return;
+  await store.appendEvent(r.from_agent_id, {
     type: "budget_reservation_returned",
     payload: {
       child_agent_id: childId,

@@ -54,7 +54,7 @@ program
   .addOption(home())
   .option("--token <token>", "control token (visible in ps; prefer --token-file)")
   .option("--token-file <path>", "read the control token from a file")
-  .action(action(async (opts) => (await import("./serve.ts")).serve(opts)));
+  .action(action(async (opts) => await (await import("./serve.ts")).serve(opts)));
 
 program
   .command("console")

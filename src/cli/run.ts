@@ -218,7 +218,7 @@ async function localRun(
   const { runOnce } = await import("../host/run-once.ts");
   let host;
   try {
-    host = RuntimeHost.open({ home, autostartAgents: false });
+    host = await RuntimeHost.open({ home, autostartAgents: false });
   } catch (err) {
     if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
     throw err;

@@ -127,7 +127,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   await preloadMcp();
   let host: RuntimeHost;
   try {
-    host = RuntimeHost.open({ home });
+    host = await RuntimeHost.open({ home });
   } catch (err) {
     if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
     throw err;

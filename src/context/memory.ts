@@ -19,13 +19,13 @@ export function workingMemoryContributor(
 ): PromptContributor {
   return {
     id: "working_memory",
-    contribute: ({ store, agent }) => {
-      const wm = store.memory.workingMemory(agent.agent_id);
+    contribute: async ({ store, agent }) => {
+      const wm = await store.memory.workingMemory(agent.agent_id);
       if (!wm) return [];
       const budget = budgetOf(agent);
       const head = workingMemoryLines(wm);
       let used = estimateTokens(head.join("\n"));
-      const episodes = store.memory.recentEpisodes(agent.agent_id, EPISODES_READ);
+      const episodes = await store.memory.recentEpisodes(agent.agent_id, EPISODES_READ);
       const shown: string[] = [];
       for (const e of [...episodes].reverse()) {
         const line = episodeLine(e);

@@ -43,17 +43,17 @@ export function recentHistoryContributor(
   };
   return {
     id: "recent_history",
-    contribute: ({ store, agent, message }) => {
+    contribute: async ({ store, agent, message }) => {
       lineOf(message);
       // Ids and statuses only: a block already rendered needs nothing else.
-      const messages = store.messages
-        .recentStatus(agent.agent_id, HISTORY_MESSAGES + 1)
+      const messages = (await store.messages
+        .recentStatus(agent.agent_id, HISTORY_MESSAGES + 1))
         .filter((m) => m.id !== message.id && m.status !== "queued");
       if (messages.length === 0) return [];
-      const briefs = store.briefs.recent(agent.agent_id, HISTORY_MESSAGES * 2);
+      const briefs = await store.briefs.recent(agent.agent_id, HISTORY_MESSAGES * 2);
       // Tool evidence per message, kept by the runtime at each turn boundary (working memory).
       const evidence = new Map(
-        (store.memory.workingMemory(agent.agent_id)?.turn_tools ?? []).map((t) => [
+        ((await store.memory.workingMemory(agent.agent_id))?.turn_tools ?? []).map((t) => [
           t.message_id,
           t.tools,
         ]),
@@ -74,7 +74,7 @@ export function recentHistoryContributor(
         if (block === undefined) {
           let line = messageLines.get(head.id);
           if (line === undefined) {
-            const m = store.messages.get(head.id);
+            const m = await store.messages.get(head.id);
             if (m === undefined) continue; // cannot happen: the same synchronous read
             line = lineOf(m);
           }

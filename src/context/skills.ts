@@ -246,8 +246,8 @@ export class SkillService {
     return this.deps.store;
   }
 
-  private agent(agentId: string): AgentRecord {
-    const a = this.store.agents.get(agentId);
+  private async agent(agentId: string): Promise<AgentRecord> {
+    const a = await this.store.agents.get(agentId);
     if (!a) throw unknownAgent(agentId);
     return a;
   }
@@ -269,24 +269,24 @@ export class SkillService {
     });
   }
 
-  activations(agentId: string): SkillActivation[] {
-    return this.store.skills.list(agentId);
+  async activations(agentId: string): Promise<SkillActivation[]> {
+    return await this.store.skills.list(agentId);
   }
 
-  list(agentId: string) {
-    const agent = this.agent(agentId);
+  async list(agentId: string) {
+    const agent = await this.agent(agentId);
     const cat = this.catalog(agent);
-    return { agent_id: agentId, ...cat, active: this.activations(agentId) };
+    return { agent_id: agentId, ...cat, active: await this.activations(agentId) };
   }
 
   /** Activation: a successful command that reads a SKILL.md or runs one of its scripts. */
-  noteToolCall(call: ToolCallNote): void {
+  async noteToolCall(call: ToolCallNote): Promise<void> {
     if (call.canonical.status !== "success") return;
     const commands = successfulCommands(call);
     if (commands.length === 0) return;
     const mentions = commands.filter((c) => /SKILL\.md|scripts\//.test(c.cmd));
     if (mentions.length === 0) return;
-    const agent = this.store.agents.get(call.agent_id);
+    const agent = await this.store.agents.get(call.agent_id);
     if (!agent) return;
     const { skills } = this.catalog(agent);
     const hits = new Map<string, { skill: SkillEntry; reason: SkillLoadReason; path: string }>();
@@ -312,10 +312,10 @@ export class SkillService {
     }
     if (hits.size === 0) return;
     const store = this.store;
-    store.tx(() => {
+    await store.tx(async () => {
       const now = store.clock.now().toISOString();
       for (const { skill, reason, path } of hits.values()) {
-        store.skills.put({
+        await store.skills.put({
           agent_id: call.agent_id,
           skill_id: skill.skill_id,
           name: skill.name,
@@ -326,7 +326,7 @@ export class SkillService {
           activated_at: now,
           updated_at: now,
         });
-        store.appendEvent(call.agent_id, {
+        await store.appendEvent(call.agent_id, {
           type: "skill_activated",
           provenance: {},
           payload: {
@@ -347,10 +347,10 @@ export class SkillService {
   /** Promotes the turn's activations when the turn completed (no event, per the contract). */
   observer(): RunObserver {
     return {
-      afterRun: (run) => {
+      afterRun: async (run) => {
         const k = run.outcome.kind;
         if (k === "failed" || k === "aborted") return;
-        this.store.skills.promote(run.agent_id, this.store.clock.now().toISOString());
+        await this.store.skills.promote(run.agent_id, this.store.clock.now().toISOString());
       },
     };
   }
@@ -358,9 +358,9 @@ export class SkillService {
   // -- install / uninstall ----------------------------------------------------------------
 
   /** The directory `install` writes to: the scope's first existing root, else its first candidate. */
-  installRoot(agentId: string | undefined): { scope: SkillScope; root: string } {
+  async installRoot(agentId: string | undefined): Promise<{ scope: SkillScope; root: string }> {
     if (agentId) {
-      const agent = this.agent(agentId);
+      const agent = await this.agent(agentId);
       const [, agentScope] = skillRootCandidates({
         userHome: this.deps.userHome,
         agentHome: agent.agent_home,
@@ -378,13 +378,13 @@ export class SkillService {
     return { scope: "user", root: c.find(isDir) ?? c[0]! };
   }
 
-  install(opts: {
+  async install(opts: {
     path?: string | undefined;
     remote?: string | undefined;
     agent_id?: string | undefined;
     force?: boolean | undefined;
   }) {
-    const target = this.installRoot(opts.agent_id);
+    const target = await this.installRoot(opts.agent_id);
     return { ...this.installInto(target.root, opts), scope: target.scope };
   }
 
@@ -454,10 +454,10 @@ export class SkillService {
     }
   }
 
-  uninstall(name: string, agentId: string | undefined) {
+  async uninstall(name: string, agentId: string | undefined) {
     if (!SKILL_NAME.test(name))
       throw new HolonError("invalid_request", `invalid skill name '${name}'`);
-    const target = this.installRoot(agentId);
+    const target = await this.installRoot(agentId);
     const dest = join(target.root, name);
     let st;
     try {
@@ -614,10 +614,10 @@ export function fetchRemote(url: string): { tmp: string; dir: string } {
 export function skillsContributor(skills: SkillService): PromptContributor {
   return {
     id: "skills",
-    contribute: ({ agent }) => {
+    contribute: async ({ agent }) => {
       const cat = skills.catalog(agent);
       if (cat.skills.length === 0) return [];
-      const active = new Map(skills.activations(agent.agent_id).map((a) => [a.skill_id, a.state]));
+      const active = new Map((await skills.activations(agent.agent_id)).map((a) => [a.skill_id, a.state]));
       const lines = cat.skills.slice(0, MAX_PROMPT_SKILLS).map((s) => {
         const d =
           s.description.length > MAX_PROMPT_DESCRIPTION

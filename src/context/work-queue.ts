@@ -19,15 +19,15 @@ const CLIP = 400;
 
 export const workQueueContributor: PromptContributor = {
   id: "work_queue",
-  contribute: ({ store, agent }) => {
-    if (!store.workItems.hasAny(agent.agent_id)) return [];
+  contribute: async ({ store, agent }) => {
+    if (!await store.workItems.hasAny(agent.agent_id)) return [];
     const now = store.clock.now().toISOString();
-    const open = store.workItems.withState(agent.agent_id, "open");
+    const open = await store.workItems.withState(agent.agent_id, "open");
     const current = open.find((i) => i.id === agent.current_work_item_id);
     const lines: string[] = ["Work queue (your durable work items; the store is the truth):"];
     if (current) {
       lines.push("", "Current work item:", ...currentLines(current, now));
-      const trace = processTrace(store, agent.agent_id, current.id);
+      const trace = await processTrace(store, agent.agent_id, current.id);
       if (trace.length) lines.push("Recent progress on it (oldest first):", ...trace);
     } else {
       lines.push("", "No current work item. Pick one with PickWorkItem before working on it.");
@@ -57,8 +57,8 @@ export const workQueueContributor: PromptContributor = {
     for (const [cls, items] of Object.entries(classes)) {
       if (items.length) lines.push("", `${cls}:`, ...items);
     }
-    const done = store.workItems
-      .recentWithState(agent.agent_id, "completed", COMPLETED_RECENT * 3)
+    const done = (await store.workItems
+      .recentWithState(agent.agent_id, "completed", COMPLETED_RECENT * 3))
       .map((i) => ({ i, report: i.result_summary || store.workItems.newestSummary(i.id)?.text }))
       .filter((x) => x.report)
       .slice(0, COMPLETED_RECENT);
@@ -127,14 +127,14 @@ function otherLine(item: WorkItemRecord): string {
  * What happened in the newest runs bound to this item: the agent's own text and tool calls,
  * from the transcript (never provider reasoning, never other agents' records).
  */
-function processTrace(store: Store, agentId: string, workItemId: string): string[] {
-  const runs = (store.workItems.agentState(agentId).bound_runs ?? [])
+async function processTrace(store: Store, agentId: string, workItemId: string): Promise<string[]> {
+  const runs = ((await store.workItems.agentState(agentId)).bound_runs ?? [])
     .filter((r) => r.work_item_id === workItemId)
     .map((r) => r.run_id)
     .slice(-2);
   const out: string[] = [];
   for (const runId of runs) {
-    for (const e of store.transcript.forRun(agentId, runId)) {
+    for (const e of await store.transcript.forRun(agentId, runId)) {
       if (e.kind === "assistant_round" && typeof e.data.text === "string" && e.data.text.trim()) {
         out.push(`- said: ${clip(e.data.text)}`);
       } else if (e.kind === "tool_execution") {

@@ -71,15 +71,15 @@ export class RuntimeHost {
     this.startedAt = this.services.store.clock.now().toISOString();
   }
 
-  static open(opts: HostOptions): RuntimeHost {
+  static async open(opts: HostOptions): Promise<RuntimeHost> {
     try {
-      return RuntimeHost.openHome(opts);
+      return await RuntimeHost.openHome(opts);
     } catch (err) {
       throw homeFault(opts.home, err);
     }
   }
 
-  private static openHome(opts: HostOptions): RuntimeHost {
+  private static async openHome(opts: HostOptions): Promise<RuntimeHost> {
     const paths = homePaths(opts.home);
     secureHome(opts.home); // 0700 home, 0600 files; a home that cannot hold a database fails here
     const release = opts.skipLock ? () => {} : acquireHomeLock(paths.lockFile);
@@ -94,46 +94,46 @@ export class RuntimeHost {
     // Finished `holon run` agents get no per-agent start-up work: it waits for their loop to
     // start again (services.ts), so a start does not slow with every past run. Their records
     // are not even decoded: the lists below leave them out.
-    for (const id of store.agents.dormantRunIds()) deferredAgents.add(id);
+    for (const id of await store.agents.dormantRunIds()) deferredAgents.add(id);
     secureAgentHomes(opts.home, deferredAgents);
-    host.recover(deferredAgents);
+    await host.recover(deferredAgents);
     // An approved call a crash cut short is reported interrupted (never run twice).
-    host.services.approvals.recover();
+    await host.services.approvals.recover();
     // MCP servers a host killed with SIGKILL left running are killed before anything starts.
-    host.services.mcp.sweep();
+    await host.services.mcp.sweep();
     // The spend ledger's first start: rounds from the events still kept (once).
-    host.services.ledger.backfill();
+    await host.services.ledger.backfill();
     // A patch a crash cut short is finished or undone before any agent works again.
-    for (const a of store.agents.list(deferredAgents))
+    for (const a of await store.agents.list(deferredAgents))
       recoverPatchJournals(patchJournalDir(a.agent_home));
     // Builtin templates into ~/.agents/templates, then every home gets its layout (the
     // default agent its holon-default AGENTS.md when it has none).
     host.services.templates.seedBuiltins();
-    if (!store.agents.get(agents.defaultAgentId)) {
-      agents.create(agents.defaultAgentId, {}, "default");
+    if (!await store.agents.get(agents.defaultAgentId)) {
+      await agents.create(agents.defaultAgentId, {}, "default");
     }
-    agents.ensureHomes(deferredAgents);
+    await agents.ensureHomes(deferredAgents);
     // The sandbox is probed once, now; each agent's first start with it is recorded (a
     // finished run agent's when its loop starts again).
     const sandbox = host.services.sandbox;
     sandbox.probe();
-    sandbox.resume(); // a namespace a task outlived the last host in gets its proxy back
-    for (const a of store.agents.list(deferredAgents)) {
+    await sandbox.resume(); // a namespace a task outlived the last host in gets its proxy back
+    for (const a of await store.agents.list(deferredAgents)) {
       if (a.sandbox_enabled_at === undefined)
-        agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
+        await agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
     }
     if (opts.autostartAgents !== false) {
-      for (const agent of store.agents.list(deferredAgents)) {
+      for (const agent of await store.agents.list(deferredAgents)) {
         if (agent.visibility === "public" && !agent.archived_at) loops.start(agent.agent_id);
       }
     }
     loops.open();
-    tasks.recover();
-    host.services.agentPlane.recover(); // supervised children run again
-    scheduler.start();
+    await tasks.recover();
+    await host.services.agentPlane.recover(); // supervised children run again
+    await scheduler.start();
     host.services.retention.start();
     host.services.storageWatch.start();
-    host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
+    await host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
     return host;
   }
 
@@ -178,13 +178,13 @@ export class RuntimeHost {
    * `stopped` and `paused` agents stay as they were. Sleep deadlines need nothing here:
    * the scheduler fires the ones that fell due while the host was down.
    */
-  private recover(skip: ReadonlySet<string>): void {
+  private async recover(skip: ReadonlySet<string>): Promise<void> {
     const store = this.services.store;
-    for (const agent of store.agents.list(skip)) {
-      store.tx(() => {
-        for (const m of store.messages.withStatus(agent.agent_id, "processing")) {
-          store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());
-          store.appendEvent(agent.agent_id, {
+    for (const agent of await store.agents.list(skip)) {
+      await store.tx(async () => {
+        for (const m of await store.messages.withStatus(agent.agent_id, "processing")) {
+          await store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());
+          await store.appendEvent(agent.agent_id, {
             type: "message_interrupted",
             provenance: { message_id: m.id },
             payload: {
@@ -193,7 +193,7 @@ export class RuntimeHost {
               reason: "runtime_restart",
             },
           });
-          store.transcript.append({
+          await store.transcript.append({
             id: store.ids.next("tr"),
             agent_id: agent.agent_id,
             created_at: store.clock.now().toISOString(),
@@ -202,7 +202,7 @@ export class RuntimeHost {
             message_id: m.id,
             data: { kind: "aborted", reason: "interrupted_by_restart" },
           });
-          createBrief(store, {
+          await createBrief(store, {
             agent_id: agent.agent_id,
             kind: "failure",
             text: "The run for this message was interrupted when the runtime restarted; it was not redone. Send it again if it is still needed.",
@@ -210,12 +210,12 @@ export class RuntimeHost {
           });
         }
         if (agent.status === "awake_running" || agent.status === "booting") {
-          transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
+          await transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
             clear: ["current_run_id"],
           });
         } else if (agent.current_run_id) {
           // stopped or paused while a run was in flight: keep the status, drop the dead run
-          transition(store, agent.agent_id, agent.status, "recovered after restart", {
+          await transition(store, agent.agent_id, agent.status, "recovered after restart", {
             clear: ["current_run_id"],
           });
         }
@@ -232,7 +232,7 @@ export class RuntimeHost {
     this.services.storageWatch.stop();
     this.services.operatorTransport.close();
     scheduler.close();
-    ingress.close();
+    await ingress.close();
     await loops.close();
     this.services.mcp.close(); // every MCP server this host started stops with it
     await this.services.tracing.shutdown(); // spans still queued go out (bounded)

@@ -22,9 +22,9 @@ function workspaceView(agent: AgentRecord) {
   };
 }
 
-export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
+export async function agentSummary(host: RuntimeHost, agent: AgentRecord) {
   const store = host.store;
-  const tasks = store.tasks.forAgent(agent.agent_id, 50);
+  const tasks = await store.tasks.forAgent(agent.agent_id, 50);
   const summary: Record<string, unknown> = {
     agent_id: agent.agent_id,
     kind: agent.kind,
@@ -36,7 +36,7 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     status: agent.status,
     lifecycle_hint: lifecycleHint(agent.agent_id, agent.status, { runAgent: isRunAgent(agent) }),
     current_run_id: agent.current_run_id ?? null,
-    pending: store.messages.pendingCount(agent.agent_id),
+    pending: await store.messages.pendingCount(agent.agent_id),
     sleeping_until: agent.sleeping_until ?? null,
     last_wake_reason: agent.last_wake_reason ?? null,
     last_brief_at: agent.last_brief_at ?? null,
@@ -63,8 +63,8 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     storage: host.store.health.status(),
     closure: agent.closure ?? null,
     last_continuation: agent.last_continuation ?? null,
-    current_work_item: currentWorkItemSummary(host, agent),
-    waiting: waitingSummary(host.services, agent),
+    current_work_item: await currentWorkItemSummary(host, agent),
+    waiting: await waitingSummary(host.services, agent),
     prompt_cache: host.services.cacheHealth.statusOf(agent.agent_id),
     leash: host.services.leash.status(agent),
     // Each MCP server of the agent: where from, consent, state (src/mcp/).
@@ -79,31 +79,31 @@ export function agentSummary(host: RuntimeHost, agent: AgentRecord) {
       last_error: v.last_error,
     })),
     // Spent / reserved / limit per budget scope, and the hold that stops it, if any.
-    budget: host.services.budgets.view(agent.agent_id),
+    budget: await host.services.budgets.view(agent.agent_id),
   };
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;
   if (agent.supervisor_agent_id) summary.supervisor_agent_id = agent.supervisor_agent_id;
   summary.archived = agent.archived_at !== undefined;
   // Private children are not listed publicly; their parent's summary shows them.
-  summary.children = host.services.agentPlane.childrenSummary(agent.agent_id);
+  summary.children = await host.services.agentPlane.childrenSummary(agent.agent_id);
   return summary;
 }
 
-export function agentState(host: RuntimeHost, agent: AgentRecord) {
+export async function agentState(host: RuntimeHost, agent: AgentRecord) {
   const store = host.store;
   const current = host.services.loops.get(agent.agent_id)?.currentRun;
-  const sleepWake = host.services.sleep.pending(agent.agent_id);
-  const waiting = waitingState(host.services, agent);
+  const sleepWake = await host.services.sleep.pending(agent.agent_id);
+  const waiting = await waitingState(host.services, agent);
   return {
-    agent: agentSummary(host, agent),
+    agent: await agentSummary(host, agent),
     session: {
       status: agent.status,
       current_run_id: agent.current_run_id ?? null,
       current_message_id: current?.message_id ?? null,
-      pending: store.messages.pendingCount(agent.agent_id),
-      queued_messages: store.messages
-        .withStatus(agent.agent_id, "queued")
+      pending: await store.messages.pendingCount(agent.agent_id),
+      queued_messages: (await store.messages
+        .withStatus(agent.agent_id, "queued"))
         .slice(0, 20)
         .map((m) => ({
           message_id: m.id,
@@ -112,28 +112,28 @@ export function agentState(host: RuntimeHost, agent: AgentRecord) {
           created_at: m.created_at,
         })),
     },
-    tasks: store.tasks.forAgent(agent.agent_id, 20).map(taskSnapshot),
-    transcript_tail: store.transcript.recent(agent.agent_id, 20),
+    tasks: (await store.tasks.forAgent(agent.agent_id, 20)).map(taskSnapshot),
+    transcript_tail: await store.transcript.recent(agent.agent_id, 20),
     closure: agent.closure ?? null,
     last_continuation: agent.last_continuation ?? null,
     sleep_wake_at: sleepWake ?? null,
-    deadlines: store.deadlines.forAgent(agent.agent_id),
+    deadlines: await store.deadlines.forAgent(agent.agent_id),
     timers: waiting.timers,
-    work_items: host.services.work.list(agent.agent_id, "all", { limit: 50 }),
-    work_plan: workPlan(host, agent),
+    work_items: await host.services.work.list(agent.agent_id, "all", { limit: 50 }),
+    work_plan: await workPlan(host, agent),
     waiting_intents: waiting.waiting_intents,
     external_triggers: waiting.external_triggers,
     pending_wake_hint: waiting.pending_wake_hint,
     waiting: waiting.waiting,
     workspace: workspaceView(agent),
-    memory: memoryState(host, agent),
-    newest_seq: store.events.newestSeq(agent.agent_id),
+    memory: await memoryState(host, agent),
+    newest_seq: await store.events.newestSeq(agent.agent_id),
   };
 }
 
 /** Working memory, episodes and compaction counts (`/state` `memory`). */
-function memoryState(host: RuntimeHost, agent: AgentRecord) {
-  const wm = host.store.memory.workingMemory(agent.agent_id);
+async function memoryState(host: RuntimeHost, agent: AgentRecord) {
+  const wm = await host.store.memory.workingMemory(agent.agent_id);
   return {
     working_memory_revision: wm?.revision ?? 0,
     last_prompted_working_memory_revision: wm?.last_prompted_revision ?? 0,
@@ -141,19 +141,19 @@ function memoryState(host: RuntimeHost, agent: AgentRecord) {
       wm && wm.revision > wm.last_prompted_revision ? wm.pending_delta : [],
     working_memory_updated_at: wm?.updated_at ?? null,
     active_episode_id: wm?.active_episode?.id ?? null,
-    archived_episode_count: host.store.memory.episodeCount(agent.agent_id),
+    archived_episode_count: await host.store.memory.episodeCount(agent.agent_id),
     compactions_total: wm?.compactions_total ?? 0,
     compacted_rounds_total: wm?.compacted_rounds_total ?? 0,
   };
 }
 
 /** Runtime-wide activity summary for `GET /control/runtime/status` and `daemon status`. */
-export function runtimeStatus(host: RuntimeHost) {
+export async function runtimeStatus(host: RuntimeHost) {
   const store = host.store;
-  const agents = store.agents.list().filter((a) => a.visibility === "public");
+  const agents = (await store.agents.list()).filter((a) => a.visibility === "public");
   const processing = agents.filter((a) => a.status === "awake_running" || a.status === "booting");
   const waiting = agents.filter((a) => a.status === "awaiting_task");
-  const activeTasks = store.tasks.active().length;
+  const activeTasks = (await store.tasks.active()).length;
   const lastFailure = agents
     .map((a) => a.last_failure)
     .filter((f) => f !== undefined)
@@ -181,10 +181,10 @@ export function runtimeStatus(host: RuntimeHost) {
 }
 
 /** The agent's current work item, briefly (`/status`, `holon status`). */
-function currentWorkItemSummary(host: RuntimeHost, agent: AgentRecord) {
-  const item = host.services.work.currentItem(agent.agent_id);
+async function currentWorkItemSummary(host: RuntimeHost, agent: AgentRecord) {
+  const item = await host.services.work.currentItem(agent.agent_id);
   if (!item) return null;
-  const v = host.services.work.view(item, { include_todo_list: false });
+  const v = await host.services.work.view(item, { include_todo_list: false });
   return {
     id: v.id,
     objective: v.objective,
@@ -197,10 +197,10 @@ function currentWorkItemSummary(host: RuntimeHost, agent: AgentRecord) {
 }
 
 /** The current item's plan descriptor and todo list (`/state` work_plan), or null. */
-function workPlan(host: RuntimeHost, agent: AgentRecord) {
-  const item = host.services.work.currentItem(agent.agent_id);
+async function workPlan(host: RuntimeHost, agent: AgentRecord) {
+  const item = await host.services.work.currentItem(agent.agent_id);
   if (!item) return null;
-  const v = host.services.work.view(item);
+  const v = await host.services.work.view(item);
   return {
     work_item_id: v.id,
     plan_status: v.plan_status,

@@ -86,27 +86,27 @@ export class McpFacade {
    * a killed host left running, an elicitation ask, an old approvals file) or uses MCP at all;
    * with a client not yet loaded it runs once `ready()` resolves.
    */
-  sweep(): number[] {
+  async sweep(): Promise<number[]> {
     if (this.#real) return this.#real.sweep();
-    if (!this.#homeUsesMcp()) return [];
+    if (!await this.#homeUsesMcp()) return [];
     this.#sweepWanted = true;
     void this.load();
     return [];
   }
 
-  #homeUsesMcp(): boolean {
+  async #homeUsesMcp(): Promise<boolean> {
     const { store, home, runDir } = this.#deps;
     if (Object.keys(this.#deps.config().servers).length > 0) return true;
-    if (store.agents.anyOwnMcpServers()) return true;
-    if (store.approvals.grantsIn("mcp_server", "granted", 1).length > 0) return true;
+    if (await store.agents.anyOwnMcpServers()) return true;
+    if ((await store.approvals.grantsIn("mcp_server", "granted", 1)).length > 0) return true;
     if (existsSync(join(home, "mcp", "approvals.json"))) return true;
     try {
       if (readdirSync(join(runDir, "mcp")).some((n) => n.endsWith(".json"))) return true;
     } catch {
       // no process records: no server was left running
     }
-    return store.asks
-      .withState("pending", 500)
+    return (await store.asks
+      .withState("pending", 500))
       .some((a) => a.details?.mcp_elicitation !== undefined);
   }
 
@@ -138,8 +138,8 @@ export class McpFacade {
    * command, so kept like the client keeps it: until the configuration or the consent store
    * changes (an agent's own servers change only through the loaded client).
    */
-  referencedEnvNames(): readonly string[] {
-    if (this.#real) return this.#real.referencedEnvNames();
+  async referencedEnvNames(): Promise<readonly string[]> {
+    if (this.#real) return await this.#real.referencedEnvNames();
     const config = this.#deps.config();
     const consent = this.#deps.consent?.();
     const version = consent?.version ?? 0;
@@ -148,8 +148,8 @@ export class McpFacade {
     const names = referencedEnvNamesOf(
       consent?.grants("mcp_server", "granted") ?? [],
       config.servers,
-      this.#deps.store.agents
-        .list()
+      (await this.#deps.store.agents
+        .list())
         .map((a) => (a.mcp?.servers ?? {}) as Record<string, ServerDefinition>),
     );
     this.#envNames = { config, consent: version, names };
@@ -182,8 +182,8 @@ export class McpFacade {
     throw notLoaded();
   }
 
-  setAgentSetting(agentId: string, key: string, value: unknown): AgentRecord {
-    if (this.#real) return this.#real.setAgentSetting(agentId, key, value);
+  async setAgentSetting(agentId: string, key: string, value: unknown): Promise<AgentRecord> {
+    if (this.#real) return await this.#real.setAgentSetting(agentId, key, value);
     void this.load();
     throw notLoaded();
   }

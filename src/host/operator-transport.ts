@@ -104,7 +104,7 @@ export class OperatorTransportService {
     this.fetch = deps.fetch ?? fetch;
     this.delays = deps.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
     this.asks = deps.asks;
-    this.unlisten = this.store.onEvents((events) => this.onEvents(events));
+    this.unlisten = this.store.onEvents(async (events) => await this.onEvents(events));
   }
 
   /**
@@ -140,7 +140,7 @@ export class OperatorTransportService {
     this.text = text;
   }
 
-  create(agentId: string, input: CreateBinding): OperatorBinding {
+  async create(agentId: string, input: CreateBinding): Promise<OperatorBinding> {
     let url: URL;
     try {
       url = new URL(input.delivery_callback_url);
@@ -181,7 +181,7 @@ export class OperatorTransportService {
     };
     this.write([...all, binding]);
     // What already waits on this operator goes to the new binding too.
-    for (const ask of this.asks?.pendingFor(agentId) ?? []) {
+    for (const ask of await this.asks?.pendingFor(agentId) ?? []) {
       if (ask.state === "pending") void this.attemptAsk(binding, ask, 1);
     }
     return view(binding);
@@ -203,7 +203,7 @@ export class OperatorTransportService {
   }
 
   /** A prompt the bridge relays from its authenticated remote operator. */
-  admit(agentId: string, req: OperatorIngress): { message_id: string; binding_id: string } {
+  async admit(agentId: string, req: OperatorIngress): Promise<{ message_id: string; binding_id: string }> {
     const all = this.read();
     const b = all.find((x) => x.binding_id === req.binding_id && x.target_agent_id === agentId);
     if (!b) throw unknownBinding(req.binding_id);
@@ -226,7 +226,7 @@ export class OperatorTransportService {
     if (req.reply_route_id) transport.reply_route_id = req.reply_route_id;
     if (req.upstream_provider) transport.upstream_provider = req.upstream_provider;
     if (req.provider_message_ref) transport.provider_message_ref = req.provider_message_ref;
-    const envelope = this.ingress.admit({
+    const envelope = await this.ingress.admit({
       agent_id: agentId,
       kind: "operator_prompt",
       origin: { kind: "operator", actor_id: req.actor_id },
@@ -242,11 +242,11 @@ export class OperatorTransportService {
     return { message_id: envelope.id, binding_id: b.binding_id };
   }
 
-  private onEvents(events: CatalogEvent[]): void {
+  private async onEvents(events: CatalogEvent[]): Promise<void> {
     if (this.closed) return;
     for (const e of events) {
       if (e.type === "ask_opened") {
-        this.deliverAsk(e.payload.ask);
+        await this.deliverAsk(e.payload.ask);
         continue;
       }
       if (e.type !== "brief_created" || e.payload.brief.kind === "ack") continue;
@@ -273,27 +273,27 @@ export class OperatorTransportService {
   }
 
   /** At start: every pending ask to each binding that has not accepted it yet. */
-  redeliverAsks(): number {
+  async redeliverAsks(): Promise<number> {
     if (!this.asks) return 0;
     let n = 0;
-    for (const ask of this.asks.list({ state: "pending", limit: 500 })) n += this.deliverAsk(ask);
+    for (const ask of await this.asks.list({ state: "pending", limit: 500 })) n += await this.deliverAsk(ask);
     return n;
   }
 
   /** The bindings an agent's asks go to: its own, and for a private child its supervisors'. */
-  private bindingsFor(agentId: string): StoredBinding[] {
+  private async bindingsFor(agentId: string): Promise<StoredBinding[]> {
     const chain = new Set<string>();
     let id: string | undefined = agentId;
     while (id && !chain.has(id) && chain.size < 16) {
       chain.add(id);
-      id = this.store.agents.get(id)?.supervisor_agent_id;
+      id = (await this.store.agents.get(id))?.supervisor_agent_id;
     }
     return this.read().filter((b) => b.status === "active" && chain.has(b.target_agent_id));
   }
 
-  private deliverAsk(ask: AskRecord): number {
+  private async deliverAsk(ask: AskRecord): Promise<number> {
     if (this.closed || ask.state !== "pending") return 0;
-    const targets = this.bindingsFor(ask.agent_id).filter(
+    const targets = (await this.bindingsFor(ask.agent_id)).filter(
       (b) => ask.deliveries[b.binding_id]?.status !== "accepted_by_transport",
     );
     for (const b of targets) void this.attemptAsk(b, ask, 1);
@@ -339,35 +339,35 @@ export class OperatorTransportService {
         redirect: "error",
       });
       await res.text().catch(() => "");
-      if (res.ok) return this.noteAsk(ask.id, b, "accepted_by_transport", n, null);
+      if (res.ok) return await this.noteAsk(ask.id, b, "accepted_by_transport", n, null);
       failure = `HTTP ${res.status}`;
     } catch (err) {
       failure = err instanceof Error ? err.message : String(err);
     }
     if (this.closed) return;
     const delay = this.delays[n - 1];
-    if (delay === undefined) return this.noteAsk(ask.id, b, "failed_to_submit", n, failure);
-    const t = setTimeout(() => {
+    if (delay === undefined) return await this.noteAsk(ask.id, b, "failed_to_submit", n, failure);
+    const t = setTimeout(async () => {
       this.timers.delete(t);
       if (this.closed) return;
       // Decided or withdrawn meanwhile: nothing left to ask.
-      if (this.store.asks.get(ask.id)?.state !== "pending") return;
+      if ((await this.store.asks.get(ask.id))?.state !== "pending") return;
       void this.attemptAsk(b, ask, n + 1);
     }, delay);
     t.unref?.();
     this.timers.add(t);
   }
 
-  private noteAsk(
+  private async noteAsk(
     askId: string,
     b: StoredBinding,
     status: "accepted_by_transport" | "failed_to_submit",
     attempts: number,
     failure: string | null,
-  ): void {
+  ): Promise<void> {
     if (this.closed) return;
     try {
-      this.asks?.noteDelivery(
+      await this.asks?.noteDelivery(
         askId,
         b.binding_id,
         status,
@@ -383,13 +383,13 @@ export class OperatorTransportService {
    * A binding that decides an ask: it must be active, its operator the actor, and bound to
    * the ask's agent or an agent above it. Returns the credential the ask service takes.
    */
-  bindingCredential(
+  async bindingCredential(
     askAgentId: string,
     bindingId: string,
     actorId: string,
-  ): { kind: "operator"; via: "operator_binding"; binding_id: string; actor_id: string } {
+  ): Promise<{ kind: "operator"; via: "operator_binding"; binding_id: string; actor_id: string }> {
     const b = this.read().find((x) => x.binding_id === bindingId);
-    if (!b || !this.bindingsFor(askAgentId).some((x) => x.binding_id === bindingId)) {
+    if (!b || !(await this.bindingsFor(askAgentId)).some((x) => x.binding_id === bindingId)) {
       if (b?.status === "revoked") {
         throw new HolonError("binding_revoked", `operator binding '${bindingId}' is revoked`, {
           status: 403,
@@ -445,7 +445,7 @@ export class OperatorTransportService {
         } catch {
           // a body is optional
         }
-        return this.record(b, intent, briefId, "accepted_by_transport", n, transportId, null);
+        return await this.record(b, intent, briefId, "accepted_by_transport", n, transportId, null);
       }
       failure = `HTTP ${res.status}`;
     } catch (err) {
@@ -454,7 +454,7 @@ export class OperatorTransportService {
     if (this.closed) return;
     const delay = this.delays[n - 1];
     if (delay === undefined) {
-      return this.record(b, intent, briefId, "failed_to_submit", n, null, failure);
+      return await this.record(b, intent, briefId, "failed_to_submit", n, null, failure);
     }
     const t = setTimeout(() => {
       this.timers.delete(t);
@@ -464,7 +464,7 @@ export class OperatorTransportService {
     this.timers.add(t);
   }
 
-  private record(
+  private async record(
     b: StoredBinding,
     intent: { delivery_intent_id: string; target_agent_id: string; brief_kind: string },
     briefId: string,
@@ -472,11 +472,11 @@ export class OperatorTransportService {
     attempts: number,
     transportId: string | null,
     failure: string | null,
-  ): void {
+  ): Promise<void> {
     if (this.closed) return;
     try {
-      this.store.tx(() =>
-        this.store.appendEvent(intent.target_agent_id, {
+      await this.store.tx(async () =>
+        await this.store.appendEvent(intent.target_agent_id, {
           type: "operator_delivery_recorded",
           payload: {
             delivery_intent_id: intent.delivery_intent_id,
@@ -496,7 +496,7 @@ export class OperatorTransportService {
       if (fault && fault !== "lost") {
         void this.store.health
           .whenWritableAfter(err)
-          .then(() => this.record(b, intent, briefId, status, attempts, transportId, failure));
+          .then(async () => await this.record(b, intent, briefId, status, attempts, transportId, failure));
       }
       // otherwise the store closed meanwhile: the host is stopping
     }

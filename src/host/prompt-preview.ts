@@ -11,13 +11,13 @@ import { toolSpecs } from "../turn/turn.ts";
 import { executionBinding } from "../workspace/roots.ts";
 import type { RuntimeHost } from "./host.ts";
 
-export function promptPreview(host: RuntimeHost, agent: AgentRecord, text?: string) {
+export async function promptPreview(host: RuntimeHost, agent: AgentRecord, text?: string) {
   const services = host.services;
   const limits = services.contextLimitsOf(agent);
   // Exact counts for models with a known tokenizer, the calibrated estimate otherwise.
   const estimateTokens = tokenCounterFor(limits.model_ref);
   const queued =
-    text === undefined ? host.store.messages.withStatus(agent.agent_id, "queued")[0] : undefined;
+    text === undefined ? (await host.store.messages.withStatus(agent.agent_id, "queued"))[0] : undefined;
   const message: QueuedMessage = queued ?? placeholder(host, agent, text);
   const { execution_root, cwd } = executionBinding(agent);
   const tools = toolSpecs(services.registry);
@@ -46,7 +46,7 @@ export function promptPreview(host: RuntimeHost, agent: AgentRecord, text?: stri
     sections.filter((s) => s.cache_stable).reduce((n, s) => n + s.estimated_tokens, 0) + toolTokens;
   const total =
     sections.reduce((n, s) => n + s.estimated_tokens, 0) + toolTokens + estimateTokens(incoming);
-  const wm = host.store.memory.workingMemory(agent.agent_id);
+  const wm = await host.store.memory.workingMemory(agent.agent_id);
   return {
     ok: true as const,
     agent_id: agent.agent_id,

@@ -74,7 +74,7 @@ export type RetentionDeps = {
    * After a pass removed episodes or briefs of these agents: files derived from them (the
    * episode mirror, the memory index) are rewritten from what is kept.
    */
-  afterRemoval?: (removed: { episodes: string[]; briefs: string[] }) => void;
+  afterRemoval?: (removed: { episodes: string[]; briefs: string[] }) => Promise<void>;
 };
 
 const TERMINAL_TASK = new Set(["completed", "failed", "cancelled"]);
@@ -186,15 +186,15 @@ export class RetentionJob {
       await this.history(family, policy[family], started, summary);
     }
     await this.episodes(policy.episodes, started, summary);
-    this.tombstones(policy.events.max_age_ms, started, summary);
+    await this.tombstones(policy.events.max_age_ms, started, summary);
     await this.tasks(policy, started, summary);
     await this.traceLinks(policy.trace_links, started, summary);
     await this.logs(policy.logs.max_age_ms, started, summary);
     await this.ledger(policy.ledger, started, summary);
-    this.deletedAgentFloors(summary);
+    await this.deletedAgentFloors(summary);
     await this.vacuum(summary);
-    this.announce(summary);
-    this.derived(summary);
+    await this.announce(summary);
+    await this.derived(summary);
     summary.duration_ms = Math.round(performance.now() - t0);
     return summary;
   }
@@ -210,30 +210,30 @@ export class RetentionJob {
     if (limit.max_age_ms !== null) {
       const before = new Date(now.getTime() - limit.max_age_ms);
       while (!this.stopped) {
-        const n = this.store.tx(() => this.store.ledger.deleteBefore(before, this.batchSize));
+        const n = await this.store.tx(async () => await this.store.ledger.deleteBefore(before, this.batchSize));
         if (n > 0) summary.removed.ledger = (summary.removed.ledger ?? 0) + n;
         if (n < this.batchSize) break;
         await tick();
       }
     }
     if (limit.max_bytes === null || this.stopped) return;
-    let over = this.store.ledger.bytes() - limit.max_bytes;
+    let over = await this.store.ledger.bytes() - limit.max_bytes;
     // Only whole quarter-hours, all of them older than the detail kept.
     const horizon = now.getTime() - limit.detail_ms;
     const end = horizon - (horizon % LEDGER_BUCKET_MS);
     // `from` skips what this pass has rolled up already (the summaries sit below it).
     let from = 0;
     while (over > 0 && !this.stopped) {
-      const oldest = this.store.ledger.oldestDetail(from);
+      const oldest = await this.store.ledger.oldestDetail(from);
       if (oldest === null) return;
       const lo = oldest - (oldest % LEDGER_BUCKET_MS);
       const hi = lo + LEDGER_BUCKET_MS;
       if (hi > end) return;
       from = hi;
       // One agent's quarter-hour per transaction (a busy host makes thousands of calls in one).
-      for (const agentId of this.store.ledger.detailAgents(lo, hi)) {
+      for (const agentId of await this.store.ledger.detailAgents(lo, hi)) {
         if (this.stopped) return;
-        const r = this.store.tx(() => this.store.ledger.rollUp(lo, hi, agentId));
+        const r = await this.store.tx(async () => await this.store.ledger.rollUp(lo, hi, agentId));
         summary.removed.ledger_rolled_up = (summary.removed.ledger_rolled_up ?? 0) + r.removed;
         summary.bytes_removed.ledger_rolled_up =
           (summary.bytes_removed.ledger_rolled_up ?? 0) + r.bytes;
@@ -265,7 +265,7 @@ export class RetentionJob {
     }
     while (!this.stopped) {
       let done = false;
-      this.store.tx(() => {
+      await this.store.tx(() => {
         const over =
           limit.max_bytes === null ? 0 : this.repo.tally(family).bytes - limit.max_bytes + slack;
         const page = this.repo.page(family, cursor, this.batchSize);
@@ -305,7 +305,7 @@ export class RetentionJob {
     let cursor = 0;
     while (!this.stopped) {
       let done = false;
-      this.store.tx(() => {
+      await this.store.tx(() => {
         const page = this.repo.episodesPage(cursor, this.batchSize);
         const take: typeof page = [];
         for (const row of page) {
@@ -329,10 +329,10 @@ export class RetentionJob {
    * Tombstones of deleted agents go with the events that explain them: past the events' age,
    * or once the events' size cap has taken all of that agent's events.
    */
-  private tombstones(maxAgeMs: number | null, now: Date, summary: RetentionSummary): void {
+  private async tombstones(maxAgeMs: number | null, now: Date, summary: RetentionSummary): Promise<void> {
     const cutoff = cutoffOf(now, maxAgeMs);
     if (this.stopped) return;
-    const n = this.store.tx(() => this.repo.removeTombstones(cutoff));
+    const n = await this.store.tx(() => this.repo.removeTombstones(cutoff));
     if (n > 0) summary.removed.tombstones = (summary.removed.tombstones ?? 0) + n;
   }
 
@@ -358,7 +358,7 @@ export class RetentionJob {
         excess -= row.bytes;
       }
       if (take.length === 0) return;
-      this.store.tx(() => this.links.remove(take));
+      await this.store.tx(() => this.links.remove(take));
       summary.removed.trace_links = (summary.removed.trace_links ?? 0) + take.length;
       summary.bytes_removed.trace_links =
         (summary.bytes_removed.trace_links ?? 0) + take.reduce((n, r) => n + r.bytes, 0);
@@ -371,14 +371,14 @@ export class RetentionJob {
    * A deleted agent keeps only its events' floor (store/retention.ts says why): the others,
    * including those this pass wrote while removing its old briefs, episodes and tasks, go.
    */
-  private deletedAgentFloors(summary: RetentionSummary): void {
+  private async deletedAgentFloors(summary: RetentionSummary): Promise<void> {
     if (this.stopped) return;
-    const n = this.store.tx(() => this.repo.removeDeletedAgentFloors());
+    const n = await this.store.tx(() => this.repo.removeDeletedAgentFloors());
     if (n > 0) summary.removed.floors = (summary.removed.floors ?? 0) + n;
   }
 
   /** Rewrite what is derived from removed records (mirror, memory index); never fails a pass. */
-  private derived(summary: RetentionSummary): void {
+  private async derived(summary: RetentionSummary): Promise<void> {
     if (!this.afterRemoval || this.stopped) return;
     const of = (family: RemovedFamily) =>
       Object.entries(summary.by_agent)
@@ -387,7 +387,7 @@ export class RetentionJob {
     const removed = { episodes: of("episodes"), briefs: of("briefs") };
     if (removed.episodes.length === 0 && removed.briefs.length === 0) return;
     try {
-      this.afterRemoval(removed);
+      await this.afterRemoval(removed);
     } catch (err) {
       this.onError(err);
     }
@@ -420,10 +420,10 @@ export class RetentionJob {
     let cursor = 0;
     const slice = slicer();
     const records: TaskRow[] = [];
-    const removeRecords = () => {
+    const removeRecords = async () => {
       if (records.length === 0) return;
       const batch = records.splice(0);
-      this.store.tx(() => this.merge(summary, "tasks", this.repo.removeTasks(batch, at)));
+      await this.store.tx(() => this.merge(summary, "tasks", this.repo.removeTasks(batch, at)));
     };
     while (!this.stopped) {
       const page = this.repo.tasksPage(cursor, this.batchSize);
@@ -446,10 +446,10 @@ export class RetentionJob {
           } else kept.push({ dir, agent: t.agent_id, finished, bytes });
         }
       }
-      removeRecords();
+      await removeRecords();
       await tick();
     }
-    removeRecords();
+    await removeRecords();
     if (outputCap === null || this.stopped) return;
     let total = kept.reduce((n, k) => n + k.bytes, 0);
     kept.sort((a, b) => (a.finished < b.finished ? -1 : a.finished > b.finished ? 1 : 0));
@@ -527,23 +527,23 @@ export class RetentionJob {
   }
 
   /** One `retention_applied` event per agent that lost something in this pass. */
-  private announce(summary: RetentionSummary): void {
+  private async announce(summary: RetentionSummary): Promise<void> {
     const agents = Object.entries(summary.by_agent);
     if (agents.length === 0 || this.stopped) return;
-    this.store.tx(() => {
+    await this.store.tx(async () => {
       for (const [agentId, r] of agents) {
-        if (!this.store.agents.get(agentId)) continue;
+        if (!await this.store.agents.get(agentId)) continue;
         const payload: EventPayload<"retention_applied"> = {
           removed: r.counts as Record<string, number>,
           event_types: r.event_types,
           pass_started_at: summary.started_at,
         };
-        const through = this.store.events.removedThrough(agentId);
+        const through = await this.store.events.removedThrough(agentId);
         if (through > 0) {
           payload.events_removed_through = through;
           payload.oldest_available_seq = through + 1;
         }
-        this.store.appendEvent(agentId, { type: "retention_applied", payload });
+        await this.store.appendEvent(agentId, { type: "retention_applied", payload });
       }
     });
   }

@@ -111,7 +111,7 @@ export async function runOnce(
   const runBudget = opts.budget === undefined ? undefined : checkLimits(opts.budget, "run budget");
   // A dollar budget needs priced models: refused before anything is created.
   if (runBudget) {
-    const named = host.store.agents.get(opts.resume ?? opts.agent_id ?? "");
+    const named = await host.store.agents.get(opts.resume ?? opts.agent_id ?? "");
     host.services.budgets.checkPriced(named ?? {}, runBudget);
   }
   const workspaceRoot = opts.workspace_root
@@ -123,7 +123,7 @@ export async function runOnce(
     if (opts.agent_id) {
       throw new HolonError("invalid_request", "give --agent or --resume, not both");
     }
-    const existing = host.store.agents.get(opts.resume);
+    const existing = await host.store.agents.get(opts.resume);
     if (!existing || !isRunAgent(existing) || existing.archived_at) {
       throw new HolonError("unknown_agent", `no run agent named '${opts.resume}'`, {
         status: 404,
@@ -132,12 +132,12 @@ export async function runOnce(
     }
     agentId = opts.resume;
     temporary = true;
-    if (workspaceRoot) host.agents.setWorkspace(agentId, workspaceRoot);
+    if (workspaceRoot) await host.agents.setWorkspace(agentId, workspaceRoot);
     // A finished run left its agent stopped; resuming is the operator starting it again.
-    if (existing.status === "stopped") transition(host.store, agentId, "awake_idle", "run_resumed");
+    if (existing.status === "stopped") await transition(host.store, agentId, "awake_idle", "run_resumed");
   } else if (opts.agent_id) {
     agentId = opts.agent_id;
-    const existing = host.store.agents.get(agentId);
+    const existing = await host.store.agents.get(agentId);
     if (!existing) {
       if (!opts.create_agent) {
         throw new HolonError("unknown_agent", `no agent named '${agentId}'`, {
@@ -145,23 +145,23 @@ export async function runOnce(
           hint: `pass --create-agent to create it, or: holon agent create ${agentId}`,
         });
       }
-      host.agents.create(agentId, workspaceRoot ? { workspace_root: workspaceRoot } : {});
+      await host.agents.create(agentId, workspaceRoot ? { workspace_root: workspaceRoot } : {});
     } else if (existing.visibility !== "public") {
       throw new HolonError("unknown_agent", `no agent named '${agentId}'`, { status: 404 });
     } else if (workspaceRoot) {
-      host.agents.setWorkspace(agentId, workspaceRoot);
+      await host.agents.setWorkspace(agentId, workspaceRoot);
     }
   } else {
     temporary = true;
     agentId = host.store.ids.next("run").replace(/_/g, "-");
-    host.agents.create(agentId, {
+    await host.agents.create(agentId, {
       visibility: "private",
       workspace_root: workspaceRoot ?? checkDir(process.cwd(), "the current directory"),
     });
   }
   // A held agent runs no turn until the hold lifts, and a run never waits for that: it
   // fails at once, as a budget stop inside the run would (exit code 3).
-  const held = host.store.agents.get(agentId)?.budget_hold;
+  const held = (await host.store.agents.get(agentId))?.budget_hold;
   if (held) {
     return {
       ok: false,
@@ -188,7 +188,7 @@ export async function runOnce(
   }
   host.services.loops.start(agentId);
   if (opts.cwd) {
-    const root = executionBinding(host.agents.get(agentId)).execution_root;
+    const root = executionBinding(await host.agents.get(agentId)).execution_root;
     const cwd = resolve(root, opts.cwd);
     checkDir(cwd, "--cwd");
     if (!isInside(root, cwd)) {
@@ -197,7 +197,7 @@ export async function runOnce(
         `--cwd ${cwd} is outside the workspace ${root}`,
       );
     }
-    host.agents.setCwd(agentId, cwd);
+    await host.agents.setCwd(agentId, cwd);
   }
 
   const started = Date.now();
@@ -238,7 +238,7 @@ export async function runOnce(
     const metadata: Record<string, unknown> = {};
     if (opts.max_turns !== undefined) metadata.max_turns = opts.max_turns;
     if (hasLimits(runBudget)) metadata.run_budget = runBudget;
-    const envelope = host.ingress.admit({
+    const envelope = await host.ingress.admit({
       agent_id: agentId,
       kind: "operator_prompt",
       origin: { kind: "operator" },
@@ -253,16 +253,16 @@ export async function runOnce(
     // The message may already have settled before the listener saw it (not possible with a
     // synchronous store, but cheap to guard).
     if (
-      host.store.messages.get(messageId)?.status !== "queued" &&
-      host.store.messages.get(messageId)?.status !== "processing"
+      (await host.store.messages.get(messageId))?.status !== "queued" &&
+      (await host.store.messages.get(messageId))?.status !== "processing"
     )
       settle();
     abortRun();
     await settled;
     // Background tasks this run started belong to it: they end with it.
     if (interrupted) {
-      const started = host.store.tasks
-        .activeForAgent(agentId)
+      const started = (await host.store.tasks
+        .activeForAgent(agentId))
         .filter((t) => t.parent_message_id === messageId);
       await Promise.all(started.map((t) => host.tasks.stop(t.id, 500).catch(() => {})));
     }
@@ -272,19 +272,19 @@ export async function runOnce(
   }
   // Commands the run promoted to tasks: listed, and their agent kept so their results are
   // processed (and `holon run --resume` can pick them up) instead of landing nowhere.
-  const stillRunning: RunTaskStillRunning[] = host.store.tasks
-    .activeForAgent(agentId)
+  const stillRunning: RunTaskStillRunning[] = (await host.store.tasks
+    .activeForAgent(agentId))
     .map((t) => ({ task_id: t.id, status: t.status, summary: t.summary ?? null }));
   const kept = temporary && (Boolean(opts.keep) || stillRunning.length > 0);
   if (temporary && !kept) {
     // Nothing of the run still runs: its agent stops, and stays inspectable by id (status,
     // tail, transcript, agent get) until it is deleted; `--resume` continues it.
     await host.services.loops.retire(agentId);
-    if (host.store.agents.get(agentId)?.status !== "stopped")
-      transition(host.store, agentId, "stopped", "run_finished");
+    if ((await host.store.agents.get(agentId))?.status !== "stopped")
+      await transition(host.store, agentId, "stopped", "run_finished");
   }
   return {
-    ...summarize(host, agentId, messageId, events, Date.now() - started),
+    ...await summarize(host, agentId, messageId, events, Date.now() - started),
     temporary_agent: temporary,
     kept,
     tasks_still_running: stillRunning,
@@ -397,25 +397,25 @@ const isProcessed = (e: CatalogEvent, messageId: string): e is Processed =>
   e.type === "message_processed" && e.payload.message_id === messageId;
 
 /** The newest completion report promoted while the run was being watched. */
-function completionReport(host: RuntimeHost, events: CatalogEvent[]): string | undefined {
+async function completionReport(host: RuntimeHost, events: CatalogEvent[]): Promise<string | undefined> {
   for (const e of [...events].reverse()) {
     if (e.type !== "work_item_completed" || !e.payload.report_id) continue;
-    const text = host.store.workItems.summary(e.payload.report_id)?.text;
+    const text = (await host.store.workItems.summary(e.payload.report_id))?.text;
     if (text) return text;
   }
   return undefined;
 }
 
-function summarize(
+async function summarize(
   host: RuntimeHost,
   agentId: string,
   messageId: string,
   events: CatalogEvent[],
   durationMs: number,
-): Omit<RunOnceResponse, "temporary_agent" | "kept" | "tasks_still_running"> {
+): Promise<Omit<RunOnceResponse, "temporary_agent" | "kept" | "tasks_still_running">> {
   const processed = events.find((e) => isProcessed(e, messageId));
   const runId = processed?.payload.run_id ?? null;
-  const entries = (runId ? host.store.transcript.forRun(agentId, runId) : []).flatMap(
+  const entries = (runId ? await host.store.transcript.forRun(agentId, runId) : []).flatMap(
     (e) => parseTranscriptEntry(e) ?? [],
   );
   const ofKind = <K extends TranscriptEntryKind>(kind: K) =>
@@ -445,7 +445,7 @@ function summarize(
   const raw = terminal?.data.last_assistant_message ?? "";
   // A work item completed during the run: its report is the answer (raw_final_text keeps the
   // terminal assistant text for diagnostics).
-  const report = completionReport(host, events);
+  const report = await completionReport(host, events);
   const outcomeRaw = processed?.payload.outcome;
   const outcome: RunOnceResponse["outcome"] =
     failure || outcomeRaw === "failed"

@@ -103,7 +103,7 @@ export function buildServices(opts: ServiceOptions) {
   const ingress = new Ingress(store, signals);
   // Commands: a scrubbed environment and bounded output, from the live configuration. The
   // variables MCP server definitions reference are withheld too (the service is built below).
-  const mcpEnvNames = () => mcp.referencedEnvNames();
+  const mcpEnvNames = async () => await mcp.referencedEnvNames();
   const policy = commandPolicy(config, mcpEnvNames);
   // Every command an agent runs is confined by the sandbox its settings and the host's ask for.
   const sandbox = new SandboxService({
@@ -119,13 +119,13 @@ export function buildServices(opts: ServiceOptions) {
         },
         bootId,
       },
-      agent: (id) => store.agents.get(id),
-      hasActiveTasks: (id) => store.tasks.activeForAgent(id).length > 0,
+      agent: async (id) => await store.agents.get(id),
+      hasActiveTasks: async (id) => (await store.tasks.activeForAgent(id)).length > 0,
       // A connection the allowlist proxy refused is an event of the agent whose command asked.
-      onRefused: (agentId, refusal) => {
-        if (store.agents.get(agentId) === undefined) return;
-        store.tx(() =>
-          store.appendEvent(agentId, { type: "sandbox_network_refused", payload: refusal }),
+      onRefused: async (agentId, refusal) => {
+        if (await store.agents.get(agentId) === undefined) return;
+        await store.tx(async () =>
+          await store.appendEvent(agentId, { type: "sandbox_network_refused", payload: refusal }),
         );
       },
     },
@@ -157,7 +157,7 @@ export function buildServices(opts: ServiceOptions) {
   handlers.set(TIMER_FIRE, timerFireHandler(store));
   handlers.set(PROVIDER_RETRY, providerRetryHandler(store)); // rate-limited turns run again
   // A periodic budget's window turned over: the hold lifts (the gate is built below).
-  handlers.set(BUDGET_WINDOW, (d) => budgetGate.windowHandler()(d));
+  handlers.set(BUDGET_WINDOW, async (d) => await budgetGate.windowHandler()(d));
   const scheduler = new DeadlineScheduler({ store, ingress, handlers });
   const sleep = new SleepWakes(store, scheduler);
   // The waiting plane: timers on the scheduler, wake hints, external trigger capabilities.
@@ -221,10 +221,10 @@ export function buildServices(opts: ServiceOptions) {
       // A compaction is a provider call too: its ledger row (the provider reports no usage
       // for it, so its input is the request's estimate).
       if (res.ok) {
-        store.tx(() =>
-          ledger.record({
+        await store.tx(async () =>
+          await ledger.record({
             agent_id: agent.agent_id,
-            run_id: store.agents.get(agent.agent_id)?.current_run_id ?? null,
+            run_id: (await store.agents.get(agent.agent_id))?.current_run_id ?? null,
             round: null,
             kind: "compaction",
             model_ref: c.model_ref,
@@ -257,8 +257,8 @@ export function buildServices(opts: ServiceOptions) {
   });
   // A budget stop is an ask (the operator's one inbox): opened when the gate records a hold,
   // withdrawn when the hold clears (raised, unfrozen, or its window turned over).
-  budgetGate.onExhausted = (hold, where) => {
-    asks.open({
+  budgetGate.onExhausted = async (hold, where) => {
+    await asks.open({
       agent_id: where.agent_id,
       kind: "budget",
       source: "budget",
@@ -272,10 +272,10 @@ export function buildServices(opts: ServiceOptions) {
       details: { budget_scope: hold.scope, hold },
     });
   };
-  budgetGate.onCleared = (scope, where) => {
-    for (const a of asks.pendingFor(where.agent_id)) {
+  budgetGate.onCleared = async (scope, where) => {
+    for (const a of await asks.pendingFor(where.agent_id)) {
       if (a.kind === "budget" && a.details?.budget_scope === scope)
-        asks.withdraw(a.id, `the budget hold on ${scope} was lifted`);
+        await asks.withdraw(a.id, `the budget hold on ${scope} was lifted`);
     }
   };
   const budgets = new BudgetControl({
@@ -287,9 +287,9 @@ export function buildServices(opts: ServiceOptions) {
   });
   // A child's carved budget: checked against the parent's remainder, given back at settle.
   const childBudgets = {
-    checkCarve: (parent: AgentRecord, input: unknown) => budgets.checkCarve(parent, input),
+    checkCarve: async (parent: AgentRecord, input: unknown) => await budgets.checkCarve(parent, input),
     reserved: (parentId: string) => budgetGate.reservationsChanged(parentId),
-    returned: (childId: string) => returnReservation(store, ledger, childId),
+    returned: async (childId: string) => await returnReservation(store, ledger, childId),
   };
   const memoryIndex = new MemoryIndexService(store); // MemorySearch / MemoryGet
   // The prompt frame's sections, in order (also read by `holon debug prompt`).
@@ -316,8 +316,8 @@ export function buildServices(opts: ServiceOptions) {
     snapshot: (agent) => workspaces.snapshot(agent),
     sandboxEnforced: (agent) => sandbox.summary(agent).state === "enforced",
     confine: (agent, root) => sandbox.launchFor(agent, root),
-    admitFollowup: (agent, text, authority) => {
-      ingress.admit({
+    admitFollowup: async (agent, text, authority) => {
+      await ingress.admit({
         agent_id: agent.agent_id,
         kind: "internal_followup",
         origin: { kind: "system", subsystem: "stop_hook" },
@@ -378,8 +378,8 @@ export function buildServices(opts: ServiceOptions) {
         contributors,
         executionSnapshot: (agent) => workspaces.snapshot(agent),
         leash,
-        afterTool: (call) => {
-          skills.noteToolCall(call);
+        afterTool: async (call) => {
+          await skills.noteToolCall(call);
           compactor.noteToolCall(call);
         },
         extraTools: (agent) => mcp.toolsFor(agent),
@@ -390,16 +390,16 @@ export function buildServices(opts: ServiceOptions) {
             : NONE_HIDDEN,
         // The stale reminder adds its note, then compaction fits the whole request.
         beforeProviderCall: traced<PreProviderHook>(
-          (request, ctx) => compactor.hook(staleReminder(request, ctx), ctx),
+          async (request, ctx) => await compactor.hook(await staleReminder(request, ctx), ctx),
           (h) => tracing.wrapHook(h),
         ),
         // After the hook: the budget sees the request as it goes out (and its estimate).
-        budgetCheck: (request, ctx) => budgetGate.check(request, ctx),
-        recordCall: (call) => ledger.record(call),
+        budgetCheck: async (request, ctx) => await budgetGate.check(request, ctx),
+        recordCall: async (call) => await ledger.record(call),
         onContextOverflow: (info) => compactor.noteOverflow(info.run_id, info.model_ref),
         afterProviderCall: (info) =>
           compactor.noteUsage(info.run_id, info.model_ref, info.token_usage),
-        gate: (agentId) => asks.gatedBy(agentId),
+        gate: async (agentId) => await asks.gatedBy(agentId),
         budget: () => {
           const rt = config.current().values.runtime;
           return {
@@ -431,15 +431,15 @@ export function buildServices(opts: ServiceOptions) {
   // Finished run agents a host start skipped (host.ts): their start-up work (patch
   // journals, home layout) runs before their loop starts again (`holon run --resume`, start).
   const deferredAgents = new Set<string>();
-  const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals, (id) => {
+  const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals, async (id) => {
     if (!deferredAgents.delete(id)) return;
-    const agent = store.agents.get(id);
+    const agent = await store.agents.get(id);
     if (!agent) return;
     secureAgentRuntime(agent.agent_home);
     recoverPatchJournals(patchJournalDir(agent.agent_home));
     agents.ensureHome(agent);
     if (agent.sandbox_enabled_at === undefined)
-      agents.markSandboxEnabled(id, sandbox.summary(agent));
+      await agents.markSandboxEnabled(id, sandbox.summary(agent));
   });
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),
@@ -470,14 +470,14 @@ export function buildServices(opts: ServiceOptions) {
     limits: () => config.current().values.agents,
     asks,
     waits: {
-      cancelForAgent(agentId, reason) {
-        asks.withdrawForAgent(agentId, reason);
-        const cancelled = timers.list(agentId).active.map((t) => {
+      async cancelForAgent(agentId, reason) {
+        await asks.withdrawForAgent(agentId, reason);
+        const cancelled = (await timers.list(agentId)).active.map((t) => {
           timers.cancel(agentId, t.timer_id, reason);
           return t.timer_id;
         });
-        const trigger = triggers.current(agentId);
-        if (trigger) triggers.revoke(agentId, undefined, reason);
+        const trigger = await triggers.current(agentId);
+        if (trigger) await triggers.revoke(agentId, undefined, reason);
         return { timers: cancelled, triggers: trigger ? [trigger.external_trigger_id] : [] };
       },
     },
@@ -492,7 +492,7 @@ export function buildServices(opts: ServiceOptions) {
     // Agent stop cancels its command tasks and stops the children it supervises.
     owned: {
       cancelForAgent: async (agentId, reason) => {
-        asks.withdrawForAgent(agentId, reason); // what a stopped agent asked no longer stands
+        await asks.withdrawForAgent(agentId, reason); // what a stopped agent asked no longer stands
         mcp.stopAll(agentId); // its MCP servers stop with it
         return [
           ...(await tasks.cancelForAgent(agentId, reason)),
@@ -509,11 +509,11 @@ export function buildServices(opts: ServiceOptions) {
     logFile: join(paths.logsDir, "holon.log"),
     // Files derived from removed records follow them: the episode mirror is rewritten from
     // the episodes kept, and the memory index is rebuilt before its next search.
-    afterRemoval: ({ episodes, briefs }) => {
+    afterRemoval: async ({ episodes, briefs }) => {
       for (const agentId of new Set([...episodes, ...briefs])) {
-        const agent = store.agents.get(agentId);
+        const agent = await store.agents.get(agentId);
         if (!agent) continue;
-        if (episodes.includes(agentId)) continuity.rebuildMirror(agent.agent_home, agentId);
+        if (episodes.includes(agentId)) await continuity.rebuildMirror(agent.agent_home, agentId);
         memoryIndex.markDirty(agent.agent_home);
       }
     },
@@ -532,12 +532,12 @@ export function buildServices(opts: ServiceOptions) {
   const exportSettings = metricExportSettings(config.current().file?.telemetry?.metrics, opts.env);
   if (config.current().values.telemetry.metrics.enabled || exportSettings.enabled) {
     const m = new HostMetrics({
-      agents: () => store.agents.list(),
-      agent: (id) => store.agents.get(id),
-      pendingCount: (id) => store.messages.pendingCount(id),
-      activeTaskCount: (id) => store.tasks.activeForAgent(id).length,
+      agents: async () => await store.agents.list(),
+      agent: async (id) => await store.agents.get(id),
+      pendingCount: async (id) => await store.messages.pendingCount(id),
+      activeTaskCount: async (id) => (await store.tasks.activeForAgent(id)).length,
       maxAgents: () => config.current().values.telemetry.metrics.max_agents,
-      pendingAsks: () => store.asks.withState("pending", 10_000),
+      pendingAsks: async () => await store.asks.withState("pending", 10_000),
       price: (modelRef, usage) => roundCost(usage, ledger.pricing(modelRef)),
       spans: tracing.enabled ? () => tracing.stats() : undefined,
       metricExports: () => metricExport?.stats() ?? { exported: 0, failed: 0, busy: 0 },

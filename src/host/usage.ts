@@ -53,8 +53,8 @@ export class UsageService {
   }
 
   /** The agent's newest `limit` provider calls in [from, to), oldest first, each priced. */
-  rounds(agentId: string, from: Date, to: Date, limit: number): PricedRound[] {
-    return this.store.ledger.newest(agentId, from, to, limit).map((r) => {
+  async rounds(agentId: string, from: Date, to: Date, limit: number): Promise<PricedRound[]> {
+    return (await this.store.ledger.newest(agentId, from, to, limit)).map((r) => {
       const usage: TokenUsage = {
         input_tokens: r.input_tokens,
         output_tokens: r.output_tokens,
@@ -67,13 +67,13 @@ export class UsageService {
     });
   }
 
-  report(agentIds: string[], from: Date, to: Date): UsageReport {
+  async report(agentIds: string[], from: Date, to: Date): Promise<UsageReport> {
     const groups = new Map<string, UsageGroup>();
     const byAgent: Record<string, UsageTotals> = {};
     const total = emptyCost();
     const unpriced = new Set<string>();
     for (const agentId of agentIds) byAgent[agentId] = emptyCost();
-    for (const r of this.store.ledger.rows(agentIds, from, to)) {
+    for (const r of await this.store.ledger.rows(agentIds, from, to)) {
       if (r.cost_usd === null) unpriced.add(r.model_ref);
       const day = r.ts.slice(0, 10);
       const key = `${r.agent_id}\u0000${r.model_ref}\u0000${day}`;

@@ -82,15 +82,15 @@ export function agentRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return r.data;
   };
 
-  app.get("/control/agents/:id/home", (c) => {
+  app.get("/control/agents/:id/home", async (c) => {
     requireControl(c);
-    const agent = host.agents.get(idOf(c.req.param("id")));
+    const agent = await host.agents.get(idOf(c.req.param("id")));
     return c.json({ ok: true, agent_id: agent.agent_id, agent_home: agent.agent_home });
   });
 
-  app.get("/control/agents/:id/agent", (c) => {
+  app.get("/control/agents/:id/agent", async (c) => {
     requireControl(c);
-    return c.json({ ok: true, ...host.services.agentPlane.get(idOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...await host.services.agentPlane.get(idOf(c.req.param("id"))) });
   });
 
   app.post("/control/agents/:id/archive", async (c) => {

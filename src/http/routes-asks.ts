@@ -38,7 +38,7 @@ const MAX_WAIT_MS = 60_000;
 export function askRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   const asks = () => host.services.asks;
 
-  app.get("/control/asks", (c) => {
+  app.get("/control/asks", async (c) => {
     requireControl(c);
     const state = c.req.query("state") ?? "pending";
     if (state !== "all" && !AskState.safeParse(state).success) {
@@ -47,8 +47,8 @@ export function askRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       });
     }
     const agent = c.req.query("agent");
-    if (agent !== undefined) host.agents.get(agent); // unknown agent: 404
-    const list = asks().list({
+    if (agent !== undefined) await host.agents.get(agent); // unknown agent: 404
+    const list = await asks().list({
       state: state as AskRecord["state"] | "all",
       agent_id: agent,
       limit: intParam(c, "limit", { min: 1, max: 500 }),
@@ -60,7 +60,7 @@ export function askRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     const id = c.req.param("ask_id");
     const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS }) ?? 0;
-    let ask = asks().get(id);
+    let ask = await asks().get(id);
     if (ask.state === "pending" && waitMs > 0) {
       ask = await untilSettled(host, id, waitMs, c.req.raw.signal);
     }
@@ -71,7 +71,7 @@ export function askRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     const body = validate(AskDecisionBody, await readJson(c));
     const id = c.req.param("ask_id");
-    const ask = asks().get(id);
+    const ask = await asks().get(id);
     let by: AskCredential = { kind: "operator", via: "control" };
     if (body.binding_id !== undefined || body.actor_id !== undefined) {
       if (body.binding_id === undefined || body.actor_id === undefined) {
@@ -79,13 +79,13 @@ export function askRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
           hint: "a bridge names both the binding and the operator it authenticated",
         });
       }
-      by = host.services.operatorTransport.bindingCredential(
+      by = await host.services.operatorTransport.bindingCredential(
         ask.agent_id,
         body.binding_id,
         body.actor_id,
       );
     }
-    const r = asks().decide(id, { decision: body.decision, reason: body.reason }, by);
+    const r = await asks().decide(id, { decision: body.decision, reason: body.reason }, by);
     return c.json({ ok: true, ask: r.ask, message_id: r.message_id });
   });
 }
@@ -97,17 +97,17 @@ function untilSettled(
   ms: number,
   signal: AbortSignal,
 ): Promise<AskRecord> {
-  return new Promise((resolve) => {
+  return new Promise(async (resolve) => {
     let done = false;
-    const finish = () => {
+    const finish = async () => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       unlisten();
       signal.removeEventListener("abort", finish);
-      resolve(host.services.asks.get(id));
+      resolve(await host.services.asks.get(id));
     };
-    const unlisten = host.store.onEvents((events) => {
+    const unlisten = host.store.onEvents(async (events) => {
       if (
         events.some(
           (e) =>
@@ -116,13 +116,13 @@ function untilSettled(
             (e.payload as { ask?: { id?: string } }).ask?.id === id,
         )
       )
-        finish();
+        await finish();
     });
     const timer = setTimeout(finish, ms);
     timer.unref?.();
     signal.addEventListener("abort", finish);
     // Settled between the read and the subscription: answer at once.
-    if (host.services.asks.get(id).state !== "pending") finish();
+    if ((await host.services.asks.get(id)).state !== "pending") await finish();
   });
 }
 

@@ -28,7 +28,7 @@ const NextBriefResponse = z.object({
 export function briefRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.get("/agents/:id/briefs/next", async (c) => {
     requireRead(c);
-    const agentId = host.agents.getPublic(c.req.param("id")).agent_id;
+    const agentId = (await host.agents.getPublic(c.req.param("id"))).agent_id;
     const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_BRIEF_WAIT_MS }) ?? 0;
     const messageId = idQuery(c.req.query("message_id"), "message_id");
     const after = idQuery(c.req.query("after"), "after");
@@ -38,25 +38,25 @@ export function briefRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     // may already be there); otherwise only briefs written from now on.
     let floor: number | undefined;
     if (after !== undefined) {
-      floor = briefs.seqOf(agentId, after);
+      floor = await briefs.seqOf(agentId, after);
       if (floor === undefined) {
         throw new HolonError("unknown_brief", `agent '${agentId}' has no brief '${after}'`, {
           status: 404,
           hint: "pass the id of one of the agent's briefs (GET /agents/:id/briefs)",
         });
       }
-    } else if (messageId === undefined) floor = briefs.newestSeq(agentId);
+    } else if (messageId === undefined) floor = await briefs.newestSeq(agentId);
     const matches = (b: BriefRecord) =>
       b.kind !== "ack" && (messageId === undefined || b.related_message_id === messageId);
-    const find = (): BriefRecord | undefined =>
+    const find = async (): Promise<BriefRecord | undefined> =>
       floor === undefined
-        ? briefs.recent(agentId, SCAN).find(matches)
-        : briefs
-            .after(agentId, floor, SCAN)
+        ? (await briefs.recent(agentId, SCAN)).find(matches)
+        : (await briefs
+            .after(agentId, floor, SCAN))
             .map((r) => r.brief)
             .find(matches);
 
-    let brief = find();
+    let brief = await find();
     if (!brief && waitMs > 0)
       brief = await nextBrief(host, agentId, find, waitMs, c.req.raw.signal);
     return c.json({ ok: true, agent_id: agentId, brief: brief ?? null });

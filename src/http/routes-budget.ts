@@ -35,27 +35,27 @@ const FreezeResponse = z.object({ ok: z.literal(true), agent_ids: z.array(z.stri
 export function budgetRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   const budgets = () => host.services.budgets;
   // Any agent the operator names, children included (a child's reservation is raised here).
-  const agentOf = (id: string) => host.agents.get(id).agent_id;
-  const targets = (body: z.infer<typeof FreezeBody>): string[] => {
+  const agentOf = async (id: string) => (await host.agents.get(id)).agent_id;
+  const targets = async (body: z.infer<typeof FreezeBody>): Promise<string[]> => {
     if (body.all && body.agent_ids?.length) {
       throw new HolonError("invalid_request", "give all or agent_ids, not both");
     }
-    if (body.all) return host.store.agents.list().map((a) => a.agent_id);
+    if (body.all) return (await host.store.agents.list()).map((a) => a.agent_id);
     if (!body.agent_ids?.length) {
       throw new HolonError("invalid_request", "name the agents (agent_ids) or pass all: true");
     }
     return body.agent_ids.map(agentOf);
   };
 
-  app.get("/agents/:id/budget", (c) => {
+  app.get("/agents/:id/budget", async (c) => {
     requireRead(c);
-    return c.json({ ok: true, budget: budgets().view(agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, budget: await budgets().view(await agentOf(c.req.param("id"))) });
   });
 
   app.post("/control/agents/:id/budget", async (c) => {
     requireControl(c);
     const body = validate(SetBudgetBody, await readJson(c));
-    const view = budgets().set(agentOf(c.req.param("id")), {
+    const view = await budgets().set(await agentOf(c.req.param("id")), {
       period: body.period ?? "total",
       limits: body.limits,
       time_zone: body.time_zone,
@@ -66,20 +66,20 @@ export function budgetRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/budget/raise", async (c) => {
     requireControl(c);
     const body = validate(RaiseBudgetBody, await readJson(c));
-    const view = budgets().raise(agentOf(c.req.param("id")), body);
+    const view = await budgets().raise(await agentOf(c.req.param("id")), body);
     return c.json({ ok: true, budget: view });
   });
 
   app.post("/control/budget/freeze", async (c) => {
     requireControl(c);
     const body = validate(FreezeBody, await readJson(c));
-    return c.json({ ok: true, agent_ids: budgets().freeze(targets(body)) });
+    return c.json({ ok: true, agent_ids: await budgets().freeze(await targets(body)) });
   });
 
   app.post("/control/budget/unfreeze", async (c) => {
     requireControl(c);
     const body = validate(FreezeBody, await readJson(c));
-    return c.json({ ok: true, agent_ids: budgets().unfreeze(targets(body)) });
+    return c.json({ ok: true, agent_ids: budgets().unfreeze(await targets(body)) });
   });
 }
 

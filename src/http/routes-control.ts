@@ -48,8 +48,8 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
   // The operator's input goes to public agents only. A private one (a child, a finished
   // run's agent) is still refused as unknown, but the operator, already authenticated, is
   // told what it is and what to do instead of being sent to create an agent that exists.
-  const inputTarget = (agentId: string) => {
-    const agent = host.store.agents.get(agentId);
+  const inputTarget = async (agentId: string) => {
+    const agent = await host.store.agents.get(agentId);
     if (agent && agent.visibility !== "public") {
       throw new HolonError(
         "unknown_agent",
@@ -62,7 +62,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
         },
       );
     }
-    return host.agents.getPublic(agentId);
+    return await host.agents.getPublic(agentId);
   };
 
   // Over TCP a control request carries the token; over the Unix socket it is the local user.
@@ -73,7 +73,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(PromptBody, await readJson(c));
     const agentId = c.req.param("id");
-    inputTarget(agentId);
+    await inputTarget(agentId);
     const origin = body.actor_id
       ? { kind: "operator" as const, actor_id: body.actor_id }
       : { kind: "operator" as const };
@@ -116,16 +116,16 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     const body = validate(ControlBody, await readJson(c));
     const agentId = c.req.param("id");
-    inputTarget(agentId);
-    return c.json({ ok: true, ...host.lifecycle.control(agentId, body.action) });
+    await inputTarget(agentId);
+    return c.json({ ok: true, ...await host.lifecycle.control(agentId, body.action) });
   });
 
   app.post("/control/agents/:id/wake", async (c) => {
     requireControl(c);
     const body = validate(WakeBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
-    inputTarget(agentId);
-    const result = host.lifecycle.control(agentId, "wake", body.source ?? "operator", {
+    await inputTarget(agentId);
+    const result = await host.lifecycle.control(agentId, "wake", body.source ?? "operator", {
       reason: body.reason,
       admission: admissionOf(c),
     });
@@ -141,36 +141,36 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
   app.post("/control/agents/:id/create", async (c) => {
     requireControl(c);
     const body = validate(CreateBody, await readJson(c, { optional: true }));
-    const agent = host.agents.create(c.req.param("id"), {
+    const agent = await host.agents.create(c.req.param("id"), {
       ...(body.workspace_root ? { workspace_root: checkWorkspaceRoot(body.workspace_root) } : {}),
       ...(body.template ? { template: body.template } : {}),
     });
-    return c.json({ ok: true, agent: agentSummary(host, agent) }, 201);
+    return c.json({ ok: true, agent: await agentSummary(host, agent) }, 201);
   });
 
   app.post("/control/agents/:id/current-run/abort", async (c) => {
     requireControl(c);
     const body = validate(AbortBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
-    inputTarget(agentId);
-    const result = host.lifecycle.abortCurrentRun(agentId, body.run_id);
+    await inputTarget(agentId);
+    const result = await host.lifecycle.abortCurrentRun(agentId, body.run_id);
     return c.json({ ok: true, ...result, mode: "stop_after_abort" }, 202);
   });
 
-  app.get("/control/runtime/status", (c) => {
+  app.get("/control/runtime/status", async (c) => {
     requireControl(c);
     return c.json({
       ok: true,
-      ...runtimeStatus(host),
+      ...await runtimeStatus(host),
       http_addr: opts.listen?.http_addr ?? null,
       socket_path: opts.listen?.socket_path ?? null,
       control_token_configured: Boolean(opts.token),
     });
   });
 
-  app.post("/control/runtime/shutdown", (c) => {
+  app.post("/control/runtime/shutdown", async (c) => {
     requireControl(c);
-    host.services.audit.shutdownRequested("control");
+    await host.services.audit.shutdownRequested("control");
     setImmediate(() => opts.onShutdown?.());
     return c.json({ ok: true, shutting_down: true }, 202);
   });
@@ -260,8 +260,8 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/model", async (c) => {
     requireControl(c);
     const body = validate(ModelBody, await readJson(c));
-    const agent = host.agents.setModelOverride(
-      host.agents.getPublic(c.req.param("id")).agent_id,
+    const agent = await host.agents.setModelOverride(
+      (await host.agents.getPublic(c.req.param("id"))).agent_id,
       body.model,
     );
     return c.json({
@@ -275,12 +275,12 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/settings", async (c) => {
     requireControl(c);
     const body = validate(SettingBody, await readJson(c));
-    const id = host.agents.getPublic(c.req.param("id")).agent_id;
+    const id = (await host.agents.getPublic(c.req.param("id"))).agent_id;
     const agent = body.key.startsWith("sandbox.")
-      ? host.agents.setSetting(id, body.key, body.value ?? undefined)
+      ? await host.agents.setSetting(id, body.key, body.value ?? undefined)
       : body.key.startsWith("mcp.")
-        ? host.services.mcp.setAgentSetting(id, body.key, body.value ?? null)
-        : host.services.leash.setAgentSetting(id, body.key, body.value ?? null);
+        ? await host.services.mcp.setAgentSetting(id, body.key, body.value ?? null)
+        : await host.services.leash.setAgentSetting(id, body.key, body.value ?? null);
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
@@ -300,8 +300,8 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/model/clear", async (c) => {
     requireControl(c);
     validate(ClearBody, await readJson(c, { optional: true }));
-    const agent = host.agents.setModelOverride(
-      host.agents.getPublic(c.req.param("id")).agent_id,
+    const agent = await host.agents.setModelOverride(
+      (await host.agents.getPublic(c.req.param("id"))).agent_id,
       undefined,
     );
     return c.json({

@@ -18,17 +18,17 @@ function projectionOf(c: Context<AppEnv>): EventProjectionName {
 export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext): void {
   // Public reads name public agents only; the /control twins name any agent (private
   // children, finished run agents) for the operator, behind the control token.
-  const publicAgent = (c: Context<AppEnv>) => {
+  const publicAgent = async (c: Context<AppEnv>) => {
     requireRead(c);
-    return host.agents.getPublic(c.req.param("id")!);
+    return await host.agents.getPublic(c.req.param("id")!);
   };
-  const anyAgent = (c: Context<AppEnv>) => {
+  const anyAgent = async (c: Context<AppEnv>) => {
     requireControl(c);
-    return host.agents.get(c.req.param("id")!);
+    return await host.agents.get(c.req.param("id")!);
   };
 
-  const page = (resolve: typeof publicAgent) => (c: Context<AppEnv>) => {
-    const agent = resolve(c);
+  const page = (resolve: typeof publicAgent) => async (c: Context<AppEnv>) => {
+    const agent = await resolve(c);
     const projection = projectionOf(c);
     const order = c.req.query("order") ?? "desc";
     if (order !== "asc" && order !== "desc") {
@@ -37,8 +37,8 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
     const afterSeq = intParam(c, "after_seq", { min: 0 });
     const beforeSeq = intParam(c, "before_seq", { min: 0 });
     const limit = intParam(c, "limit", { min: 1, max: 10_000 }) ?? 128;
-    const removedThrough = host.store.events.removedThrough(agent.agent_id);
-    const events = host.store.events.query(agent.agent_id, {
+    const removedThrough = await host.store.events.removedThrough(agent.agent_id);
+    const events = await host.store.events.query(agent.agent_id, {
       limit,
       order,
       ...(afterSeq !== undefined ? { afterSeq } : {}),
@@ -47,7 +47,7 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
-      newest_seq: host.store.events.newestSeq(agent.agent_id),
+      newest_seq: await host.store.events.newestSeq(agent.agent_id),
       // Retention removed everything up to removed_through_seq (0: nothing removed yet).
       removed_through_seq: removedThrough,
       oldest_available_seq: removedThrough + 1,
@@ -55,8 +55,8 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
     });
   };
 
-  const stream = (resolve: typeof publicAgent) => (c: Context<AppEnv>) => {
-    const agent = resolve(c);
+  const stream = (resolve: typeof publicAgent) => async (c: Context<AppEnv>) => {
+    const agent = await resolve(c);
     const projection = projectionOf(c);
     const fromQuery = intParam(c, "after_seq", { min: 0 });
     const lastEventId = c.req.header("last-event-id");
@@ -67,7 +67,7 @@ export function eventRoutes(app: Hono<AppEnv>, { host, hub, opts }: AppContext):
       }
       afterSeq = Number.parseInt(lastEventId.trim(), 10);
     }
-    const body = hub.open(host.store, agent.agent_id, {
+    const body = await hub.open(host.store, agent.agent_id, {
       afterSeq,
       projection,
       heartbeatMs: opts.heartbeatMs ?? 15_000,

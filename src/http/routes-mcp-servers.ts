@@ -53,9 +53,9 @@ const TestResponse = z.object({
 });
 
 export function mcpServerRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
-  app.get("/control/mcp/servers", (c) => {
+  app.get("/control/mcp/servers", async (c) => {
     requireControl(c);
-    const agent = host.agents.getPublic(c.req.query("agent") ?? host.defaultAgentId);
+    const agent = await host.agents.getPublic(c.req.query("agent") ?? host.defaultAgentId);
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
@@ -67,7 +67,7 @@ export function mcpServerRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     const name = validate(Name, c.req.param("name"));
     const body = validate(McpTestBody, await readJson(c, { optional: true }));
-    const agent = host.agents.getPublic(body.agent_id ?? host.defaultAgentId);
+    const agent = await host.agents.getPublic(body.agent_id ?? host.defaultAgentId);
     const test = await host.services.mcp.test(agent, name);
     return c.json({ ok: true, agent_id: agent.agent_id, test });
   });

@@ -12,14 +12,14 @@ import { requireControl, type AppEnv } from "./support.ts";
 const MAX_TEXT = 4_000;
 
 export function memoryRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
-  app.get("/control/agents/:id/debug/prompt", (c) => {
+  app.get("/control/agents/:id/debug/prompt", async (c) => {
     requireControl(c);
-    const agent = host.agents.getPublic(c.req.param("id"));
+    const agent = await host.agents.getPublic(c.req.param("id"));
     const text = c.req.query("text");
     if (text !== undefined && (text.length === 0 || text.length > MAX_TEXT)) {
       throw new HolonError("invalid_request", `text is 1 to ${MAX_TEXT} characters`);
     }
-    return c.json(promptPreview(host, agent, text));
+    return c.json(await promptPreview(host, agent, text));
   });
 }
 

@@ -65,24 +65,24 @@ export function operatorRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/operator-bindings", async (c) => {
     requireControl(c);
     const body = validate(BindingBody, await readJson(c));
-    const agent = host.agents.getPublic(c.req.param("id"));
-    return c.json({ ok: true, binding: svc().create(agent.agent_id, body) }, 201);
+    const agent = await host.agents.getPublic(c.req.param("id"));
+    return c.json({ ok: true, binding: await svc().create(agent.agent_id, body) }, 201);
   });
-  app.get("/control/agents/:id/operator-bindings", (c) => {
+  app.get("/control/agents/:id/operator-bindings", async (c) => {
     requireControl(c);
-    const agent = host.agents.getPublic(c.req.param("id"));
+    const agent = await host.agents.getPublic(c.req.param("id"));
     return c.json({ ok: true, bindings: svc().list(agent.agent_id) });
   });
-  app.post("/control/agents/:id/operator-bindings/:binding_id/revoke", (c) => {
+  app.post("/control/agents/:id/operator-bindings/:binding_id/revoke", async (c) => {
     requireControl(c);
-    const agent = host.agents.getPublic(c.req.param("id"));
+    const agent = await host.agents.getPublic(c.req.param("id"));
     return c.json({ ok: true, binding: svc().revoke(agent.agent_id, c.req.param("binding_id")) });
   });
   app.post("/control/agents/:id/operator-ingress", async (c) => {
     requireControl(c);
     const { metadata: _m, ...body } = validate(OperatorIngressBody, await readJson(c));
-    const agent = host.agents.getPublic(c.req.param("id"));
-    const r = svc().admit(agent.agent_id, body);
+    const agent = await host.agents.getPublic(c.req.param("id"));
+    const r = await svc().admit(agent.agent_id, body);
     return c.json({ ok: true, agent_id: agent.agent_id, ...r }, 202);
   });
 }

@@ -49,9 +49,9 @@ export const EnqueueBody = z.strictObject({
 });
 
 export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): void {
-  const resolveAgent = (c: Context<AppEnv>) => {
+  const resolveAgent = async (c: Context<AppEnv>) => {
     requireRead(c);
-    return host.agents.getPublic(c.req.param("id") ?? host.defaultAgentId);
+    return await host.agents.getPublic(c.req.param("id") ?? host.defaultAgentId);
   };
 
   app.get("/", (c) => {
@@ -83,50 +83,50 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     return c.json({ ok: true, ...catalog });
   });
 
-  app.get("/agents/list", (c) => {
+  app.get("/agents/list", async (c) => {
     requireRead(c);
     const all = c.req.query("all") === "true";
     if (all) requireControl(c); // private children are an operator's view
-    return c.json({ ok: true, agents: host.agents.list({ all }) });
+    return c.json({ ok: true, agents: await host.agents.list({ all }) });
   });
 
   // The operator's view of any agent `agent list --all` shows (private children, finished
   // run agents): the same reads under /control, behind the control token. The public
   // routes keep private agents hidden, as the spec's visibility rules say.
-  const resolveAny = (c: Context<AppEnv>) => {
+  const resolveAny = async (c: Context<AppEnv>) => {
     requireControl(c);
-    return host.agents.get(c.req.param("id") ?? host.defaultAgentId);
+    return await host.agents.get(c.req.param("id") ?? host.defaultAgentId);
   };
   type Resolve = (c: Context<AppEnv>) => ReturnType<typeof resolveAgent>;
 
-  const status = (resolve: Resolve) => (c: Context<AppEnv>) =>
-    c.json(agentSummary(host, resolve(c)));
-  const state = (resolve: Resolve) => (c: Context<AppEnv>) => c.json(agentState(host, resolve(c)));
-  const briefs = (resolve: Resolve) => (c: Context<AppEnv>) => {
+  const status = (resolve: Resolve) => async (c: Context<AppEnv>) =>
+    c.json(await agentSummary(host, resolve(c)));
+  const state = (resolve: Resolve) => async (c: Context<AppEnv>) => c.json(await agentState(host, resolve(c)));
+  const briefs = (resolve: Resolve) => async (c: Context<AppEnv>) => {
     const agent = resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1000 }) ?? 50;
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
-      briefs: host.store.briefs.recent(agent.agent_id, limit),
+      briefs: await host.store.briefs.recent(agent.agent_id, limit),
     });
   };
-  const transcript = (resolve: Resolve) => (c: Context<AppEnv>) => {
+  const transcript = (resolve: Resolve) => async (c: Context<AppEnv>) => {
     const agent = resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1000 }) ?? 100;
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
-      entries: host.store.transcript.recent(agent.agent_id, limit),
+      entries: await host.store.transcript.recent(agent.agent_id, limit),
     });
   };
-  const tasks = (resolve: Resolve) => (c: Context<AppEnv>) => {
+  const tasks = (resolve: Resolve) => async (c: Context<AppEnv>) => {
     const agent = resolve(c);
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
       // Snapshots, not raw records: no pid or process directory leaves the host.
-      tasks: host.store.tasks.forAgent(agent.agent_id).map(taskSnapshot),
+      tasks: (await host.store.tasks.forAgent(agent.agent_id)).map(taskSnapshot),
     });
   };
 
@@ -149,7 +149,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     const agentId = c.req.param("id") ?? host.defaultAgentId;
     const raw = await readJson(c);
     const body = validate(EnqueueBody, raw);
-    host.agents.getPublic(agentId);
+    await host.agents.getPublic(agentId);
     if (body.trust !== undefined || body.authority_class !== undefined) {
       throw new HolonError(
         "forbidden_trust_override",
@@ -228,7 +228,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     requireIngress(c);
     const agentId = c.req.param("agent_id");
     const payload = await readJson(c);
-    host.agents.getPublic(agentId);
+    await host.agents.getPublic(agentId);
     const eventType =
       c.req.header("x-github-event") ?? c.req.header("x-event-type") ?? c.req.query("event_type");
     const source = c.req.query("source") ?? (c.req.header("x-github-event") ? "github" : "generic");

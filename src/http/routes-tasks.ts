@@ -49,26 +49,26 @@ function executionRoot(agent: AgentRecord): { root: string; cwd: string } {
 
 export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   const tasks = () => host.tasks;
-  const taskOf = (c: Context<AppEnv>) => {
-    const agent = host.agents.getPublic(c.req.param("id")!);
-    return tasks().get(agent.agent_id, c.req.param("task_id")!);
+  const taskOf = async (c: Context<AppEnv>) => {
+    const agent = await host.agents.getPublic(c.req.param("id")!);
+    return await tasks().get(agent.agent_id, c.req.param("task_id")!);
   };
   /** The operator's view (control routes): a task of any agent, private children's too. */
-  const anyTaskOf = (c: Context<AppEnv>) => {
-    const agent = host.agents.get(c.req.param("id")!);
-    return tasks().get(agent.agent_id, c.req.param("task_id")!);
+  const anyTaskOf = async (c: Context<AppEnv>) => {
+    const agent = await host.agents.get(c.req.param("id")!);
+    return await tasks().get(agent.agent_id, c.req.param("task_id")!);
   };
   type TaskOf = typeof taskOf;
 
   app.post("/control/agents/:id/tasks", async (c) => {
     requireControl(c);
     const body = validate(StartBody, await readJson(c));
-    const agent = host.agents.getPublic(c.req.param("id"));
+    const agent = await host.agents.getPublic(c.req.param("id"));
     const { root, cwd } = executionRoot(agent);
     const workdir = confinedWorkdir(root, cwd, body.workdir, agent.agent_id);
     let task;
     try {
-      task = tasks().start({
+      task = await tasks().start({
         agent_id: agent.agent_id,
         cmd: body.cmd,
         workdir,
@@ -95,9 +95,9 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   });
 
   // Reads: the public routes see public agents' tasks; their /control twins any agent's.
-  const snapshot = (find: TaskOf, auth: (c: Context<AppEnv>) => void) => (c: Context<AppEnv>) => {
+  const snapshot = (find: TaskOf, auth: (c: Context<AppEnv>) => void) => async (c: Context<AppEnv>) => {
     auth(c);
-    return c.json({ ok: true, task: taskSnapshot(find(c)) });
+    return c.json({ ok: true, task: taskSnapshot(await find(c)) });
   };
   const output =
     (find: TaskOf, auth: (c: Context<AppEnv>) => void) => async (c: Context<AppEnv>) => {
@@ -105,13 +105,13 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       const chars =
         intParam(c, "max_chars", { min: 256, max: MAX_PREVIEW_CHARS }) ?? DEFAULT_PREVIEW_CHARS;
       const waitMs = intParam(c, "wait_ms", { min: 0, max: MAX_WAIT_MS });
-      let task = find(c);
+      let task = await find(c);
       if (waitMs !== undefined)
         task = await tasks().waitTerminal(task.id, waitMs, c.req.raw.signal);
       if (task.kind === "child_agent_task") {
         return c.json({
           ok: true,
-          ...host.services.agentPlane.output(task, chars, waitMs !== undefined),
+          ...await host.services.agentPlane.output(task, chars, waitMs !== undefined),
         });
       }
       return c.json({ ok: true, ...taskOutputView(task, chars, waitMs !== undefined) });
@@ -125,10 +125,10 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/tasks/:task_id/stop", async (c) => {
     requireControl(c);
     await readJson(c, { optional: true });
-    const task = anyTaskOf(c);
+    const task = await anyTaskOf(c);
     const r =
       task.kind === "child_agent_task"
-        ? { ...host.services.agentPlane.stop(task), escalated: false }
+        ? { ...await host.services.agentPlane.stop(task), escalated: false }
         : await tasks().stop(task.id);
     return c.json({
       ok: true,
@@ -141,14 +141,14 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/tasks/:task_id/input", async (c) => {
     requireControl(c);
     const body = validate(InputBody, await readJson(c));
-    const task = anyTaskOf(c); // the operator's, like stop: a private child's task too
+    const task = await anyTaskOf(c); // the operator's, like stop: a private child's task too
     const r =
       task.kind === "child_agent_task"
-        ? { bytes_written: 0, ...host.services.agentPlane.input(task, body.input) }
+        ? { bytes_written: 0, ...await host.services.agentPlane.input(task, body.input) }
         : await tasks().input(task.id, body.input, body.close_input ?? false);
     return c.json({
       ok: true,
-      task: taskSnapshot(tasks().get(task.agent_id, task.id)),
+      task: taskSnapshot(await tasks().get(task.agent_id, task.id)),
       accepted_input: r.accepted,
       input_target: task.kind === "child_agent_task" ? "child_agent" : inputTarget(task),
       bytes_written: r.bytes_written,

@@ -175,7 +175,7 @@ export function uiRoutes(
       ok: true,
       csrf_token: opened.csrf_token,
       expires_at: opened.expires_at,
-      ...(body.overview ? { overview: overview() } : {}),
+      ...(body.overview ? { overview: await overview() } : {}),
     });
   });
 
@@ -250,11 +250,11 @@ export function uiRoutes(
   });
 
   /** The agents page's data: every agent with its wait, work item and today's cost. */
-  const overview = () => {
+  const overview = async () => {
     const now = host.store.clock.now();
     const dayStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-    const records = host.store.agents.list().filter((a) => !a.archived_at);
-    const usage = host.services.usage.report(
+    const records = (await host.store.agents.list()).filter((a) => !a.archived_at);
+    const usage = await host.services.usage.report(
       records.map((a) => a.agent_id),
       dayStart,
       new Date(now.getTime() + 1),
@@ -290,7 +290,7 @@ export function uiRoutes(
       cursor,
       now: now.toISOString(),
       default_agent: host.defaultAgentId,
-      asks_pending: host.services.asks.list({ state: "pending", limit: 500 }).length,
+      asks_pending: (await host.services.asks.list({ state: "pending", limit: 500 })).length,
       agents,
     };
   };
@@ -312,7 +312,7 @@ export function uiRoutes(
         c.req.raw.signal.addEventListener("abort", done, { once: true });
       });
     }
-    return c.json(overview());
+    return c.json(await overview());
   });
 }
 

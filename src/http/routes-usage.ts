@@ -26,52 +26,52 @@ export function usageRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   // One agent's figures: the public routes see public agents; their /control twins any agent,
   // a private child included (the console's usage page reads those).
   const oneAgent = (
-    find: (id: string) => { agent_id: string },
+    find: (id: string) => Promise<{ agent_id: string }>,
     auth: (c: Context<AppEnv>) => void,
   ) => ({
-    usage: (c: Context<AppEnv>) => {
+    usage: async (c: Context<AppEnv>) => {
       auth(c);
-      const agent = find(c.req.param("id")!);
+      const agent = await find(c.req.param("id")!);
       const { from, to } = window(c, host.store.clock.now());
-      return c.json({ ok: true, ...host.services.usage.report([agent.agent_id], from, to) });
+      return c.json({ ok: true, ...await host.services.usage.report([agent.agent_id], from, to) });
     },
-    rounds: (c: Context<AppEnv>) => {
+    rounds: async (c: Context<AppEnv>) => {
       auth(c);
-      const agent = find(c.req.param("id")!);
+      const agent = await find(c.req.param("id")!);
       const { from, to } = window(c, host.store.clock.now());
       const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 50;
       return c.json({
         ok: true,
         agent_id: agent.agent_id,
         currency: "USD",
-        rounds: host.services.usage.rounds(agent.agent_id, from, to, limit),
+        rounds: await host.services.usage.rounds(agent.agent_id, from, to, limit),
       });
     },
   });
-  const pub = oneAgent((id) => host.agents.getPublic(id), requireRead);
-  const any = oneAgent((id) => host.agents.get(id), requireControl);
+  const pub = oneAgent(async (id) => await host.agents.getPublic(id), requireRead);
+  const any = oneAgent(async (id) => await host.agents.get(id), requireControl);
   app.get("/agents/:id/usage", pub.usage);
   app.get("/agents/:id/usage/rounds", pub.rounds);
   app.get("/control/agents/:id/usage", any.usage);
   app.get("/control/agents/:id/usage/rounds", any.rounds);
-  app.get("/usage", (c) => {
+  app.get("/usage", async (c) => {
     requireRead(c);
     const only = c.req.query("agent");
     const view = c.req.query("view") ?? "groups";
     if (!USAGE_VIEWS.includes(view)) {
       throw new HolonError("invalid_request", `view must be one of ${USAGE_VIEWS.join(", ")}`);
     }
-    const agentId = only ? host.agents.getPublic(only).agent_id : undefined;
-    const all = host.store.agents.list().map((a) => a.agent_id);
+    const agentId = only ? (await host.agents.getPublic(only)).agent_id : undefined;
+    const all = (await host.store.agents.list()).map((a) => a.agent_id);
     const ids = agentId ? [agentId] : all;
     const { from, to } = window(c, host.store.clock.now());
-    const report = host.services.usage.report(ids, from, to);
+    const report = await host.services.usage.report(ids, from, to);
     if (view === "groups") return c.json({ ok: true, ...report });
     // Work items and trees take the agent's descendants in (a child's calls are its parent's).
-    const rows = subtreeRows(host.store.ledger.rows(all, from, to), agentId);
+    const rows = subtreeRows(await host.store.ledger.rows(all, from, to), agentId);
     const total = costTotal(rows); // the descendants' spend included
     if (view === "tree") return c.json({ ok: true, ...report, total, tree: costTree(rows) });
-    const objective = (id: string) => host.store.workItems.get(id)?.objective.slice(0, 200) ?? null;
+    const objective = async (id: string) => (await host.store.workItems.get(id))?.objective.slice(0, 200) ?? null;
     return c.json({ ok: true, ...report, total, work_items: costByWorkItem(rows, objective) });
   });
 }

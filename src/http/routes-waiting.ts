@@ -84,8 +84,8 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     const body = validate(TimerBody, await readJson(c));
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
-    const timer = svc().timers.create(agentId, {
+    await host.agents.getPublic(agentId);
+    const timer = await svc().timers.create(agentId, {
       summary: body.summary,
       duration_ms: body.duration_ms,
       interval_ms: body.interval_ms,
@@ -98,50 +98,50 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
 
   // The public read sees public agents; its /control twin any agent, private children
   // included (the operator's view, as for the other reads).
-  const timers = (resolve: (c: Context<AppEnv>) => string) => (c: Context<AppEnv>) => {
-    const agentId = resolve(c);
+  const timers = (resolve: (c: Context<AppEnv>) => Promise<string>) => async (c: Context<AppEnv>) => {
+    const agentId = await resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 100;
-    const { active, finished } = svc().timers.list(agentId, limit);
+    const { active, finished } = await svc().timers.list(agentId, limit);
     return c.json({
       ok: true,
       agent_id: agentId,
-      active_count: svc().timers.activeCount(agentId),
+      active_count: await svc().timers.activeCount(agentId),
       timers: [...active, ...finished],
     });
   };
   app.get(
     "/agents/:id/timers",
-    timers((c) => {
+    timers(async (c) => {
       requireRead(c);
       const agentId = c.req.param("id")!;
-      host.agents.getPublic(agentId);
+      await host.agents.getPublic(agentId);
       return agentId;
     }),
   );
   app.get(
     "/control/agents/:id/timers",
-    timers((c) => {
+    timers(async (c) => {
       requireControl(c);
-      return host.agents.get(c.req.param("id")!).agent_id;
+      return (await host.agents.get(c.req.param("id")!)).agent_id;
     }),
   );
 
-  const cancel = (c: Context<AppEnv>) => {
+  const cancel = async (c: Context<AppEnv>) => {
     requireControl(c);
     const agentId = c.req.param("id")!;
-    host.agents.getPublic(agentId);
-    const timer = svc().timers.cancel(agentId, c.req.param("timer_id")!);
+    await host.agents.getPublic(agentId);
+    const timer = await svc().timers.cancel(agentId, c.req.param("timer_id")!);
     return c.json({ ok: true, timer });
   };
   app.post("/control/agents/:id/timers/:timer_id/cancel", cancel);
 
   // The agent's active capability, with its secret URL. A read provisions nothing: an agent
   // without one (its capability was revoked) gets one only from rotate.
-  app.get("/control/agents/:id/external-trigger", (c) => {
+  app.get("/control/agents/:id/external-trigger", async (c) => {
     requireControl(c);
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
-    const d = svc().triggers.descriptor(agentId, true);
+    await host.agents.getPublic(agentId);
+    const d = await svc().triggers.descriptor(agentId, true);
     if (!d) {
       throw new HolonError(
         "no_external_trigger",
@@ -155,11 +155,11 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return c.json({ ok: true, external_trigger: d });
   });
 
-  app.post("/control/agents/:id/external-trigger/rotate", (c) => {
+  app.post("/control/agents/:id/external-trigger/rotate", async (c) => {
     requireControl(c);
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
-    const t = svc().triggers.rotate(agentId);
+    await host.agents.getPublic(agentId);
+    const t = await svc().triggers.rotate(agentId);
     return c.json({ ok: true, external_trigger: svc().triggers.describe(t, true) });
   });
 
@@ -168,8 +168,8 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     requireControl(c);
     const body = validate(RevokeTriggerBody, await readJson(c, { optional: true }));
     const agentId = c.req.param("id");
-    host.agents.getPublic(agentId);
-    const t = svc().triggers.revoke(agentId, body.external_trigger_id, body.reason);
+    await host.agents.getPublic(agentId);
+    const t = await svc().triggers.revoke(agentId, body.external_trigger_id, body.reason);
     return c.json({ ok: true, external_trigger: svc().triggers.describe(t, false) });
   });
 

@@ -51,43 +51,43 @@ type Filter = (typeof FILTERS)[number];
 
 export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   const work = () => host.services.work;
-  const agentOf = (id: string) => host.agents.getPublic(id).agent_id;
+  const agentOf = async (id: string) => (await host.agents.getPublic(id)).agent_id;
 
   app.post("/control/agents/:id/work-items", async (c) => {
     requireControl(c);
     const body = validate(EnqueueWorkBody, await readJson(c));
-    const agentId = agentOf(c.req.param("id"));
+    const agentId = await agentOf(c.req.param("id"));
     let budget: BudgetLimits | undefined;
     if (body.budget !== undefined) {
       budget = checkLimits(body.budget, "work item budget");
       if (!hasLimits(budget)) {
         throw new HolonError("invalid_budget", "a work item budget names at least one limit");
       }
-      host.services.budgets.checkPriced(host.agents.get(agentId), budget);
+      host.services.budgets.checkPriced(await host.agents.get(agentId), budget);
     }
-    const item = work().enqueue(agentId, body.objective, budget, {
+    const item = await work().enqueue(agentId, body.objective, budget, {
       origin: body.actor_id ? { kind: "operator", actor_id: body.actor_id } : { kind: "operator" },
       // Over TCP a control request carries the token; over the Unix socket it is the local user.
       admission_context: c.get("auth").token_ok ? "control_authenticated" : "local_process",
       ...(body.surface ? { delivery_surface: body.surface } : {}),
     });
-    return c.json({ ok: true, agent_id: agentId, work_item: work().view(item) }, 201);
+    return c.json({ ok: true, agent_id: agentId, work_item: await work().view(item) }, 201);
   });
 
   // Reads: the public routes see public agents; their /control twins (behind the control
   // token or a console session) see any agent, private children included, as the other
   // operator reads do (routes-public.ts).
-  type Resolve = (c: Context<AppEnv>) => string;
-  const publicAgent: Resolve = (c) => {
+  type Resolve = (c: Context<AppEnv>) => Promise<string>;
+  const publicAgent: Resolve = async (c) => {
     requireRead(c);
-    return agentOf(c.req.param("id")!);
+    return await agentOf(c.req.param("id")!);
   };
-  const anyAgent: Resolve = (c) => {
+  const anyAgent: Resolve = async (c) => {
     requireControl(c);
-    return host.agents.get(c.req.param("id")!).agent_id;
+    return (await host.agents.get(c.req.param("id")!)).agent_id;
   };
-  const list = (resolve: Resolve) => (c: Context<AppEnv>) => {
-    const agentId = resolve(c);
+  const list = (resolve: Resolve) => async (c: Context<AppEnv>) => {
+    const agentId = await resolve(c);
     const state = c.req.query("state") ?? "all";
     if (!(FILTERS as readonly string[]).includes(state)) {
       throw new HolonError("invalid_request", `unknown state filter '${state}'`, {
@@ -96,12 +96,12 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       });
     }
     const limit = intParam(c, "limit", { min: 1, max: 200 }) ?? 50;
-    const items = work().list(agentId, state as Filter, { limit });
+    const items = await work().list(agentId, state as Filter, { limit });
     return c.json({ ok: true, agent_id: agentId, state, work_items: items });
   };
-  const one = (resolve: Resolve) => (c: Context<AppEnv>) => {
-    const agentId = resolve(c);
-    const item = work().get(agentId, c.req.param("work_item_id")!);
+  const one = (resolve: Resolve) => async (c: Context<AppEnv>) => {
+    const agentId = await resolve(c);
+    const item = await work().get(agentId, c.req.param("work_item_id")!);
     return c.json({
       ok: true,
       work_item: item,
@@ -116,32 +116,32 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/work-items/:work_item_id/complete", async (c) => {
     requireControl(c);
     const body = validate(CompleteWorkBody, (await readJson(c, { optional: true })) ?? {});
-    const agentId = agentOf(c.req.param("id"));
-    const r = work().complete(agentId, c.req.param("work_item_id"), {
+    const agentId = await agentOf(c.req.param("id"));
+    const r = await work().complete(agentId, c.req.param("work_item_id"), {
       by: "operator",
       note: body.note,
     });
-    return c.json({ ok: true, work_item: work().view(r.item) });
+    return c.json({ ok: true, work_item: await work().view(r.item) });
   });
 
   app.post("/control/agents/:id/work-items/:work_item_id/block", async (c) => {
     requireControl(c);
     const body = validate(BlockWorkBody, await readJson(c));
-    const agentId = agentOf(c.req.param("id"));
-    const item = work().operatorBlock(
+    const agentId = await agentOf(c.req.param("id"));
+    const item = await work().operatorBlock(
       agentId,
       c.req.param("work_item_id"),
       body.reason,
       body.recheck_after_ms,
     );
-    return c.json({ ok: true, work_item: work().view(item) });
+    return c.json({ ok: true, work_item: await work().view(item) });
   });
 
   app.post("/control/agents/:id/work-items/:work_item_id/unblock", async (c) => {
     requireControl(c);
     await readJson(c, { optional: true });
-    const agentId = agentOf(c.req.param("id"));
-    const item = work().operatorUnblock(agentId, c.req.param("work_item_id"));
-    return c.json({ ok: true, work_item: work().view(item) });
+    const agentId = await agentOf(c.req.param("id"));
+    const item = await work().operatorUnblock(agentId, c.req.param("work_item_id"));
+    return c.json({ ok: true, work_item: await work().view(item) });
   });
 }

@@ -41,65 +41,65 @@ export const UninstallBody = z.strictObject({
 export function workspaceRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   const ws = () => host.services.workspaces;
   const skills = () => host.services.skills;
-  const agentOf = (id: string | undefined) => host.agents.getPublic(id!).agent_id;
+  const agentOf = async (id: string | undefined) => (await host.agents.getPublic(id!)).agent_id;
 
-  app.get("/agents/:id/workspaces", (c) => {
+  app.get("/agents/:id/workspaces", async (c) => {
     requireRead(c);
-    return c.json({ ok: true, ...ws().list(agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...await ws().list(await agentOf(c.req.param("id"))) });
   });
 
-  app.get("/agents/:id/worktrees", (c) => {
+  app.get("/agents/:id/worktrees", async (c) => {
     requireRead(c);
-    return c.json({ ok: true, worktrees: ws().worktrees(agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, worktrees: await ws().worktrees(await agentOf(c.req.param("id"))) });
   });
 
   app.post("/control/agents/:id/workspaces/attach", async (c) => {
     requireControl(c);
     const body = validate(AttachBody, await readJson(c));
-    return c.json({ ok: true, ...ws().attach(agentOf(c.req.param("id")), body.path, "operator") });
+    return c.json({ ok: true, ...await ws().attach(await agentOf(c.req.param("id")), body.path, "operator") });
   });
 
   app.post("/control/agents/:id/workspaces/use", async (c) => {
     requireControl(c);
     const body = validate(UseBody, await readJson(c));
-    return c.json({ ok: true, ...ws().use(agentOf(c.req.param("id")), body, "operator") });
+    return c.json({ ok: true, ...await ws().use(await agentOf(c.req.param("id")), body, "operator") });
   });
 
   app.post("/control/agents/:id/workspaces/exit", async (c) => {
     requireControl(c);
     await readJson(c, { optional: true });
-    return c.json({ ok: true, ...ws().exit(agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...await ws().exit(await agentOf(c.req.param("id"))) });
   });
 
   app.post("/control/agents/:id/workspaces/detach", async (c) => {
     requireControl(c);
     const body = validate(DetachBody, await readJson(c));
-    return c.json({ ok: true, ...ws().detach(agentOf(c.req.param("id")), body.workspace_id) });
+    return c.json({ ok: true, ...await ws().detach(await agentOf(c.req.param("id")), body.workspace_id) });
   });
 
   app.post("/control/agents/:id/worktrees/clean", async (c) => {
     requireControl(c);
     await readJson(c, { optional: true });
-    return c.json({ ok: true, ...ws().cleanWorktrees(agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...await ws().cleanWorktrees(await agentOf(c.req.param("id"))) });
   });
 
-  app.get("/agents/:id/skills", (c) => {
+  app.get("/agents/:id/skills", async (c) => {
     requireRead(c);
-    return c.json({ ok: true, ...skills().list(agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...await skills().list(await agentOf(c.req.param("id"))) });
   });
 
   app.post("/control/skills/install", async (c) => {
     requireControl(c);
     const body = validate(InstallBody, await readJson(c));
-    if (body.agent_id) agentOf(body.agent_id);
-    return c.json({ ok: true, ...skills().install(body) });
+    if (body.agent_id) await agentOf(body.agent_id);
+    return c.json({ ok: true, ...await skills().install(body) });
   });
 
   app.post("/control/skills/uninstall", async (c) => {
     requireControl(c);
     const body = validate(UninstallBody, await readJson(c));
-    if (body.agent_id) agentOf(body.agent_id);
-    return c.json({ ok: true, ...skills().uninstall(body.name, body.agent_id) });
+    if (body.agent_id) await agentOf(body.agent_id);
+    return c.json({ ok: true, ...await skills().uninstall(body.name, body.agent_id) });
   });
 }
 

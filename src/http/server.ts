@@ -131,11 +131,11 @@ export function resolveAccess(opts: {
 
 /** Record one refusal as an audit event on the agent the path names, else the default agent. */
 function auditSink(host: RuntimeHost) {
-  return (refusal: Refusal, suppressed: number) => {
+  return async (refusal: Refusal, suppressed: number) => {
     if (host.isClosed) return;
     const { agent_hint, ...payload } = refusal;
     try {
-      host.services.audit.requestRefused(agent_hint, { ...payload, suppressed_before: suppressed });
+      await host.services.audit.requestRefused(agent_hint, { ...payload, suppressed_before: suppressed });
     } catch {
       // the refusal stands; its record is lost only when the store cannot be written
     }

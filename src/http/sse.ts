@@ -62,7 +62,7 @@ export class EventHub {
    * Open a stream for `agentId`: replay everything after `afterSeq` from the durable log,
    * then continue live with no gap or duplicate at the seam.
    */
-  open(
+  async open(
     store: Store,
     agentId: string,
     opts: {
@@ -71,10 +71,10 @@ export class EventHub {
       heartbeatMs: number;
       signal: AbortSignal;
     },
-  ): ReadableStream<Uint8Array> {
-    if (opts.afterSeq !== undefined) assertReplayable(store, agentId, opts.afterSeq);
+  ): Promise<ReadableStream<Uint8Array>> {
+    if (opts.afterSeq !== undefined) await assertReplayable(store, agentId, opts.afterSeq);
     const queue: Uint8Array[] = [];
-    let lastSeq = opts.afterSeq ?? store.events.newestSeq(agentId);
+    let lastSeq = opts.afterSeq ?? await store.events.newestSeq(agentId);
     let replaying = true;
     const pendingLive: { frame: Uint8Array; seq: number }[] = [];
     let notify: (() => void) | undefined;
@@ -112,10 +112,10 @@ export class EventHub {
     };
     opts.signal.addEventListener("abort", detach, { once: true });
 
-    const replay = () => {
+    const replay = async () => {
       if (opts.afterSeq !== undefined) {
         for (;;) {
-          const page = store.events.after(agentId, lastSeq, 500);
+          const page = await store.events.after(agentId, lastSeq, 500);
           for (const e of page) queue.push(sseFrame(e, opts.projection));
           if (page.length > 0) lastSeq = page[page.length - 1]!.event_seq;
           if (page.length < 500) break;
@@ -134,9 +134,9 @@ export class EventHub {
     let heartbeat: ReturnType<typeof setInterval> | undefined;
     return new ReadableStream<Uint8Array>(
       {
-        start: (controller) => {
+        start: async (controller) => {
           controller.enqueue(encoder.encode(`: connected\nretry: 1000\n\n`));
-          replay();
+          await replay();
           heartbeat = setInterval(() => {
             queue.push(HEARTBEAT);
             const n = notify;
@@ -193,8 +193,8 @@ export class EventHub {
  * that silently skips the removed events): the client rebuilds its view from
  * `/agents/:id/state` and resumes from that snapshot's `newest_seq`.
  */
-export function assertReplayable(store: Store, agentId: string, afterSeq: number): void {
-  const removedThrough = store.events.removedThrough(agentId);
+export async function assertReplayable(store: Store, agentId: string, afterSeq: number): Promise<void> {
+  const removedThrough = await store.events.removedThrough(agentId);
   if (afterSeq >= removedThrough) return;
   throw new HolonError(
     "replay_unavailable",
@@ -206,7 +206,7 @@ export function assertReplayable(store: Store, agentId: string, afterSeq: number
         requested_after_seq: afterSeq,
         removed_through_seq: removedThrough,
         oldest_available_seq: removedThrough + 1,
-        newest_seq: store.events.newestSeq(agentId),
+        newest_seq: await store.events.newestSeq(agentId),
         snapshot: `/agents/${agentId}/state`,
       },
     },

@@ -277,7 +277,7 @@ export class McpService {
    * reads: withheld from commands.
    * Kept until the configuration or an agent's MCP settings change (it is read per command).
    */
-  referencedEnvNames(): readonly string[] {
+  async referencedEnvNames(): Promise<readonly string[]> {
     const config = this.#deps.config();
     const kept = this.#envNames;
     const consent = this.#deps.consent?.();
@@ -286,7 +286,7 @@ export class McpService {
     const names = referencedEnvNamesOf(
       consent?.grants("mcp_server", "granted") ?? [],
       config.servers,
-      this.#deps.store.agents.list().map(agentServers),
+      (await this.#deps.store.agents.list()).map(agentServers),
     );
     this.#envNames = { config, version, names };
     return names;
@@ -296,21 +296,21 @@ export class McpService {
    * The agent-level setting `mcp.servers.<name>` (a definition, or null to remove it), checked
    * and returned as the agent's next `mcp` field; the caller records it with its event.
    */
-  setAgentSetting(agentId: string, key: string, value: unknown): AgentRecord {
+  async setAgentSetting(agentId: string, key: string, value: unknown): Promise<AgentRecord> {
     const store = this.#deps.store;
-    return store.tx(() => {
-      const agent = store.agents.get(agentId);
+    return await store.tx(async () => {
+      const agent = await store.agents.get(agentId);
       if (!agent) throw unknownAgent(agentId);
       const previous = agent.mcp?.servers?.[key.slice("mcp.servers.".length)];
       const mcp = this.#agentSetting(agent, key, value);
       const next: AgentRecord = { ...agent, updated_at: store.clock.now().toISOString() };
       if (mcp) next.mcp = mcp;
       else delete next.mcp;
-      store.agents.put(next);
+      await store.agents.put(next);
       const shown = (v: unknown, name: string) =>
         v ? redactDefinition(McpService.check(name, v)) : null;
       const name = key.slice("mcp.servers.".length);
-      store.appendEvent(agentId, {
+      await store.appendEvent(agentId, {
         type: "agent_setting_changed",
         payload: { key, previous: shown(previous, name), value: shown(mcp?.servers[name], name) },
       });

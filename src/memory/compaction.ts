@@ -248,7 +248,7 @@ export class TurnCompactor {
         const compactedNow = b - s.boundary;
         s.boundary = b;
         reset = "turn_local_recap";
-        this.compacted(ctx, s, limits, "turn_local_recap", {
+        await this.compacted(ctx, s, limits, "turn_local_recap", {
           compacted: compactedNow,
           retained: rounds.length - b,
           before,
@@ -290,7 +290,7 @@ export class TurnCompactor {
         s.boundary = rounds.length;
         s.recap = "";
         reset = "remote_compaction";
-        this.compacted(ctx, s, limits, "remote_compaction", {
+        await this.compacted(ctx, s, limits, "remote_compaction", {
           compacted: covered,
           retained: 0,
           before,
@@ -304,8 +304,8 @@ export class TurnCompactor {
           },
         });
       } else if (res) {
-        this.deps.store.tx(() =>
-          this.deps.store.appendEvent(ctx.agent.agent_id, {
+        await this.deps.store.tx(async () =>
+          await this.deps.store.appendEvent(ctx.agent.agent_id, {
             type: "remote_compaction_skipped",
             payload: {
               run_id: ctx.run_id,
@@ -369,7 +369,7 @@ export class TurnCompactor {
     return out;
   }
 
-  private compacted(
+  private async compacted(
     ctx: HookContext,
     s: RunState,
     limits: ContextLimits,
@@ -383,7 +383,7 @@ export class TurnCompactor {
       full: number;
       remote?: { compaction_items: number; encrypted_bytes: number; input_items: number };
     },
-  ): void {
+  ): Promise<void> {
     s.compactions++;
     s.rounds_compacted += f.compacted;
     const c = this.counters(ctx.agent.agent_id);
@@ -391,8 +391,8 @@ export class TurnCompactor {
       compactions: c.compactions + 1,
       rounds_compacted: c.rounds_compacted + f.compacted,
     });
-    this.deps.store.tx(() =>
-      this.deps.store.appendEvent(ctx.agent.agent_id, {
+    await this.deps.store.tx(async () =>
+      await this.deps.store.appendEvent(ctx.agent.agent_id, {
         type: "context_compacted",
         payload: {
           run_id: ctx.run_id,

@@ -80,13 +80,13 @@ export class ContinuityService {
       beforeRun: (run) => {
         this.prompting.add(run.run_id);
       },
-      afterRun: (run) => {
+      afterRun: async (run) => {
         // Memory is derived state: a failure here is recorded, never allowed to break the
         // settle transaction of the run.
         try {
-          this.store.memory.atomically(() => this.settle(run));
+          await this.store.memory.atomically(async () => await this.settle(run));
         } catch (err) {
-          this.store.appendEvent(run.agent_id, {
+          await this.store.appendEvent(run.agent_id, {
             type: "runtime_error",
             payload: {
               run_id: run.run_id,
@@ -104,29 +104,29 @@ export class ContinuityService {
     };
   }
 
-  workingMemory(agentId: string): WorkingMemoryRecord | undefined {
-    return this.store.memory.workingMemory(agentId);
+  async workingMemory(agentId: string): Promise<WorkingMemoryRecord | undefined> {
+    return await this.store.memory.workingMemory(agentId);
   }
 
   /** The turn boundary: derive working memory, merge the episode builder, finalize on a boundary. */
-  settle(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): void {
+  async settle(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): Promise<void> {
     const started = this.prompting.delete(run.run_id);
     if (run.outcome.kind === "liveness_only") return;
     const { store } = this;
-    const agent = store.agents.get(run.agent_id);
+    const agent = await store.agents.get(run.agent_id);
     if (!agent) return;
     const now = store.clock.now().toISOString();
-    const prev = store.memory.workingMemory(run.agent_id);
+    const prev = await store.memory.workingMemory(run.agent_id);
     // The revision the run's prompt was built from (see `prompting`).
     const prompted = started ? (prev?.revision ?? 0) : undefined;
     const evidence = turnEvidence(run.tools);
     const stats = this.compactionStats(run.run_id);
-    const brief = store.briefs
-      .recent(run.agent_id, 8)
+    const brief = (await store.briefs
+      .recent(run.agent_id, 8))
       .filter((b) => b.related_message_id === run.message.id)
       .at(-1);
     const request = clip(bodyText(run.message.body), 300);
-    const snapshot = deriveSnapshot(store, run.agent_id, prev?.current, {
+    const snapshot = await deriveSnapshot(store, run.agent_id, prev?.current, {
       request,
       result: brief ? clip(brief.text, 400) : undefined,
       evidence,
@@ -143,19 +143,19 @@ export class ContinuityService {
 
     // Episodes.
     let builder = prev?.active_episode ?? null;
-    let archived = prev?.archived_episode_count ?? store.memory.episodeCount(run.agent_id);
+    let archived = prev?.archived_episode_count ?? await store.memory.episodeCount(run.agent_id);
     // The settle transaction counts the message after the observers ran.
     const turn = agent.total_message_count + 1;
     const workItemId = agent.current_work_item_id ?? null;
     const workspaceId = agent.active_workspace?.workspace_id ?? null;
-    const finalize = (b: EpisodeBuilder, boundary: EpisodeRecord["boundary"]) => {
-      const episode = finalizeEpisode(store, run.agent_id, b, boundary, snapshot, now);
-      store.memory.addEpisode(episode);
+    const finalize = async (b: EpisodeBuilder, boundary: EpisodeRecord["boundary"]) => {
+      const episode = await finalizeEpisode(store, run.agent_id, b, boundary, snapshot, now);
+      await store.memory.addEpisode(episode);
       archived++;
-      this.mirror(agent.agent_home, run.agent_id, episode);
+      await this.mirror(agent.agent_home, run.agent_id, episode);
     };
     if (builder && builder.work_item_id !== workItemId && builder.turns > 0) {
-      finalize(builder, "work_switch");
+      await finalize(builder, "work_switch");
       builder = null;
     }
     builder ??= {
@@ -206,10 +206,10 @@ export class ContinuityService {
           ? "cap"
           : undefined;
     if (boundary) {
-      finalize(builder, boundary);
+      await finalize(builder, boundary);
       builder = null;
     }
-    store.memory.putWorkingMemory({
+    await store.memory.putWorkingMemory({
       agent_id: run.agent_id,
       revision,
       updated_at: changed ? now : (prev?.updated_at ?? now),
@@ -236,7 +236,7 @@ export class ContinuityService {
    * database keeps, which retention may have trimmed: never against the number ever archived,
    * which after a trim would rewrite the whole mirror at every episode.
    */
-  private mirror(agentHome: string, agentId: string, episode: EpisodeRecord): void {
+  private async mirror(agentHome: string, agentId: string, episode: EpisodeRecord): Promise<void> {
     const path = episodesMirrorPath(agentHome);
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -244,13 +244,13 @@ export class ContinuityService {
       const inSync =
         this.mirrorSize.get(path) === size ||
         (size === 0 ? 0 : readFileSync(path, "utf8").split("\n").filter(Boolean).length) ===
-          this.store.memory.episodeCount(agentId) - 1;
+          await this.store.memory.episodeCount(agentId) - 1;
       if (inSync) {
         const line = JSON.stringify(episode) + "\n";
         appendFileSync(path, line, { mode: 0o600 });
         this.remember(path, size + Buffer.byteLength(line));
       } else {
-        this.rebuildMirror(agentHome, agentId, episode);
+        await this.rebuildMirror(agentHome, agentId, episode);
       }
     } catch {
       // The mirror is for people and tools; the database stays the record.
@@ -266,11 +266,11 @@ export class ContinuityService {
   }
 
   /** Rewrites the mirror from the database (plus an episode not committed yet). */
-  rebuildMirror(agentHome: string, agentId: string, pending?: EpisodeRecord): void {
+  async rebuildMirror(agentHome: string, agentId: string, pending?: EpisodeRecord): Promise<void> {
     const out: string[] = [];
     let seq = 0;
     for (;;) {
-      const page = this.store.memory.episodesAfter(agentId, seq, 500);
+      const page = await this.store.memory.episodesAfter(agentId, seq, 500);
       if (page.length === 0) break;
       for (const p of page) out.push(JSON.stringify(p.episode));
       seq = page.at(-1)!.seq;
@@ -333,7 +333,7 @@ export function turnEvidence(calls: readonly RunToolCall[]): TurnEvidence {
   return ev;
 }
 
-function deriveSnapshot(
+async function deriveSnapshot(
   store: Store,
   agentId: string,
   prev: WorkingMemorySnapshot | undefined,
@@ -343,10 +343,10 @@ function deriveSnapshot(
     evidence: TurnEvidence;
     outcome: TurnOutcome;
   },
-): WorkingMemorySnapshot {
-  const agent = store.agents.get(agentId)!;
+): Promise<WorkingMemorySnapshot> {
+  const agent = (await store.agents.get(agentId))!;
   const current = agent.current_work_item_id
-    ? store.workItems.get(agent.current_work_item_id)
+    ? await store.workItems.get(agent.current_work_item_id)
     : undefined;
   let currentView: WorkingMemorySnapshot["current_work_item"] = null;
   if (current && current.state === "open") {
@@ -379,7 +379,7 @@ function deriveSnapshot(
             : null;
   return {
     current_work_item: currentView,
-    open_work_items: store.workItems.count(agentId, "open"),
+    open_work_items: await store.workItems.count(agentId, "open"),
     last_request: turn.request,
     last_result:
       turn.result ??
@@ -423,15 +423,15 @@ function deltaLines(
   return out.slice(0, 8);
 }
 
-function finalizeEpisode(
+async function finalizeEpisode(
   store: Store,
   agentId: string,
   b: EpisodeBuilder,
   boundary: EpisodeRecord["boundary"],
   snapshot: WorkingMemorySnapshot,
   now: string,
-): EpisodeRecord {
-  const item = b.work_item_id ? store.workItems.get(b.work_item_id) : undefined;
+): Promise<EpisodeRecord> {
+  const item = b.work_item_id ? await store.workItems.get(b.work_item_id) : undefined;
   const carry =
     item && item.state === "open"
       ? item.todo_list

@@ -118,13 +118,13 @@ export class MemoryIndexService {
     }
   }
 
-  search(
+  async search(
     agent: AgentRecord,
     query: string,
     opts: { limit?: number; include_all_workspaces?: boolean; kinds?: string[] } = {},
-  ): { results: MemoryHit[]; workspace_id: string | null; indexed: number } {
+  ): Promise<{ results: MemoryHit[]; workspace_id: string | null; indexed: number }> {
     const terms = [...new Set(expandTerms(query, true))].slice(0, MAX_QUERY_TERMS);
-    return this.withIndex(agent, (db) => {
+    return await this.withIndex(agent, (db) => {
       const workspaceId = activeWorkspace(agent);
       if (terms.length === 0)
         return { results: [], workspace_id: workspaceId, indexed: db.count() };
@@ -155,7 +155,7 @@ export class MemoryIndexService {
     });
   }
 
-  get(agent: AgentRecord, sourceRef: string, maxChars = MEMORY_GET_DEFAULT_CHARS): MemoryDocument {
+  async get(agent: AgentRecord, sourceRef: string, maxChars = MEMORY_GET_DEFAULT_CHARS): Promise<MemoryDocument> {
     if (!SOURCE_REF_RE.test(sourceRef)) {
       throw new HolonError("invalid_source_ref", "source_ref is not a memory handle", {
         hint: "copy a source_ref exactly as MemorySearch returned it (mem:<kind>:<id>)",
@@ -167,7 +167,7 @@ export class MemoryIndexService {
         `max_chars must be between 1 and ${MEMORY_GET_MAX_CHARS}`,
       );
     }
-    return this.withIndex(agent, (db) => {
+    return await this.withIndex(agent, (db) => {
       const doc = db.get(sourceRef);
       if (!doc || doc.agent_id !== agent.agent_id) {
         throw new HolonError("memory_source_not_found", `no memory source ${sourceRef}`, {
@@ -188,12 +188,12 @@ export class MemoryIndexService {
   }
 
   /** Opens the index, brings it up to date and runs `fn`; the file is closed after. */
-  withIndex<T>(agent: AgentRecord, fn: (db: MemoryIndexDb) => T): T {
+  async withIndex<T>(agent: AgentRecord, fn: (db: MemoryIndexDb) => T): Promise<T> {
     const p = indexPaths(agent.agent_home);
     let db = MemoryIndexDb.open(p.index);
     try {
       // Retention removed old briefs: their documents must go too, so build afresh.
-      const oldest = String(this.store.briefs.after(agent.agent_id, 0, 1)[0]?.seq ?? 0);
+      const oldest = String((await this.store.briefs.after(agent.agent_id, 0, 1))[0]?.seq ?? 0);
       const known = db.meta("briefs_oldest");
       if (!db.fresh && (existsSync(p.dirty) || (known !== undefined && known !== oldest))) {
         db.close();
@@ -210,15 +210,15 @@ export class MemoryIndexService {
   }
 
   /** Full rebuild (`holon` tooling and the benchmark). */
-  rebuild(agent: AgentRecord): number {
+  async rebuild(agent: AgentRecord): Promise<number> {
     const p = indexPaths(agent.agent_home);
     rmSync(p.index, { force: true });
-    return this.withIndex(agent, (db) => db.count());
+    return await this.withIndex(agent, (db) => db.count());
   }
 
   private sync(agent: AgentRecord, db: MemoryIndexDb): void {
     const id = agent.agent_id;
-    db.tx(() => {
+    db.tx(async () => {
       // The two curated memory files, by content hash.
       for (const name of ["self", "operator"] as const) {
         const path = join(agent.agent_home, "memory", `${name}.md`);
@@ -248,7 +248,7 @@ export class MemoryIndexService {
       // Briefs, by sequence.
       let seq = Number(db.meta("briefs_seq") ?? 0);
       for (;;) {
-        const page = this.store.briefs.after(id, seq, PAGE);
+        const page = await this.store.briefs.after(id, seq, PAGE);
         for (const { brief } of page) {
           const ws = scopedWorkspace(brief.workspace_id);
           put(db, {
@@ -277,7 +277,7 @@ export class MemoryIndexService {
       // Episodes, by sequence.
       let eseq = Number(db.meta("episodes_seq") ?? 0);
       for (;;) {
-        const page = this.store.memory.episodesAfter(id, eseq, PAGE);
+        const page = await this.store.memory.episodesAfter(id, eseq, PAGE);
         for (const { episode: e } of page) {
           const ws = scopedWorkspace(e.workspace_id ?? undefined);
           put(db, {
@@ -305,8 +305,8 @@ export class MemoryIndexService {
       db.setMeta("episodes_seq", String(eseq));
       // Work items: few and mutable; by hash, and removed ones dropped.
       const items = [
-        ...this.store.workItems.withState(id, "open"),
-        ...this.store.workItems.recentWithState(id, "completed", 500),
+        ...await this.store.workItems.withState(id, "open"),
+        ...await this.store.workItems.recentWithState(id, "completed", 500),
       ];
       const live = new Set<string>();
       for (const item of items) {

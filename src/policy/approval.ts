@@ -67,9 +67,9 @@ export interface ApprovalGate {
   /** Decide a call that needs an operator's approval; returns the call's tool result. */
   request(snapshot: ApprovalSnapshot): Promise<CanonicalToolResult>;
   /** The round's calls are done: open the ask for the ones requested (approvals.ts). */
-  flush?(runId: string): string | undefined;
+  flush?(runId: string): Promise<string | undefined>;
   /** The agent's approved calls, each to run once with the guard it comes with. */
-  approved?(agentId: string, checks: ApprovalChecks): ApprovedCall[];
+  approved?(agentId: string, checks: ApprovalChecks): Promise<ApprovedCall[]>;
 }
 
 /** SHA-256 of a value's canonical JSON (object keys sorted). */

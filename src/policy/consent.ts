@@ -65,28 +65,28 @@ export class ConsentRegistry implements AskEffects {
   }
 
   /** Whether this exact binding may run, without asking (status surfaces). */
-  peek(b: ConsentBinding): ConsentCheck {
+  async peek(b: ConsentBinding): Promise<ConsentCheck> {
     const digest = b.digest ?? consentDigest(b.definition);
-    const grant = this.store.approvals.getGrant(b.subject, b.workspace, b.name, digest);
+    const grant = await this.store.approvals.getGrant(b.subject, b.workspace, b.name, digest);
     return { state: grant?.state ?? "pending", ask_id: grant?.ask_id ?? null, digest };
   }
 
   /** Whether this exact binding may run; opens its approval ask when none stands. */
-  check(agentId: string, b: ConsentBinding): ConsentCheck {
+  async check(agentId: string, b: ConsentBinding): Promise<ConsentCheck> {
     const digest = b.digest ?? consentDigest(b.definition);
-    const grant = this.store.approvals.getGrant(b.subject, b.workspace, b.name, digest);
+    const grant = await this.store.approvals.getGrant(b.subject, b.workspace, b.name, digest);
     if (grant && grant.state !== "pending") {
       return { state: grant.state, ask_id: grant.ask_id, digest };
     }
-    if (grant && this.store.asks.get(grant.ask_id)?.state === "pending") {
+    if (grant && (await this.store.asks.get(grant.ask_id))?.state === "pending") {
       return { state: "pending", ask_id: grant.ask_id, digest };
     }
     // Never asked, or its ask expired or was withdrawn undecided: ask (again).
     const label = SUBJECT_LABEL[b.subject];
     const shown = JSON.stringify(b.definition, null, 2);
     const now = this.store.clock.now().toISOString();
-    const ask = this.store.tx(() => {
-      const opened = this.asks.open({
+    const ask = await this.store.tx(async () => {
+      const opened = await this.asks.open({
         agent_id: agentId,
         kind: "approval",
         source: "approval",
@@ -111,7 +111,7 @@ export class ConsentRegistry implements AskEffects {
           definition: b.definition,
         },
       });
-      this.store.approvals.putGrant({
+      await this.store.approvals.putGrant({
         subject: b.subject,
         workspace: b.workspace,
         name: b.name,
@@ -128,15 +128,15 @@ export class ConsentRegistry implements AskEffects {
   }
 
   /** The grants of one subject in one state (in no particular order), at most `limit`. */
-  grants(subject: ConsentSubject, state: ConsentGrant["state"], limit = 1_000): ConsentGrant[] {
-    return this.store.approvals.grantsIn(subject, state, limit);
+  async grants(subject: ConsentSubject, state: ConsentGrant["state"], limit = 1_000): Promise<ConsentGrant[]> {
+    return await this.store.approvals.grantsIn(subject, state, limit);
   }
 
   /**
    * Take in a decision made before this store existed (an MCP approvals file): kept unless
    * the same binding already has a decision here. True when it was taken.
    */
-  adopt(g: {
+  async adopt(g: {
     subject: ConsentSubject;
     workspace: string;
     name: string;
@@ -145,11 +145,11 @@ export class ConsentRegistry implements AskEffects {
     ask_id: string;
     definition: unknown;
     decided_at: string;
-  }): boolean {
-    return this.store.tx(() => {
-      const had = this.store.approvals.getGrant(g.subject, g.workspace, g.name, g.digest);
+  }): Promise<boolean> {
+    return await this.store.tx(async () => {
+      const had = await this.store.approvals.getGrant(g.subject, g.workspace, g.name, g.digest);
       if (had && had.state !== "pending") return false;
-      this.store.approvals.putGrant({
+      await this.store.approvals.putGrant({
         subject: g.subject,
         workspace: g.workspace,
         name: g.name,
@@ -165,18 +165,18 @@ export class ConsentRegistry implements AskEffects {
     });
   }
 
-  decided(ask: AskRecord, decision: AskDecision): undefined {
+  async decided(ask: AskRecord, decision: AskDecision): Promise<undefined> {
     if (!isConsentAsk(ask)) return undefined;
     this.version++;
     const state = decision.decision.toLowerCase() === "approve" ? "granted" : "refused";
-    for (const g of this.store.approvals.grantsOfAsk(ask.id)) {
+    for (const g of await this.store.approvals.grantsOfAsk(ask.id)) {
       const next: ConsentGrant = {
         ...g,
         state,
         updated_at: this.store.clock.now().toISOString(),
       };
       if (ask.reason) next.reason = ask.reason;
-      this.store.approvals.putGrant(next);
+      await this.store.approvals.putGrant(next);
     }
     return undefined;
   }

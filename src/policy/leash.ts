@@ -73,7 +73,7 @@ export type LeashDeps = {
   env: () => Record<string, string>;
   snapshot: (agent: AgentRecord) => ExecutionSnapshot;
   /** Admits the one runtime follow-up a blocking Stop hook asks for. */
-  admitFollowup: (agent: AgentRecord, text: string, authority: AuthorityClass) => void;
+  admitFollowup: (agent: AgentRecord, text: string, authority: AuthorityClass) => Promise<void>;
   /** Whether the sandbox confines this agent's commands (src/sandbox/). */
   sandboxEnforced: (agent: AgentRecord) => boolean;
   /**
@@ -104,7 +104,7 @@ export class ActionLeash implements ToolGuard {
   // Settings
 
   /** Validate and store one agent-level setting; `null` clears it. Nothing is stored on error. */
-  setAgentSetting(agentId: string, key: string, value: unknown): AgentRecord {
+  async setAgentSetting(agentId: string, key: string, value: unknown): Promise<AgentRecord> {
     if (!(AGENT_SETTING_KEYS as readonly string[]).includes(key)) {
       throw new HolonError("unknown_setting", `no agent setting named ${JSON.stringify(key)}`, {
         status: 400,
@@ -112,7 +112,7 @@ export class ActionLeash implements ToolGuard {
       });
     }
     const store = this.deps.store;
-    const current = store.agents.get(agentId);
+    const current = await store.agents.get(agentId);
     if (!current) throw unknownAgent(agentId);
     const next: AgentRecord = { ...current };
     let previous: unknown;
@@ -136,9 +136,9 @@ export class ActionLeash implements ToolGuard {
       else delete next.permissions;
     }
     next.updated_at = store.clock.now().toISOString();
-    return store.tx(() => {
-      store.agents.put(next);
-      store.appendEvent(agentId, {
+    return await store.tx(async () => {
+      await store.agents.put(next);
+      await store.appendEvent(agentId, {
         type: "agent_setting_changed",
         payload: { key, previous: previous ?? null, value: value ?? null },
       });
@@ -284,19 +284,19 @@ export class ActionLeash implements ToolGuard {
   }
 
   /** The round's calls are done: the ones that need approval become one ask. */
-  roundEnded(runId: string): void {
-    this.deps.gate.flush?.(runId);
+  async roundEnded(runId: string): Promise<void> {
+    await this.deps.gate.flush?.(runId);
   }
 
   /**
    * Notification hooks hear of every ask opened (an approval, a consent, a question, a halt,
    * a budget stop), after its commit; they run on their own and fail open.
    */
-  readonly onEvents = (events: readonly CatalogEvent[]): void => {
+  readonly onEvents = async (events: readonly CatalogEvent[]): Promise<void> => {
     for (const e of events) {
       if (e.type !== "ask_opened") continue;
       const ask = e.payload.ask;
-      const agent = this.deps.store.agents.get(ask.agent_id);
+      const agent = await this.deps.store.agents.get(ask.agent_id);
       if (!agent) continue;
       const host = this.deps.host().hooks;
       const root = executionBinding(agent).execution_root;
@@ -323,11 +323,11 @@ export class ActionLeash implements ToolGuard {
   };
 
   /** Calls the operator approved for this agent, to run once at the start of its turn. */
-  approvedCalls(agent: AgentRecord): ApprovedCall[] {
+  async approvedCalls(agent: AgentRecord): Promise<ApprovedCall[]> {
     return (
-      this.deps.gate.approved?.(agent.agent_id, {
+      await this.deps.gate.approved?.(agent.agent_id, {
         rulesDigest: (ctx) => this.policyFor(ctx.agent, ctx.execution_root).policy.digest,
-        after: (def, input, canonical, ctx) => this.after(def, input, canonical, ctx),
+        after: async (def, input, canonical, ctx) => await this.after(def, input, canonical, ctx),
       }) ?? []
     );
   }
@@ -362,7 +362,7 @@ export class ActionLeash implements ToolGuard {
         },
       );
       if (outcome.kind === "failed") {
-        this.recordHookFailure(agent.agent_id, ctx, "PreToolUse", hook.command, outcome);
+        await this.recordHookFailure(agent.agent_id, ctx, "PreToolUse", hook.command, outcome);
         return this.denied(
           def.name,
           `a PreToolUse hook failed (${outcome.reason}: ${outcome.detail}), so the call is refused`,
@@ -466,7 +466,7 @@ export class ActionLeash implements ToolGuard {
         wrap,
       });
       if (outcome.kind === "failed") {
-        this.recordHookFailure(ctx.agent.agent_id, ctx, "PostToolUse", hook.command, outcome);
+        await this.recordHookFailure(ctx.agent.agent_id, ctx, "PostToolUse", hook.command, outcome);
         continue;
       }
       if (outcome.kind === "blocked") contexts.push(outcome.reason);
@@ -632,13 +632,13 @@ export class ActionLeash implements ToolGuard {
     };
   }
 
-  private recordHookFailure(
+  private async recordHookFailure(
     agentId: string,
     ctx: { run_id: string } | null,
     event: HookEvent,
     command: string,
     outcome: Extract<HookOutcome, { kind: "failed" }>,
-  ): void {
+  ): Promise<void> {
     const payload: EventPayload<"hook_failed"> = {
       hook_event: event,
       command: clip(command, 200),
@@ -648,16 +648,16 @@ export class ActionLeash implements ToolGuard {
       run_id: ctx?.run_id ?? null,
     };
     const store = this.deps.store;
-    store.tx(() => store.appendEvent(agentId, { type: "hook_failed", payload }));
+    await store.tx(async () => await store.appendEvent(agentId, { type: "hook_failed", payload }));
   }
 
   // -------------------------------------------------------------------------------------
   // Turn hooks: SessionStart, UserPromptSubmit, Stop, SubagentStop (fail open)
 
   /** The policy authority of a turn consuming `message` (taint.ts), from stored records. */
-  turnAuthority(agent: AgentRecord, message: QueuedMessage): AuthorityClass {
+  async turnAuthority(agent: AgentRecord, message: QueuedMessage): Promise<AuthorityClass> {
     const item = message.work_item_id
-      ? this.deps.store.workItems.get(message.work_item_id)
+      ? await this.deps.store.workItems.get(message.work_item_id)
       : undefined;
     return turnAuthority(message, {
       workItem: item?.policy_authority,
@@ -670,16 +670,16 @@ export class ActionLeash implements ToolGuard {
    * Record what the turn's authority means for the agent: an operator instruction clears a
    * spawn floor (re-confirmation); every turn leaves its authority for the sleep it may ask for.
    */
-  noteTurnAuthority(agentId: string, message: QueuedMessage, authority: AuthorityClass): void {
+  async noteTurnAuthority(agentId: string, message: QueuedMessage, authority: AuthorityClass): Promise<void> {
     const store = this.deps.store;
-    const agent = store.agents.get(agentId);
+    const agent = await store.agents.get(agentId);
     if (!agent) return;
     const clearFloor =
       message.authority_class === "operator_instruction" && agent.policy_authority_floor;
     if (!clearFloor && agent.policy_authority_carry === authority) return;
     const next: AgentRecord = { ...agent, policy_authority_carry: authority };
     if (clearFloor) delete next.policy_authority_floor;
-    store.tx(() => store.agents.put(next));
+    await store.tx(async () => await store.agents.put(next));
   }
 
   /** SessionStart and, for operator prompts, UserPromptSubmit. */
@@ -735,7 +735,7 @@ export class ActionLeash implements ToolGuard {
       },
       cwd,
     );
-    if (r.blocked && !active) this.deps.admitFollowup(agent, r.blocked, authority);
+    if (r.blocked && !active) await this.deps.admitFollowup(agent, r.blocked, authority);
   }
 
   /**
@@ -744,12 +744,12 @@ export class ActionLeash implements ToolGuard {
    */
   subagentObserver(): RunObserver {
     return {
-      onClosure: (run) => {
+      onClosure: async (run) => {
         if (run.closure.outcome !== "completed" && run.closure.outcome !== "failed") return;
         const store = this.deps.store;
-        const child = store.agents.get(run.agent_id);
+        const child = await store.agents.get(run.agent_id);
         const parentId = child?.supervisor_agent_id;
-        const parent = parentId ? store.agents.get(parentId) : undefined;
+        const parent = parentId ? await store.agents.get(parentId) : undefined;
         if (!child || !parent) return;
         if (matchingHooks([this.deps.host().hooks, parent.hooks], "SubagentStop").length === 0)
           return;
@@ -828,7 +828,7 @@ export class ActionLeash implements ToolGuard {
         },
       );
       if (outcome.kind === "failed") {
-        this.recordHookFailure(
+        await this.recordHookFailure(
           agent.agent_id,
           typeof input.run_id === "string" ? { run_id: input.run_id } : null,
           event,

@@ -36,7 +36,7 @@ export type ProxyRefusal = {
 
 export type ProxyDeps = {
   /** The agent's allowlist now; null when the agent is no longer under allowlist. */
-  allowlist: (agentId: string) => readonly string[] | null;
+  allowlist: (agentId: string) => Promise<readonly string[] | null>;
   /** The host's own TCP ports (its control plane), refused on every local address. */
   protectedPorts: () => readonly number[];
   onRefused: (agentId: string, refusal: ProxyRefusal) => void;
@@ -343,7 +343,7 @@ export class NetworkProxy {
     host: string,
     port: number,
   ): Promise<{ address: string } | { refused: string }> {
-    const list = this.#deps.allowlist(agentId);
+    const list = await this.#deps.allowlist(agentId);
     if (list === null) return { refused: "is refused: the agent's network is not an allowlist" };
     if (port < 1 || port > 65535 || host.length === 0 || host.length > 255) {
       return { refused: "is not a valid destination" };

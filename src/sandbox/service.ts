@@ -28,10 +28,10 @@ export type SandboxDeps = {
    */
   runtime?: {
     procs: ProcIdentity;
-    agent: (agentId: string) => AgentRecord | undefined;
+    agent: (agentId: string) => Promise<AgentRecord | undefined>;
     /** The agent has tasks that outlive the host (its namespace must too). */
-    hasActiveTasks: (agentId: string) => boolean;
-    onRefused: (agentId: string, refusal: ProxyRefusal) => void;
+    hasActiveTasks: (agentId: string) => Promise<boolean>;
+    onRefused: (agentId: string, refusal: ProxyRefusal) => Promise<void>;
   };
 };
 
@@ -74,8 +74,8 @@ export class SandboxService {
       rt === undefined
         ? null
         : new NetworkProxy({
-            allowlist: (id) => {
-              const agent = rt.agent(id);
+            allowlist: async (id) => {
+              const agent = await rt.agent(id);
               if (agent === undefined || this.network(agent).network !== "allowlist") return null;
               return this.network(agent).allow;
             },
@@ -102,10 +102,10 @@ export class SandboxService {
    * After a start: agents whose namespace outlived the last host (a task still runs in it)
    * get their proxy back at the same socket path.
    */
-  resume(): void {
+  async resume(): Promise<void> {
     if (this.#holders === null || this.#proxy === null) return;
     for (const id of this.#holders.recorded()) {
-      const agent = this.#deps.runtime!.agent(id);
+      const agent = await this.#deps.runtime!.agent(id);
       const ns = this.#holders.current(id);
       if (agent === undefined || ns === null || ns.proxyPort === null) continue;
       if (this.network(agent).network === "allowlist") this.#proxy.listen(id, ns.socketPath);

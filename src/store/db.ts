@@ -28,7 +28,7 @@ import { LedgerRepo } from "./ledger.ts";
 import { ApprovalsRepo } from "./approvals.ts";
 import { Checkpointer, DEFAULT_CHECKPOINT_OPTIONS, type CheckpointOptions } from "./checkpoint.ts";
 
-export type EventListener = (events: CatalogEvent[]) => void;
+export type EventListener = (events: CatalogEvent[]) => Promise<void>;
 
 /**
  * What the store was asked to do, counted at its interface: outermost transactions, and

@@ -104,7 +104,7 @@ export class MemoryIndexDb {
     if (this.db.isOpen) this.db.close();
   }
 
-  tx<T>(fn: () => T): T {
+  tx<T>(fn: () => Promise<T>): T {
     this.db.exec("BEGIN");
     try {
       const r = fn();

@@ -50,12 +50,12 @@ export class CacheHealth {
   }
 
   /** The store's listener (events arrive after their commit). */
-  readonly onEvents = (events: CatalogEvent[]): void => {
+  readonly onEvents = async (events: CatalogEvent[]): Promise<void> => {
     for (const e of events) {
       if (e.type !== "provider_round_completed") continue;
       const u = e.payload.token_usage;
       if (!u || u.input_tokens < MIN_INPUT_TOKENS) continue;
-      this.observe(e.agent_id, e.payload.model_ref, {
+      await this.observe(e.agent_id, e.payload.model_ref, {
         run_id: e.payload.run_id,
         round: e.payload.round,
         at: e.payload.provider_started_at,
@@ -64,7 +64,7 @@ export class CacheHealth {
     }
   };
 
-  private observe(agentId: string, modelRef: string, r: Round): void {
+  private async observe(agentId: string, modelRef: string, r: Round): Promise<void> {
     const key = `${agentId}\n${modelRef}`;
     let t = this.tracks.get(key);
     if (!t) this.tracks.set(key, (t = { history: [], low: [], degraded: null }));
@@ -76,7 +76,7 @@ export class CacheHealth {
         const was = t.degraded;
         t.degraded = null;
         t.history = [r.share];
-        this.record(agentId, {
+        await this.record(agentId, {
           type: "prompt_cache_recovered",
           payload: {
             model_ref: modelRef,
@@ -103,7 +103,7 @@ export class CacheHealth {
         first_changed: { run_id: first.run_id, round: first.round, at: first.at },
       };
       t.low = [];
-      this.record(agentId, {
+      await this.record(agentId, {
         type: "prompt_cache_degraded",
         payload: {
           model_ref: modelRef,
@@ -122,10 +122,10 @@ export class CacheHealth {
     if (t.history.length > BASELINE_ROUNDS) t.history.splice(0, t.history.length - BASELINE_ROUNDS);
   }
 
-  private record(agentId: string, event: Parameters<Store["appendEvent"]>[1]): void {
+  private async record(agentId: string, event: Parameters<Store["appendEvent"]>[1]): Promise<void> {
     try {
-      this.store.tx(() => {
-        if (this.store.agents.get(agentId)) this.store.appendEvent(agentId, event);
+      await this.store.tx(async () => {
+        if (await this.store.agents.get(agentId)) await this.store.appendEvent(agentId, event);
       });
     } catch {
       // a diagnostic must never break the runtime (a full disk, a deleted agent)

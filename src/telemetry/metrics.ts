@@ -147,7 +147,7 @@ export class MetricsRegistry implements RegistryView {
   }
 
   /** A gauge whose series are read when the registry is collected. */
-  gauge(name: string, unit: string, help: string, collect: () => [Labels, number][]): void {
+  gauge(name: string, unit: string, help: string, collect: () => Promise<[Labels, number][]>): void {
     this.collectors.push({ family: this.family(name, unit, help, "gauge"), collect });
   }
 
@@ -239,14 +239,14 @@ export class MetricsRegistry implements RegistryView {
 
 /** What the host metrics read when scraped. */
 export type MetricsSources = {
-  agents(): AgentRecord[];
-  agent(agentId: string): AgentRecord | undefined;
-  pendingCount(agentId: string): number;
-  activeTaskCount(agentId: string): number;
+  agents(): Promise<AgentRecord[]>;
+  agent(agentId: string): Promise<AgentRecord | undefined>;
+  pendingCount(agentId: string): Promise<number>;
+  activeTaskCount(agentId: string): Promise<number>;
   /** `telemetry.metrics.max_agents`: how many public agents get a label of their own. */
   maxAgents(): number;
   /** Asks still waiting for a decision, by the agent they belong to. */
-  pendingAsks(): { agent_id: string }[];
+  pendingAsks(): Promise<{ agent_id: string }[]>;
   /** Dollars of one provider call (the spend ledger's pricing), or null without a price. */
   price(modelRef: string, usage: TokenUsage | null): number | null;
   /** The trace pipeline's counts, when traces are on. */
@@ -348,10 +348,10 @@ export class HostMetrics {
         DURATION_BUCKETS,
       ),
     };
-    r.gauge("holon.asks.pending", "{ask}", "Asks waiting for a decision, by agent", () => {
+    r.gauge("holon.asks.pending", "{ask}", "Asks waiting for a decision, by agent", async () => {
       const by = new Map<string, number>();
-      for (const a of this.sources.pendingAsks()) {
-        const agent = this.agentLabel(a.agent_id);
+      for (const a of await this.sources.pendingAsks()) {
+        const agent = await this.agentLabel(a.agent_id);
         by.set(agent, (by.get(agent) ?? 0) + 1);
       }
       return [...by].map(([agent, n]) => [{ agent }, n]);
@@ -394,9 +394,9 @@ export class HostMetrics {
         ];
       },
     );
-    r.gauge("holon.agents", "{agent}", "Agents by status (archived agents excluded)", () => {
+    r.gauge("holon.agents", "{agent}", "Agents by status (archived agents excluded)", async () => {
       const by = new Map<string, number>();
-      for (const a of this.sources.agents()) {
+      for (const a of await this.sources.agents()) {
         if (a.archived_at) continue;
         by.set(a.status, (by.get(a.status) ?? 0) + 1);
       }
@@ -406,13 +406,13 @@ export class HostMetrics {
       "holon.queue.depth",
       "{message}",
       "Messages queued and not yet processed, by agent",
-      () => this.perAgent((a) => this.sources.pendingCount(a.agent_id)),
+      async () => await this.perAgent(async (a) => await this.sources.pendingCount(a.agent_id)),
     );
     r.gauge(
       "holon.tasks.running",
       "{task}",
       "Background tasks not yet in a terminal state, by agent",
-      () => this.perAgent((a) => this.sources.activeTaskCount(a.agent_id)),
+      async () => await this.perAgent(async (a) => await this.sources.activeTaskCount(a.agent_id)),
     );
     r.gauge(
       "holon.prompt_cache.hit_ratio",
@@ -428,17 +428,17 @@ export class HostMetrics {
   }
 
   /** The store's listener: one batch of committed events. */
-  readonly onEvents = (events: CatalogEvent[]): void => {
-    for (const e of events) this.onEvent(e);
+  readonly onEvents = async (events: CatalogEvent[]): Promise<void> => {
+    for (const e of events) await this.onEvent(e);
   };
 
-  private onEvent(e: CatalogEvent): void {
+  private async onEvent(e: CatalogEvent): Promise<void> {
     switch (e.type) {
       case "message_admitted":
-        this.inc.admitted({ agent: this.agentLabel(e.agent_id), kind: e.payload.kind });
+        this.inc.admitted({ agent: await this.agentLabel(e.agent_id), kind: e.payload.kind });
         return;
       case "turn_terminal": {
-        const agent = this.agentLabel(e.agent_id);
+        const agent = await this.agentLabel(e.agent_id);
         this.inc.turns({ agent, kind: e.payload.kind });
         this.observe.turnSeconds({ agent }, e.payload.duration_ms / 1000);
         return;
@@ -460,10 +460,10 @@ export class HostMetrics {
         return;
       }
       case "runtime_error":
-        this.inc.errors({ agent: this.agentLabel(e.agent_id), phase: e.payload.phase });
+        this.inc.errors({ agent: await this.agentLabel(e.agent_id), phase: e.payload.phase });
         return;
       case "provider_round_completed":
-        this.onRound(
+        await this.onRound(
           e.agent_id,
           e.payload.model_ref,
           e.payload.token_usage,
@@ -475,7 +475,7 @@ export class HostMetrics {
     }
   }
 
-  private onRound(agentId: string, modelRef: string, usage: TokenUsage | null, ms: number): void {
+  private async onRound(agentId: string, modelRef: string, usage: TokenUsage | null, ms: number): Promise<void> {
     const slash = modelRef.indexOf("/");
     const gen = {
       "gen_ai.operation.name": "chat",
@@ -486,7 +486,7 @@ export class HostMetrics {
     if (!usage) return;
     this.observe.tokenUsage({ ...gen, "gen_ai.token.type": "input" }, usage.input_tokens);
     this.observe.tokenUsage({ ...gen, "gen_ai.token.type": "output" }, usage.output_tokens);
-    const agent = this.agentLabel(agentId);
+    const agent = await this.agentLabel(agentId);
     const cached = usage.cache_read_input_tokens ?? 0;
     const parts: [string, number][] = [
       ["input", usage.input_tokens],
@@ -506,20 +506,20 @@ export class HostMetrics {
   }
 
   /** One series per labelled agent (the rest summed under `_other` / `_private`). */
-  private perAgent(value: (a: AgentRecord) => number): [Labels, number][] {
+  private async perAgent(value: (a: AgentRecord) => Promise<number>): Promise<[Labels, number][]> {
     const by = new Map<string, number>();
-    for (const a of this.sources.agents()) {
+    for (const a of await this.sources.agents()) {
       if (a.archived_at) continue;
-      const agent = this.agentLabel(a.agent_id, a);
-      by.set(agent, (by.get(agent) ?? 0) + value(a));
+      const agent = await this.agentLabel(a.agent_id, a);
+      by.set(agent, (by.get(agent) ?? 0) + await value(a));
     }
     return [...by].map(([agent, n]) => [{ agent }, n]);
   }
 
   /** The `agent` label: a public agent's id while under the cap, else a bucket. */
-  private agentLabel(agentId: string, record?: AgentRecord): string {
+  private async agentLabel(agentId: string, record?: AgentRecord): Promise<string> {
     if (this.labelled.has(agentId)) return agentId;
-    const a = record ?? this.sources.agent(agentId);
+    const a = record ?? await this.sources.agent(agentId);
     if (!a || a.visibility !== "public") return "_private";
     if (this.labelled.size >= this.sources.maxAgents()) return "_other";
     this.labelled.add(agentId);

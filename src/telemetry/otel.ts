@@ -694,10 +694,10 @@ class Recorder implements TraceRecorder {
     st.pending = [];
   }
 
-  onEvents(events: CatalogEvent[]): void {
+  async onEvents(events: CatalogEvent[]): Promise<void> {
     for (const e of events) {
       try {
-        this.onEvent(e);
+        await this.onEvent(e);
       } catch {
         // one odd event never stops the others
       }
@@ -709,7 +709,7 @@ class Recorder implements TraceRecorder {
     return st && (runId === undefined || st.runId === runId) ? st : undefined;
   }
 
-  private onEvent(e: CatalogEvent): void {
+  private async onEvent(e: CatalogEvent): Promise<void> {
     switch (e.type) {
       case "message_admitted": {
         // Only a message a request itself admitted takes its context: a runtime-owned one
@@ -785,7 +785,7 @@ class Recorder implements TraceRecorder {
       case "operator_interjection_admitted": {
         const st = this.byAgent.get(e.agent_id);
         if (!st || st.messageId !== e.payload.into_message_id) return;
-        const m = this.deps.store.messages.get(e.payload.message_id);
+        const m = await this.deps.store.messages.get(e.payload.message_id);
         if (!m) return;
         for (const l of this.linksOf(m, false, false)) st.span.addLink(l);
         this.admission(st, m);

@@ -56,7 +56,7 @@ export type SpanStats = {
 
 /** What the SDK side (otel.ts) implements; every call is cheap and never throws out. */
 export interface TraceRecorder {
-  onEvents(events: CatalogEvent[]): void;
+  onEvents(events: CatalogEvent[]): Promise<void>;
   beginTurn(req: TurnRequest): void;
   endTurn(req: TurnRequest, outcome: TurnOutcome | undefined, error: unknown): void;
   chat(req: ChatRequest, result: ChatResult, startMs: number, endMs: number): void;

@@ -168,8 +168,8 @@ export class Tracing {
       this.early = null;
       const r = this.recorder;
       for (const { events, incoming } of early) {
-        if (incoming) this.incoming.run(incoming, () => r.onEvents(events));
-        else r.onEvents(events);
+        if (incoming) this.incoming.run(incoming, async () => await r.onEvents(events));
+        else await r.onEvents(events);
       }
     } catch (err) {
       this.early = null;
@@ -178,8 +178,8 @@ export class Tracing {
   }
 
   /** The store's listener (registered only when tracing is on). */
-  readonly onEvents = (events: CatalogEvent[]): void => {
-    if (this.recorder) return this.recorder.onEvents(events);
+  readonly onEvents = async (events: CatalogEvent[]): Promise<void> => {
+    if (this.recorder) return await this.recorder.onEvents(events);
     if (!this.early) return;
     if (this.earlyCount + events.length > MAX_EARLY_EVENTS) {
       this.earlyDropped += events.length;

@@ -98,7 +98,7 @@ export type TurnDeps = {
   /** The action leash: rules, taint, hooks and approvals around every call (src/policy/). */
   leash?: ActionLeash;
   /** Told about every finished tool call, after its record is durable (skill activation). */
-  afterTool?: (call: ToolCallDone) => void;
+  afterTool?: (call: ToolCallDone) => Promise<void>;
   /**
    * Tools this agent has beyond the built-in ones (its MCP servers' tools, tools/mcp/), read
    * once at the start of each turn: a change reaches the next turn, never the running one.
@@ -121,14 +121,14 @@ export type TurnDeps = {
    * every provider request, so an ask opened while a turn runs (a budget freeze) stops it
    * before its next call; the turn then ends waiting for the operator.
    */
-  gate?: (agentId: string) => string | undefined;
+  gate?: (agentId: string) => Promise<string | undefined>;
   /**
    * The budget gate, after the pre-provider hook (so it sees the request as sent): says
    * whether the call may go out, and records a hold when it may not.
    */
-  budgetCheck?: (request: ProviderRequest, ctx: GateContext) => BudgetVerdict;
+  budgetCheck?: (request: ProviderRequest, ctx: GateContext) => Promise<BudgetVerdict>;
   /** Writes the call's spend ledger row; runs inside the round's transaction. */
-  recordCall?: (call: CallRecord) => void;
+  recordCall?: (call: CallRecord) => Promise<void>;
   /** Told the usage a provider reported for a request (token estimate calibration). */
   afterProviderCall?: (info: {
     agent_id: string;
@@ -199,9 +199,9 @@ export class ProviderTurnExecutor implements TurnExecutor {
     const candidates = this.deps.candidates(req.agent);
     if (candidates.length === 0) {
       const store = this.deps.store;
-      store.tx(() => {
+      await store.tx(async () => {
         req.begin();
-        recordRuntimeFailure(store, {
+        await recordRuntimeFailure(store, {
           agent_id: req.agent.agent_id,
           run_id: req.run_id,
           message_id: req.message.id,
@@ -223,10 +223,10 @@ export class ProviderTurnExecutor implements TurnExecutor {
       }
     }
     if (extra.length === 0) {
-      return new Turn(this.deps, visible, req, candidates, this.deps.registry).run();
+      return await new Turn(this.deps, visible, req, candidates, this.deps.registry).run();
     }
     const merged = this.merged(visible, extra);
-    return new Turn(this.deps, merged.specs, req, candidates, merged.registry).run();
+    return await new Turn(this.deps, merged.specs, req, candidates, merged.registry).run();
   }
 
   private readonly mergedCache = new WeakMap<
@@ -302,9 +302,9 @@ class Turn {
    * A turn event; every one carries the run id. Call sites are checked against the catalog
    * through `T`; the cast is only because TypeScript cannot pair a generic kind with its payload.
    */
-  private event<T extends EventType>(type: T, payload: Omit<EventPayload<T>, "run_id">): void {
-    this.store.tx(() =>
-      this.store.appendEvent(this.agent.agent_id, {
+  private async event<T extends EventType>(type: T, payload: Omit<EventPayload<T>, "run_id">): Promise<void> {
+    await this.store.tx(async () =>
+      await this.store.appendEvent(this.agent.agent_id, {
         type,
         provenance: { message_id: this.req.message.id },
         payload: { run_id: this.req.run_id, ...payload },
@@ -312,8 +312,8 @@ class Turn {
     );
   }
 
-  private transcript<K extends TranscriptEntryKind>(kind: K, data: TranscriptData<K>): void {
-    this.store.transcript.append({
+  private async transcript<K extends TranscriptEntryKind>(kind: K, data: TranscriptData<K>): Promise<void> {
+    await this.store.transcript.append({
       id: this.store.ids.next("tr"),
       agent_id: this.agent.agent_id,
       created_at: this.store.clock.now().toISOString(),
@@ -332,7 +332,7 @@ class Turn {
 
     // The run's start commits with the prompt's records: one transaction, and the frame is
     // built from the agent as it runs.
-    const { frame, incoming, contextBuildMs } = store.tx(() => {
+    const { frame, incoming, contextBuildMs } = await store.tx(async () => {
       this.agent = this.req.begin();
       const buildStart = performance.now();
       const snapshot = (this.deps.executionSnapshot ?? executionSnapshot)(this.agent);
@@ -347,7 +347,7 @@ class Turn {
       });
       const incoming = renderIncoming(message);
       const contextBuildMs = round2(performance.now() - buildStart);
-      this.transcript("incoming_message", {
+      await this.transcript("incoming_message", {
         text: incoming,
         kind: message.kind,
         origin: message.origin,
@@ -355,7 +355,7 @@ class Turn {
         authority_class: message.authority_class,
         delivery_surface: message.delivery_surface ?? null,
       });
-      this.event("turn_context_built", {
+      await this.event("turn_context_built", {
         context_build_ms: contextBuildMs,
         turn_index: this.turnIndex,
         tool_count: this.specs.length,
@@ -371,18 +371,18 @@ class Turn {
     this.conversation.push({ type: "user_text", text: incoming });
 
     if (this.deps.leash) {
-      this.deps.leash.noteTurnAuthority(this.agent.agent_id, message, this.authority);
+      await this.deps.leash.noteTurnAuthority(this.agent.agent_id, message, this.authority);
       const start = await this.deps.leash.turnStart(this.agent, message, this.req.run_id, incoming);
       if (start.blocked !== null) {
-        return this.fail(`The prompt was blocked by a UserPromptSubmit hook: ${start.blocked}`, {
+        return await this.fail(`The prompt was blocked by a UserPromptSubmit hook: ${start.blocked}`, {
           kind: "prompt_blocked_by_hook",
         });
       }
       for (const c of start.context)
         this.conversation.push({ type: "user_text", text: `[hook context] ${c}` });
       // Calls the operator approved run now, each once, and their results re-enter here.
-      for (const call of this.deps.leash.approvedCalls(this.agent)) {
-        if (this.req.signal.aborted) return this.aborted();
+      for (const call of await this.deps.leash.approvedCalls(this.agent)) {
+        if (this.req.signal.aborted) return await this.aborted();
         const done = await this.runTool(call.call_id, call.tool_name, call.arguments, call.guard);
         this.conversation.push({ type: "user_text", text: call.report(done.rendered) });
       }
@@ -391,16 +391,16 @@ class Turn {
     const candidates = this.candidates;
     let lastText = "";
     for (;;) {
-      this.drainInterjections("before_provider_request");
-      if (this.req.signal.aborted) return this.aborted();
-      const gated = this.deps.gate?.(this.agent.agent_id);
-      if (gated) return this.gated(gated, "agent", lastText);
+      await this.drainInterjections("before_provider_request");
+      if (this.req.signal.aborted) return await this.aborted();
+      const gated = await this.deps.gate?.(this.agent.agent_id);
+      if (gated) return await this.gated(gated, "agent", lastText);
       if (this.rounds >= maxRounds) {
         // A turn working on a work item halts with an ask on that item (the work plane opens
         // it); a one-shot run or a turn on no item fails as before.
         if (this.agent.current_work_item_id && message.delivery_surface !== "run_once") {
-          this.store.tx(() =>
-            this.terminal("aborted", lastText, {
+          await this.store.tx(async () =>
+            await this.terminal("aborted", lastText, {
               reason: "max_rounds_exceeded",
               max_rounds: maxRounds,
             }),
@@ -413,7 +413,7 @@ class Turn {
             rounds: maxRounds,
           };
         }
-        return this.fail(
+        return await this.fail(
           `The turn stopped after ${maxRounds} model rounds without finishing (round limit reached).`,
           { kind: "max_rounds_exceeded", max_rounds: maxRounds },
         );
@@ -440,21 +440,21 @@ class Turn {
           if (err.kind === "ask_opened" && typeof err.details?.ask_id === "string") {
             this.rounds--;
             const scope = err.details.scope === "work_item" ? "work_item" : "agent";
-            return this.gated(err.details.ask_id, scope, lastText);
+            return await this.gated(err.details.ask_id, scope, lastText);
           }
-          return this.fail(`The turn cannot continue: ${err.message}.`, {
+          return await this.fail(`The turn cannot continue: ${err.message}.`, {
             kind: err.kind,
             ...err.details,
           });
         }
       }
-      const gatedNow = this.deps.gate?.(this.agent.agent_id);
+      const gatedNow = await this.deps.gate?.(this.agent.agent_id);
       if (gatedNow) {
         this.rounds--;
-        return this.gated(gatedNow, "agent", lastText);
+        return await this.gated(gatedNow, "agent", lastText);
       }
       if (this.deps.budgetCheck) {
-        const verdict = this.deps.budgetCheck(request, {
+        const verdict = await this.deps.budgetCheck(request, {
           agent: this.agent,
           run_id: this.req.run_id,
           round: this.rounds,
@@ -463,7 +463,7 @@ class Turn {
         });
         if (!verdict.ok) {
           this.rounds--; // no call was made
-          return this.budgetStop(verdict.action, verdict.hold);
+          return await this.budgetStop(verdict.action, verdict.hold);
         }
         request = verdict.request;
       }
@@ -473,8 +473,8 @@ class Turn {
       const providerRoundMs = round2(performance.now() - t0);
       if (!result.ok) {
         this.usage = addTokenUsage(this.usage, result.timeline.aggregated_token_usage);
-        if (result.aborted || this.req.signal.aborted) return this.aborted(result.timeline);
-        if (result.retry_at) return this.retryAt(result.retry_at, result.timeline);
+        if (result.aborted || this.req.signal.aborted) return await this.aborted(result.timeline);
+        if (result.retry_at) return await this.retryAt(result.retry_at, result.timeline);
         if (
           result.failure.kind === "context_length_exceeded" &&
           this.deps.onContextOverflow?.({
@@ -486,7 +486,7 @@ class Turn {
           this.rounds--; // the same round again, with a tighter projection
           continue;
         }
-        return this.fail(`The model provider failed: ${result.failure.summary}`, {
+        return await this.fail(`The model provider failed: ${result.failure.summary}`, {
           failure_artifact: result.failure,
           provider_attempt_timeline: result.timeline,
         });
@@ -509,8 +509,8 @@ class Turn {
       // A round without tool calls usually ends the turn: its record, the look for
       // interjections and the turn's terminal record and brief commit together (one
       // transaction; a crash before it loses the round as a whole, nothing acknowledged).
-      const ended = store.tx((): TurnOutcome | undefined => {
-        this.transcript("assistant_round", {
+      const ended = await store.tx(async (): Promise<TurnOutcome | undefined> => {
+        await this.transcript("assistant_round", {
           round: this.rounds,
           text,
           tool_calls: calls,
@@ -521,7 +521,7 @@ class Turn {
           token_usage: roundUsage ?? null,
           provider_attempt_timeline: result.timeline,
         });
-        this.event("provider_round_completed", {
+        await this.event("provider_round_completed", {
           round: this.rounds,
           model_ref: result.model_ref,
           token_usage: roundUsage ?? null,
@@ -532,7 +532,7 @@ class Turn {
           provider_completed_at: store.clock.now().toISOString(),
           ...(response.continuation ? { continuation: response.continuation } : {}),
         });
-        this.event("assistant_round_recorded", {
+        await this.event("assistant_round_recorded", {
           round: this.rounds,
           text_preview: text.length > 280 ? text.slice(0, 280) + "…" : text,
           tool_requests: calls.map((c) => c.name),
@@ -543,8 +543,8 @@ class Turn {
           })),
         });
         const callEnd = store.clock.now().getTime();
-        const agentNow = store.agents.get(this.agent.agent_id) ?? this.agent;
-        this.deps.recordCall?.({
+        const agentNow = await store.agents.get(this.agent.agent_id) ?? this.agent;
+        await this.deps.recordCall?.({
           work_item_id: workItemOf(agentNow, message) ?? null,
           agent_id: this.agent.agent_id,
           run_id: this.req.run_id,
@@ -555,8 +555,8 @@ class Turn {
           elapsed_ms: callEnd - this.lastCallEnd,
         });
         this.lastCallEnd = callEnd;
-        const agent = store.agents.get(this.agent.agent_id)!;
-        store.agents.put({
+        const agent = (await store.agents.get(this.agent.agent_id))!;
+        await store.agents.put({
           ...agent,
           total_input_tokens: agent.total_input_tokens + (roundUsage?.input_tokens ?? 0),
           total_output_tokens: agent.total_output_tokens + (roundUsage?.output_tokens ?? 0),
@@ -564,13 +564,13 @@ class Turn {
         });
         this.conversation.push(...response.blocks);
         if (calls.length > 0) return undefined;
-        this.drainInterjections("after_provider_round");
+        await this.drainInterjections("after_provider_round");
         // An interjection that arrived with the final answer gets its own round.
         if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) return undefined;
-        const outcome = this.complete(lastText, text);
+        const outcome = await this.complete(lastText, text);
         // No Stop hook to run in between: the run settles in this same commit.
         if (!this.deps.leash?.hasStopHooks(this.agent)) {
-          this.req.end(outcome);
+          await this.req.end(outcome);
           this.settled = true;
         }
         return outcome;
@@ -578,11 +578,11 @@ class Turn {
       if (ended) return this.settled ? ended : this.stopHooks(ended);
       if (calls.length === 0) continue;
 
-      this.drainInterjections("before_tool_execution", true);
+      await this.drainInterjections("before_tool_execution", true);
       try {
         for (const call of calls) {
           if (call.type !== "tool_call") continue;
-          if (this.req.signal.aborted) return this.aborted();
+          if (this.req.signal.aborted) return await this.aborted();
           const outcome = await this.runTool(call.call_id, call.name, call.arguments);
           this.conversation.push({
             type: "tool_result",
@@ -595,11 +595,11 @@ class Turn {
         }
       } finally {
         // Calls of this round that need approval become one ask, which gates the next round.
-        this.deps.leash?.roundEnded(this.req.run_id);
+        await this.deps.leash?.roundEnded(this.req.run_id);
       }
-      this.flushDeferredInterjections();
-      this.drainInterjections("after_tool_results");
-      if (this.sleep) return this.completed(lastText, text);
+      await this.flushDeferredInterjections();
+      await this.drainInterjections("after_tool_results");
+      if (this.sleep) return await this.completed(lastText, text);
     }
   }
 
@@ -612,25 +612,25 @@ class Turn {
    * execution they are claimed now but shown after the tool results, so the tool calls the
    * model already made keep their results next to them.
    */
-  private drainInterjections(boundary: string, defer = false): void {
-    const taken = this.req.takeInterjections(boundary);
+  private async drainInterjections(boundary: string, defer = false): Promise<void> {
+    const taken = await this.req.takeInterjections(boundary);
     if (taken.length === 0) return;
     if (defer) {
       this.deferred.push(...taken);
       return;
     }
-    for (const m of taken) this.pushInterjection(m);
+    for (const m of taken) await this.pushInterjection(m);
   }
 
-  private flushDeferredInterjections(): void {
-    for (const m of this.deferred.splice(0)) this.pushInterjection(m);
+  private async flushDeferredInterjections(): Promise<void> {
+    for (const m of this.deferred.splice(0)) await this.pushInterjection(m);
   }
 
-  private pushInterjection(m: QueuedMessage): void {
+  private async pushInterjection(m: QueuedMessage): Promise<void> {
     const text = renderIncoming(m, "Operator message received while this turn was in progress");
     this.conversation.push({ type: "user_text", text });
-    this.store.tx(() =>
-      this.transcript("incoming_message", { text, kind: m.kind, interjected_message_id: m.id }),
+    await this.store.tx(async () =>
+      await this.transcript("incoming_message", { text, kind: m.kind, interjected_message_id: m.id }),
     );
   }
 
@@ -638,7 +638,7 @@ class Turn {
     const { store } = this;
     const started = store.clock.now();
     // Each call follows the binding as it is now: UseWorkspace may have moved it this turn.
-    const current = store.agents.get(this.agent.agent_id) ?? this.agent;
+    const current = await store.agents.get(this.agent.agent_id) ?? this.agent;
     const { execution_root: executionRoot, cwd } = executionBinding(current);
     const outcome = await dispatch(this.registry, name, args, {
       agent: current,
@@ -658,10 +658,10 @@ class Turn {
       this.sleep = { duration_ms: outcome.request.duration_ms };
     if (outcome.external_evidence && this.authority !== "external_evidence") {
       this.authority = lowestAuthority(this.authority, "external_evidence");
-      this.deps.leash?.noteTurnAuthority(this.agent.agent_id, this.req.message, this.authority);
+      await this.deps.leash?.noteTurnAuthority(this.agent.agent_id, this.req.message, this.authority);
     }
-    store.tx(() => {
-      this.transcript("tool_execution", {
+    await store.tx(async () => {
+      await this.transcript("tool_execution", {
         call_id: callId,
         tool_name: name,
         arguments: args.length > 20_000 ? args.slice(0, 20_000) + "…" : args,
@@ -683,13 +683,13 @@ class Turn {
         payload.tool_error = outcome.canonical.error;
         payload.error = outcome.rendered;
       }
-      this.event(
+      await this.event(
         outcome.canonical.status === "error" ? "tool_execution_failed" : "tool_executed",
         payload,
       );
     });
     this.req.toolDone?.({ tool_name: name, arguments: args, envelope: outcome.canonical });
-    this.deps.afterTool?.({
+    await this.deps.afterTool?.({
       agent_id: this.agent.agent_id,
       run_id: this.req.run_id,
       call_id: callId,
@@ -702,7 +702,7 @@ class Turn {
     return outcome;
   }
 
-  private terminal(
+  private async terminal(
     kind: "completed" | "aborted",
     lastAssistantMessage: string,
     extra: Record<string, unknown> = {},
@@ -719,17 +719,17 @@ class Turn {
       token_usage: this.usage ?? null,
       ...extra,
     };
-    this.transcript("turn_terminal", record);
-    this.event("turn_terminal", record);
-    const agent = store.agents.get(this.agent.agent_id)!;
+    await this.transcript("turn_terminal", record);
+    await this.event("turn_terminal", record);
+    const agent = (await store.agents.get(this.agent.agent_id))!;
     const next: AgentRecord = { ...agent };
     if (this.usage) next.last_turn_token_usage = this.usage;
-    store.agents.put(next);
+    await store.agents.put(next);
   }
 
   /** The terminal record, then the Stop hooks (which may admit one follow-up). */
   private async completed(lastText: string, finalRoundText: string): Promise<TurnOutcome> {
-    return this.stopHooks(this.complete(lastText, finalRoundText));
+    return this.stopHooks(await this.complete(lastText, finalRoundText));
   }
 
   /** After the terminal record committed: the Stop hooks (which may admit one follow-up). */
@@ -738,23 +738,23 @@ class Turn {
     return outcome;
   }
 
-  private complete(lastText: string, finalRoundText: string): TurnOutcome {
+  private async complete(lastText: string, finalRoundText: string): Promise<TurnOutcome> {
     const { store } = this;
-    store.tx(() => {
-      this.terminal("completed", lastText);
+    await store.tx(async () => {
+      await this.terminal("completed", lastText);
       // The brief is the final assistant text, even when empty; never a made-up summary.
-      createBrief(store, {
+      await createBrief(store, {
         agent_id: this.agent.agent_id,
         kind: "result",
         text: finalRoundText,
         related_message_id: this.req.message.id,
       });
     });
-    return this.restingOutcome();
+    return await this.restingOutcome();
   }
 
   /** What the turn's end means for the agent: rest, a timed sleep, a wait on tasks, or done. */
-  private restingOutcome(): TurnOutcome {
+  private async restingOutcome(): Promise<TurnOutcome> {
     if (!this.sleep) return { kind: "settled" };
     const ms = this.sleep.duration_ms;
     if (ms !== undefined) {
@@ -762,22 +762,22 @@ class Turn {
       return { kind: "sleep_until", wake_at: wakeAt, duration_ms: ms };
     }
     // Resting while tasks that report back still run is waiting on them.
-    const reentry = this.store.tasks
-      .activeForAgent(this.agent.agent_id)
+    const reentry = (await this.store.tasks
+      .activeForAgent(this.agent.agent_id))
       .filter((t) => t.terminal_reentry)
       .map((t) => t.id);
     return reentry.length > 0 ? { kind: "await_tasks", task_ids: reentry } : { kind: "rest" };
   }
 
-  private aborted(timeline?: ProviderAttemptTimeline): TurnOutcome {
+  private async aborted(timeline?: ProviderAttemptTimeline): Promise<TurnOutcome> {
     const reason = abortReason(this.req.signal);
-    this.store.tx(() => {
-      this.terminal("aborted", "", {
+    await this.store.tx(async () => {
+      await this.terminal("aborted", "", {
         reason,
         ...(timeline ? { provider_attempt_timeline: timeline } : {}),
       });
       if (reason === "operator_aborted") {
-        createBrief(this.store, {
+        await createBrief(this.store, {
           agent_id: this.agent.agent_id,
           kind: "failure",
           text: "The operator aborted this run.",
@@ -789,17 +789,17 @@ class Turn {
   }
 
   /** An ask holds the agent (or the hook opened one): end the turn waiting for its decision. */
-  private gated(askId: string, scope: "agent" | "work_item", lastText: string): TurnOutcome {
-    this.store.tx(() =>
-      this.terminal("aborted", lastText, { reason: "awaiting_operator", ask_id: askId }),
+  private async gated(askId: string, scope: "agent" | "work_item", lastText: string): Promise<TurnOutcome> {
+    await this.store.tx(async () =>
+      await this.terminal("aborted", lastText, { reason: "awaiting_operator", ask_id: askId }),
     );
     return { kind: "await_operator", detail: `ask:${askId}`, ask_id: askId, scope };
   }
 
   /** Rate-limited everywhere: end the turn unfinished; the message runs again at `retryAt`. */
-  private retryAt(retryAt: string, timeline: ProviderAttemptTimeline): TurnOutcome {
-    this.store.tx(() => {
-      this.terminal("aborted", "", {
+  private async retryAt(retryAt: string, timeline: ProviderAttemptTimeline): Promise<TurnOutcome> {
+    await this.store.tx(async () => {
+      await this.terminal("aborted", "", {
         reason: "provider_rate_limited",
         retry_at: retryAt,
         provider_attempt_timeline: timeline,
@@ -813,21 +813,21 @@ class Turn {
    * or a work item's ends the turn, unfinished, at zero cost: the agent waits for the
    * operator (or the window's turn) and the item waits blocked while other work may run.
    */
-  private budgetStop(
+  private async budgetStop(
     action: "hold_agent" | "hold_work_item" | "fail_run",
     hold: BudgetHold,
-  ): TurnOutcome {
+  ): Promise<TurnOutcome> {
     // `holon run` never waits: any budget that stops its call ends the run (exit code 3);
     // an agent's or item's hold stays recorded for that agent's later work.
     if (action === "fail_run" || this.req.message.delivery_surface === "run_once") {
-      return this.fail(`The run stopped before a model call: ${hold.summary}.`, {
+      return await this.fail(`The run stopped before a model call: ${hold.summary}.`, {
         kind: "budget_exhausted",
         budget_hold: hold,
       });
     }
-    this.store.tx(() => {
-      this.terminal("aborted", "", { reason: "budget_exhausted" });
-      createBrief(this.store, {
+    await this.store.tx(async () => {
+      await this.terminal("aborted", "", { reason: "budget_exhausted" });
+      await createBrief(this.store, {
         agent_id: this.agent.agent_id,
         kind: "failure",
         text:
@@ -842,12 +842,12 @@ class Turn {
       : { kind: "rest" };
   }
 
-  private fail(summary: string, diagnostics: Record<string, unknown>): TurnOutcome {
-    this.store.tx(() => {
-      this.terminal("aborted", "", { reason: "runtime_failure" });
+  private async fail(summary: string, diagnostics: Record<string, unknown>): Promise<TurnOutcome> {
+    await this.store.tx(async () => {
+      await this.terminal("aborted", "", { reason: "runtime_failure" });
       const d: Record<string, unknown> = { ...diagnostics };
       if (this.usage) d.token_usage = this.usage;
-      recordRuntimeFailure(this.store, {
+      await recordRuntimeFailure(this.store, {
         agent_id: this.agent.agent_id,
         run_id: this.req.run_id,
         message_id: this.req.message.id,

@@ -39,14 +39,14 @@ export function hintView(h: WakeHint | undefined): WakeHintView | null {
 }
 
 /** The short form for `/status` (reads only: nothing is provisioned here). */
-export function waitingSummary(deps: WaitingDeps, agent: AgentRecord): WaitingSummary {
-  const next = deps.timers.list(agent.agent_id, 1).active[0];
-  const trigger = deps.triggers.current(agent.agent_id);
+export async function waitingSummary(deps: WaitingDeps, agent: AgentRecord): Promise<WaitingSummary> {
+  const next = (await deps.timers.list(agent.agent_id, 1)).active[0];
+  const trigger = await deps.triggers.current(agent.agent_id);
   return {
     waiting_reason: agent.closure?.waiting_reason ?? null,
-    sleep_wake_at: deps.sleep.pending(agent.agent_id) ?? null,
+    sleep_wake_at: await deps.sleep.pending(agent.agent_id) ?? null,
     timers: {
-      active: deps.timers.activeCount(agent.agent_id),
+      active: await deps.timers.activeCount(agent.agent_id),
       next_fire_at: next?.next_fire_at ?? null,
       next_timer_id: next?.timer_id ?? null,
     },
@@ -56,9 +56,9 @@ export function waitingSummary(deps: WaitingDeps, agent: AgentRecord): WaitingSu
 }
 
 /** The `/state` fields: timers, derived waiting intents, the external trigger (if any). */
-export function waitingState(deps: WaitingDeps, agent: AgentRecord) {
-  const { active, finished } = deps.timers.list(agent.agent_id, 50);
-  const sleepAt = deps.sleep.pending(agent.agent_id);
+export async function waitingState(deps: WaitingDeps, agent: AgentRecord) {
+  const { active, finished } = await deps.timers.list(agent.agent_id, 50);
+  const sleepAt = await deps.sleep.pending(agent.agent_id);
   const intents: WaitingIntentView[] = [];
   const closure = agent.closure;
   if (closure?.outcome === "waiting") {
@@ -87,13 +87,13 @@ export function waitingState(deps: WaitingDeps, agent: AgentRecord) {
     });
   }
   const trigger =
-    agent.visibility === "public" ? deps.triggers.descriptor(agent.agent_id, false) : null;
+    agent.visibility === "public" ? await deps.triggers.descriptor(agent.agent_id, false) : null;
   const triggers = trigger ? [trigger] : [];
   return {
     timers: [...active, ...finished],
     waiting_intents: intents,
     external_triggers: triggers,
     pending_wake_hint: hintView(agent.pending_wake_hint),
-    waiting: waitingSummary(deps, agent),
+    waiting: await waitingSummary(deps, agent),
   };
 }

@@ -23,10 +23,10 @@ const TRUST_SETTING = new Set(["local_process", "control_authenticated", "runtim
  * recorded by the scheduler) when the agent is gone or stopped, or the message is gone.
  */
 export function providerRetryHandler(store: Store) {
-  return (d: Deadline): MessageDraft | null => {
-    const agent = store.agents.get(d.agent_id);
+  return async (d: Deadline): Promise<MessageDraft | null> => {
+    const agent = await store.agents.get(d.agent_id);
     if (!agent || agent.status === "stopped") return null;
-    const original = store.messages.get(String(d.payload.message_id ?? ""));
+    const original = await store.messages.get(String(d.payload.message_id ?? ""));
     if (!original) return null;
     const admission = original.admission_context ?? "runtime_owned";
     const retries = Number(original.metadata?.provider_retry_count ?? 0) + 1;
@@ -67,16 +67,16 @@ export class ProviderRetryObserver implements RunObserver {
     this.scheduler = opts.scheduler;
   }
 
-  afterRun(run: RunInfo & { outcome: TurnOutcome }): void {
+  async afterRun(run: RunInfo & { outcome: TurnOutcome }): Promise<void> {
     if (run.outcome.kind !== "retry_at") return;
-    const deadline = this.scheduler.add({
+    const deadline = await this.scheduler.add({
       agent_id: run.agent_id,
       kind: PROVIDER_RETRY,
       key: keyOf(run.message.id),
       due_at: run.outcome.retry_at,
       payload: { message_id: run.message.id, run_id: run.run_id },
     });
-    this.store.appendEvent(run.agent_id, {
+    await this.store.appendEvent(run.agent_id, {
       type: "provider_retry_scheduled",
       payload: {
         message_id: run.message.id,

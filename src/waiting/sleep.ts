@@ -14,8 +14,8 @@ const keyOf = (agentId: string) => `sleep:${agentId}`;
 
 /** The scheduler's handler for a due sleep wake. A stopped agent's wake is dropped. */
 export function sleepWakeHandler(store: Store) {
-  return (d: Deadline): MessageDraft | null => {
-    const agent = store.agents.get(d.agent_id);
+  return async (d: Deadline): Promise<MessageDraft | null> => {
+    const agent = await store.agents.get(d.agent_id);
     if (!agent || agent.status === "stopped") return null;
     const ms = Number(d.payload.duration_ms ?? 0);
     return {
@@ -42,32 +42,32 @@ export class SleepWakes implements SleepDeadlines {
     this.scheduler = scheduler;
   }
 
-  pending(agentId: string): string | undefined {
-    return this.scheduler.byKey(keyOf(agentId))?.due_at;
+  async pending(agentId: string): Promise<string | undefined> {
+    return (await this.scheduler.byKey(keyOf(agentId)))?.due_at;
   }
 
-  arm(agentId: string, wakeAt: string, durationMs: number): void {
-    this.store.tx(() => {
-      this.scheduler.add({
+  async arm(agentId: string, wakeAt: string, durationMs: number): Promise<void> {
+    await this.store.tx(async () => {
+      await this.scheduler.add({
         agent_id: agentId,
         kind: SLEEP_WAKE,
         key: keyOf(agentId),
         due_at: wakeAt,
         payload: { duration_ms: durationMs },
       });
-      this.store.appendEvent(agentId, {
+      await this.store.appendEvent(agentId, {
         type: "wake_scheduled",
         payload: { wake_at: wakeAt, duration_ms: durationMs },
       });
     });
   }
 
-  cancel(agentId: string, why: string): void {
-    this.store.tx(() => {
-      const wakeAt = this.pending(agentId);
+  async cancel(agentId: string, why: string): Promise<void> {
+    await this.store.tx(async () => {
+      const wakeAt = await this.pending(agentId);
       if (wakeAt === undefined) return;
-      this.scheduler.cancelKey(keyOf(agentId));
-      this.store.appendEvent(agentId, {
+      await this.scheduler.cancelKey(keyOf(agentId));
+      await this.store.appendEvent(agentId, {
         type: "wake_cancelled",
         payload: { wake_at: wakeAt, reason: why },
       });

@@ -98,13 +98,13 @@ export function nextAfterFire(
 
 /** The scheduler's handler for a due timer (runs inside the fire's transaction). */
 export function timerFireHandler(store: Store): DeadlineHandler {
-  return (d: Deadline) => {
-    const timer = store.timers.get(String(d.payload.timer_id ?? ""));
+  return async (d: Deadline) => {
+    const timer = await store.timers.get(String(d.payload.timer_id ?? ""));
     if (!timer || timer.status !== "active") return null;
     const now = store.clock.now();
     const scheduledFor = new Date(d.due_at);
     const { next, skipped } = nextAfterFire(timer, scheduledFor, now);
-    const agent = store.agents.get(timer.agent_id);
+    const agent = await store.agents.get(timer.agent_id);
     // A stopped agent takes nothing: the fire counts as skipped and the schedule goes on.
     const deliver = agent !== undefined && agent.status !== "stopped";
     const updated: TimerRecord = {
@@ -117,9 +117,9 @@ export function timerFireHandler(store: Store): DeadlineHandler {
       last_scheduled_for: d.due_at,
     };
     if (deliver) updated.last_fired_at = now.toISOString();
-    store.timers.put(updated);
+    await store.timers.put(updated);
     if (next) {
-      store.deadlines.put(
+      await store.deadlines.put(
         deadlineRecord(store.clock, store.ids, {
           agent_id: timer.agent_id,
           kind: TIMER_FIRE,
@@ -129,7 +129,7 @@ export function timerFireHandler(store: Store): DeadlineHandler {
         }),
       );
     } else {
-      store.timers.pruneFinished(timer.agent_id, KEEP_FINISHED_TIMERS);
+      await store.timers.pruneFinished(timer.agent_id, KEEP_FINISHED_TIMERS);
     }
     const fired = {
       timer_id: timer.timer_id,
@@ -139,7 +139,7 @@ export function timerFireHandler(store: Store): DeadlineHandler {
       next_fire_at: updated.next_fire_at,
     };
     if (!deliver) {
-      if (agent) store.appendEvent(agent.agent_id, { type: "timer_fired", payload: fired });
+      if (agent) await store.appendEvent(agent.agent_id, { type: "timer_fired", payload: fired });
       return null;
     }
     return {
@@ -159,8 +159,8 @@ export function timerFireHandler(store: Store): DeadlineHandler {
           next_fire_at: updated.next_fire_at,
         },
       },
-      admitted: (m) =>
-        store.appendEvent(timer.agent_id, {
+      admitted: async (m) =>
+        await store.appendEvent(timer.agent_id, {
           type: "timer_fired",
           payload: { ...fired, message_id: m.id },
         }),
@@ -178,7 +178,7 @@ export class TimerService {
   }
 
   /** Validate the request, record the timer and arm its first deadline (one transaction). */
-  create(agentId: string, spec: TimerSpec, createdBy = "operator"): TimerRecord {
+  async create(agentId: string, spec: TimerSpec, createdBy = "operator"): Promise<TimerRecord> {
     const store = this.store;
     const now = store.clock.now();
     const summary = spec.summary.trim();
@@ -239,11 +239,11 @@ export class TimerService {
       if (interval !== undefined) record.interval_ms = interval;
     }
 
-    return store.tx(() => {
-      const agent = store.agents.get(agentId);
+    return await store.tx(async () => {
+      const agent = await store.agents.get(agentId);
       if (!agent) throw unknownAgent(agentId);
       if (agent.status === "stopped") throw agentStopped(agentId);
-      if (store.timers.activeCount(agentId) >= MAX_ACTIVE_TIMERS) {
+      if (await store.timers.activeCount(agentId) >= MAX_ACTIVE_TIMERS) {
         throw new HolonError(
           "too_many_timers",
           `agent '${agentId}' already has ${MAX_ACTIVE_TIMERS} active timers`,
@@ -264,24 +264,24 @@ export class TimerService {
         skipped_count: 0,
         ...record,
       };
-      store.timers.put(timer);
-      this.scheduler.add({
+      await store.timers.put(timer);
+      await this.scheduler.add({
         agent_id: agentId,
         kind: TIMER_FIRE,
         key: keyOf(timer.timer_id),
         due_at: timer.next_fire_at!,
         payload: { timer_id: timer.timer_id },
       });
-      store.appendEvent(agentId, { type: "timer_created", payload: { timer } });
+      await store.appendEvent(agentId, { type: "timer_created", payload: { timer } });
       return timer;
     });
   }
 
   /** Cancel an active timer; cancelling a finished one says so (409). */
-  cancel(agentId: string, timerId: string, reason = "operator_cancelled"): TimerRecord {
+  async cancel(agentId: string, timerId: string, reason = "operator_cancelled"): Promise<TimerRecord> {
     const store = this.store;
-    return store.tx(() => {
-      const timer = store.timers.get(timerId);
+    return await store.tx(async () => {
+      const timer = await store.timers.get(timerId);
       if (!timer || timer.agent_id !== agentId) {
         throw new HolonError("unknown_timer", `agent '${agentId}' has no timer '${timerId}'`, {
           status: 404,
@@ -302,31 +302,31 @@ export class TimerService {
         cancelled_at: now,
         cancel_reason: reason,
       };
-      store.timers.put(cancelled);
-      this.scheduler.cancelKey(keyOf(timerId));
-      store.appendEvent(agentId, {
+      await store.timers.put(cancelled);
+      await this.scheduler.cancelKey(keyOf(timerId));
+      await store.appendEvent(agentId, {
         type: "timer_cancelled",
         payload: { timer_id: timerId, reason },
       });
-      store.timers.pruneFinished(agentId, KEEP_FINISHED_TIMERS);
+      await store.timers.pruneFinished(agentId, KEEP_FINISHED_TIMERS);
       return cancelled;
     });
   }
 
-  get(agentId: string, timerId: string): TimerRecord | undefined {
-    const t = this.store.timers.get(timerId);
+  async get(agentId: string, timerId: string): Promise<TimerRecord | undefined> {
+    const t = await this.store.timers.get(timerId);
     return t && t.agent_id === agentId ? t : undefined;
   }
 
   /** Active timers (soonest first), then the most recently finished ones. */
-  list(agentId: string, limit = 100): { active: TimerRecord[]; finished: TimerRecord[] } {
+  async list(agentId: string, limit = 100): Promise<{ active: TimerRecord[]; finished: TimerRecord[] }> {
     return {
-      active: this.store.timers.active(agentId, limit),
-      finished: this.store.timers.finished(agentId, Math.min(limit, 20)),
+      active: await this.store.timers.active(agentId, limit),
+      finished: await this.store.timers.finished(agentId, Math.min(limit, 20)),
     };
   }
 
-  activeCount(agentId: string): number {
-    return this.store.timers.activeCount(agentId);
+  async activeCount(agentId: string): Promise<number> {
+    return await this.store.timers.activeCount(agentId);
   }
 }

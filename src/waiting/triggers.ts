@@ -174,17 +174,17 @@ export class TriggerService {
    * transaction). An agent whose capability was revoked keeps none until the operator
    * rotates it: revocation is not undone behind the operator's back.
    */
-  provisionDefault(agentId: string): ExternalTriggerRecord | undefined {
-    return this.store.tx(() => {
-      if (this.store.triggers.active(agentId) || this.store.triggers.revoked(agentId, 1).length)
+  async provisionDefault(agentId: string): Promise<ExternalTriggerRecord | undefined> {
+    return await this.store.tx(async () => {
+      if (await this.store.triggers.active(agentId) || (await this.store.triggers.revoked(agentId, 1)).length)
         return undefined;
-      return this.mint(agentId);
+      return await this.mint(agentId);
     });
   }
 
   /** The active capability without provisioning one. */
-  current(agentId: string): ExternalTriggerRecord | undefined {
-    return this.store.triggers.active(agentId);
+  async current(agentId: string): Promise<ExternalTriggerRecord | undefined> {
+    return await this.store.triggers.active(agentId);
   }
 
   /** The descriptor surfaces show; the token stays hidden unless `reveal`. */
@@ -204,17 +204,17 @@ export class TriggerService {
   }
 
   /** The agent's active descriptor, or null when it has none (nothing is provisioned). */
-  descriptor(agentId: string, reveal: boolean): ExternalTriggerDescriptor | null {
-    const t = this.current(agentId);
+  async descriptor(agentId: string, reveal: boolean): Promise<ExternalTriggerDescriptor | null> {
+    const t = await this.current(agentId);
     return t ? this.describe(t, reveal) : null;
   }
 
   /** Revoke the active capability and mint a new one (one transaction). */
-  rotate(agentId: string): ExternalTriggerRecord {
-    return this.store.tx(() => {
-      const old = this.store.triggers.active(agentId);
-      if (old) this.revokeRecord(old, "rotated");
-      return this.mint(agentId, old?.external_trigger_id);
+  async rotate(agentId: string): Promise<ExternalTriggerRecord> {
+    return await this.store.tx(async () => {
+      const old = await this.store.triggers.active(agentId);
+      if (old) await this.revokeRecord(old, "rotated");
+      return await this.mint(agentId, old?.external_trigger_id);
     });
   }
 
@@ -222,9 +222,9 @@ export class TriggerService {
    * CancelExternalTrigger: revoke the agent's capability (or the named one). The URL stops
    * working at once; a new capability exists only once the operator rotates it.
    */
-  revoke(agentId: string, triggerId?: string, reason = "operator_revoked"): ExternalTriggerRecord {
-    return this.store.tx(() => {
-      const active = this.store.triggers.active(agentId);
+  async revoke(agentId: string, triggerId?: string, reason = "operator_revoked"): Promise<ExternalTriggerRecord> {
+    return await this.store.tx(async () => {
+      const active = await this.store.triggers.active(agentId);
       if (!active || (triggerId !== undefined && active.external_trigger_id !== triggerId)) {
         throw new HolonError(
           "unknown_external_trigger",
@@ -234,7 +234,7 @@ export class TriggerService {
           { status: 404 },
         );
       }
-      return this.revokeRecord(active, reason);
+      return await this.revokeRecord(active, reason);
     });
   }
 
@@ -254,24 +254,24 @@ export class TriggerService {
         hint: "wait a minute before trying again",
       });
     }
-    const found = this.store.triggers.byTokenHash(hashOf(d.token));
+    const found = await this.store.triggers.byTokenHash(hashOf(d.token));
     const matches =
       found !== undefined &&
       found.token.length === d.token.length &&
       timingSafeEqual(Buffer.from(found.token), Buffer.from(d.token));
     if (!found || !matches || found.status !== "active") {
-      this.refused(d, found && matches ? "revoked" : "unknown_token", found);
+      await this.refused(d, found && matches ? "revoked" : "unknown_token", found);
       throw new HolonError("not_found", "no such trigger", { status: 404 });
     }
-    const agent = this.store.agents.get(found.agent_id);
+    const agent = await this.store.agents.get(found.agent_id);
     if (!agent || agent.status === "stopped") throw agentStopped(found.agent_id);
     const body = await d.readBody();
-    return this.store.tx(() => {
+    return await this.store.tx(async () => {
       // Re-read inside the transaction: the capability may have been revoked meanwhile.
-      const t = this.store.triggers.byTokenHash(found.token_hash);
+      const t = await this.store.triggers.byTokenHash(found.token_hash);
       if (!t || t.status !== "active")
         throw new HolonError("not_found", "no such trigger", { status: 404 });
-      const r = this.hints.submit(t.agent_id, {
+      const r = await this.hints.submit(t.agent_id, {
         source: "external_trigger",
         origin: { kind: "callback", descriptor_id: t.external_trigger_id },
         surface: d.mode === "wake" ? "http_callback_wake" : "http_callback_enqueue",
@@ -281,7 +281,7 @@ export class TriggerService {
         body,
         correlation_id: d.correlation_id,
       });
-      this.store.triggers.put({
+      await this.store.triggers.put({
         ...t,
         delivery_count: t.delivery_count + 1,
         last_delivery_at: this.store.clock.now().toISOString(),
@@ -294,16 +294,16 @@ export class TriggerService {
     });
   }
 
-  private refused(
+  private async refused(
     d: Delivery,
     reason: "unknown_token" | "revoked",
     found: ExternalTriggerRecord | undefined,
-  ): void {
+  ): Promise<void> {
     const suppressed = this.limiter.miss(d.peer ?? "unknown");
     const agentId = reason === "revoked" && found ? found.agent_id : this.defaultAgentId;
-    if (!this.store.agents.get(agentId)) return;
-    this.store.tx(() =>
-      this.store.appendEvent(agentId, {
+    if (!await this.store.agents.get(agentId)) return;
+    await this.store.tx(async () =>
+      await this.store.appendEvent(agentId, {
         type: "external_trigger_refused",
         payload: {
           reason,
@@ -318,7 +318,7 @@ export class TriggerService {
     );
   }
 
-  private mint(agentId: string, rotatedFrom?: string): ExternalTriggerRecord {
+  private async mint(agentId: string, rotatedFrom?: string): Promise<ExternalTriggerRecord> {
     const token = randomBytes(32).toString("base64url");
     const t: ExternalTriggerRecord = {
       external_trigger_id: this.store.ids.next("xtr"),
@@ -331,8 +331,8 @@ export class TriggerService {
       delivery_count: 0,
     };
     if (rotatedFrom) t.rotated_from = rotatedFrom;
-    this.store.triggers.put(t);
-    this.store.appendEvent(agentId, {
+    await this.store.triggers.put(t);
+    await this.store.appendEvent(agentId, {
       type: "external_trigger_provisioned",
       payload: {
         external_trigger_id: t.external_trigger_id,
@@ -342,19 +342,19 @@ export class TriggerService {
     return t;
   }
 
-  private revokeRecord(t: ExternalTriggerRecord, reason: string): ExternalTriggerRecord {
+  private async revokeRecord(t: ExternalTriggerRecord, reason: string): Promise<ExternalTriggerRecord> {
     const revoked: ExternalTriggerRecord = {
       ...t,
       status: "revoked",
       revoked_at: this.store.clock.now().toISOString(),
       revoke_reason: reason,
     };
-    this.store.triggers.put(revoked);
-    this.store.appendEvent(t.agent_id, {
+    await this.store.triggers.put(revoked);
+    await this.store.appendEvent(t.agent_id, {
       type: "external_trigger_revoked",
       payload: { external_trigger_id: t.external_trigger_id, reason },
     });
-    this.store.triggers.pruneRevoked(t.agent_id, KEEP_REVOKED);
+    await this.store.triggers.pruneRevoked(t.agent_id, KEEP_REVOKED);
     return revoked;
   }
 }

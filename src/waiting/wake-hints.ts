@@ -49,11 +49,11 @@ export class WakeHints implements RunObserver, OperatorWake {
   }
 
   /** Operator wake: a liveness hint with the operator's origin. */
-  wake(
+  async wake(
     agentId: string,
     opts: { source: string; reason?: string | undefined; admission: AdmissionContext },
-  ): { disposition: "woken" | "pending"; message_id?: string } {
-    const r = this.submit(agentId, {
+  ): Promise<{ disposition: "woken" | "pending"; message_id?: string }> {
+    const r = await this.submit(agentId, {
       source: "operator",
       origin: { kind: "operator" },
       surface: "http_control_prompt",
@@ -67,10 +67,10 @@ export class WakeHints implements RunObserver, OperatorWake {
    * Take a hint for the agent (joins the caller's transaction). Refused for a stopped agent
    * (it must be resumed first); nothing is written then.
    */
-  submit(agentId: string, incoming: IncomingHint): HintResult {
+  async submit(agentId: string, incoming: IncomingHint): Promise<HintResult> {
     const store = this.store;
-    const result = store.tx((): HintResult => {
-      const agent = store.agents.get(agentId);
+    const result = await store.tx(async (): Promise<HintResult> => {
+      const agent = await store.agents.get(agentId);
       if (!agent) throw unknownAgent(agentId);
       if (agent.status === "stopped") throw agentStopped(agentId);
       const hint = merge(agent.pending_wake_hint, incoming, {
@@ -81,15 +81,15 @@ export class WakeHints implements RunObserver, OperatorWake {
         agent.status !== "awake_running" &&
         agent.status !== "paused" &&
         agent.current_run_id === undefined &&
-        store.messages.pendingCount(agentId) === 0;
+        await store.messages.pendingCount(agentId) === 0;
       let out: HintResult;
       if (eligible) {
-        out = { hint, disposition: "woken", message_id: this.convert(agent, hint) };
+        out = { hint, disposition: "woken", message_id: await this.convert(agent, hint) };
       } else {
-        store.agents.put({ ...agent, pending_wake_hint: hint });
+        await store.agents.put({ ...agent, pending_wake_hint: hint });
         out = { hint, disposition: "pending" };
       }
-      store.appendEvent(agentId, {
+      await store.appendEvent(agentId, {
         type: "wake_hint_received",
         provenance: {
           origin: incoming.origin,
@@ -119,27 +119,27 @@ export class WakeHints implements RunObserver, OperatorWake {
   }
 
   /** The loop found the queue empty: a pending hint becomes the one SystemTick now. */
-  atIdle(agentId: string): void {
-    const agent = this.store.agents.get(agentId);
+  async atIdle(agentId: string): Promise<void> {
+    const agent = await this.store.agents.get(agentId);
     if (!agent?.pending_wake_hint) return;
     if (agent.status === "stopped" || agent.status === "paused") return;
     const hint = agent.pending_wake_hint;
-    this.store.tx(() => this.convert(agent, hint));
+    await this.store.tx(async () => await this.convert(agent, hint));
   }
 
-  pending(agentId: string): WakeHint | undefined {
-    return this.store.agents.get(agentId)?.pending_wake_hint;
+  async pending(agentId: string): Promise<WakeHint | undefined> {
+    return (await this.store.agents.get(agentId))?.pending_wake_hint;
   }
 
   /** Admit the SystemTick for a hint and clear it from the agent (caller's transaction). */
-  private convert(agent: AgentRecord, hint: WakeHint): string {
+  private async convert(agent: AgentRecord, hint: WakeHint): Promise<string> {
     const store = this.store;
-    const current = store.agents.get(agent.agent_id)!;
+    const current = (await store.agents.get(agent.agent_id))!;
     if (current.pending_wake_hint) {
       const { pending_wake_hint: _cleared, ...rest } = current;
-      store.agents.put(rest);
+      await store.agents.put(rest);
     }
-    const envelope = this.ingress.admit({
+    const envelope = await this.ingress.admit({
       agent_id: agent.agent_id,
       kind: "system_tick",
       origin: hint.origin,
@@ -150,7 +150,7 @@ export class WakeHints implements RunObserver, OperatorWake {
       metadata: { wake_hint: hint },
       correlation_id: hint.correlation_ids.at(-1),
     });
-    store.appendEvent(agent.agent_id, {
+    await store.appendEvent(agent.agent_id, {
       type: "wake_hint_converted",
       provenance: { message_id: envelope.id },
       payload: { hint_id: hint.hint_id, message_id: envelope.id, count: hint.count },

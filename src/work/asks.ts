@@ -30,35 +30,35 @@ export class WorkAskEffects implements AskEffects {
     this.deadlines = deps.deadlines;
   }
 
-  private openItem(ask: AskRecord): WorkItemRecord | undefined {
+  private async openItem(ask: AskRecord): Promise<WorkItemRecord | undefined> {
     if (ask.scope !== "work_item" || !ask.work_item_id) return undefined;
-    const item = this.store.workItems.get(ask.work_item_id);
+    const item = await this.store.workItems.get(ask.work_item_id);
     return item && item.state === "open" ? item : undefined;
   }
 
-  opened(ask: AskRecord): void {
-    const item = this.openItem(ask);
+  async opened(ask: AskRecord): Promise<void> {
+    const item = await this.openItem(ask);
     if (!item) return;
     const what = ask.source === "needs_input" ? "waiting for the operator" : "halted";
-    this.setBlocker(item, `${what} ${askMarker(ask.id)}: ${ask.about}`);
+    await this.setBlocker(item, `${what} ${askMarker(ask.id)}: ${ask.about}`);
   }
 
-  decided(ask: AskRecord, d: AskDecision): string | undefined {
-    const item = this.openItem(ask);
+  async decided(ask: AskRecord, d: AskDecision): Promise<string | undefined> {
+    const item = await this.openItem(ask);
     if (!item) return undefined;
-    this.release(item, ask);
-    const fresh = this.store.workItems.get(item.id)!;
+    await this.release(item, ask);
+    const fresh = (await this.store.workItems.get(item.id))!;
     if (ask.source === "needs_input") {
-      if (fresh.plan_status === "needs_input") this.commit(fresh, { plan_status: "draft" });
+      if (fresh.plan_status === "needs_input") await this.commit(fresh, { plan_status: "draft" });
       return `Work item ${item.id} is runnable again; set its plan_status when the plan is clear.`;
     }
     if (ask.source !== "runaway_guard" && ask.source !== "max_turns") return undefined;
     switch (d.option) {
       case "continue N": {
         const n = d.count ?? 1;
-        const state = this.store.workItems.agentState(ask.agent_id);
+        const state = await this.store.workItems.agentState(ask.agent_id);
         const { halted_at: _h, ...rest } = state;
-        this.store.workItems.putAgentState(ask.agent_id, {
+        await this.store.workItems.putAgentState(ask.agent_id, {
           ...rest,
           continuations_without_progress: 0,
           allowance: n,
@@ -66,14 +66,14 @@ export class WorkAskEffects implements AskEffects {
         return `Work item ${item.id} may continue: up to ${n} more self-continuations without progress before the runtime halts it again. Make visible progress (todo states, the plan) or block or complete it.`;
       }
       case "block item":
-        this.work.operatorBlock(
+        await this.work.operatorBlock(
           ask.agent_id,
           item.id,
           `blocked by the operator (answer to ask ${ask.id})${ask.reason ? `: ${ask.reason}` : ""}`,
         );
         return `Work item ${item.id} is blocked by the operator; leave it and work on other runnable items.`;
       case "cancel item":
-        this.work.complete(ask.agent_id, item.id, {
+        await this.work.complete(ask.agent_id, item.id, {
           by: "operator",
           note: `Cancelled by the operator (answer to ask ${ask.id})${ask.reason ? `: ${ask.reason}` : ""}`,
         });
@@ -83,48 +83,48 @@ export class WorkAskEffects implements AskEffects {
     }
   }
 
-  closed(ask: AskRecord): void {
-    const item = this.openItem(ask);
+  async closed(ask: AskRecord): Promise<void> {
+    const item = await this.openItem(ask);
     if (!item) return;
     if (ask.state === "withdrawn") {
-      this.release(item, ask);
+      await this.release(item, ask);
       return;
     }
     if (ask.state !== "expired" || ask.kind === "budget") return;
     if (ask.source === "needs_input") {
-      this.release(item, ask);
-      const fresh = this.store.workItems.get(item.id)!;
-      if (fresh.plan_status === "needs_input") this.commit(fresh, { plan_status: "draft" });
+      await this.release(item, ask);
+      const fresh = (await this.store.workItems.get(item.id))!;
+      if (fresh.plan_status === "needs_input") await this.commit(fresh, { plan_status: "draft" });
       return;
     }
     // A runaway halt outlives its ask: the item stays blocked until the operator lifts it.
     if (item.blocked_by?.includes(askMarker(ask.id))) {
-      this.setBlocker(
+      await this.setBlocker(
         item,
         `halted ${askMarker(ask.id)}, expired unanswered: ${ask.about}; unblock it with holon work unblock`,
       );
     }
   }
 
-  private release(item: WorkItemRecord, ask: AskRecord): void {
+  private async release(item: WorkItemRecord, ask: AskRecord): Promise<void> {
     if (!item.blocked_by?.includes(askMarker(ask.id))) return;
     const next: WorkItemRecord = { ...item };
     delete next.blocked_by;
     delete next.recheck_at;
     delete next.recheck_consumed_at;
-    this.work.commit(next, ["blocked_by"], "runtime");
+    await this.work.commit(next, ["blocked_by"], "runtime");
   }
 
   /** A blocker with no recheck reminder (unlike UpdateWorkItem's): the ask is the reminder. */
-  private setBlocker(item: WorkItemRecord, text: string): void {
+  private async setBlocker(item: WorkItemRecord, text: string): Promise<void> {
     const next: WorkItemRecord = { ...item, blocked_by: text.slice(0, 2_000) };
     delete next.recheck_at;
     delete next.recheck_consumed_at;
     this.deadlines.cancelKey(recheckKey(item.id));
-    this.work.commit(next, ["blocked_by"], "runtime");
+    await this.work.commit(next, ["blocked_by"], "runtime");
   }
 
-  private commit(item: WorkItemRecord, patch: Partial<WorkItemRecord>): void {
-    this.work.commit({ ...item, ...patch }, Object.keys(patch), "runtime");
+  private async commit(item: WorkItemRecord, patch: Partial<WorkItemRecord>): Promise<void> {
+    await this.work.commit({ ...item, ...patch }, Object.keys(patch), "runtime");
   }
 }

@@ -41,51 +41,51 @@ export class WorkRunObserver implements RunObserver {
     this.asks = deps.asks;
   }
 
-  beforeRun(run: RunInfo): void {
+  async beforeRun(run: RunInfo): Promise<void> {
     // An operator message is progress, except the one carrying an ask's decision: a
     // `continue N` must not be turned into a fresh full allowance by its own message.
     if (run.message.kind === "operator_prompt" && run.message.metadata?.ask_id === undefined) {
-      this.work.noteProgress(run.agent_id, "operator_message");
+      await this.work.noteProgress(run.agent_id, "operator_message");
     }
-    const current = this.work.currentItem(run.agent_id);
+    const current = await this.work.currentItem(run.agent_id);
     if (!current) return;
     this.bound.set(run.run_id, current.id);
-    const state = this.store.workItems.agentState(run.agent_id);
+    const state = await this.store.workItems.agentState(run.agent_id);
     const runs = [...(state.bound_runs ?? []), { run_id: run.run_id, work_item_id: current.id }];
-    this.store.workItems.putAgentState(run.agent_id, { ...state, bound_runs: runs.slice(-4) });
-    this.store.appendEvent(run.agent_id, {
+    await this.store.workItems.putAgentState(run.agent_id, { ...state, bound_runs: runs.slice(-4) });
+    await this.store.appendEvent(run.agent_id, {
       type: "work_item_bound",
       provenance: { work_item_id: current.id, message_id: run.message.id },
       payload: { run_id: run.run_id, work_item_id: current.id },
     });
   }
 
-  afterRun(run: RunInfo & { outcome: TurnOutcome }): void {
+  async afterRun(run: RunInfo & { outcome: TurnOutcome }): Promise<void> {
     const id = this.bound.get(run.run_id);
     this.bound.delete(run.run_id);
-    if (id) this.commitTurnEnd(run, id);
-    this.askForInput(run, id);
+    if (id) await this.commitTurnEnd(run, id);
+    await this.askForInput(run, id);
   }
 
-  private commitTurnEnd(run: RunInfo & { outcome: TurnOutcome }, id: string): void {
+  private async commitTurnEnd(run: RunInfo & { outcome: TurnOutcome }, id: string): Promise<void> {
     const outcome = run.outcome.kind;
-    const skip = (reason: "not_a_model_turn" | "turn_did_not_finish" | "item_gone"): void => {
-      this.store.appendEvent(run.agent_id, {
+    const skip = async (reason: "not_a_model_turn" | "turn_did_not_finish" | "item_gone"): Promise<void> => {
+      await this.store.appendEvent(run.agent_id, {
         type: "work_item_turn_end_commit_skipped",
         provenance: { work_item_id: id, message_id: run.message.id },
         payload: { run_id: run.run_id, work_item_id: id, turn_outcome: outcome, reason },
       });
     };
-    const item = this.store.workItems.get(id);
-    if (!item) return skip("item_gone");
+    const item = await this.store.workItems.get(id);
+    if (!item) return await skip("item_gone");
     // A turn that hit its round limit on this item halts it with an ask.
     if (run.outcome.kind === "await_operator" && run.outcome.cause === "max_turns") {
-      this.haltWithAsk(run, item, "max_turns", run.outcome.rounds ?? 0);
+      await this.haltWithAsk(run, item, "max_turns", run.outcome.rounds ?? 0);
     }
     // Only a real model turn that reached its end commits anything: a liveness tick or a
     // turn that failed, was aborted or is to be retried leaves the item as it was.
     const turnEnd = modelTurnEnd(run.outcome);
-    if (turnEnd === "not_a_model_turn" || turnEnd === "turn_did_not_finish") return skip(turnEnd);
+    if (turnEnd === "not_a_model_turn" || turnEnd === "turn_did_not_finish") return await skip(turnEnd);
     const payload: {
       run_id: string;
       work_item_id: string;
@@ -97,16 +97,16 @@ export class WorkRunObserver implements RunObserver {
       // Completed in the turn: only CompleteWorkItem (or the operator) does that.
       payload.transition = "completed";
     } else {
-      this.work.refreshPlan(item);
-      const fresh = this.store.workItems.get(id)!;
+      await this.work.refreshPlan(item);
+      const fresh = (await this.store.workItems.get(id))!;
       const blocker = runtimeBlocker(run.outcome);
       if (blocker && fresh.blocked_by === undefined) {
-        this.work.update(run.agent_id, id, { blocked_by: blocker }, "runtime");
+        await this.work.update(run.agent_id, id, { blocked_by: blocker }, "runtime");
         payload.runtime_blocker = blocker;
       }
       if (blocker || fresh.blocked_by !== undefined) payload.transition = "blocked";
     }
-    this.store.appendEvent(run.agent_id, {
+    await this.store.appendEvent(run.agent_id, {
       type: "work_item_turn_end_committed",
       provenance: { work_item_id: id, message_id: run.message.id },
       payload,
@@ -117,19 +117,19 @@ export class WorkRunObserver implements RunObserver {
    * The `needs_input` path: an open item (the run's or the current one) left needing input
    * at the end of a model turn becomes an input ask, its question the turn's last text.
    */
-  private askForInput(run: RunInfo & { outcome: TurnOutcome }, boundId: string | undefined): void {
+  private async askForInput(run: RunInfo & { outcome: TurnOutcome }, boundId: string | undefined): Promise<void> {
     if (!this.asks || modelTurnEnd(run.outcome) !== "ok") return;
     const ids = new Set<string>();
     if (boundId) ids.add(boundId);
-    const current = this.store.agents.get(run.agent_id)?.current_work_item_id;
+    const current = (await this.store.agents.get(run.agent_id))?.current_work_item_id;
     if (current) ids.add(current);
     let question: string | undefined;
     for (const id of ids) {
-      const item = this.store.workItems.get(id);
+      const item = await this.store.workItems.get(id);
       if (!item || item.state !== "open" || item.plan_status !== "needs_input") continue;
-      if (this.asks.holdingItem(id).length > 0) continue;
-      question ??= lastAssistantText(this.store, run.agent_id, run.run_id);
-      this.asks.open({
+      if ((await this.asks.holdingItem(id)).length > 0) continue;
+      question ??= await lastAssistantText(this.store, run.agent_id, run.run_id);
+      await this.asks.open({
         agent_id: run.agent_id,
         kind: "input",
         source: "needs_input",
@@ -145,19 +145,19 @@ export class WorkRunObserver implements RunObserver {
   }
 
   /** Halt an item with a runaway ask (guard or round limit), once. */
-  private haltWithAsk(
+  private async haltWithAsk(
     run: RunInfo,
     item: WorkItemRecord,
     source: "runaway_guard" | "max_turns",
     n: number,
-  ): boolean {
+  ): Promise<boolean> {
     if (!this.asks || item.state !== "open") return false;
-    if (this.asks.holdingItem(item.id).length > 0) return false;
+    if ((await this.asks.holdingItem(item.id)).length > 0) return false;
     const what =
       source === "runaway_guard"
         ? `the agent continued itself ${n} times in a row without progress (no todo changed state, the plan did not change, and no item was picked, blocked or completed)`
         : `a turn on it reached its limit of ${n} model rounds without finishing`;
-    this.asks.open({
+    await this.asks.open({
       agent_id: run.agent_id,
       kind: "input",
       source,
@@ -176,24 +176,24 @@ export class WorkRunObserver implements RunObserver {
     return true;
   }
 
-  closureFacts(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts {
+  async closureFacts(run: RunInfo & { outcome: TurnOutcome }): Promise<PlaneFacts> {
     const agentId = run.agent_id;
-    if (!this.store.workItems.hasAny(agentId)) return {};
+    if (!await this.store.workItems.hasAny(agentId)) return {};
     const facts: PlaneFacts = {};
-    let signal = this.signal(agentId);
-    const guard = this.store.workItems.agentState(agentId);
+    let signal = await this.signal(agentId);
+    const guard = await this.store.workItems.agentState(agentId);
     const limit = guard.allowance ?? this.maxContinuations();
     if (signal && guard.continuations_without_progress >= limit) {
       // Only a settled turn would have continued: that is where the guard halts the item
       // with an ask (then the agent may still go on with another runnable item).
-      const item = this.store.workItems.get(signal.work_item_id);
+      const item = await this.store.workItems.get(signal.work_item_id);
       if (
         run.outcome.kind === "settled" &&
         item &&
-        this.haltWithAsk(run, item, "runaway_guard", guard.continuations_without_progress)
+        await this.haltWithAsk(run, item, "runaway_guard", guard.continuations_without_progress)
       ) {
-        this.recordHalt(run, signal, guard.continuations_without_progress);
-        signal = this.signal(agentId);
+        await this.recordHalt(run, signal, guard.continuations_without_progress);
+        signal = await this.signal(agentId);
       } else {
         signal = undefined;
       }
@@ -201,8 +201,8 @@ export class WorkRunObserver implements RunObserver {
     if (!signal) {
       // Nothing runnable: the agent waits for the operator when an ask holds one of its
       // items (or an item still needs input).
-      const held = this.asks?.pendingFor(agentId)[0];
-      const current = this.work.currentItem(agentId);
+      const held = (await this.asks?.pendingFor(agentId))[0];
+      const current = await this.work.currentItem(agentId);
       if (held) facts.operator_wait = `ask:${held.id}`;
       else if (current && schedulingState(current) === "waiting_operator") {
         facts.operator_wait = `work_item:${current.id}:needs_input`;
@@ -214,35 +214,35 @@ export class WorkRunObserver implements RunObserver {
   }
 
   /** The runnable work that would continue next: the current item, else the oldest queued. */
-  private signal(agentId: string): WorkSignal | undefined {
-    const current = this.work.currentItem(agentId);
+  private async signal(agentId: string): Promise<WorkSignal | undefined> {
+    const current = await this.work.currentItem(agentId);
     if (current && schedulingState(current) === "runnable") {
       return { work_item_id: current.id, status: "active", reactivation_mode: "continue_active" };
     }
-    const queued = this.work.runnableQueued(agentId)[0];
+    const queued = (await this.work.runnableQueued(agentId))[0];
     if (!queued) return undefined;
     return { work_item_id: queued.id, status: "queued", reactivation_mode: "activate_queued" };
   }
 
-  onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void {
+  async onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): Promise<void> {
     const signal = run.closure.work_signal;
     if (run.closure.outcome !== "continuable" || !signal) return;
-    const item = this.store.workItems.get(signal.work_item_id);
+    const item = await this.store.workItems.get(signal.work_item_id);
     if (!item) return;
-    this.work.admitTick(run.agent_id, signal.reactivation_mode, item);
+    await this.work.admitTick(run.agent_id, signal.reactivation_mode, item);
   }
 
   /** The guard halted an item: its event, and a fresh count for the agent's other items. */
-  private recordHalt(run: RunInfo, signal: WorkSignal, n: number): void {
+  private async recordHalt(run: RunInfo, signal: WorkSignal, n: number): Promise<void> {
     const agentId = run.agent_id;
-    const state = this.store.workItems.agentState(agentId);
+    const state = await this.store.workItems.agentState(agentId);
     const { allowance: _spent, ...rest } = state;
-    this.store.workItems.putAgentState(agentId, {
+    await this.store.workItems.putAgentState(agentId, {
       ...rest,
       continuations_without_progress: 0,
       halted_at: this.store.clock.now().toISOString(),
     });
-    this.store.appendEvent(agentId, {
+    await this.store.appendEvent(agentId, {
       type: "work_activation",
       provenance: { work_item_id: signal.work_item_id, message_id: run.message.id },
       payload: {
@@ -289,9 +289,9 @@ function runtimeBlocker(outcome: TurnOutcome): string | undefined {
 }
 
 /** The last non-empty assistant text of a run (the question a needs-input turn ends on). */
-function lastAssistantText(store: Store, agentId: string, runId: string): string {
-  const rounds = store.transcript
-    .forRun(agentId, runId)
+async function lastAssistantText(store: Store, agentId: string, runId: string): Promise<string> {
+  const rounds = (await store.transcript
+    .forRun(agentId, runId))
     .filter((e) => e.kind === "assistant_round");
   for (let i = rounds.length - 1; i >= 0; i--) {
     const text = rounds[i]!.data.text;

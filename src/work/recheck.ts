@@ -11,12 +11,12 @@ import type { Store } from "../store/db.ts";
 import { recheckKey } from "./service.ts";
 
 export function workRecheckHandler(store: Store) {
-  return (d: Deadline): MessageDraft | null => {
-    const agent = store.agents.get(d.agent_id);
+  return async (d: Deadline): Promise<MessageDraft | null> => {
+    const agent = await store.agents.get(d.agent_id);
     if (!agent) return null;
     const now = store.clock.now().toISOString();
-    const due = store.workItems
-      .withState(d.agent_id, "open")
+    const due = (await store.workItems
+      .withState(d.agent_id, "open"))
       .filter(
         (i) =>
           i.blocked_by !== undefined &&
@@ -27,18 +27,18 @@ export function workRecheckHandler(store: Store) {
       .sort((a, b) => a.recheck_at!.localeCompare(b.recheck_at!));
     if (due.length === 0) return null;
     for (const item of due) {
-      store.workItems.put({
+      await store.workItems.put({
         ...item,
         recheck_consumed_at: now,
         revision: item.revision + 1,
         updated_at: now,
       });
-      store.deadlines.dropKey(recheckKey(item.id));
+      await store.deadlines.dropKey(recheckKey(item.id));
     }
     const ids = due.map((i) => i.id);
-    const busy = agent.current_run_id !== undefined || store.messages.pendingCount(d.agent_id) > 0;
+    const busy = agent.current_run_id !== undefined || await store.messages.pendingCount(d.agent_id) > 0;
     const deliver = agent.status !== "stopped" && agent.status !== "paused" && !busy;
-    store.appendEvent(d.agent_id, {
+    await store.appendEvent(d.agent_id, {
       type: "work_recheck_due",
       payload: {
         work_item_ids: ids,

@@ -32,9 +32,9 @@ export function reminderSettings(env: NodeJS.ProcessEnv): ReminderSettings {
 }
 
 /** Rounds of this run since the last successful work-item tool call (or since it began). */
-export function staleRounds(store: Store, agentId: string, runId: string): number {
+export async function staleRounds(store: Store, agentId: string, runId: string): Promise<number> {
   let stale = 0;
-  for (const e of store.transcript.forRun(agentId, runId)) {
+  for (const e of await store.transcript.forRun(agentId, runId)) {
     if (e.kind === "assistant_round") stale++;
     if (
       e.kind === "tool_execution" &&
@@ -48,15 +48,15 @@ export function staleRounds(store: Store, agentId: string, runId: string): numbe
 }
 
 /** The reminder text for this round, or undefined when none is due. */
-export function staleReminder(
+export async function staleReminder(
   store: Store,
   work: WorkService,
   settings: ReminderSettings,
   ctx: { agent: AgentRecord; run_id: string },
-): string | undefined {
-  const item = work.currentItem(ctx.agent.agent_id);
+): Promise<string | undefined> {
+  const item = await work.currentItem(ctx.agent.agent_id);
   if (!item) return undefined;
-  const stale = staleRounds(store, ctx.agent.agent_id, ctx.run_id);
+  const stale = await staleRounds(store, ctx.agent.agent_id, ctx.run_id);
   if (stale < settings.rounds || (stale - settings.rounds) % settings.cooldown !== 0) {
     return undefined;
   }
@@ -80,11 +80,11 @@ export function staleReminder(
 
 /** The reminder as a pre-provider-call hook (turn/turn.ts `beforeProviderCall`). */
 export function staleReminderHook(store: Store, work: WorkService, settings: ReminderSettings) {
-  return (
+  return async (
     request: ProviderRequest,
     ctx: { agent: AgentRecord; run_id: string },
-  ): ProviderRequest => {
-    const note = staleReminder(store, work, settings, ctx);
+  ): Promise<ProviderRequest> => {
+    const note = await staleReminder(store, work, settings, ctx);
     if (!note) return request;
     return {
       ...request,

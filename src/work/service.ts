@@ -96,15 +96,15 @@ export class WorkService {
     return this.store.clock.now().toISOString();
   }
 
-  private agent(agentId: string): AgentRecord {
-    const agent = this.store.agents.get(agentId);
+  private async agent(agentId: string): Promise<AgentRecord> {
+    const agent = await this.store.agents.get(agentId);
     if (!agent) throw unknownAgent(agentId);
     return agent;
   }
 
   /** The agent's own item; an unknown id and another agent's item are the same refusal. */
-  item(agentId: string, id: string): WorkItemRecord {
-    const item = this.store.workItems.get(id);
+  async item(agentId: string, id: string): Promise<WorkItemRecord> {
+    const item = await this.store.workItems.get(id);
     if (!item || item.agent_id !== agentId) {
       throw new HolonError("unknown_work_item", `no work item '${id}' for agent '${agentId}'`, {
         status: 404,
@@ -116,8 +116,8 @@ export class WorkService {
     return item;
   }
 
-  private open(agentId: string, id: string, action: string): WorkItemRecord {
-    const item = this.item(agentId, id);
+  private async open(agentId: string, id: string, action: string): Promise<WorkItemRecord> {
+    const item = await this.item(agentId, id);
     if (item.state === "completed") {
       throw new HolonError(
         "work_item_completed",
@@ -133,9 +133,9 @@ export class WorkService {
     return item;
   }
 
-  currentItem(agentId: string): WorkItemRecord | undefined {
-    const id = this.store.agents.get(agentId)?.current_work_item_id;
-    const item = id ? this.store.workItems.get(id) : undefined;
+  async currentItem(agentId: string): Promise<WorkItemRecord | undefined> {
+    const id = (await this.store.agents.get(agentId))?.current_work_item_id;
+    const item = id ? await this.store.workItems.get(id) : undefined;
     return item && item.state === "open" ? item : undefined;
   }
 
@@ -143,22 +143,22 @@ export class WorkService {
   // Mutations
 
   /** `authority`: the creating turn's policy authority (taint); stored when below operator. */
-  create(
+  async create(
     agentId: string,
     input: CreateInput,
     by: "agent" | "operator",
     authority?: AuthorityClass,
     /** Who asked and through which door, for the event (an operator's enqueue names them). */
     provenance: EventProvenance = {},
-  ): WorkItemRecord {
-    const agent = this.agent(agentId);
+  ): Promise<WorkItemRecord> {
+    const agent = await this.agent(agentId);
     const objective = checkObjective(input.objective);
     const todos = checkTodos(input.todo_list ?? []);
     const plan = input.plan ?? "";
     if (Buffer.byteLength(plan) > WORK_LIMITS.plan_bytes) {
       throw invalid("plan", `the plan is larger than ${WORK_LIMITS.plan_bytes} bytes`);
     }
-    if (this.store.workItems.count(agentId, "open") >= WORK_LIMITS.open_items) {
+    if (await this.store.workItems.count(agentId, "open") >= WORK_LIMITS.open_items) {
       throw new HolonError(
         "too_many_work_items",
         `agent '${agentId}' already has ${WORK_LIMITS.open_items} open work items`,
@@ -186,9 +186,9 @@ export class WorkService {
       ...(input.budget ? { budget: input.budget } : {}),
     };
     try {
-      this.store.tx(() => {
-        this.store.workItems.put(item);
-        this.store.appendEvent(agentId, {
+      await this.store.tx(async () => {
+        await this.store.workItems.put(item);
+        await this.store.appendEvent(agentId, {
           type: "work_item_created",
           provenance: { ...provenance, work_item_id: id },
           payload: {
@@ -212,45 +212,45 @@ export class WorkService {
    * The operator's enqueue: a new queued item, and a wake for an idle agent with nothing to do.
    * `provenance` (origin, delivery surface, admission context) goes on `work_item_created`.
    */
-  enqueue(
+  async enqueue(
     agentId: string,
     objective: string,
     budget?: BudgetLimits,
     provenance?: EventProvenance,
-  ): WorkItemRecord {
-    return this.store.tx(() => {
-      const item = this.create(
+  ): Promise<WorkItemRecord> {
+    return await this.store.tx(async () => {
+      const item = await this.create(
         agentId,
         { objective, ...(budget ? { budget } : {}) },
         "operator",
         undefined,
         provenance,
       );
-      this.noteProgress(agentId, "operator_enqueued_work");
-      this.wakeIdle(agentId);
+      await this.noteProgress(agentId, "operator_enqueued_work");
+      await this.wakeIdle(agentId);
       return item;
     });
   }
 
-  pick(
+  async pick(
     agentId: string,
     id: string,
     by: Actor = "agent",
-  ): { current: WorkItemRecord; previous: WorkItemRecord | undefined } {
-    return this.store.tx(() => {
-      const item = this.open(agentId, id, "picked");
-      const agent = this.agent(agentId);
+  ): Promise<{ current: WorkItemRecord; previous: WorkItemRecord | undefined }> {
+    return await this.store.tx(async () => {
+      const item = await this.open(agentId, id, "picked");
+      const agent = await this.agent(agentId);
       const prevId = agent.current_work_item_id;
-      const previous = prevId && prevId !== id ? this.store.workItems.get(prevId) : undefined;
-      if (prevId !== id) this.setFocus(agentId, id, by);
-      this.noteProgress(agentId, "picked");
+      const previous = prevId && prevId !== id ? await this.store.workItems.get(prevId) : undefined;
+      if (prevId !== id) await this.setFocus(agentId, id, by);
+      await this.noteProgress(agentId, "picked");
       return { current: item, previous };
     });
   }
 
-  update(agentId: string, id: string, patch: UpdateInput, by: Actor = "agent"): WorkItemRecord {
-    return this.store.tx(() => {
-      const item = this.open(agentId, id, "updated");
+  async update(agentId: string, id: string, patch: UpdateInput, by: Actor = "agent"): Promise<WorkItemRecord> {
+    return await this.store.tx(async () => {
+      const item = await this.open(agentId, id, "updated");
       const next: WorkItemRecord = { ...item };
       const changes: string[] = [];
       let progress: string | undefined;
@@ -282,7 +282,7 @@ export class WorkService {
         );
       }
       if (patch.blocked_by !== undefined && by === "agent") {
-        const held = this.asks?.holdingItem(id)[0];
+        const held = (await this.asks?.holdingItem(id))[0];
         if (held) {
           throw new HolonError(
             "held_by_ask",
@@ -330,8 +330,8 @@ export class WorkService {
         progress ??= "plan_changed";
       }
       if (changes.length === 0) return item;
-      this.commit(next, changes, by);
-      if (progress) this.noteProgress(agentId, progress);
+      await this.commit(next, changes, by);
+      if (progress) await this.noteProgress(agentId, progress);
       return next;
     });
   }
@@ -341,21 +341,21 @@ export class WorkService {
    * tool (read from the run's transcript); the operator's is its note. Without one, the item
    * completes with a warning and no report.
    */
-  complete(
+  async complete(
     agentId: string,
     id: string,
     how:
       | { by: "agent"; run_id: string; message_id: string }
       | { by: "operator"; note?: string | undefined },
-  ): CompleteResult {
-    return this.store.tx(() => {
-      const item = this.open(agentId, id, "completed again");
+  ): Promise<CompleteResult> {
+    return await this.store.tx(async () => {
+      const item = await this.open(agentId, id, "completed again");
       const now = this.now();
       let text = "";
       let warning: string | undefined;
       if (how.by === "agent") {
-        const round = this.store.transcript
-          .forRun(agentId, how.run_id)
+        const round = (await this.store.transcript
+          .forRun(agentId, how.run_id))
           .filter((e) => e.kind === "assistant_round")
           .at(-1);
         const calls = Array.isArray(round?.data.tool_calls)
@@ -400,8 +400,8 @@ export class WorkService {
           report.run_id = how.run_id;
           report.message_id = how.message_id;
         }
-        this.store.workItems.insertSummary(report);
-        createBrief(this.store, {
+        await this.store.workItems.insertSummary(report);
+        await createBrief(this.store, {
           agent_id: agentId,
           kind: "result",
           text,
@@ -409,7 +409,7 @@ export class WorkService {
           related_message_id: how.by === "agent" ? how.message_id : undefined,
         });
       }
-      this.commit(next, ["state"], how.by, false);
+      await this.commit(next, ["state"], how.by, false);
       const payload: {
         work_item_id: string;
         revision: number;
@@ -423,67 +423,67 @@ export class WorkService {
         report_id: report?.id ?? null,
       };
       if (warning) payload.warning = warning;
-      this.store.appendEvent(agentId, {
+      await this.store.appendEvent(agentId, {
         type: "work_item_completed",
         provenance: { work_item_id: id },
         payload,
       });
-      if (this.store.agents.get(agentId)?.current_work_item_id === id) {
-        this.setFocus(agentId, undefined, how.by);
+      if ((await this.store.agents.get(agentId))?.current_work_item_id === id) {
+        await this.setFocus(agentId, undefined, how.by);
       }
-      this.noteProgress(agentId, "completed");
+      await this.noteProgress(agentId, "completed");
       // Whatever an ask about this item waited for no longer matters.
-      this.asks?.withdrawForItem(id, "work_item_completed");
-      const pruned = this.store.workItems.pruneCompleted(agentId, WORK_LIMITS.completed_kept);
-      const agentHome = this.agent(agentId).agent_home;
+      await this.asks?.withdrawForItem(id, "work_item_completed");
+      const pruned = await this.store.workItems.pruneCompleted(agentId, WORK_LIMITS.completed_kept);
+      const agentHome = (await this.agent(agentId)).agent_home;
       for (const old of pruned) removePlanDir(planPath(agentHome, old));
       return { item: next, report, warning };
     });
   }
 
   /** The operator parks an item (block) or lets it go again (unblock). */
-  operatorBlock(agentId: string, id: string, reason: string, recheckAfter?: number) {
+  async operatorBlock(agentId: string, id: string, reason: string, recheckAfter?: number) {
     const patch: UpdateInput = { blocked_by: reason };
     if (recheckAfter !== undefined) patch.recheck_after = recheckAfter;
-    return this.store.tx(() => {
-      const item = this.update(agentId, id, patch, "operator");
-      this.noteProgress(agentId, "operator_blocked");
+    return await this.store.tx(async () => {
+      const item = await this.update(agentId, id, patch, "operator");
+      await this.noteProgress(agentId, "operator_blocked");
       return item;
     });
   }
 
-  operatorUnblock(agentId: string, id: string): WorkItemRecord {
-    return this.store.tx(() => {
-      this.item(agentId, id);
+  async operatorUnblock(agentId: string, id: string): Promise<WorkItemRecord> {
+    return await this.store.tx(async () => {
+      await this.item(agentId, id);
       // The operator lifting the blocker also settles what an ask held it for.
-      this.asks?.withdrawForItem(id, "unblocked_by_operator");
-      const item = this.update(agentId, id, { blocked_by: null }, "operator");
-      this.noteProgress(agentId, "operator_unblocked");
-      this.wakeIdle(agentId);
+      await this.asks?.withdrawForItem(id, "unblocked_by_operator");
+      const item = await this.update(agentId, id, { blocked_by: null }, "operator");
+      await this.noteProgress(agentId, "operator_unblocked");
+      await this.wakeIdle(agentId);
       return item;
     });
   }
 
   /** Refresh the stored plan descriptor; true when the plan's content changed. */
-  refreshPlan(item: WorkItemRecord, by: Actor = "runtime"): boolean {
+  async refreshPlan(item: WorkItemRecord, by: Actor = "runtime"): Promise<boolean> {
     const plan = describePlan(item.plan_artifact.path, this.now());
     if (plan.hash === item.plan_artifact.hash) return false;
-    this.store.tx(() => {
-      this.commit({ ...item, plan_artifact: plan }, ["plan_artifact"], by);
-      this.noteProgress(item.agent_id, "plan_changed");
+    await this.store.tx(async () => {
+      await this.commit({ ...item, plan_artifact: plan }, ["plan_artifact"], by);
+      await this.noteProgress(item.agent_id, "plan_changed");
     });
     return true;
   }
 
   /** Store a new snapshot and its `work_item_updated` event (inside the caller's tx). */
-  commit(next: WorkItemRecord, changes: string[], by: Actor, withEvent = true): void {
+  async commit(next: WorkItemRecord, changes: string[], by: Actor, withEvent = true): Promise<void> {
     const stored: WorkItemRecord = { ...next, revision: next.revision + 1, updated_at: this.now() };
     Object.assign(next, stored);
-    this.store.tx(() => {
-      this.store.workItems.put(stored);
+    await this.store.tx(async () => {
+      await this.store.workItems.put(stored);
       if (!withEvent) return;
       const p = todoProgress(stored.todo_list);
-      this.store.appendEvent(stored.agent_id, {
+      await this.store.appendEvent(stored.agent_id, {
         type: "work_item_updated",
         provenance: { work_item_id: stored.id },
         payload: {
@@ -501,13 +501,13 @@ export class WorkService {
     });
   }
 
-  private setFocus(agentId: string, id: string | undefined, by: Actor): void {
-    const agent = this.agent(agentId);
+  private async setFocus(agentId: string, id: string | undefined, by: Actor): Promise<void> {
+    const agent = await this.agent(agentId);
     const next: AgentRecord = { ...agent, updated_at: this.now() };
     if (id) next.current_work_item_id = id;
     else delete next.current_work_item_id;
-    this.store.agents.put(next);
-    this.store.appendEvent(agentId, {
+    await this.store.agents.put(next);
+    await this.store.appendEvent(agentId, {
       type: "work_item_focus_changed",
       provenance: id ? { work_item_id: id } : {},
       payload: {
@@ -519,14 +519,14 @@ export class WorkService {
   }
 
   /** Progress resets the runaway guard (and lifts a halt). Inside the caller's tx. */
-  noteProgress(agentId: string, why: string): void {
-    this.store.tx(() => {
+  async noteProgress(agentId: string, why: string): Promise<void> {
+    await this.store.tx(async () => {
       const {
         halted_at: _lifted,
         allowance: _spent,
         ...state
-      } = this.store.workItems.agentState(agentId);
-      this.store.workItems.putAgentState(agentId, {
+      } = await this.store.workItems.agentState(agentId);
+      await this.store.workItems.putAgentState(agentId, {
         ...state,
         continuations_without_progress: 0,
         last_progress_at: this.now(),
@@ -539,39 +539,39 @@ export class WorkService {
    * Wake an agent that rests with nothing queued so it can pick runnable work. Not when it
    * waits on something, failed, is paused or stopped, or is busy.
    */
-  private wakeIdle(agentId: string): void {
-    const agent = this.agent(agentId);
+  private async wakeIdle(agentId: string): Promise<void> {
+    const agent = await this.agent(agentId);
     if (agent.status === "paused" || agent.status === "stopped" || agent.current_run_id) return;
     if (agent.closure && agent.closure.outcome !== "completed") return;
-    if (this.store.messages.pendingCount(agentId) > 0) return;
-    const current = this.currentItem(agentId);
+    if (await this.store.messages.pendingCount(agentId) > 0) return;
+    const current = await this.currentItem(agentId);
     if (current && schedulingState(current) === "runnable") return;
-    const queued = this.runnableQueued(agentId);
+    const queued = await this.runnableQueued(agentId);
     if (queued.length === 0) return;
-    this.admitTick(agentId, "activate_queued", queued[0]!);
+    await this.admitTick(agentId, "activate_queued", queued[0]!);
   }
 
-  runnableQueued(agentId: string): WorkItemRecord[] {
-    const currentId = this.store.agents.get(agentId)?.current_work_item_id;
-    return this.store.workItems
-      .withState(agentId, "open")
+  async runnableQueued(agentId: string): Promise<WorkItemRecord[]> {
+    const currentId = (await this.store.agents.get(agentId))?.current_work_item_id;
+    return (await this.store.workItems
+      .withState(agentId, "open"))
       .filter((i) => i.id !== currentId && schedulingState(i) === "runnable");
   }
 
   /** Admit a runtime-owned work-queue tick (low priority), counted by the runaway guard. */
-  admitTick(
+  async admitTick(
     agentId: string,
     mode: "continue_active" | "activate_queued",
     item: WorkItemRecord,
-  ): void {
-    this.store.tx(() => {
-      const state = this.store.workItems.agentState(agentId);
+  ): Promise<void> {
+    await this.store.tx(async () => {
+      const state = await this.store.workItems.agentState(agentId);
       const count = state.continuations_without_progress + 1;
-      const queued = this.store.messages
-        .withStatus(agentId, "queued")
+      const queued = (await this.store.messages
+        .withStatus(agentId, "queued"))
         .some((m) => m.origin.kind === "system" && m.origin.subsystem === "work_queue");
       if (queued) {
-        this.store.appendEvent(agentId, {
+        await this.store.appendEvent(agentId, {
           type: "work_activation",
           provenance: { work_item_id: item.id },
           payload: {
@@ -587,7 +587,7 @@ export class WorkService {
         mode === "continue_active"
           ? `Work-queue tick: your current work item ${item.id} ("${clip(item.objective, 200)}") is still runnable. Continue it. Keep its todo list and plan up to date; when the objective is done, write the completion report as your text and call CompleteWorkItem in the same round; if you cannot advance it, set blocked_by with UpdateWorkItem.`
           : `Work-queue tick: you have no runnable current work item, and runnable queued work is waiting (oldest: ${item.id}, "${clip(item.objective, 200)}"). Look at your work queue, pick an item with PickWorkItem and work on it.`;
-      const envelope = this.ingress.admit({
+      const envelope = await this.ingress.admit({
         agent_id: agentId,
         kind: "system_tick",
         origin: { kind: "system", subsystem: "work_queue" },
@@ -598,11 +598,11 @@ export class WorkService {
         work_item_id: item.id,
         metadata: { work_signal: mode, work_item_id: item.id, revision: item.revision },
       });
-      this.store.workItems.putAgentState(agentId, {
+      await this.store.workItems.putAgentState(agentId, {
         ...state,
         continuations_without_progress: count,
       });
-      this.store.appendEvent(agentId, {
+      await this.store.appendEvent(agentId, {
         type: "work_activation",
         provenance: { work_item_id: item.id, message_id: envelope.id },
         payload: {
@@ -619,8 +619,8 @@ export class WorkService {
   // ---------------------------------------------------------------------------
   // Reads
 
-  view(item: WorkItemRecord, opts: { include_todo_list?: boolean } = {}): WorkItemView {
-    const currentId = this.store.agents.get(item.agent_id)?.current_work_item_id;
+  async view(item: WorkItemRecord, opts: { include_todo_list?: boolean } = {}): Promise<WorkItemView> {
+    const currentId = (await this.store.agents.get(item.agent_id))?.current_work_item_id;
     const { todo_list, ...rest } = item;
     const plan = describePlan(item.plan_artifact.path, this.now(), item.plan_artifact);
     const out: WorkItemView = {
@@ -630,10 +630,10 @@ export class WorkService {
       readiness: readiness(schedulingState(item)),
       is_current: item.id === currentId && item.state === "open",
       todo_progress: todoProgress(todo_list),
-      completion_report: this.completionReport(item),
+      completion_report: await this.completionReport(item),
     };
     if (item.state === "open" && this.asks) {
-      const held = this.asks.holdingItem(item.id);
+      const held = await this.asks.holdingItem(item.id);
       if (held.length > 0) {
         out.held_by_asks = held.map((a) => ({
           ask_id: a.id,
@@ -649,9 +649,9 @@ export class WorkService {
     return out;
   }
 
-  completionReport(item: WorkItemRecord): CompletionReport | null {
+  async completionReport(item: WorkItemRecord): Promise<CompletionReport | null> {
     if (item.state !== "completed") return null;
-    const s = this.store.workItems.newestSummary(item.id);
+    const s = await this.store.workItems.newestSummary(item.id);
     if (s) {
       return {
         text: item.result_summary || s.text,
@@ -663,21 +663,21 @@ export class WorkService {
     return null;
   }
 
-  get(agentId: string, id: string, opts: { include_todo_list?: boolean } = {}): WorkItemView {
-    return this.view(this.item(agentId, id), opts);
+  async get(agentId: string, id: string, opts: { include_todo_list?: boolean } = {}): Promise<WorkItemView> {
+    return await this.view(await this.item(agentId, id), opts);
   }
 
-  list(
+  async list(
     agentId: string,
     filter: ListFilter = "all",
     opts: { limit?: number; include_todo_list?: boolean } = {},
-  ): WorkItemView[] {
-    const agent = this.agent(agentId);
+  ): Promise<WorkItemView[]> {
+    const agent = await this.agent(agentId);
     const limit = opts.limit ?? 50;
-    const open = filter === "completed" ? [] : this.store.workItems.withState(agentId, "open");
+    const open = filter === "completed" ? [] : await this.store.workItems.withState(agentId, "open");
     const completed =
       filter === "all" || filter === "completed"
-        ? this.store.workItems.recentWithState(agentId, "completed", limit)
+        ? await this.store.workItems.recentWithState(agentId, "completed", limit)
         : [];
     const items = [...open, ...completed].filter((i) => {
       const v = viewOf(i, agent.current_work_item_id);
@@ -701,12 +701,12 @@ export class WorkService {
   }
 
   /** The `/state` projection: the current item in full and the others compactly. */
-  state(agentId: string) {
-    const items = this.list(agentId, "all", { limit: 50 });
+  async state(agentId: string) {
+    const items = await this.list(agentId, "all", { limit: 50 });
     return {
-      current_work_item_id: this.store.agents.get(agentId)?.current_work_item_id ?? null,
+      current_work_item_id: (await this.store.agents.get(agentId))?.current_work_item_id ?? null,
       items,
-      guard: this.store.workItems.agentState(agentId),
+      guard: await this.store.workItems.agentState(agentId),
     };
   }
 }

@@ -126,17 +126,17 @@ export class WorkspaceService {
    * they become a registered, attached, active workspace, so there is one truth. One whose
    * directory is gone stays as it is (the resolver still reads it, tools report it missing).
    */
-  private foldLegacy(): void {
-    for (const agent of this.store.agents.withLegacyWorkspace()) {
+  private async foldLegacy(): Promise<void> {
+    for (const agent of await this.store.agents.withLegacyWorkspace()) {
       if (agent.active_workspace || !agent.workspace_root) continue;
       const root = agent.workspace_root;
       if (!isDirectory(root)) continue;
       const cwd =
         agent.cwd && isInside(root, agent.cwd) && isDirectory(agent.cwd) ? agent.cwd : root;
-      this.store.tx(() => {
-        const workspace = this.register(root, gitLocation(root) ? "git" : "plain");
-        this.bind(agent.agent_id, workspace, "operator");
-        this.store.agents.put({
+      await this.store.tx(async () => {
+        const workspace = await this.register(root, gitLocation(root) ? "git" : "plain");
+        await this.bind(agent.agent_id, workspace, "operator");
+        await this.store.agents.put({
           ...withoutLegacy(agent),
           active_workspace: {
             workspace_id: workspace.workspace_id,
@@ -157,8 +157,8 @@ export class WorkspaceService {
     return this.deps.store;
   }
 
-  private agent(agentId: string): AgentRecord {
-    const a = this.store.agents.get(agentId);
+  private async agent(agentId: string): Promise<AgentRecord> {
+    const a = await this.store.agents.get(agentId);
     if (!a) throw unknownAgent(agentId);
     return a;
   }
@@ -174,8 +174,8 @@ export class WorkspaceService {
   // -- operator surfaces ---------------------------------------------------------------
 
   /** Register (if new) and attach a directory to the agent. Does not make it active. */
-  attach(agentId: string, path: string, by: "operator" | "agent" = "operator") {
-    this.agent(agentId);
+  async attach(agentId: string, path: string, by: "operator" | "agent" = "operator") {
+    await this.agent(agentId);
     if (!isAbsolute(path)) {
       throw new HolonError("invalid_workspace_path", `attach needs an absolute path, got ${path}`, {
         hint: "holon workspace attach resolves a relative path against your current directory",
@@ -183,15 +183,15 @@ export class WorkspaceService {
     }
     const dir = this.resolveDirectory(path, "/", []);
     const { anchor, kind } = this.anchorOf(dir);
-    return this.store.tx(() => {
-      const workspace = this.register(anchor, kind);
-      const attachedNow = this.bind(agentId, workspace, by);
+    return await this.store.tx(async () => {
+      const workspace = await this.register(anchor, kind);
+      const attachedNow = await this.bind(agentId, workspace, by);
       return { workspace, attached_now: attachedNow };
     });
   }
 
   /** Remove a binding. Refuses agent_home and the active workspace; never touches files. */
-  detach(agentId: string, workspaceId: string) {
+  async detach(agentId: string, workspaceId: string) {
     if (workspaceId === AGENT_HOME_WORKSPACE_ID) {
       throw new HolonError(
         "workspace_not_detachable",
@@ -201,8 +201,8 @@ export class WorkspaceService {
         },
       );
     }
-    return this.store.tx(() => {
-      const agent = this.agent(agentId);
+    return await this.store.tx(async () => {
+      const agent = await this.agent(agentId);
       if (executionBinding(agent).workspace_id === workspaceId) {
         throw new HolonError(
           "workspace_active",
@@ -213,12 +213,12 @@ export class WorkspaceService {
           },
         );
       }
-      if (!this.store.workspaces.attachment(agentId, workspaceId)) {
+      if (!await this.store.workspaces.attachment(agentId, workspaceId)) {
         throw notAttached(agentId, workspaceId);
       }
-      const ws = this.store.workspaces.get(workspaceId);
-      this.store.workspaces.detach(agentId, workspaceId);
-      this.store.appendEvent(agentId, {
+      const ws = await this.store.workspaces.get(workspaceId);
+      await this.store.workspaces.detach(agentId, workspaceId);
+      await this.store.appendEvent(agentId, {
         type: "workspace_detached",
         payload: { workspace_id: workspaceId, workspace_anchor: ws?.workspace_anchor ?? "" },
       });
@@ -227,15 +227,15 @@ export class WorkspaceService {
   }
 
   /** Back to agent_home (leaving a clean managed worktree removes it, a dirty one is retained). */
-  exit(agentId: string): UseResult {
-    return this.use(agentId, { workspace_id: AGENT_HOME_WORKSPACE_ID }, "operator");
+  async exit(agentId: string): Promise<UseResult> {
+    return await this.use(agentId, { workspace_id: AGENT_HOME_WORKSPACE_ID }, "operator");
   }
 
   /** The attached set, the active entry and this agent's managed worktrees. */
-  list(agentId: string) {
-    const agent = this.agent(agentId);
+  async list(agentId: string) {
+    const agent = await this.agent(agentId);
     const b = executionBinding(agent);
-    const attached = this.store.workspaces.attached(agentId).map((a) => {
+    const attached = (await this.store.workspaces.attached(agentId)).map((a) => {
       const ws = this.store.workspaces.get(a.workspace_id);
       return {
         workspace_id: a.workspace_id,
@@ -272,14 +272,14 @@ export class WorkspaceService {
         ...attached,
       ],
       worktree_session: agent.worktree_session ?? null,
-      worktrees: this.worktrees(agentId),
+      worktrees: await this.worktrees(agentId),
       execution_snapshot: this.snapshot(agent),
     };
   }
 
   /** This agent's managed worktrees with what changed in each. */
-  worktrees(agentId: string): WorktreeView[] {
-    return this.store.workspaces.worktrees(agentId).map((w) => ({
+  async worktrees(agentId: string): Promise<WorktreeView[]> {
+    return (await this.store.workspaces.worktrees(agentId)).map((w) => ({
       ...w,
       ...worktreeChanges(w.path, w.base_commit, w.branch, w.workspace_anchor),
     }));
@@ -289,31 +289,31 @@ export class WorkspaceService {
    * Remove the retained worktrees that are clean (their branch too when it holds no commits
    * of its own). Dirty ones are kept and reported; the active one is never touched.
    */
-  cleanWorktrees(agentId: string) {
-    const agent = this.agent(agentId);
+  async cleanWorktrees(agentId: string) {
+    const agent = await this.agent(agentId);
     const activeId = agent.active_workspace?.worktree_id;
     const removed: LeaveReport[] = [];
     const kept: LeaveReport[] = [];
-    for (const w of this.store.workspaces.worktrees(agentId)) {
+    for (const w of await this.store.workspaces.worktrees(agentId)) {
       // The agent's own active root, and a running task's worktree, are not for cleaning.
       if (w.worktree_id === activeId) continue;
       if (w.ownership === "task_owned" && w.status === "active") continue;
-      const r = this.release(w, "operator_clean");
+      const r = await this.release(w, "operator_clean");
       (r.disposition === "removed" ? removed : kept).push(r);
     }
     return { removed, retained: kept };
   }
 
   /** Where commands run, moved inside the current execution root (`holon run --cwd`). */
-  setCwd(agentId: string, cwd: string): void {
-    this.store.tx(() => {
-      const agent = this.agent(agentId);
+  async setCwd(agentId: string, cwd: string): Promise<void> {
+    await this.store.tx(async () => {
+      const agent = await this.agent(agentId);
       const b = executionBinding(agent);
       if (!isInside(b.execution_root, cwd)) {
         throw new HolonError("execution_root_violation", `${cwd} is outside ${b.execution_root}`);
       }
       const entry = this.entryOf(agent);
-      this.store.agents.put({
+      await this.store.agents.put({
         ...withoutLegacy(agent),
         active_workspace: { ...entry, cwd },
         updated_at: this.store.clock.now().toISOString(),
@@ -327,7 +327,7 @@ export class WorkspaceService {
    * Make a workspace active. `by` is who asked: an agent attaching a new path needs the
    * attach policy's consent, an operator does not.
    */
-  use(agentId: string, req: UseRequest, by: "operator" | "agent" = "agent"): UseResult {
+  async use(agentId: string, req: UseRequest, by: "operator" | "agent" = "agent"): Promise<UseResult> {
     if ((req.path === undefined) === (req.workspace_id === undefined)) {
       throw new HolonError(
         "invalid_workspace_selector",
@@ -338,18 +338,18 @@ export class WorkspaceService {
         },
       );
     }
-    const agent = this.agent(agentId);
+    const agent = await this.agent(agentId);
     const mode = req.mode ?? "direct";
     const target =
       req.workspace_id !== undefined
-        ? this.targetById(agent, req.workspace_id)
-        : this.targetByPath(agent, req.path!);
+        ? await this.targetById(agent, req.workspace_id)
+        : await this.targetByPath(agent, req.path!);
 
     // Policy: a path outside the attached set needs consent.
     let attachNeeded = false;
     if (
       target.workspace &&
-      !this.store.workspaces.attachment(agentId, target.workspace.workspace_id)
+      !await this.store.workspaces.attachment(agentId, target.workspace.workspace_id)
     ) {
       attachNeeded = true;
     } else if (!target.workspace && target.detected !== "agent_home") {
@@ -377,14 +377,14 @@ export class WorkspaceService {
     if (mode === "isolated" && !target.worktree) {
       if (!target.workspace) {
         const { anchor, kind } = this.anchorOf(target.dir);
-        target.workspace = this.store.tx(() => this.register(anchor, kind));
+        target.workspace = await this.store.tx(async () => await this.register(anchor, kind));
       }
-      created = this.createWorktree(agent, target, req.isolation_label, "session_owned");
+      created = await this.createWorktree(agent, target, req.isolation_label, "session_owned");
     }
     const prevWorktreeId = agent.active_workspace?.worktree_id;
     let result: UseResult;
     try {
-      result = this.store.tx(() => this.activate(agentId, target, attachNeeded, by, created));
+      result = await this.store.tx(async () => await this.activate(agentId, target, attachNeeded, by, created));
     } catch (err) {
       if (created) safeRemove(created);
       throw err;
@@ -393,30 +393,30 @@ export class WorkspaceService {
     // after the switch committed, outside the transaction; a crash in between leaves a
     // worktree that `worktrees --clean` still handles.
     if (prevWorktreeId && prevWorktreeId !== result.execution_root_id) {
-      const prev = this.store.workspaces.worktree(prevWorktreeId);
-      if (prev) result.left = this.release(prev, "switched_away");
+      const prev = await this.store.workspaces.worktree(prevWorktreeId);
+      if (prev) result.left = await this.release(prev, "switched_away");
     }
     return result;
   }
 
-  private activate(
+  private async activate(
     agentId: string,
     target: Target,
     attachNeeded: boolean,
     by: "operator" | "agent",
     created: WorktreeRecord | undefined,
-  ): UseResult {
+  ): Promise<UseResult> {
     const store = this.store;
-    const agent = this.agent(agentId);
+    const agent = await this.agent(agentId);
     const previous = executionBinding(agent);
     let workspace = target.workspace;
     let attachedNow = false;
     if (target.detected !== "agent_home") {
       if (!workspace) {
         const { anchor, kind } = this.anchorOf(target.dir);
-        workspace = this.register(anchor, kind);
+        workspace = await this.register(anchor, kind);
       }
-      if (attachNeeded) attachedNow = this.bind(agentId, workspace, by);
+      if (attachNeeded) attachedNow = await this.bind(agentId, workspace, by);
     }
 
     let entry: ActiveWorkspaceEntry;
@@ -445,8 +445,8 @@ export class WorkspaceService {
         worktree_id: worktree.worktree_id,
       };
       if (created) {
-        store.workspaces.putWorktree(created);
-        store.appendEvent(agentId, {
+        await store.workspaces.putWorktree(created);
+        await store.appendEvent(agentId, {
           type: "worktree_created",
           payload: {
             worktree_id: created.worktree_id,
@@ -458,7 +458,7 @@ export class WorkspaceService {
           },
         });
       } else {
-        store.workspaces.putWorktree({
+        await store.workspaces.putWorktree({
           ...worktree,
           status: "active",
           updated_at: store.clock.now().toISOString(),
@@ -501,8 +501,8 @@ export class WorkspaceService {
         worktree_branch: worktree.branch,
       };
     }
-    store.agents.put(next);
-    store.appendEvent(agentId, {
+    await store.agents.put(next);
+    await store.appendEvent(agentId, {
       type: "workspace_activated",
       payload: {
         workspace_id: entry.workspace_id,
@@ -533,44 +533,44 @@ export class WorkspaceService {
     return out;
   }
 
-  private targetById(agent: AgentRecord, workspaceId: string): Target {
+  private async targetById(agent: AgentRecord, workspaceId: string): Promise<Target> {
     if (workspaceId === AGENT_HOME_WORKSPACE_ID) {
       return { workspace: null, dir: agent.agent_home, detected: "agent_home" };
     }
-    const wt = this.store.workspaces.worktree(workspaceId);
+    const wt = await this.store.workspaces.worktree(workspaceId);
     if (wt && wt.agent_id === agent.agent_id) {
       if (!isDirectory(wt.path)) throw unavailable(workspaceId, wt.path);
       return {
-        workspace: this.store.workspaces.get(wt.workspace_id) ?? null,
+        workspace: await this.store.workspaces.get(wt.workspace_id) ?? null,
         dir: wt.path,
         detected: "managed_worktree",
         worktree: wt,
       };
     }
-    if (!this.store.workspaces.attachment(agent.agent_id, workspaceId)) {
+    if (!await this.store.workspaces.attachment(agent.agent_id, workspaceId)) {
       throw notAttached(agent.agent_id, workspaceId);
     }
-    const ws = this.store.workspaces.get(workspaceId);
+    const ws = await this.store.workspaces.get(workspaceId);
     if (!ws || !isDirectory(ws.workspace_anchor)) {
       throw unavailable(workspaceId, ws?.workspace_anchor ?? null);
     }
     return { workspace: ws, dir: ws.workspace_anchor, detected: "attached_workspace" };
   }
 
-  private targetByPath(agent: AgentRecord, path: string): Target {
+  private async targetByPath(agent: AgentRecord, path: string): Promise<Target> {
     const base = executionBinding(agent).cwd;
     const dir = this.resolveDirectory(path, base, [
       agent.agent_home,
-      ...this.store.workspaces.worktrees(agent.agent_id).map((w) => w.path),
+      ...(await this.store.workspaces.worktrees(agent.agent_id)).map((w) => w.path),
     ]);
     if (dir === realOrSelf(agent.agent_home) || isInside(realOrSelf(agent.agent_home), dir)) {
       return { workspace: null, dir: agent.agent_home, detected: "agent_home" };
     }
     // A managed worktree of this agent: re-enter it.
-    for (const w of this.store.workspaces.worktrees(agent.agent_id)) {
+    for (const w of await this.store.workspaces.worktrees(agent.agent_id)) {
       if (isInside(w.path, dir)) {
         return {
-          workspace: this.store.workspaces.get(w.workspace_id) ?? null,
+          workspace: await this.store.workspaces.get(w.workspace_id) ?? null,
           dir,
           detected: "managed_worktree",
           worktree: w,
@@ -579,8 +579,8 @@ export class WorkspaceService {
     }
     const loc = gitLocation(dir);
     if (loc?.linked_worktree) {
-      const parent = this.store.workspaces.byAnchor(loc.main_root);
-      if (parent && this.store.workspaces.attachment(agent.agent_id, parent.workspace_id)) {
+      const parent = await this.store.workspaces.byAnchor(loc.main_root);
+      if (parent && await this.store.workspaces.attachment(agent.agent_id, parent.workspace_id)) {
         return {
           workspace: parent,
           dir,
@@ -594,8 +594,8 @@ export class WorkspaceService {
       }
     }
     // Inside an attached workspace: that workspace, with cwd at the path.
-    for (const a of this.store.workspaces.attached(agent.agent_id)) {
-      const ws = this.store.workspaces.get(a.workspace_id);
+    for (const a of await this.store.workspaces.attached(agent.agent_id)) {
+      const ws = await this.store.workspaces.get(a.workspace_id);
       if (ws && isInside(ws.workspace_anchor, dir)) {
         return {
           workspace: ws,
@@ -605,7 +605,7 @@ export class WorkspaceService {
       }
     }
     const { anchor, kind } = this.anchorOf(dir, loc);
-    const known = this.store.workspaces.byAnchor(anchor) ?? null;
+    const known = await this.store.workspaces.byAnchor(anchor) ?? null;
     const detected: DetectedKind =
       kind === "plain" ? "plain_directory" : anchor === dir ? "canonical_repo" : "repo_subdir";
     return { workspace: known, dir, detected };
@@ -617,18 +617,18 @@ export class WorkspaceService {
    * A task-owned worktree of an attached git workspace for a child or task, on its own
    * branch. The caller records it on the task and calls `releaseTaskWorktree` when the task ends.
    */
-  createTaskWorktree(opts: {
+  async createTaskWorktree(opts: {
     agent_id: string;
     workspace_id: string;
     task_id: string;
     label?: string;
   }) {
-    const agent = this.agent(opts.agent_id);
-    const target = this.targetById(agent, opts.workspace_id);
+    const agent = await this.agent(opts.agent_id);
+    const target = await this.targetById(agent, opts.workspace_id);
     if (!target.workspace) {
       throw new HolonError("isolation_unavailable", "agent_home has no isolated mode");
     }
-    const w = this.createWorktree(
+    const w = await this.createWorktree(
       agent,
       target,
       opts.label ?? opts.task_id,
@@ -636,9 +636,9 @@ export class WorkspaceService {
       opts.task_id,
     );
     try {
-      this.store.tx(() => {
-        this.store.workspaces.putWorktree(w);
-        this.store.appendEvent(opts.agent_id, {
+      await this.store.tx(async () => {
+        await this.store.workspaces.putWorktree(w);
+        await this.store.appendEvent(opts.agent_id, {
           type: "worktree_created",
           payload: {
             worktree_id: w.worktree_id,
@@ -662,33 +662,33 @@ export class WorkspaceService {
    * A child agent works in a worktree its supervising task owns (SpawnAgent worktree mode):
    * the worktree becomes the child's active execution root; the task stays its owner.
    */
-  holdTaskWorktree(agentId: string, worktreeId: string): UseResult {
-    const w = this.store.workspaces.worktree(worktreeId);
-    const workspace = w ? this.store.workspaces.get(w.workspace_id) : undefined;
+  async holdTaskWorktree(agentId: string, worktreeId: string): Promise<UseResult> {
+    const w = await this.store.workspaces.worktree(worktreeId);
+    const workspace = w ? await this.store.workspaces.get(w.workspace_id) : undefined;
     if (!w || !workspace) {
       throw new HolonError("unknown_worktree", `no managed worktree '${worktreeId}'`, {
         status: 404,
       });
     }
     const target: Target = { workspace, dir: w.path, detected: "managed_worktree", worktree: w };
-    const attachNeeded = !this.store.workspaces.attachment(agentId, w.workspace_id);
-    return this.store.tx(() => this.activate(agentId, target, attachNeeded, "operator", undefined));
+    const attachNeeded = !await this.store.workspaces.attachment(agentId, w.workspace_id);
+    return await this.store.tx(async () => await this.activate(agentId, target, attachNeeded, "operator", undefined));
   }
 
   /** The task ended: remove its worktree (and branch) when clean, retain and report it when not. */
-  releaseTaskWorktree(worktreeId: string): LeaveReport | undefined {
-    const w = this.store.workspaces.worktree(worktreeId);
+  async releaseTaskWorktree(worktreeId: string): Promise<LeaveReport | undefined> {
+    const w = await this.store.workspaces.worktree(worktreeId);
     if (!w) return undefined;
-    return this.release(w, "task_finished");
+    return await this.release(w, "task_finished");
   }
 
-  private createWorktree(
+  private async createWorktree(
     agent: AgentRecord,
     target: Target,
     label: string | undefined,
     ownership: WorktreeRecord["ownership"],
     taskId?: string,
-  ): WorktreeRecord {
+  ): Promise<WorktreeRecord> {
     const ws = target.workspace;
     if (!ws) throw new HolonError("isolation_unavailable", "agent_home has no isolated mode");
     if (ws.kind !== "git") {
@@ -701,7 +701,7 @@ export class WorkspaceService {
       );
     }
     if (!isDirectory(ws.workspace_anchor)) throw unavailable(ws.workspace_id, ws.workspace_anchor);
-    const live = this.store.workspaces.worktrees(agent.agent_id).length;
+    const live = (await this.store.workspaces.worktrees(agent.agent_id)).length;
     if (live >= MAX_WORKTREES_PER_AGENT) {
       throw new HolonError("too_many_worktrees", `agent has ${live} managed worktrees`, {
         hint: `review and clean them: holon workspace worktrees ${agent.agent_id} --clean`,
@@ -747,7 +747,7 @@ export class WorkspaceService {
   }
 
   /** Remove a clean worktree, keep a dirty one (status retained); both audited. */
-  private release(w: WorktreeRecord, reason: string): LeaveReport {
+  private async release(w: WorktreeRecord, reason: string): Promise<LeaveReport> {
     const changes = worktreeChanges(w.path, w.base_commit, w.branch, w.workspace_anchor);
     const store = this.store;
     if (changes.changed_files.length === 0) {
@@ -760,11 +760,11 @@ export class WorkspaceService {
           changes.commits_ahead === 0,
         ).branch_deleted;
       } catch {
-        return this.retain(w, changes, `${reason}: git could not remove it`);
+        return await this.retain(w, changes, `${reason}: git could not remove it`);
       }
-      store.tx(() => {
-        store.workspaces.dropWorktree(w.worktree_id);
-        store.appendEvent(w.agent_id, {
+      await store.tx(async () => {
+        await store.workspaces.dropWorktree(w.worktree_id);
+        await store.appendEvent(w.agent_id, {
           type: "worktree_removed",
           payload: {
             worktree_id: w.worktree_id,
@@ -785,18 +785,18 @@ export class WorkspaceService {
         commits_ahead: changes.commits_ahead,
       };
     }
-    return this.retain(w, changes, reason);
+    return await this.retain(w, changes, reason);
   }
 
-  private retain(w: WorktreeRecord, changes: WorktreeChanges, reason: string): LeaveReport {
+  private async retain(w: WorktreeRecord, changes: WorktreeChanges, reason: string): Promise<LeaveReport> {
     const store = this.store;
-    store.tx(() => {
-      store.workspaces.putWorktree({
+    await store.tx(async () => {
+      await store.workspaces.putWorktree({
         ...w,
         status: "retained",
         updated_at: store.clock.now().toISOString(),
       });
-      store.appendEvent(w.agent_id, {
+      await store.appendEvent(w.agent_id, {
         type: "worktree_retained",
         payload: {
           worktree_id: w.worktree_id,
@@ -876,12 +876,12 @@ export class WorkspaceService {
   }
 
   /** The registry entry for an anchor, created on first sight. Append-only (no forgetting yet). */
-  private register(anchor: string, kind: WorkspaceKind): WorkspaceRecord {
-    const known = this.store.workspaces.byAnchor(anchor);
+  private async register(anchor: string, kind: WorkspaceKind): Promise<WorkspaceRecord> {
+    const known = await this.store.workspaces.byAnchor(anchor);
     if (known) {
       if (known.kind !== kind) {
         const updated = { ...known, kind };
-        this.store.workspaces.put(updated);
+        await this.store.workspaces.put(updated);
         return updated;
       }
       return known;
@@ -892,14 +892,14 @@ export class WorkspaceService {
       kind,
       created_at: this.store.clock.now().toISOString(),
     };
-    this.store.workspaces.put(ws);
+    await this.store.workspaces.put(ws);
     return ws;
   }
 
   /** Attach inside a transaction; false when it was attached already. */
-  private bind(agentId: string, ws: WorkspaceRecord, by: "operator" | "agent"): boolean {
-    if (this.store.workspaces.attachment(agentId, ws.workspace_id)) return false;
-    if (this.store.workspaces.attached(agentId).length >= MAX_ATTACHED_PER_AGENT) {
+  private async bind(agentId: string, ws: WorkspaceRecord, by: "operator" | "agent"): Promise<boolean> {
+    if (await this.store.workspaces.attachment(agentId, ws.workspace_id)) return false;
+    if ((await this.store.workspaces.attached(agentId)).length >= MAX_ATTACHED_PER_AGENT) {
       throw new HolonError(
         "too_many_workspaces",
         `agent ${agentId} has ${MAX_ATTACHED_PER_AGENT} workspaces attached`,
@@ -914,8 +914,8 @@ export class WorkspaceService {
       attached_at: this.store.clock.now().toISOString(),
       attached_by: by,
     };
-    this.store.workspaces.attach(a);
-    this.store.appendEvent(agentId, {
+    await this.store.workspaces.attach(a);
+    await this.store.appendEvent(agentId, {
       type: "workspace_attached",
       payload: {
         workspace_root: ws.workspace_anchor,

@@ -46,8 +46,8 @@ export function useAgentHost(
   };
   const cli = (...args: string[]) => runCli(args, { env: { HOLON_HOME: started(home) } });
 
-  const start = (dir: string) =>
-    startRuntime({ home: dir, env: { ...process.env, HOLON_HOME: dir, ...opts.env } });
+  const start = async (dir: string) =>
+    await startRuntime({ home: dir, env: { ...process.env, HOLON_HOME: dir, ...opts.env } });
 
   beforeAll(async () => {
     home = tempHome();
@@ -75,9 +75,9 @@ export function useAgentHost(
     async settled(messageId) {
       const host = started(rt).host;
       await waitFor(
-        () => {
-          const m = host.store.messages.get(messageId);
-          return m?.status === "processed" && host.agents.get("main").status !== "awake_running";
+        async () => {
+          const m = await host.store.messages.get(messageId);
+          return m?.status === "processed" && (await host.agents.get("main")).status !== "awake_running";
         },
         { what: `message ${messageId} processed`, timeoutMs: 30_000 },
       );

@@ -25,14 +25,14 @@ export function fakeClock(t0: number): Clock & { set(ms: number): void } {
  * One round of history at the clock's time: a processed channel message with `text`, its
  * failure brief, transcript entry and events. Returns the message's id.
  */
-export function historyRound(
+export async function historyRound(
   host: RuntimeHost,
   text: string,
   opts: { agent?: string; channel?: string; failure?: string } = {},
-): string {
+): Promise<string> {
   const store = host.store;
   const agentId = opts.agent ?? "main";
-  const m = host.ingress.admit({
+  const m = await host.ingress.admit({
     agent_id: agentId,
     kind: "channel_event",
     origin: { kind: "channel", channel_id: opts.channel ?? "test" },
@@ -40,8 +40,8 @@ export function historyRound(
     surface: "http_public_enqueue",
     admission: "public_unauthenticated",
   });
-  store.tx(() => store.messages.setStatus(m.id, "processed", store.clock.now().toISOString()));
-  recordRuntimeFailure(store, {
+  await store.tx(async () => await store.messages.setStatus(m.id, "processed", store.clock.now().toISOString()));
+  await recordRuntimeFailure(store, {
     agent_id: agentId,
     message_id: m.id,
     summary: opts.failure ?? `failure ${text}`,
@@ -83,7 +83,7 @@ export function episodeRecord(
  * A command task of `main`, stored, with its process directory under the agent's home holding
  * `files` (the first one is its output). Finished at `at` unless running or queued.
  */
-export function putCommandTask(
+export async function putCommandTask(
   host: RuntimeHost,
   t: {
     id: string;
@@ -93,9 +93,9 @@ export function putCommandTask(
     cmd: string;
     output_snapshot?: TaskRecord["output_snapshot"];
   },
-): TaskRecord {
+): Promise<TaskRecord> {
   const store = host.store;
-  const agentHome = store.agents.get("main")!.agent_home;
+  const agentHome = (await store.agents.get("main"))!.agent_home;
   const dir = join(agentHome, ".holon", "processes", t.id);
   mkdirSync(dir, { recursive: true });
   for (const [name, text] of Object.entries(t.files)) writeFileSync(join(dir, name), text);
@@ -119,7 +119,7 @@ export function putCommandTask(
   };
   if (t.output_snapshot) record.output_snapshot = t.output_snapshot;
   if (t.status !== "running" && t.status !== "queued") record.finished_at = t.at;
-  store.tasks.put(record);
+  await store.tasks.put(record);
   return record;
 }
 

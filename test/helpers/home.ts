@@ -87,7 +87,7 @@ export async function startRuntime(
   opts: Partial<HostOptions> & { serve?: ServeOptions } = {},
 ): Promise<TestRuntime> {
   const home = opts.home ?? tempHome();
-  const host = RuntimeHost.open({ ...opts, home });
+  const host = await RuntimeHost.open({ ...opts, home });
   const server = await startServer(host, { port: 0, ...opts.serve });
   const url = `http://${server.httpAddr}`;
   const token = opts.serve?.token ?? readGeneratedToken(home)!;

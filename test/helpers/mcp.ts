@@ -55,10 +55,10 @@ export async function callMcp(
   signal?: AbortSignal,
 ) {
   const bridge = new McpToolBridge(host.services.mcp);
-  const agent = host.agents.get(agentId);
+  const agent = await host.agents.get(agentId);
   const registry = new ToolRegistry();
   for (const t of await bridge.toolsFor(agent)) registry.register(t);
-  const ctx = toolContext(host, agentId);
+  const ctx = await toolContext(host, agentId);
   if (signal) ctx.signal = signal;
   const out = await dispatch(registry, name, JSON.stringify(args), ctx);
   return {

@@ -5,8 +5,8 @@ import type { QueuedMessage } from "../../src/domain/message.ts";
 import type { RuntimeHost } from "../../src/host/host.ts";
 import type { ToolContext } from "../../src/tools/registry.ts";
 
-export function toolContext(host: RuntimeHost, agentId = "main", runId = "run_test"): ToolContext {
-  const agent = host.agents.get(agentId);
+export async function toolContext(host: RuntimeHost, agentId = "main", runId = "run_test"): Promise<ToolContext> {
+  const agent = await host.agents.get(agentId);
   return {
     agent,
     run_id: runId,

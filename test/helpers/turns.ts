@@ -4,9 +4,9 @@ import { expect } from "vitest";
 import { waitFor, type TestRuntime } from "./home.ts";
 
 /** How many operator prompts the agent has processed so far. */
-function promptsProcessed(rt: TestRuntime, agent: string): number {
-  return rt.host.store.messages
-    .withStatus(agent, "processed")
+async function promptsProcessed(rt: TestRuntime, agent: string): Promise<number> {
+  return (await rt.host.store.messages
+    .withStatus(agent, "processed"))
     .filter((m) => m.kind === "operator_prompt").length;
 }
 
@@ -17,9 +17,9 @@ export async function promptAndWait(
   opts: { agent?: string; timeoutMs?: number } = {},
 ): Promise<void> {
   const agent = opts.agent ?? "main";
-  const before = promptsProcessed(rt, agent);
+  const before = await promptsProcessed(rt, agent);
   expect((await rt.req("POST", `/control/agents/${agent}/prompt`, { text })).status).toBe(202);
-  await waitFor(() => promptsProcessed(rt, agent) > before, {
+  await waitFor(async () => await promptsProcessed(rt, agent) > before, {
     what: `the turn of "${text}" to finish`,
     timeoutMs: opts.timeoutMs ?? 15_000,
   });

@@ -22,7 +22,7 @@ export const agentGetTool: ToolDefinition<typeof Input> = {
     const id = input.agent_id ?? ctx.agent.agent_id;
     let r: Result;
     try {
-      r = ctx.services.agents.get(id, ctx.agent.agent_id);
+      r = await ctx.services.agents.get(id, ctx.agent.agent_id);
     } catch (err) {
       if (err instanceof HolonError && err.kind === "unknown_agent") {
         throw new ToolFailure("unknown_agent", `no agent '${id}' that you can inspect`, {

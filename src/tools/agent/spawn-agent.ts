@@ -51,7 +51,7 @@ export const spawnAgentTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./spawn-agent.md"),
   input: Input,
   async execute(input, ctx) {
-    const r = ctx.services.agents.spawn({
+    const r = await ctx.services.agents.spawn({
       parent_agent_id: ctx.agent.agent_id,
       preset: input.preset ?? "private_child",
       initial_message: input.initial_message,

@@ -210,7 +210,7 @@ export const execCommandTool: ToolDefinition<typeof Input> = {
       tty: input.tty ?? false,
     };
     if ((input.duplicate_policy ?? "reuse_running") === "reuse_running") {
-      const running = ctx.tasks.findRunning(ctx.agent.agent_id, cmdDigest(identity));
+      const running = await ctx.tasks.findRunning(ctx.agent.agent_id, cmdDigest(identity));
       if (running) {
         return {
           summary_text: `the same command is already running as task ${running.id}`,
@@ -232,7 +232,7 @@ export const execCommandTool: ToolDefinition<typeof Input> = {
     if (run.state === "exited") {
       return { summary_text: exitSummary(run.exit), result: completedResult(run, chars) };
     }
-    const task = ctx.tasks.adopt(
+    const task = await ctx.tasks.adopt(
       {
         ...identity,
         agent_id: ctx.agent.agent_id,

@@ -28,7 +28,7 @@ export const memoryGetTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./memory-get.md"),
   input: Input,
   async execute(input, ctx) {
-    const doc = ctx.services.memory.get(
+    const doc = await ctx.services.memory.get(
       ctx.agent,
       input.source_ref,
       input.max_chars ?? MEMORY_GET_DEFAULT_CHARS,

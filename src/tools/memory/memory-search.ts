@@ -35,7 +35,7 @@ export const memorySearchTool: ToolDefinition<typeof Input> = {
     if (input.include_all_workspaces !== undefined) {
       opts.include_all_workspaces = input.include_all_workspaces;
     }
-    const found = ctx.services.memory.search(ctx.agent, input.query, opts);
+    const found = await ctx.services.memory.search(ctx.agent, input.query, opts);
     return {
       summary_text: `${found.results.length} memory results for "${input.query.slice(0, 80)}"`,
       result: { ...found },

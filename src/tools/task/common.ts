@@ -13,9 +13,9 @@ export const taskIdField = z
   .describe("Task id, as returned by ExecCommand (task_handle.task_id) or TaskList.");
 
 /** The calling agent's task; anything else (unknown, another agent's) is `unknown_task`. */
-export function lookupTask(ctx: ToolContext, taskId: string): TaskRecord {
+export async function lookupTask(ctx: ToolContext, taskId: string): Promise<TaskRecord> {
   try {
-    return ctx.tasks.get(ctx.agent.agent_id, taskId);
+    return await ctx.tasks.get(ctx.agent.agent_id, taskId);
   } catch (err) {
     if (err instanceof HolonError) {
       throw new ToolFailure(err.kind, err.message, {

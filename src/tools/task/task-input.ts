@@ -48,14 +48,14 @@ export const taskInputTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./task-input.md"),
   input: Input,
   async execute(input, ctx) {
-    const task = lookupTask(ctx, input.task_id);
+    const task = await lookupTask(ctx, input.task_id);
     if (task.kind === "child_agent_task") {
-      const r = ctx.services.agents.input(task, input.input);
+      const r = await ctx.services.agents.input(task, input.input);
       const summary = r.accepted
         ? `sent a follow-up message to child ${task.child!.child_agent_id}`
         : `input not delivered to child ${task.child!.child_agent_id}: ${REASONS[r.reason ?? ""] ?? r.reason}`;
       const receipt: InputReceipt = {
-        task: taskSnapshot(ctx.tasks.get(ctx.agent.agent_id, task.id)),
+        task: taskSnapshot(await ctx.tasks.get(ctx.agent.agent_id, task.id)),
         accepted_input: r.accepted,
         input_target: "child_agent",
         bytes_written: r.accepted ? Buffer.byteLength(input.input) : 0,
@@ -74,7 +74,7 @@ export const taskInputTool: ToolDefinition<typeof Input> = {
         ? `sent ${r.bytes_written} byte(s) to task ${task.id} via ${target}${close ? " and closed its input" : ""}`
         : `input not ${r.accepted ? "fully " : ""}delivered to task ${task.id}: ${REASONS[reason ?? ""] ?? reason}`;
     const receipt: InputReceipt = {
-      task: taskSnapshot(ctx.tasks.get(ctx.agent.agent_id, task.id)),
+      task: taskSnapshot(await ctx.tasks.get(ctx.agent.agent_id, task.id)),
       accepted_input: r.accepted,
       input_target: target,
       bytes_written: r.bytes_written,

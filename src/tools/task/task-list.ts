@@ -40,7 +40,7 @@ export const taskListTool: ToolDefinition<typeof Input> = {
   input: Input,
   async execute(input, ctx) {
     const includeTerminal = input.include_terminal ?? false;
-    const tasks = ctx.tasks.list(ctx.agent.agent_id, {
+    const tasks = await ctx.tasks.list(ctx.agent.agent_id, {
       includeTerminal,
       limit: input.limit ?? 50,
     });

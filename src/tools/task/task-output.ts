@@ -50,7 +50,7 @@ export const taskOutputTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./task-output.md"),
   input: Input,
   async execute(input, ctx) {
-    let task = lookupTask(ctx, input.task_id);
+    let task = await lookupTask(ctx, input.task_id);
     let waited = false;
     if (input.block) {
       const timeout = input.timeout_ms ?? DEFAULT_WAIT_MS;
@@ -59,7 +59,7 @@ export const taskOutputTool: ToolDefinition<typeof Input> = {
     }
     const chars = previewChars(ctx.budget, input.max_output_tokens);
     if (task.kind === "child_agent_task") {
-      const view = ctx.services.agents.output(task, chars, waited);
+      const view = await ctx.services.agents.output(task, chars, waited);
       return {
         summary_text:
           view.retrieval_status === "success"

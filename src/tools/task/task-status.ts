@@ -12,7 +12,7 @@ export const taskStatusTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./task-status.md"),
   input: Input,
   async execute(input, ctx) {
-    const task = taskSnapshot(lookupTask(ctx, input.task_id));
+    const task = taskSnapshot(await lookupTask(ctx, input.task_id));
     return { summary_text: `task ${task.task_id} is ${task.status}`, result: { task } };
   },
   render(c) {

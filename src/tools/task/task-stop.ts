@@ -17,10 +17,10 @@ export const taskStopTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./task-stop.md"),
   input: Input,
   async execute(input, ctx) {
-    const task = lookupTask(ctx, input.task_id);
+    const task = await lookupTask(ctx, input.task_id);
     const r =
       task.kind === "child_agent_task"
-        ? { ...ctx.services.agents.stop(task), escalated: false }
+        ? { ...await ctx.services.agents.stop(task), escalated: false }
         : await ctx.tasks.stop(task.id, STOP_GRACE_MS);
     const receipt: StopReceipt = {
       task: taskSnapshot(r.task),

@@ -23,13 +23,13 @@ export const completeWorkItemTool: ToolDefinition<typeof Input> = {
   input: Input,
   async execute(input, ctx) {
     const work = ctx.services.work;
-    const r = work.complete(ctx.agent.agent_id, input.work_item_id, {
+    const r = await work.complete(ctx.agent.agent_id, input.work_item_id, {
       by: "agent",
       run_id: ctx.run_id,
       message_id: ctx.message.id,
     });
     const receipt: Receipt = {
-      work_item: work.view(r.item),
+      work_item: await work.view(r.item),
       report_promoted: r.report !== undefined,
       warning: r.warning
         ? {

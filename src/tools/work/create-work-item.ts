@@ -22,8 +22,8 @@ export const createWorkItemTool: ToolDefinition<typeof Input> = {
   input: Input,
   async execute(input, ctx) {
     const work = ctx.services.work;
-    const item = work.create(ctx.agent.agent_id, input, "agent", ctx.policy_authority);
-    const view = work.view(item);
+    const item = await work.create(ctx.agent.agent_id, input, "agent", ctx.policy_authority);
+    const view = await work.view(item);
     return {
       summary_text: `created work item ${item.id}`,
       result: { work_item: view },

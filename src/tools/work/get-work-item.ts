@@ -15,7 +15,7 @@ export const getWorkItemTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./get-work-item.md"),
   input: Input,
   async execute(input, ctx) {
-    const view = ctx.services.work.get(ctx.agent.agent_id, input.work_item_id, {
+    const view = await ctx.services.work.get(ctx.agent.agent_id, input.work_item_id, {
       include_todo_list: input.include_todo_list ?? true,
     });
     return { summary_text: `work item ${view.id} (${view.view})`, result: { work_item: view } };

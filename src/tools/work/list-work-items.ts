@@ -19,7 +19,7 @@ export const listWorkItemsTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./list-work-items.md"),
   input: Input,
   async execute(input, ctx) {
-    const items = ctx.services.work.list(ctx.agent.agent_id, input.filter ?? "open", {
+    const items = await ctx.services.work.list(ctx.agent.agent_id, input.filter ?? "open", {
       limit: input.limit ?? 20,
       include_todo_list: input.include_todo_list ?? true,
     });

@@ -15,10 +15,10 @@ export const pickWorkItemTool: ToolDefinition<typeof Input> = {
   input: Input,
   async execute(input, ctx) {
     const work = ctx.services.work;
-    const r = work.pick(ctx.agent.agent_id, input.work_item_id);
+    const r = await work.pick(ctx.agent.agent_id, input.work_item_id);
     const receipt: Receipt = {
-      current: work.view(r.current),
-      previous: r.previous ? work.view(r.previous) : null,
+      current: await work.view(r.current),
+      previous: r.previous ? await work.view(r.previous) : null,
       binding_note: `From now on, work-item tool calls in this turn refer to ${r.current.id} unless you name another id; it stays your current item across turns until you pick another or complete it.`,
     };
     return { summary_text: `current work item is now ${r.current.id}`, result: receipt };

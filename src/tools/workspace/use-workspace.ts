@@ -34,7 +34,7 @@ export const useWorkspaceTool: ToolDefinition<typeof Input> = {
   description: describe(import.meta.url, "./use-workspace.md"),
   input: Input,
   async execute(input, ctx) {
-    const r = ctx.services.workspaces.use(ctx.agent.agent_id, input, "agent");
+    const r = await ctx.services.workspaces.use(ctx.agent.agent_id, input, "agent");
     const where =
       r.mode === "isolated" && r.worktree
         ? `isolated worktree ${r.worktree.path} on branch ${r.worktree.branch}`
