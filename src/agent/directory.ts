@@ -81,10 +81,10 @@ export class AgentDirectory {
    * views: `holon agent list --all`).
    */
   async list(opts: { all?: boolean } = {}): Promise<AgentListEntry[]> {
-    return (await this.store.agents
-      .list())
-      .filter((a) => opts.all || (a.visibility === "public" && !a.archived_at))
-      .map((a) => this.entry(a));
+    const agents = (await this.store.agents.list()).filter(
+      (a) => opts.all || (a.visibility === "public" && !a.archived_at),
+    );
+    return await Promise.all(agents.map((a) => this.entry(a)));
   }
 
   async entry(a: AgentRecord): Promise<AgentListEntry> {

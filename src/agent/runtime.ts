@@ -30,7 +30,7 @@ export type TurnRequest = {
    * transaction, so it commits with the turn's first records; returns the agent as it now
    * runs. Idempotent; an executor that never calls it gets the start committed for it.
    */
-  begin(): AgentRecord;
+  begin(): Promise<AgentRecord>;
   /**
    * Settle the run with `outcome` inside the caller's transaction (the turn's last), when
    * nothing is left to run between the turn's end and the run's: the message's end, the
@@ -438,6 +438,8 @@ export class AgentRuntime {
     const begin = async (): Promise<AgentRecord> => {
       if (started !== "no") return running;
       return await store.tx(async () => {
+        // a begin that waited for another transaction finds the start recorded
+        if (started !== "no") return running;
         running = await this.recordStart(message, runId, startedAt, visibility);
         started = "pending";
         store.whenSettled((committed) => (started = committed ? "yes" : "no"));
@@ -582,12 +584,12 @@ export class AgentRuntime {
     outcome: TurnOutcome,
     after: "stopped" | undefined,
     tools: readonly RunToolCall[],
-    begin: () => AgentRecord,
+    begin: () => Promise<AgentRecord>,
   ): Promise<void> {
     const store = this.store;
     const shutdown = this.closed && outcome.kind === "aborted";
     await store.tx(async () => {
-      begin();
+      await begin();
       const now = store.clock.now();
       const status = shutdown
         ? "interrupted"

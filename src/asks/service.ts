@@ -302,9 +302,7 @@ export class AskService {
       const agent = await this.store.agents.get(ask.agent_id);
       let message: MessageEnvelope | undefined;
       if (agent && agent.status !== "stopped") {
-        const own = this.effects()
-          .map((e) => e.message?.(next, decision))
-          .find((m) => m !== undefined);
+        const own = await this.effectMessage(next, decision);
         if (own !== null)
           message = await this.deps.ingress.admit(own ?? decisionMessage(next, by, notes));
       }
@@ -417,9 +415,7 @@ export class AskService {
           },
           payload: { ask: next, message_id },
         });
-      const own = this.effects()
-        .map((e) => e.message?.(next, null))
-        .find((m) => m !== undefined);
+      const own = await this.effectMessage(next, null);
       if (ask.kind === "budget" || !agent || agent.status === "stopped" || own === null) {
         await event(null);
         return "handled";
@@ -434,7 +430,9 @@ export class AskService {
           admission: "runtime_owned",
           metadata: { ask_id: ask.id, ask_state: "expired" },
         },
-        admitted: async (m) => await event(m.id),
+        admitted: async (m) => {
+          await event(m.id);
+        },
       };
     };
   }

@@ -177,7 +177,7 @@ export class BudgetControl {
     return await this.view(agentId);
   }
 
-  private async applyRaise(target: ReturnType<BudgetControl["resolveScope"]>, added: BudgetLimits) {
+  private async applyRaise(target: Awaited<ReturnType<BudgetControl["resolveScope"]>>, added: BudgetLimits) {
     if (target.kind === "work_item") {
       const item = target.item;
       const limits = addLimits(item.budget, added, target.scope);

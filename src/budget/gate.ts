@@ -89,9 +89,9 @@ export class BudgetGate {
   private readonly warned = new Set<string>();
   /** Called when a hold is recorded: the seam where a budget ask is opened. */
   onExhausted: (hold: BudgetHold, where: { agent_id: string; work_item_id?: string }) => Promise<void> =
-    () => {};
+    async () => {};
   /** Called when a hold is cleared: the seam where the budget ask is withdrawn or answered. */
-  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => Promise<void> = () => {};
+  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => Promise<void> = async () => {};
 
   constructor(opts: {
     store: Store;

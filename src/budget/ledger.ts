@@ -18,6 +18,7 @@ import type { ModelPricing } from "../providers/config.ts";
 import { modelMetadata } from "../providers/builtin.ts";
 import type { Store } from "../store/db.ts";
 import type { LedgerRepo, LedgerScope } from "../store/ledger.ts";
+import type { Async } from "../store/async.ts";
 import { UsageRepo } from "../store/usage.ts";
 
 /** The cost of one call's usage in dollars, or null without a price. */
@@ -57,7 +58,7 @@ export type CallRecord = {
 type Window = Exclude<BudgetPeriod, "total">;
 
 export class SpendLedger {
-  readonly repo: LedgerRepo;
+  readonly repo: Async<LedgerRepo>;
   private readonly store: Store;
   private readonly config: () => EffectiveConfig;
   /** Loaded running totals by scope key. */

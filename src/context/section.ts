@@ -38,7 +38,7 @@ export type PromptSection = {
 export type PromptContributor = {
   /** Shown by `debug prompt` style surfaces and in tests. */
   id: string;
-  contribute(ctx: PromptContext): Promise<PromptSection[]>;
+  contribute(ctx: PromptContext): PromptSection[] | Promise<PromptSection[]>;
 };
 
 const promptCache = new Map<string, string>();

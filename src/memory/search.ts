@@ -201,7 +201,7 @@ export class MemoryIndexService {
         db = MemoryIndexDb.open(p.index);
       }
       rmSync(p.dirty, { force: true });
-      this.sync(agent, db);
+      await this.sync(agent, db);
       db.setMeta("briefs_oldest", oldest);
       return fn(db);
     } finally {
@@ -216,9 +216,9 @@ export class MemoryIndexService {
     return await this.withIndex(agent, (db) => db.count());
   }
 
-  private sync(agent: AgentRecord, db: MemoryIndexDb): void {
+  private async sync(agent: AgentRecord, db: MemoryIndexDb): Promise<void> {
     const id = agent.agent_id;
-    db.tx(async () => {
+    await db.tx(async () => {
       // The two curated memory files, by content hash.
       for (const name of ["self", "operator"] as const) {
         const path = join(agent.agent_home, "memory", `${name}.md`);

@@ -28,7 +28,8 @@ import { LedgerRepo } from "./ledger.ts";
 import { ApprovalsRepo } from "./approvals.ts";
 import { Checkpointer, DEFAULT_CHECKPOINT_OPTIONS, type CheckpointOptions } from "./checkpoint.ts";
 
-export type EventListener = (events: CatalogEvent[]) => Promise<void>;
+/** Told of each commit's events; a listener that returns a Promise is not waited for. */
+export type EventListener = (events: CatalogEvent[]) => void | Promise<void>;
 
 /**
  * What the store was asked to do, counted at its interface: outermost transactions, and
@@ -257,7 +258,8 @@ export class Store {
     if (published.length > 0) {
       for (const listener of this.listeners) {
         try {
-          listener(published);
+          const r = listener(published);
+          if (r) r.catch(() => {}); // a broken subscriber must never break the runtime
         } catch {
           // a broken subscriber must never break the runtime
         }

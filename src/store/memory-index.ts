@@ -104,10 +104,11 @@ export class MemoryIndexDb {
     if (this.db.isOpen) this.db.close();
   }
 
-  tx<T>(fn: () => Promise<T>): T {
+  /** A transaction on the index file; its body may await reads of the main store. */
+  async tx<T>(fn: () => T | Promise<T>): Promise<T> {
     this.db.exec("BEGIN");
     try {
-      const r = fn();
+      const r = await fn();
       this.db.exec("COMMIT");
       return r;
     } catch (err) {

@@ -23,10 +23,14 @@ export type BuiltFrame = {
   sections: { contributor: string; section: PromptSection }[];
 };
 
-export function buildFrame(contributors: PromptContributor[], ctx: PromptContext): BuiltFrame {
-  const sections = contributors.flatMap((c) =>
-    c.contribute(ctx).map((section) => ({ contributor: c.id, section })),
-  );
+export async function buildFrame(
+  contributors: PromptContributor[],
+  ctx: PromptContext,
+): Promise<BuiltFrame> {
+  const sections: BuiltFrame["sections"] = [];
+  for (const c of contributors) {
+    for (const section of await c.contribute(ctx)) sections.push({ contributor: c.id, section });
+  }
   const loaded = sections.flatMap((s) => s.section.loaded ?? []);
   const systemPrompt = sections
     .filter((s) => s.section.placement === "system_prompt")

@@ -200,7 +200,7 @@ export class ProviderTurnExecutor implements TurnExecutor {
     if (candidates.length === 0) {
       const store = this.deps.store;
       await store.tx(async () => {
-        req.begin();
+        await req.begin();
         await recordRuntimeFailure(store, {
           agent_id: req.agent.agent_id,
           run_id: req.run_id,
@@ -333,7 +333,7 @@ class Turn {
     // The run's start commits with the prompt's records: one transaction, and the frame is
     // built from the agent as it runs.
     const { frame, incoming, contextBuildMs } = await store.tx(async () => {
-      this.agent = this.req.begin();
+      this.agent = await this.req.begin();
       const buildStart = performance.now();
       const snapshot = (this.deps.executionSnapshot ?? executionSnapshot)(this.agent);
       const { frame, loaded } = buildFrame(this.deps.contributors, {
