@@ -110,7 +110,7 @@ export type RunInfo = { agent_id: string; run_id: string; message: QueuedMessage
  * turn runs. Messages are still admitted and kept in the queue; they run once it is lifted.
  */
 export interface AgentGate {
-  gatedBy(agentId: string): string | undefined;
+  gatedBy(agentId: string): Promise<string | undefined>;
 }
 
 export type LoopDeps = {

@@ -101,7 +101,7 @@ export interface AskDeadlines {
     due_at: string;
     payload: Record<string, unknown>;
   }): unknown;
-  cancelKey(key: string): boolean;
+  cancelKey(key: string): Promise<boolean>;
 }
 
 export type AskServiceDeps = {
@@ -388,6 +388,18 @@ export class AskService {
    * The scheduler's handler for a due expiry (runs inside the fire's transaction). An
    * input ask tells its agent it expired; a budget ask expires quietly and keeps holding.
    */
+  /** The first effect's own message for a settled ask (null: none at all; undefined: the default). */
+  private async effectMessage(
+    ask: AskRecord,
+    decision: AskDecision | null,
+  ): Promise<MessageDraft | null | undefined> {
+    for (const e of this.effects()) {
+      const m = await e.message?.(ask, decision);
+      if (m !== undefined) return m;
+    }
+    return undefined;
+  }
+
   expiryHandler() {
     return async (
       d: Deadline,

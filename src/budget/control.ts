@@ -366,7 +366,7 @@ export class BudgetControl {
       scopes.push({
         scope: `reservation:${agentId}`,
         limits: r.limits,
-        spent: spendView(this.ledger.agentTree(agentId)),
+        spent: spendView(await this.ledger.agentTree(agentId)),
         reserved,
       });
     }
@@ -378,7 +378,7 @@ export class BudgetControl {
           scope: scopeName(agentId, p),
           period: p,
           limits,
-          spent: spendView(this.ledger.agentTree(agentId)),
+          spent: spendView(await this.ledger.agentTree(agentId)),
           reserved,
         });
       } else {
@@ -387,7 +387,7 @@ export class BudgetControl {
           scope: scopeName(agentId, p),
           period: p,
           limits,
-          spent: spendView(this.ledger.agentWindow(agentId, p, now, tz)),
+          spent: spendView(await this.ledger.agentWindow(agentId, p, now, tz)),
           reserved,
           window: { start: w.start.toISOString(), end: w.end.toISOString() },
         });
@@ -399,19 +399,19 @@ export class BudgetControl {
       hold: a.budget_hold ?? null,
       reservation: a.budget_reservation ?? null,
       scopes,
-      spent_total: spendView(this.ledger.agentTree(agentId)),
+      spent_total: spendView(await this.ledger.agentTree(agentId)),
     };
   }
 
   /** A work item's budget: spent / limit, and its hold. */
-  workItemView(item: Pick<WorkItemRecord, "id" | "budget" | "budget_hold">): {
+  async workItemView(item: Pick<WorkItemRecord, "id" | "budget" | "budget_hold">): Promise<{
     limits: BudgetLimits | null;
     spent: SpendView;
     hold: BudgetHold | null;
-  } {
+  }> {
     return {
       limits: item.budget ?? null,
-      spent: spendView(this.ledger.workItem(item.id)),
+      spent: spendView(await this.ledger.workItem(item.id)),
       hold: item.budget_hold ?? null,
     };
   }

@@ -39,7 +39,7 @@ const WARN_AT = 0.8;
 /** The deadline scheduler, as the gate needs it (waiting/scheduler.ts). */
 export interface WindowDeadlines {
   add(d: { agent_id: string; kind: string; key: string; due_at: string }): unknown;
-  cancelKey(key: string): boolean;
+  cancelKey(key: string): Promise<boolean>;
 }
 
 export type BudgetVerdict =
@@ -213,7 +213,7 @@ export class BudgetGate {
       out.push({
         scope: `run ${ctx.run_id}`,
         limits: runBudget,
-        spent: this.ledger.run(ctx.run_id),
+        spent: await this.ledger.run(ctx.run_id),
         action: "fail_run",
       });
     }
@@ -224,7 +224,7 @@ export class BudgetGate {
         out.push({
           scope: `work_item:${itemId}`,
           limits: item.budget,
-          spent: this.ledger.workItem(itemId),
+          spent: await this.ledger.workItem(itemId),
           action: "hold_work_item",
         });
       }
@@ -236,7 +236,7 @@ export class BudgetGate {
         out.push({
           scope: `work_item:${parentItem}`,
           limits: item.budget,
-          spent: this.ledger.workItem(parentItem),
+          spent: await this.ledger.workItem(parentItem),
           action: "hold_agent",
         });
       }
@@ -252,7 +252,7 @@ export class BudgetGate {
         out.push({
           scope: `reservation:${cur.agent_id}`,
           limits: r.limits,
-          spent: this.ledger.agentTree(cur.agent_id),
+          spent: await this.ledger.agentTree(cur.agent_id),
           reserved,
           action: "hold_agent",
         });
@@ -263,7 +263,7 @@ export class BudgetGate {
           out.push({
             scope: `agent:${cur.agent_id}`,
             limits: b.total,
-            spent: this.ledger.agentTree(cur.agent_id),
+            spent: await this.ledger.agentTree(cur.agent_id),
             reserved,
             action: "hold_agent",
           });
@@ -275,7 +275,7 @@ export class BudgetGate {
           out.push({
             scope: `agent:${cur.agent_id}:${p}`,
             limits,
-            spent: this.ledger.agentWindow(cur.agent_id, p, now, tz),
+            spent: await this.ledger.agentWindow(cur.agent_id, p, now, tz),
             reserved,
             until: windowOf(p, now, tz).end.toISOString(),
             action: "hold_agent",
@@ -297,7 +297,7 @@ export class BudgetGate {
       const rec = await this.store.agents.get(child);
       const r = rec?.budget_reservation;
       if (!r || r.returned_at || r.from_agent_id !== agentId) continue;
-      const spent = this.ledger.agentTree(child);
+      const spent = await this.ledger.agentTree(child);
       for (const d of DIMENSIONS) {
         const l = r.limits[d];
         if (l === undefined) continue;

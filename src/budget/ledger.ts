@@ -104,7 +104,7 @@ export class SpendLedger {
       call.work_item_id !== undefined ? call.work_item_id : (agent?.current_work_item_id ?? null),
       this.store.clock.now().toISOString(),
     );
-    this.repo.insert(row);
+    await this.repo.insert(row);
     this.bump(row);
     return row;
   }
@@ -158,22 +158,22 @@ export class SpendLedger {
     if (row.run_id) add(`run:${row.run_id}`);
   }
 
-  private load(key: string, scope: LedgerScope): SpendTotals {
+  private async load(key: string, scope: LedgerScope): Promise<SpendTotals> {
     let t = this.totals.get(key);
     if (!t) {
-      t = this.repo.sum(scope);
+      t = await this.repo.sum(scope);
       this.totals.set(key, t);
     }
     return t;
   }
 
   /** The agent's spend with everything its descendants spent. */
-  agentTree(agentId: string): SpendTotals {
-    return this.load(`tree:${agentId}`, { kind: "agent_tree", agent_id: agentId });
+  async agentTree(agentId: string): Promise<SpendTotals> {
+    return await this.load(`tree:${agentId}`, { kind: "agent_tree", agent_id: agentId });
   }
 
   /** The same within the calendar window that holds `now`. */
-  agentWindow(agentId: string, period: Window, now: Date, tz: string): SpendTotals {
+  async agentWindow(agentId: string, period: Window, now: Date, tz: string): Promise<SpendTotals> {
     const w = windowOf(period, now, tz);
     let entry = this.windows.get(agentId);
     if (!entry || entry.tz !== tz) {
@@ -185,18 +185,18 @@ export class SpendLedger {
     if (!t) {
       // A new window: drop this period's older windows, load this one once.
       for (const k of m.keys()) if (k.startsWith(`${period}:`)) m.delete(k);
-      t = this.repo.sum({ kind: "agent_tree", agent_id: agentId }, w.start, w.end);
+      t = await this.repo.sum({ kind: "agent_tree", agent_id: agentId }, w.start, w.end);
       m.set(w.key, t);
     }
     return t;
   }
 
-  workItem(workItemId: string): SpendTotals {
-    return this.load(`item:${workItemId}`, { kind: "work_item_tree", work_item_id: workItemId });
+  async workItem(workItemId: string): Promise<SpendTotals> {
+    return await this.load(`item:${workItemId}`, { kind: "work_item_tree", work_item_id: workItemId });
   }
 
-  run(runId: string): SpendTotals {
-    return this.load(`run:${runId}`, { kind: "run", run_id: runId });
+  async run(runId: string): Promise<SpendTotals> {
+    return await this.load(`run:${runId}`, { kind: "run", run_id: runId });
   }
 
   /** A new agent (or a changed lineage) is looked up afresh. */
@@ -226,7 +226,7 @@ export class SpendLedger {
             usage: r.token_usage,
             elapsed_ms: 0,
           };
-          const inserted = this.repo.insert(await this.row(call, null, r.ts), true);
+          const inserted = await this.repo.insert(await this.row(call, null, r.ts), true);
           if (inserted) n++;
         }
       }
@@ -263,7 +263,7 @@ export async function returnReservation(store: Store, ledger: SpendLedger, child
   if (!child || !r || r.returned_at) return;
   const now = store.clock.now().toISOString();
   await store.agents.put({ ...child, budget_reservation: { ...r, returned_at: now } });
-  const t = ledger.agentTree(childId);
+  const t = await ledger.agentTree(childId);
   if (!await store.agents.get(r.from_agent_id)) return;
   await store.appendEvent(r.from_agent_id, {
     type: "budget_reservation_returned",

@@ -6,7 +6,7 @@ import { promptFile, type PromptContributor } from "./section.ts";
 
 /** Where the descriptor comes from (waiting/triggers.ts; null when the agent has none). */
 export type TriggerDescriptors = {
-  descriptor(agentId: string, reveal: boolean): ExternalTriggerDescriptor | null;
+  descriptor(agentId: string, reveal: boolean): Promise<ExternalTriggerDescriptor | null>;
 };
 
 export function externalTriggerContributor(triggers: TriggerDescriptors): PromptContributor {

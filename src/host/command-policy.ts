@@ -12,8 +12,8 @@ import type { ConfigSource } from "./config.ts";
 const policies = new WeakMap<object, { mcp: string; policy: CommandEnvPolicy }>();
 
 /** Host variables MCP server definitions reference (`${VAR}`), sorted. */
-export type McpEnvNames = () => readonly string[];
-const NO_NAMES: McpEnvNames = () => [];
+export type McpEnvNames = () => Promise<readonly string[]>;
+const NO_NAMES: McpEnvNames = async () => [];
 
 export function commandEnvPolicy(
   config: ConfigSource,

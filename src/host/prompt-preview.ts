@@ -21,7 +21,7 @@ export async function promptPreview(host: RuntimeHost, agent: AgentRecord, text?
   const message: QueuedMessage = queued ?? placeholder(host, agent, text);
   const { execution_root, cwd } = executionBinding(agent);
   const tools = toolSpecs(services.registry);
-  const built = buildFrame(services.contributors, {
+  const built = await buildFrame(services.contributors, {
     store: host.store,
     agent,
     message,

@@ -105,7 +105,7 @@ export function workRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return c.json({
       ok: true,
       work_item: item,
-      budget: host.services.budgets.workItemView(item),
+      budget: await host.services.budgets.workItemView(item),
     });
   };
   app.get("/agents/:id/work-items", list(publicAgent));

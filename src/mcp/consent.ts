@@ -32,9 +32,9 @@ export type ConsentState = "pending" | "granted" | "refused";
 /** The host's consent store, as MCP uses it (policy/consent.ts ConsentRegistry). */
 export interface WorkspaceConsent {
   /** The decision bound to exactly this definition, without asking. */
-  peek(b: McpConsentBinding): { state: ConsentState; ask_id: string | null };
+  peek(b: McpConsentBinding): Promise<{ state: ConsentState; ask_id: string | null }>;
   /** The same, opening the approval ask when none stands. */
-  check(agentId: string, b: McpConsentBinding): { state: ConsentState; ask_id: string | null };
+  check(agentId: string, b: McpConsentBinding): Promise<{ state: ConsentState; ask_id: string | null }>;
   /** Decided grants of a subject (the approved ones' references are withheld from commands). */
   grants(subject: "mcp_server", state: "granted", limit?: number): { definition: unknown }[];
   /** Take in an old decision (approvals.json), unless the binding has one. */

@@ -110,12 +110,12 @@ export type AgentCatalog = { key: string; entries: CatalogEntry[] };
 
 /** The asks plane as MCP uses it (elicitation); absent in a graph without it. */
 export interface McpAsks {
-  open(draft: AskDraft): { id: string };
-  withdraw(id: string, reason: string): unknown;
+  open(draft: AskDraft): Promise<{ id: string }>;
+  withdraw(id: string, reason: string): Promise<unknown>;
   list(filter: {
     state: "pending";
     limit: number;
-  }): { id: string; details: Record<string, unknown> }[];
+  }): Promise<{ id: string; details: Record<string, unknown> }[]>;
 }
 
 export type McpDeps = {

@@ -37,8 +37,8 @@ const RESULT_CHARS = 8_000;
 
 /** What the agent plane needs of the work plane (work/service.ts satisfies it). */
 export interface WorkReader {
-  currentItem(agentId: string): WorkItemRecord | undefined;
-  completionReport(item: WorkItemRecord): { text: string } | null;
+  currentItem(agentId: string): Promise<WorkItemRecord | undefined>;
+  completionReport(item: WorkItemRecord): Promise<{ text: string } | null>;
 }
 
 /** Waiting-plane records an agent owns, cancelled when it is deleted. */

@@ -336,7 +336,7 @@ class Turn {
       this.agent = await this.req.begin();
       const buildStart = performance.now();
       const snapshot = (this.deps.executionSnapshot ?? executionSnapshot)(this.agent);
-      const { frame, loaded } = buildFrame(this.deps.contributors, {
+      const { frame, loaded } = await buildFrame(this.deps.contributors, {
         store,
         agent: this.agent,
         message,

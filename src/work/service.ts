@@ -39,7 +39,7 @@ export interface WorkDeadlines {
     due_at: string;
     payload: Record<string, unknown>;
   }): unknown;
-  cancelKey(key: string): boolean;
+  cancelKey(key: string): Promise<boolean>;
 }
 
 export type Actor = "agent" | "operator" | "runtime";
