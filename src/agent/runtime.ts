@@ -83,16 +83,20 @@ export interface SleepDeadlines {
  */
 export interface RunObserver {
   /** A message is about to run (inside the dequeue transaction). */
-  beforeRun?(run: RunInfo): Promise<void>;
+  beforeRun?(run: RunInfo): void | Promise<void>;
   /**
    * The run ended (inside the settle transaction, before the closure is derived). `tools`:
    * the run's finished tool calls, in order (empty when no turn ran).
    */
-  afterRun?(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): Promise<void>;
+  afterRun?(
+    run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] },
+  ): void | Promise<void>;
   /** Facts this plane knows for the closure of this run. */
-  closureFacts?(run: RunInfo & { outcome: TurnOutcome }): Promise<PlaneFacts>;
+  closureFacts?(run: RunInfo & { outcome: TurnOutcome }): PlaneFacts | Promise<PlaneFacts>;
   /** The closure was decided (inside the settle transaction). */
-  onClosure?(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): Promise<void>;
+  onClosure?(
+    run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision },
+  ): void | Promise<void>;
   /**
    * The queue is empty and the agent is about to rest. A plane may admit runtime-owned input
    * here (a pending wake hint becomes its SystemTick); the loop then runs it instead of
@@ -100,7 +104,7 @@ export interface RunObserver {
    * at the loop's idle point: a plane that writes opens its own (it joins an outer one), so
    * an idle look that finds nothing to do costs no transaction.
    */
-  atIdle?(agentId: string): Promise<void>;
+  atIdle?(agentId: string): void | Promise<void>;
 }
 
 export type RunInfo = { agent_id: string; run_id: string; message: QueuedMessage };
@@ -265,7 +269,7 @@ export class AgentRuntime {
       await this.waitForKick();
       return true;
     }
-    const gate = this.deps.gate?.gatedBy(this.agentId);
+    const gate = await this.deps.gate?.gatedBy(this.agentId);
     if (gate) {
       // Held by an ask: what arrives stays queued; nothing runs until it is lifted.
       await this.restGated(agent, gate);
@@ -388,7 +392,7 @@ export class AgentRuntime {
     if (!agent || this.closed) return undefined;
     if (agent.status === "paused" || agent.status === "stopped" || agent.budget_hold)
       return undefined;
-    if (this.deps.gate?.gatedBy(this.agentId)) return undefined;
+    if (await this.deps.gate?.gatedBy(this.agentId)) return undefined;
     if (await store.messages.peekNext(this.agentId)) return undefined;
     // What restIfIdle reads (status, closure, run id) is as read above: an idle look that
     // admitted nothing changed none of it.
@@ -402,8 +406,10 @@ export class AgentRuntime {
       const agent = await this.store.agents.get(this.agentId);
       const run = { agent_id: this.agentId, run_id: "", message };
       const facts = mergePlaneFacts(
-        this.observers.map(
-          (o) => o.closureFacts?.({ ...run, outcome: { kind: "liveness_only" } }) ?? {},
+        await Promise.all(
+          this.observers.map(
+            (o) => o.closureFacts?.({ ...run, outcome: { kind: "liveness_only" } }) ?? {},
+          ),
         ),
       );
       if (agent?.closure?.outcome === "continuable" || facts.work_signal) {
@@ -640,7 +646,9 @@ export class AgentRuntime {
             .filter((t) => t.terminal_reentry)
             .map((t) => t.id),
           pending_messages: await store.messages.pendingCount(this.agentId),
-          ...mergePlaneFacts(this.observers.map((o) => o.closureFacts?.(run) ?? {})),
+          ...mergePlaneFacts(
+            await Promise.all(this.observers.map((o) => o.closureFacts?.(run) ?? {})),
+          ),
           now: now.toISOString(),
           run_id: runId,
           message_id: message.id,

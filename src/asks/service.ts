@@ -73,23 +73,26 @@ export type AskDecision = { decision: string; option?: string | undefined; count
  * cancel); the budget code may add its own.
  */
 export interface AskEffects {
-  opened?(ask: AskRecord): Promise<void>;
+  opened?(ask: AskRecord): void | Promise<void>;
   /**
    * Before a decision is written: throw (a HolonError with a 4xx status) to refuse it, and
    * the ask stays pending (an MCP elicitation's answer must fit the server's form).
    */
   vetDecision?(ask: AskRecord, decision: AskDecision, by: AskCredential): void;
   /** Decided; returns a line to add to the agent's message, if it has one to say. */
-  decided?(ask: AskRecord, decision: AskDecision): Promise<string | undefined>;
+  decided?(ask: AskRecord, decision: AskDecision): string | undefined | Promise<string | undefined>;
   /** Expired or withdrawn. */
-  closed?(ask: AskRecord): Promise<void>;
+  closed?(ask: AskRecord): void | Promise<void>;
   /**
    * The message that tells the agent about a decision or an expiry (`decision` null), when
    * this plane words it instead of the default: an approval's verdict re-enters with runtime
    * authority and the turn's taint, never as an operator instruction. Null: tell the agent
    * nothing (a consent decision changes what runs, not what the agent should do).
    */
-  message?(ask: AskRecord, decision: AskDecision | null): Promise<MessageDraft | null | undefined>;
+  message?(
+    ask: AskRecord,
+    decision: AskDecision | null,
+  ): MessageDraft | null | undefined | Promise<MessageDraft | null | undefined>;
 }
 
 /** The deadline scheduler as asks use it (waiting/scheduler.ts satisfies it). */
@@ -293,7 +296,7 @@ export class AskService {
       };
       if (reason) next.reason = reason;
       await this.store.asks.put(next, false);
-      this.deps.deadlines.cancelKey(askExpiryKey(id));
+      await this.deps.deadlines.cancelKey(askExpiryKey(id));
       const notes: string[] = [];
       for (const e of this.effects()) {
         const note = await e.decided?.(next, decision);
@@ -339,7 +342,7 @@ export class AskService {
         updated_at: now,
       };
       await this.store.asks.put(next, false);
-      this.deps.deadlines.cancelKey(askExpiryKey(id));
+      await this.deps.deadlines.cancelKey(askExpiryKey(id));
       await this.store.appendEvent(ask.agent_id, {
         type: "ask_withdrawn",
         provenance: ask.work_item_id ? { work_item_id: ask.work_item_id } : {},

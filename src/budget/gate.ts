@@ -407,7 +407,7 @@ export class BudgetGate {
         type: "budget_hold_cleared",
         payload: { scope: hold.scope, reason },
       });
-      this.deadlines.cancelKey(windowKey(agentId));
+      await this.deadlines.cancelKey(windowKey(agentId));
       if (a.status !== "stopped") await this.ingress.admit(wakeDraft(agentId, note, "operator"));
       return hold;
     });

@@ -179,7 +179,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
   // A daemon's agents run commands: have spare command wrappers ready before the first one.
-  host.tasks.warmSpawner();
+  await host.tasks.warmSpawner();
   process.stderr.write(
     `holon: runtime for ${home} listening on http://${server.httpAddr}` +
       (server.socketPath ? ` and ${server.socketPath}` : "") +

@@ -12,9 +12,9 @@ export type TriggerDescriptors = {
 export function externalTriggerContributor(triggers: TriggerDescriptors): PromptContributor {
   return {
     id: "external_trigger",
-    contribute: ({ agent }) => {
+    contribute: async ({ agent }) => {
       if (agent.visibility !== "public") return [];
-      const d = triggers.descriptor(agent.agent_id, true);
+      const d = await triggers.descriptor(agent.agent_id, true);
       if (d === null || d.trigger_url === null || d.status !== "active") return [];
       return [
         {

@@ -57,11 +57,16 @@ export const workQueueContributor: PromptContributor = {
     for (const [cls, items] of Object.entries(classes)) {
       if (items.length) lines.push("", `${cls}:`, ...items);
     }
-    const done = (await store.workItems
-      .recentWithState(agent.agent_id, "completed", COMPLETED_RECENT * 3))
-      .map((i) => ({ i, report: i.result_summary || store.workItems.newestSummary(i.id)?.text }))
-      .filter((x) => x.report)
-      .slice(0, COMPLETED_RECENT);
+    const done: { i: WorkItemRecord; report: string | undefined }[] = [];
+    for (const i of await store.workItems.recentWithState(
+      agent.agent_id,
+      "completed",
+      COMPLETED_RECENT * 3,
+    )) {
+      if (done.length === COMPLETED_RECENT) break;
+      const report = i.result_summary || (await store.workItems.newestSummary(i.id))?.text;
+      if (report) done.push({ i, report });
+    }
     if (done.length) {
       lines.push(
         "",

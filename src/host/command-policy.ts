@@ -15,12 +15,12 @@ const policies = new WeakMap<object, { mcp: string; policy: CommandEnvPolicy }>(
 export type McpEnvNames = () => Promise<readonly string[]>;
 const NO_NAMES: McpEnvNames = async () => [];
 
-export function commandEnvPolicy(
+export async function commandEnvPolicy(
   config: ConfigSource,
   mcpNames: McpEnvNames = NO_NAMES,
-): CommandEnvPolicy {
+): Promise<CommandEnvPolicy> {
   const values = config.current().values;
-  const mcp = mcpNames();
+  const mcp = await mcpNames();
   const mcpKey = mcp.join("\0");
   const kept = policies.get(values);
   if (kept !== undefined && kept.mcp === mcpKey) return kept.policy;
@@ -38,7 +38,7 @@ export function commandPolicy(
   mcpNames: McpEnvNames = NO_NAMES,
 ): CommandPolicy {
   return {
-    env: () => commandEnvPolicy(config, mcpNames),
+    env: async () => await commandEnvPolicy(config, mcpNames),
     outputCap: () => config.current().values.runtime.max_command_output_bytes,
   };
 }

@@ -68,7 +68,7 @@ export async function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     prompt_cache: host.services.cacheHealth.statusOf(agent.agent_id),
     leash: host.services.leash.status(agent),
     // Each MCP server of the agent: where from, consent, state (src/mcp/).
-    mcp: host.services.mcp.status(agent).map((v) => ({
+    mcp: (await host.services.mcp.status(agent)).map((v) => ({
       name: v.name,
       source: v.source,
       transport: v.transport,

@@ -59,11 +59,11 @@ export class McpFacade {
     return this.#real;
   }
 
-  #build(m: McpModules): McpService {
+  async #build(m: McpModules): Promise<McpService> {
     if (!this.#real) {
       this.#real = new m.service.McpService(this.#deps);
       this.#bridge = new m.bridge.McpToolBridge(this.#real);
-      if (this.#sweepWanted) this.#real.sweep();
+      if (this.#sweepWanted) await this.#real.sweep();
       if (this.#closed) this.#real.close();
     }
     return this.#real;
@@ -72,7 +72,7 @@ export class McpFacade {
   /** The real client, loading its modules on the first call. */
   load(): Promise<McpService> {
     if (this.#real) return Promise.resolve(this.#real);
-    this.#loading ??= preloadMcp().then((m) => this.#build(m));
+    this.#loading ??= preloadMcp().then(async (m) => await this.#build(m));
     return this.#loading;
   }
 
@@ -87,7 +87,7 @@ export class McpFacade {
    * with a client not yet loaded it runs once `ready()` resolves.
    */
   async sweep(): Promise<number[]> {
-    if (this.#real) return this.#real.sweep();
+    if (this.#real) return await this.#real.sweep();
     if (!await this.#homeUsesMcp()) return [];
     this.#sweepWanted = true;
     void this.load();
@@ -164,19 +164,19 @@ export class McpFacade {
 
   async catalog(agent: AgentRecord): Promise<AgentCatalog> {
     if (!this.#real && !this.#usedBy(agent)) return NO_CATALOG;
-    return (await this.load()).catalog(agent);
+    return await (await this.load()).catalog(agent);
   }
 
-  async call(...args: Parameters<McpService["call"]>): ReturnType<McpService["call"]> {
-    return (await this.load()).call(...args);
+  async call(...args: Parameters<McpService["call"]>): Promise<ReturnType<McpService["call"]>> {
+    return await (await this.load()).call(...args);
   }
 
   async test(agent: AgentRecord | null, name: string): Promise<TestReport> {
-    return (await this.load()).test(agent, name);
+    return await (await this.load()).test(agent, name);
   }
 
-  status(agent: AgentRecord | null): ServerView[] {
-    if (this.#real) return this.#real.status(agent);
+  async status(agent: AgentRecord | null): Promise<ServerView[]> {
+    if (this.#real) return await this.#real.status(agent);
     if (!this.#usedBy(agent)) return [];
     void this.load();
     throw notLoaded();

@@ -455,7 +455,7 @@ async function summarize(
         : outcomeRaw === "interrupted"
           ? "interrupted"
           : "completed";
-  const response: ReturnType<typeof summarize> = {
+  const response: Awaited<ReturnType<typeof summarize>> = {
     ok: outcome === "completed",
     outcome,
     agent_id: agentId,

@@ -77,7 +77,7 @@ function idQuery(value: string | undefined, name: string): string | undefined {
 function nextBrief(
   host: AppContext["host"],
   agentId: string,
-  find: () => BriefRecord | undefined,
+  find: () => Promise<BriefRecord | undefined>,
   ms: number,
   signal: AbortSignal,
 ): Promise<BriefRecord | undefined> {
@@ -94,16 +94,14 @@ function nextBrief(
     const onAbort = () => finish(undefined);
     const unlisten = host.store.onEvents((events) => {
       if (events.some((e) => e.agent_id === agentId && e.type === "brief_created")) {
-        const brief = find();
-        if (brief) finish(brief);
+        void find().then((brief) => brief && finish(brief));
       }
     });
     const timer = setTimeout(() => finish(undefined), ms);
     timer.unref?.();
     signal.addEventListener("abort", onAbort);
     // Written between the first look and the subscription: answer at once.
-    const brief = find();
-    if (brief) finish(brief);
+    void find().then((brief) => brief && finish(brief));
   });
 }
 

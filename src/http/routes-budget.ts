@@ -44,7 +44,7 @@ export function budgetRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     if (!body.agent_ids?.length) {
       throw new HolonError("invalid_request", "name the agents (agent_ids) or pass all: true");
     }
-    return body.agent_ids.map(agentOf);
+    return await Promise.all(body.agent_ids.map(agentOf));
   };
 
   app.get("/agents/:id/budget", async (c) => {

@@ -290,7 +290,7 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       permissions: agent.permissions ?? null,
       hooks: agent.hooks ?? null,
       leash: host.services.leash.status(agent),
-      mcp: host.services.mcp.status(agent).map((v) => ({
+      mcp: (await host.services.mcp.status(agent)).map((v) => ({
         name: v.name,
         source: v.source,
         definition: v.definition,

@@ -59,7 +59,7 @@ export function mcpServerRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     return c.json({
       ok: true,
       agent_id: agent.agent_id,
-      servers: host.services.mcp.status(agent),
+      servers: await host.services.mcp.status(agent),
     });
   });
 

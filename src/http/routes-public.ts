@@ -100,10 +100,10 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
   type Resolve = (c: Context<AppEnv>) => ReturnType<typeof resolveAgent>;
 
   const status = (resolve: Resolve) => async (c: Context<AppEnv>) =>
-    c.json(await agentSummary(host, resolve(c)));
-  const state = (resolve: Resolve) => async (c: Context<AppEnv>) => c.json(await agentState(host, resolve(c)));
+    c.json(await agentSummary(host, await resolve(c)));
+  const state = (resolve: Resolve) => async (c: Context<AppEnv>) => c.json(await agentState(host, await resolve(c)));
   const briefs = (resolve: Resolve) => async (c: Context<AppEnv>) => {
-    const agent = resolve(c);
+    const agent = await resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1000 }) ?? 50;
     return c.json({
       ok: true,
@@ -112,7 +112,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     });
   };
   const transcript = (resolve: Resolve) => async (c: Context<AppEnv>) => {
-    const agent = resolve(c);
+    const agent = await resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1000 }) ?? 100;
     return c.json({
       ok: true,
@@ -121,7 +121,7 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
     });
   };
   const tasks = (resolve: Resolve) => async (c: Context<AppEnv>) => {
-    const agent = resolve(c);
+    const agent = await resolve(c);
     return c.json({
       ok: true,
       agent_id: agent.agent_id,

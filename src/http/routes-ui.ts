@@ -259,8 +259,9 @@ export function uiRoutes(
       dayStart,
       new Date(now.getTime() + 1),
     );
-    const agents = records.map((a) => {
-      const s = agentSummary(host, a) as Record<string, unknown>;
+    const summaries = await Promise.all(records.map((a) => agentSummary(host, a)));
+    const agents = records.map((a, i) => {
+      const s = summaries[i] as Record<string, unknown>;
       const u = usage.by_agent[a.agent_id];
       return {
         agent_id: a.agent_id,

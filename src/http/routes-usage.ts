@@ -71,7 +71,12 @@ export function usageRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const rows = subtreeRows(await host.store.ledger.rows(all, from, to), agentId);
     const total = costTotal(rows); // the descendants' spend included
     if (view === "tree") return c.json({ ok: true, ...report, total, tree: costTree(rows) });
-    const objective = async (id: string) => (await host.store.workItems.get(id))?.objective.slice(0, 200) ?? null;
+    const objectives = new Map<string, string | null>();
+    for (const id of new Set(rows.flatMap((r) => [r.work_item_id, ...r.parent_work_item_ids]))) {
+      if (id !== null)
+        objectives.set(id, (await host.store.workItems.get(id))?.objective.slice(0, 200) ?? null);
+    }
+    const objective = (id: string) => objectives.get(id) ?? null;
     return c.json({ ok: true, ...report, total, work_items: costByWorkItem(rows, objective) });
   });
 }

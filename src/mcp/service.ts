@@ -125,7 +125,7 @@ export type McpDeps = {
   config: () => McpConfig;
   sandbox: SandboxService;
   /** The scrubbed environment commands start from now (tasks/env.ts). */
-  baseEnv: () => Record<string, string>;
+  baseEnv: () => Promise<Record<string, string>>;
   /** The host's own environment, for `${VAR}` references. */
   hostEnv: NodeJS.ProcessEnv;
   /** A credential profile's secret, for `${credential:<id>}` references. */
@@ -251,7 +251,7 @@ export class McpService {
    * Called once at start: kill the servers a host killed with SIGKILL left behind, withdraw
    * the elicitation asks its calls left, and take in an old approvals file.
    */
-  sweep(): number[] {
+  async sweep(): Promise<number[]> {
     const consent = this.#deps.consent?.();
     if (consent) {
       try {
@@ -262,9 +262,9 @@ export class McpService {
     }
     // A call that waited on an elicitation died with the host: its ask answers nothing now.
     const asks = this.#deps.asks?.();
-    for (const a of asks?.list({ state: "pending", limit: 500 }) ?? []) {
+    for (const a of await asks?.list({ state: "pending", limit: 500 }) ?? []) {
       if (a.details?.mcp_elicitation !== undefined)
-        asks!.withdraw(a.id, "the host restarted; the tool call that asked is gone");
+        await asks!.withdraw(a.id, "the host restarted; the tool call that asked is gone");
     }
     return this.#records.sweep();
   }
@@ -338,7 +338,7 @@ export class McpService {
   // Which servers an agent has
 
   /** The servers that apply to this agent now, with their consent state. */
-  serversFor(agent: AgentRecord | null): ResolvedServer[] {
+  async serversFor(agent: AgentRecord | null): Promise<ResolvedServer[]> {
     const out = new Map<string, ResolvedServer>();
     const cfg = this.#deps.config();
     const child = agent?.supervisor_agent_id !== undefined;
@@ -357,7 +357,7 @@ export class McpService {
         }
         out.set(name, this.#resolved(agent, name, "agent", def, false, null, "operator", null));
       }
-      for (const ws of this.#workspaceServers(agent)) if (!out.has(ws.name)) out.set(ws.name, ws);
+      for (const ws of await this.#workspaceServers(agent)) if (!out.has(ws.name)) out.set(ws.name, ws);
     }
     return [...out.values()];
   }
@@ -382,7 +382,7 @@ export class McpService {
   }
 
   /** The `.mcp.json` servers of the agent's execution root, each with its consent state. */
-  #workspaceServers(agent: AgentRecord): ResolvedServer[] {
+  async #workspaceServers(agent: AgentRecord): Promise<ResolvedServer[]> {
     const root = executionBinding(agent).execution_root;
     const file = join(root, WORKSPACE_MCP_FILE);
     let text: string;
@@ -400,7 +400,7 @@ export class McpService {
       const { shared: _ignored, ...rest } = def as ServerDefinition & { shared?: boolean };
       const clean = rest as ServerDefinition;
       const digest = definitionDigest(clean);
-      const state = this.#deps.consent?.()?.peek(binding(root, name, clean, digest)).state;
+      const state = (await this.#deps.consent?.()?.peek(binding(root, name, clean, digest)))?.state;
       const consent = state === "granted" ? "approved" : state === "refused" ? "denied" : "pending";
       // The approval listed every reference of this exact definition (the digest binds it).
       const allowed = new Set(consent === "approved" ? referencesOf(clean).map(referenceText) : []);
@@ -413,10 +413,10 @@ export class McpService {
    * Ask the operator about every workspace server of this agent that has no decision yet
    * (one ask per definition; an ask already open is not opened again).
    */
-  requestConsent(agent: AgentRecord): string[] {
+  async requestConsent(agent: AgentRecord): Promise<string[]> {
     const consent = this.#deps.consent?.();
     if (!consent) return [];
-    const pending = this.serversFor(agent).filter((s) => s.consent === "pending");
+    const pending = (await this.serversFor(agent)).filter((s) => s.consent === "pending");
     const asked: string[] = [];
     for (const s of pending) {
       const b = binding(s.workspace!, s.name, s.def, s.digest);
@@ -427,7 +427,7 @@ export class McpService {
         references: referencesOf(s.def).map(referenceText),
         shown: describeDefinition(s.def),
       });
-      const c = consent.check(agent.agent_id, b);
+      const c = await consent.check(agent.agent_id, b);
       if (c.ask_id) asked.push(c.ask_id);
     }
     return asked;
@@ -443,8 +443,8 @@ export class McpService {
    * prefix) stays the same.
    */
   async catalog(agent: AgentRecord): Promise<AgentCatalog> {
-    this.requestConsent(agent);
-    const usable = this.serversFor(agent).filter(
+    await this.requestConsent(agent);
+    const usable = (await this.serversFor(agent)).filter(
       (s) => s.consent === "operator" || s.consent === "approved",
     );
     this.#reap(agent.agent_id, new Set(usable.map((s) => s.key)));
@@ -509,7 +509,7 @@ export class McpService {
     args: Record<string, unknown>,
     opts: { signal: AbortSignal; chars: number; call_id?: string },
   ): Promise<RenderedResult> {
-    const s = this.serversFor(agent).find((x) => x.name === serverName);
+    const s = (await this.serversFor(agent)).find((x) => x.name === serverName);
     if (!s) {
       throw fail(
         "mcp_server_unknown",
@@ -566,7 +566,7 @@ export class McpService {
       clock.stop();
       session.calls.delete(id);
       for (const askId of inflight.open)
-        this.#withdraw(askId, "the tool call ended before the operator answered");
+        await this.#withdraw(askId, "the tool call ended before the operator answered");
       session.inflight--;
       session.lastUsed = Date.now();
     }
@@ -597,7 +597,7 @@ export class McpService {
     const timeoutMs = this.#deps.config().elicitation_timeout_ms;
     let askId: string;
     try {
-      askId = asks.open(
+      askId = (await asks.open(
         elicitationAsk(
           call.agentId,
           {
@@ -609,21 +609,21 @@ export class McpService {
           },
           timeoutMs,
         ),
-      ).id;
+      )).id;
     } catch {
       return { action: "decline" };
     }
     const waiting = this.elicitations.wait(askId);
     call.open.add(askId);
     call.clock.pause();
-    const giveUp = (why: string) => () => this.#withdraw(askId, why);
+    const giveUp = (why: string) => async () => await this.#withdraw(askId, why);
     const onCallEnd = giveUp("the tool call was interrupted before the operator answered");
     const onServer = giveUp("the MCP server withdrew its question");
     call.signal.addEventListener("abort", onCallEnd);
     signal.addEventListener("abort", onServer);
-    const timer = setTimeout(() => {
+    const timer = setTimeout(async () => {
       this.elicitations.markTimedOut(askId);
-      this.#withdraw(askId, `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`);
+      await this.#withdraw(askId, `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`);
     }, timeoutMs);
     timer.unref();
     try {
@@ -696,9 +696,9 @@ export class McpService {
   }
 
   /** Withdraw an elicitation ask; a host shutting down (store closed) leaves it to the next start. */
-  #withdraw(askId: string, why: string): void {
+  async #withdraw(askId: string, why: string): Promise<void> {
     try {
-      this.#deps.asks?.()?.withdraw(askId, why);
+      await this.#deps.asks?.()?.withdraw(askId, why);
     } catch {
       // the next start withdraws what is left (sweep)
     }
@@ -758,7 +758,7 @@ export class McpService {
     session.state = "starting";
     let transport: Transport;
     try {
-      transport = this.#transport(session, agent);
+      transport = await this.#transport(session, agent);
     } catch (err) {
       this.#failedStart(session, err instanceof Error ? err.message : String(err));
       if (err instanceof McpConfigError)
@@ -790,7 +790,7 @@ export class McpService {
       async (request: { params?: unknown }, extra: { signal: AbortSignal }) => {
         const form = ElicitRequestFormParamsSchema.safeParse(request.params);
         if (!form.success) return { action: "decline" };
-        return this.#elicit(session, form.data as never, extra.signal);
+        return await this.#elicit(session, form.data as never, extra.signal);
       },
     );
     client.setRequestHandler(ListRootsRequestSchema, async () => ({
@@ -873,7 +873,7 @@ export class McpService {
     session.client = null;
   }
 
-  #transport(session: Session, agent: AgentRecord | null): Transport {
+  async #transport(session: Session, agent: AgentRecord | null): Promise<Transport> {
     const s = session.server;
     const resolve = this.#resolver(s);
     const where = `MCP server '${s.name}'`;
@@ -892,7 +892,7 @@ export class McpService {
     const def = s.def;
     const command = expand(def.command, resolve, `${where} command`);
     const args = (def.args ?? []).map((a) => expand(a, resolve, `${where} args`));
-    const env: Record<string, string> = { ...this.#deps.baseEnv() };
+    const env: Record<string, string> = { ...await this.#deps.baseEnv() };
     for (const [k, v] of Object.entries(def.env ?? {}))
       env[k] = expand(v, resolve, `${where} env ${k}`);
     // A shared server belongs to no agent: it starts in HOLON_HOME unless its cwd says otherwise.
@@ -1043,8 +1043,8 @@ export class McpService {
   // What surfaces show
 
   /** Each server of this agent (or the host's, with no agent): where from, state, tools. */
-  status(agent: AgentRecord | null): ServerView[] {
-    const servers = this.serversFor(agent);
+  async status(agent: AgentRecord | null): Promise<ServerView[]> {
+    const servers = await this.serversFor(agent);
     const named = new Map<string, string>();
     const pairs: { server: string; tool: string }[] = [];
     for (const s of servers) {
@@ -1090,7 +1090,7 @@ export class McpService {
    * A workspace server that is not approved is not started.
    */
   async test(agent: AgentRecord | null, name: string): Promise<TestReport> {
-    const s = this.serversFor(agent).find((x) => x.name === name);
+    const s = (await this.serversFor(agent)).find((x) => x.name === name);
     if (!s) {
       throw new HolonError(
         "unknown_mcp_server",

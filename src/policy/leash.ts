@@ -70,7 +70,7 @@ export type LeashDeps = {
   /** Operator consent to workspace hook entries; without it no workspace hook runs. */
   consent?: ConsentRegistry;
   /** The scrubbed command environment hooks start from (tasks/env.ts). */
-  env: () => Record<string, string>;
+  env: () => Promise<Record<string, string>>;
   snapshot: (agent: AgentRecord) => ExecutionSnapshot;
   /** Admits the one runtime follow-up a blocking Stop hook asks for. */
   admitFollowup: (agent: AgentRecord, text: string, authority: AuthorityClass) => Promise<void>;
@@ -223,23 +223,23 @@ export class ActionLeash implements ToolGuard {
     const approved: HookSettings = {};
     let count = 0;
     for (const [event, entries] of Object.entries(ws.hooks) as [HookEvent, HookMatcher[]][]) {
-      entries.forEach((entry, i) => {
+      for (const [i, entry] of entries.entries()) {
         const binding = {
           subject: "workspace_hook" as const,
           workspace: root,
           name: `${event}[${i}]`,
           definition: entry,
         };
-        const c = ask ? consent.check(agent.agent_id, binding) : consent.peek(binding);
-        if (c.state !== "granted") return;
+        const c = await (ask ? consent.check(agent.agent_id, binding) : consent.peek(binding));
+        if (c.state !== "granted") continue;
         try {
           validateHookSettings({ [event]: [entry] });
         } catch {
-          return; // an approved entry whose matcher does not compile cannot run
+          continue; // an approved entry whose matcher does not compile cannot run
         }
         (approved[event] ??= []).push(entry);
         count++;
-      });
+      }
     }
     const value = { ws, version: consent.version, hooks: count ? approved : undefined, count };
     if (ask) {
@@ -356,7 +356,7 @@ export class ActionLeash implements ToolGuard {
         this.toolHookInput("PreToolUse", def.name, input, ctx, mode),
         {
           cwd: ctx.cwd,
-          env: this.hookEnv(ctx),
+          env: await this.hookEnv(ctx),
           signal: ctx.signal,
           wrap,
         },
@@ -461,7 +461,7 @@ export class ActionLeash implements ToolGuard {
     for (const { hook, wrap } of hooks) {
       const outcome = await runHook(hook, payload, {
         cwd: ctx.cwd,
-        env: this.hookEnv(ctx),
+        env: await this.hookEnv(ctx),
         signal: ctx.signal,
         wrap,
       });
@@ -624,9 +624,9 @@ export class ActionLeash implements ToolGuard {
     };
   }
 
-  private hookEnv(ctx: { execution_root: string; agent: AgentRecord }): Record<string, string> {
+  private async hookEnv(ctx: { execution_root: string; agent: AgentRecord }): Promise<Record<string, string>> {
     return {
-      ...this.deps.env(),
+      ...await this.deps.env(),
       CLAUDE_PROJECT_DIR: ctx.execution_root,
       HOLON_AGENT_ID: ctx.agent.agent_id,
     };
@@ -823,7 +823,7 @@ export class ActionLeash implements ToolGuard {
         { ...input, hook_event_name: event },
         {
           cwd,
-          env: this.hookEnv({ execution_root: root, agent }),
+          env: await this.hookEnv({ execution_root: root, agent }),
           wrap,
         },
       );

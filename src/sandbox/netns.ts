@@ -131,10 +131,10 @@ export class NetnsHolders {
    * At host stop: end every holder no task needs (`busy` says which agents have tasks that
    * outlive the host). An unused spare or a finishing command in the namespace does not count.
    */
-  stopIdle(busy: (agentId: string) => boolean): void {
+  async stopIdle(busy: (agentId: string) => Promise<boolean>): Promise<void> {
     for (const agentId of this.recorded()) {
       const rec = this.#alive(agentId);
-      if (rec !== null && !busy(agentId)) this.#kill(rec);
+      if (rec !== null && !(await busy(agentId))) this.#kill(rec);
     }
   }
 

@@ -116,7 +116,7 @@ export class SandboxService {
   async close(): Promise<void> {
     await this.#proxy?.close();
     const rt = this.#deps.runtime;
-    if (rt !== undefined) this.#holders?.stopIdle(rt.hasActiveTasks);
+    if (rt !== undefined) await this.#holders?.stopIdle(rt.hasActiveTasks);
   }
 
   /** What this machine can confine (probed once per bubblewrap path). */

@@ -63,7 +63,7 @@ export type SpawnRequest = {
 
 /** The budget plane as the agent plane needs it: carve a child's reservation, give it back. */
 export type ChildBudgets = {
-  checkCarve(parent: AgentRecord, input: unknown): BudgetLimits;
+  checkCarve(parent: AgentRecord, input: unknown): Promise<BudgetLimits>;
   reserved(parentId: string): void;
   returned(childId: string): void;
 };
@@ -186,7 +186,7 @@ async function childResult(
   failed: boolean,
 ): Promise<{ source: "completion_report" | "result_brief" | "failure_brief" | "none"; text: string }> {
   const done = (await deps.store.workItems.recentWithState(childId, "completed", 1))[0];
-  const report = done ? deps.work.completionReport(done) : null;
+  const report = done ? await deps.work.completionReport(done) : null;
   if (report && !failed) return { source: "completion_report", text: clip(report.text) };
   const briefs = await deps.store.briefs.recent(childId, 5);
   const wanted = failed ? "failure" : "result";
@@ -580,7 +580,7 @@ export class AgentPlane {
    */
   private async forkContext(parent: AgentRecord): Promise<string> {
     const out: string[] = [];
-    const item = this.deps.work.currentItem(parent.agent_id);
+    const item = await this.deps.work.currentItem(parent.agent_id);
     if (item) {
       out.push(`Active work item ${item.id}: ${clip(item.objective, 2_000)}`);
       const todo = (item as { todo_list?: { text: string; state: string }[] }).todo_list ?? [];
@@ -625,9 +625,7 @@ export class AgentPlane {
     const envelope = await store.tx(async () => {
       // The child asked a question: the supervisor's input is its answer (a parent may
       // decide its child's input asks, never a budget ask).
-      const asked = (await this.deps.asks
-        ?.pendingFor(child.agent_id))
-        .find(
+      const asked = (await this.deps.asks?.pendingFor(child.agent_id))?.find(
           (a) =>
             a.kind === "input" &&
             a.state === "pending" &&
@@ -850,7 +848,8 @@ export class AgentPlane {
     };
   }
 
-  async childrenSummary(agentId: string, children = await this.deps.agents.children(agentId)) {
+  async childrenSummary(agentId: string, known?: AgentRecord[]) {
+    const children = known ?? (await this.deps.agents.children(agentId));
     const store = this.store;
     const tasks = (await store.tasks.forAgent(agentId, 200)).filter((t) => t.child);
     const entries = children.map((c) => {

@@ -7,27 +7,27 @@ import { BUILTIN_ENV_POLICY, commandEnv, type CommandEnv, type CommandEnvPolicy 
 import { DEFAULT_OUTPUT_CAP, saneOutputCap } from "./output-cap.ts";
 
 export type CommandPolicy = {
-  env(): CommandEnvPolicy;
+  env(): Promise<CommandEnvPolicy>;
   outputCap(): number;
 };
 
 export const BUILTIN_COMMAND_POLICY: CommandPolicy = {
-  env: () => BUILTIN_ENV_POLICY,
+  env: async () => BUILTIN_ENV_POLICY,
   outputCap: () => DEFAULT_OUTPUT_CAP,
 };
 
 /** The environment policy now; a broken configuration must not widen what commands see. */
-export function envPolicyOf(policy: CommandPolicy): CommandEnvPolicy {
+export async function envPolicyOf(policy: CommandPolicy): Promise<CommandEnvPolicy> {
   try {
-    return policy.env();
+    return await policy.env();
   } catch {
     return BUILTIN_ENV_POLICY;
   }
 }
 
 /** The scrubbed environment commands start from now under `policy`. */
-export function commandEnvOf(policy: CommandPolicy): CommandEnv {
-  return commandEnv(envPolicyOf(policy));
+export async function commandEnvOf(policy: CommandPolicy): Promise<CommandEnv> {
+  return commandEnv(await envPolicyOf(policy));
 }
 
 /** The output cap for a command starting now. */

@@ -443,8 +443,8 @@ type DraftRecord = Omit<
  * is nothing worth waiting for. A spare that started before the miss is ready sooner than a
  * cold start would be, and costs the host no fork; an async caller awaits this first.
  */
-export function confinedSpareSoon(spec: ProcessSpec, maxMs = 250): Promise<void> | null {
-  const use = spareUse(spec);
+export async function confinedSpareSoon(spec: ProcessSpec, maxMs = 250): Promise<void | null> {
+  const use = await spareUse(spec);
   return use && sandboxSpareSoon(use.launch, use.envKey, use.layout, maxMs);
 }
 
@@ -452,17 +452,17 @@ export function confinedSpareSoon(spec: ProcessSpec, maxMs = 250): Promise<void>
  * The confined spare a start of `spec` can take: a sandboxed command without input or
  * terminal, in the host's command environment. Null when it always starts cold.
  */
-function spareUse(
+async function spareUse(
   spec: ProcessSpec,
-): { launch: SandboxLaunch; envKey: string; layout: "split" | "merged" } | null {
+): Promise<{ launch: SandboxLaunch; envKey: string; layout: "split" | "merged" } | null> {
   if (!spec.sandbox || spec.tty === true || spec.env !== undefined) return null;
   if (spec.acceptsInput === true) return null;
-  const envKey = commandEnvOf(spec.policy ?? BUILTIN_COMMAND_POLICY).key;
+  const envKey = (await commandEnvOf(spec.policy ?? BUILTIN_COMMAND_POLICY)).key;
   return { launch: spec.sandbox, envKey, layout: spec.output === "merged" ? "merged" : "split" };
 }
 
 /** Start a command. Synchronous: the returned handle's process is already running. */
-export function startProcess(spec: ProcessSpec): ProcessHandle {
+export async function startProcess(spec: ProcessSpec): Promise<ProcessHandle> {
   const dir = resolve(spec.dir);
   const tty = spec.tty === true;
   const merged = tty || spec.output === "merged";
@@ -496,7 +496,7 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
   }
   // A confined command without input or terminal takes its profile's spare, whose directory
   // becomes this one (so it must not exist yet: a taken directory starts cold below).
-  const use = spareUse(spec);
+  const use = await spareUse(spec);
   const confinedSpare = use && takeSandboxSpare(use.launch, use.envKey, use.layout, dir);
   // Owner-only, like everything Holon keeps: output can hold anything the command printed.
   // A spare's directory (now this one) exists, with its files made empty by the helper.
@@ -518,7 +518,7 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
     throw new ProcessStartError(`cannot create the process record: ${(err as Error).message}`);
   }
   try {
-    return startRecorded(spec, dir, specFd, draft, confinedSpare);
+    return await startRecorded(spec, dir, specFd, draft, confinedSpare);
   } catch (err) {
     try {
       closeSync(specFd);
@@ -530,13 +530,13 @@ export function startProcess(spec: ProcessSpec): ProcessHandle {
   }
 }
 
-function startRecorded(
+async function startRecorded(
   spec: ProcessSpec,
   dir: string,
   specFd: number,
   draft: DraftRecord,
   confinedSpare: TakenSpare | null,
-): ProcessHandle {
+): Promise<ProcessHandle> {
   if (draft.stdin_path !== null) {
     try {
       execFileSync("mkfifo", ["-m", "600", draft.stdin_path], { stdio: "ignore" });
@@ -551,8 +551,8 @@ function startRecorded(
   const policy = spec.policy ?? BUILTIN_COMMAND_POLICY;
   const env: CommandEnv =
     spec.env === undefined
-      ? commandEnvOf(policy)
-      : { env: scrubEnv(spec.env, envPolicyOf(policy)), key: "" };
+      ? await commandEnvOf(policy)
+      : { env: scrubEnv(spec.env, await envPolicyOf(policy)), key: "" };
   draft.output_cap_bytes = outputCapOf(policy);
   const outFlags =
     fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_APPEND;

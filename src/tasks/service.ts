@@ -112,8 +112,8 @@ export class TaskService implements AgentOwnedWork {
   }
 
   /** Have spare command wrappers ready, with the environment commands get now. */
-  warmSpawner(): void {
-    ensureSpawner(commandEnvOf(this.policy));
+  async warmSpawner(): Promise<void> {
+    ensureSpawner(await commandEnvOf(this.policy));
   }
 
   /**
@@ -143,7 +143,7 @@ export class TaskService implements AgentOwnedWork {
         hint: `resume it first: holon agent start ${agent.agent_id}`,
       });
     }
-    const handle = startProcess({
+    const handle = await startProcess({
       cmd: spec.cmd,
       cwd: spec.workdir,
       dir: this.processDir(agent.agent_home, "task"),
@@ -371,8 +371,9 @@ export class TaskService implements AgentOwnedWork {
   private async settleSafely(
     taskId: string,
     how: { exit: ExitStatus } | { lost: string },
-    gap = outputDiskFull((await this.store.tasks.get(taskId))?.process_dir),
+    known?: boolean,
   ): Promise<void> {
+    const gap = known ?? outputDiskFull((await this.store.tasks.get(taskId))?.process_dir);
     try {
       await this.settle(taskId, how, undefined, gap);
     } catch (err) {

@@ -23,7 +23,7 @@ export interface FamilyView {
 export interface RegistryView {
   /** Epoch ms: the start of every cumulative series. */
   readonly startedAt: number;
-  collect(): FamilyView[];
+  collect(): Promise<FamilyView[]>;
 }
 
 /** Counts of the OTLP metrics export: each is one periodic snapshot. */

@@ -115,7 +115,7 @@ export class MetricsRegistry implements RegistryView {
   private readonly families = new Map<string, Family>();
   private readonly collectors: {
     family: Family;
-    collect: () => [Labels, number][];
+    collect: () => [Labels, number][] | Promise<[Labels, number][]>;
   }[] = [];
   private dropped = 0;
   /** When counting began (epoch ms): the start of every cumulative series. */
@@ -147,7 +147,7 @@ export class MetricsRegistry implements RegistryView {
   }
 
   /** A gauge whose series are read when the registry is collected. */
-  gauge(name: string, unit: string, help: string, collect: () => Promise<[Labels, number][]>): void {
+  gauge(name: string, unit: string, help: string, collect: () => [Labels, number][] | Promise<[Labels, number][]>): void {
     this.collectors.push({ family: this.family(name, unit, help, "gauge"), collect });
   }
 
@@ -165,10 +165,11 @@ export class MetricsRegistry implements RegistryView {
    * Every family with its series as of now (gauges and collected counters read afresh). The
    * series are the registry's own objects: read them before the next event changes them.
    */
-  collect(): Family[] {
+  async collect(): Promise<Family[]> {
     for (const { family, collect } of this.collectors) {
+      const series = await collect();
       family.series.clear();
-      for (const [labels, value] of collect()) {
+      for (const [labels, value] of series) {
         const s = this.seriesOf(family, labels);
         if (s) s.value = value;
       }
@@ -177,9 +178,9 @@ export class MetricsRegistry implements RegistryView {
   }
 
   /** The Prometheus text exposition (format 0.0.4) of every family. */
-  render(): string {
+  async render(): Promise<string> {
     const out: string[] = [];
-    for (const f of this.collect()) {
+    for (const f of await this.collect()) {
       const name = f.promName;
       out.push(`# HELP ${name} ${f.help}`, `# TYPE ${name} ${f.kind}`);
       for (const s of f.series.values()) {

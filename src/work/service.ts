@@ -301,7 +301,7 @@ export class WorkService {
             delete next.blocked_by;
             delete next.recheck_at;
             delete next.recheck_consumed_at;
-            this.deadlines.cancelKey(recheckKey(id));
+            await this.deadlines.cancelKey(recheckKey(id));
             changes.push("blocked_by");
             progress ??= "unblocked";
           }
@@ -382,7 +382,7 @@ export class WorkService {
       delete next.blocked_by;
       delete next.recheck_at;
       delete next.recheck_consumed_at;
-      this.deadlines.cancelKey(recheckKey(id));
+      await this.deadlines.cancelKey(recheckKey(id));
       const plan = describePlan(item.plan_artifact.path, now);
       next.plan_artifact = plan;
       let report: DeliverySummaryRecord | undefined;

@@ -101,9 +101,9 @@ export async function runCommand(
     };
     // Rounds come faster than a used spare is replaced: wait for the replacement rather than
     // fork a cold sandbox from the host.
-    const soon = confinedSpareSoon(spec);
+    const soon = await confinedSpareSoon(spec);
     if (soon !== null) await soon;
-    handle = startProcess(spec);
+    handle = await startProcess(spec);
   } catch (err) {
     if (err instanceof ProcessStartError) {
       throw new ToolFailure(
