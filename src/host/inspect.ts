@@ -66,7 +66,7 @@ export async function agentSummary(host: RuntimeHost, agent: AgentRecord) {
     current_work_item: await currentWorkItemSummary(host, agent),
     waiting: await waitingSummary(host.services, agent),
     prompt_cache: host.services.cacheHealth.statusOf(agent.agent_id),
-    leash: host.services.leash.status(agent),
+    leash: await host.services.leash.status(agent),
     // Each MCP server of the agent: where from, consent, state (src/mcp/).
     mcp: (await host.services.mcp.status(agent)).map((v) => ({
       name: v.name,

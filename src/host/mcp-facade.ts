@@ -167,7 +167,7 @@ export class McpFacade {
     return await (await this.load()).catalog(agent);
   }
 
-  async call(...args: Parameters<McpService["call"]>): Promise<ReturnType<McpService["call"]>> {
+  async call(...args: Parameters<McpService["call"]>): ReturnType<McpService["call"]> {
     return await (await this.load()).call(...args);
   }
 

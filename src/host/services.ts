@@ -395,7 +395,9 @@ export function buildServices(opts: ServiceOptions) {
         ),
         // After the hook: the budget sees the request as it goes out (and its estimate).
         budgetCheck: async (request, ctx) => await budgetGate.check(request, ctx),
-        recordCall: async (call) => await ledger.record(call),
+        recordCall: async (call) => {
+          await ledger.record(call);
+        },
         onContextOverflow: (info) => compactor.noteOverflow(info.run_id, info.model_ref),
         afterProviderCall: (info) =>
           compactor.noteUsage(info.run_id, info.model_ref, info.token_usage),

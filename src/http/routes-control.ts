@@ -289,7 +289,7 @@ export function modelRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       sandbox: host.services.sandbox.summary(agent),
       permissions: agent.permissions ?? null,
       hooks: agent.hooks ?? null,
-      leash: host.services.leash.status(agent),
+      leash: await host.services.leash.status(agent),
       mcp: (await host.services.mcp.status(agent)).map((v) => ({
         name: v.name,
         source: v.source,

@@ -8,7 +8,7 @@ import type { RouteDoc } from "./route-doc.ts";
 import { requireRead, type AppEnv } from "./support.ts";
 
 export function metricsRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
-  app.get("/metrics", (c) => {
+  app.get("/metrics", async (c) => {
     requireRead(c);
     const metrics = host.services.metrics;
     if (!metrics) {
@@ -17,7 +17,7 @@ export function metricsRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
         hint: "holon config set telemetry.metrics.enabled true, then restart the host",
       });
     }
-    return c.body(metrics.registry.render(), 200, {
+    return c.body(await metrics.registry.render(), 200, {
       "content-type": "text/plain; version=0.0.4; charset=utf-8",
     });
   });

@@ -36,7 +36,11 @@ export interface WorkspaceConsent {
   /** The same, opening the approval ask when none stands. */
   check(agentId: string, b: McpConsentBinding): Promise<{ state: ConsentState; ask_id: string | null }>;
   /** Decided grants of a subject (the approved ones' references are withheld from commands). */
-  grants(subject: "mcp_server", state: "granted", limit?: number): { definition: unknown }[];
+  grants(
+    subject: "mcp_server",
+    state: "granted",
+    limit?: number,
+  ): Promise<{ definition: unknown }[]>;
   /** Take in an old decision (approvals.json), unless the binding has one. */
   adopt(g: {
     subject: "mcp_server";

@@ -147,7 +147,7 @@ export class ActionLeash implements ToolGuard {
   }
 
   /** The leash as `holon status` shows it. */
-  status(agent: AgentRecord) {
+  async status(agent: AgentRecord) {
     const { execution_root: root } = executionBinding(agent);
     const { policy, ws } = this.policyFor(agent, root);
     const host = this.deps.host();
@@ -168,7 +168,7 @@ export class ActionLeash implements ToolGuard {
         config_path: ws.path,
         error: ws.error,
         ignored_allow_rules: policy.ignored,
-        hooks_awaiting_approval: ws.pending_hooks - this.workspaceHooks(agent, root, false).count,
+        hooks_awaiting_approval: ws.pending_hooks - (await this.workspaceHooks(agent, root, false)).count,
       },
     };
   }
@@ -210,11 +210,11 @@ export class ActionLeash implements ToolGuard {
    * The hook entries of the workspace's `.holon.json` the operator approved. An entry not yet
    * decided is left out and, when `ask` is set, its approval ask opened (once per definition).
    */
-  private workspaceHooks(
+  private async workspaceHooks(
     agent: AgentRecord,
     root: string,
     ask = true,
-  ): { hooks: HookSettings | undefined; count: number } {
+  ): Promise<{ hooks: HookSettings | undefined; count: number }> {
     const ws = readWorkspaceSettings(root);
     const consent = this.deps.consent;
     if (!ws.hooks || !consent) return { hooks: undefined, count: 0 };
@@ -230,7 +230,7 @@ export class ActionLeash implements ToolGuard {
           name: `${event}[${i}]`,
           definition: entry,
         };
-        const c = await (ask ? consent.check(agent.agent_id, binding) : consent.peek(binding));
+        const c = await (ask ? await consent.check(agent.agent_id, binding) : await consent.peek(binding));
         if (c.state !== "granted") continue;
         try {
           validateHookSettings({ [event]: [entry] });
@@ -254,16 +254,16 @@ export class ActionLeash implements ToolGuard {
    * operator), then the workspace's approved entries, which start confined like the agent's
    * commands. A workspace hook that must be confined and cannot be fails when it runs.
    */
-  private hooksFor(
+  private async hooksFor(
     agent: AgentRecord,
     root: string,
     event: HookEvent,
     subject?: string,
-  ): { hook: HookCommand; wrap: ((inner: string[]) => string[]) | undefined }[] {
+  ): Promise<{ hook: HookCommand; wrap: ((inner: string[]) => string[]) | undefined }[]> {
     const operator = matchingHooks([this.deps.host().hooks, agent.hooks], event, subject).map(
       (hook) => ({ hook, wrap: undefined }),
     );
-    const ws = this.workspaceHooks(agent, root).hooks;
+    const ws = (await this.workspaceHooks(agent, root)).hooks;
     if (!ws) return operator;
     const found = matchingHooks([ws], event, subject);
     if (found.length === 0) return operator;
@@ -279,8 +279,8 @@ export class ActionLeash implements ToolGuard {
    * Whether a Stop hook would run at the end of this agent's turn. Without one, nothing runs
    * between the turn's terminal record and the run's settle, which then commit together.
    */
-  hasStopHooks(agent: AgentRecord): boolean {
-    return this.hooksFor(agent, executionBinding(agent).execution_root, "Stop").length > 0;
+  async hasStopHooks(agent: AgentRecord): Promise<boolean> {
+    return (await this.hooksFor(agent, executionBinding(agent).execution_root, "Stop")).length > 0;
   }
 
   /** The round's calls are done: the ones that need approval become one ask. */
@@ -341,7 +341,7 @@ export class ActionLeash implements ToolGuard {
     const host = this.deps.host();
     const authority = ctx.policy_authority ?? ctx.message.authority_class;
     const mode = modeFor(policy.mode, authority, host.external_evidence_mode);
-    const hooks = this.hooksFor(agent, ctx.execution_root, "PreToolUse", def.name);
+    const hooks = await this.hooksFor(agent, ctx.execution_root, "PreToolUse", def.name);
     // The common case costs nothing: trusted, no rules, no hooks.
     if (hooks.length === 0 && mode === "trusted" && policy.deny.length + policy.ask.length === 0) {
       return { kind: "run", input, context: null };
@@ -451,7 +451,7 @@ export class ActionLeash implements ToolGuard {
     canonical: CanonicalToolResult,
     ctx: ToolContext,
   ): Promise<string | null> {
-    const hooks = this.hooksFor(ctx.agent, ctx.execution_root, "PostToolUse", def.name);
+    const hooks = await this.hooksFor(ctx.agent, ctx.execution_root, "PostToolUse", def.name);
     if (hooks.length === 0) return null;
     const contexts: string[] = [];
     const payload = {
@@ -815,7 +815,7 @@ export class ActionLeash implements ToolGuard {
   ): Promise<{ context: string[]; blocked: string | null }> {
     const out = { context: [] as string[], blocked: null as string | null };
     const root = executionBinding(agent).execution_root;
-    const hooks = this.hooksFor(agent, root, event, subject);
+    const hooks = await this.hooksFor(agent, root, event, subject);
     if (hooks.length === 0) return out;
     for (const { hook, wrap } of hooks) {
       const outcome = await runHook(

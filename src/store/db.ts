@@ -166,7 +166,7 @@ export class Store {
     this.workItems = asyncFace(this.sync.workItems);
     this.sync.memory = new MemoryRepo(this.db);
     this.memory = asyncFace(this.sync.memory, {
-      atomically: async <T>(fn: () => Promise<T> | T): Promise<T> => {
+      atomically: async (fn: () => unknown): Promise<unknown> => {
         this.db.exec("SAVEPOINT memory_update");
         try {
           const r = await fn();
@@ -179,7 +179,7 @@ export class Store {
           throw err;
         }
       },
-    });
+    }) as Store["memory"];
     this.health.pinFile();
     this.sync.asks = new AsksRepo(this.db);
     this.asks = asyncFace(this.sync.asks);

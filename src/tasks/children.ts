@@ -403,7 +403,7 @@ export class AgentPlane {
     }
     // A carved budget is checked whole before anything exists (refused: nothing created).
     const carved =
-      req.budget !== undefined ? this.deps.budgets?.checkCarve(parent, req.budget) : undefined;
+      req.budget !== undefined ? await this.deps.budgets?.checkCarve(parent, req.budget) : undefined;
     const childId = await this.childId(parent.agent_id);
     const taskId = store.ids.next("task");
     const workItem = parent.current_work_item_id;

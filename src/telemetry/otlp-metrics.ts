@@ -103,16 +103,16 @@ function metricData(f: FamilyView, start: HrTime, now: HrTime): MetricData | nul
 }
 
 /** The registry's current values as one OTLP `ResourceMetrics`. */
-export function snapshot(
+export async function snapshot(
   registry: RegistryView,
   resource: Resource,
   scope: { name: string; version: string },
   nowMs = Date.now(),
-): ResourceMetrics {
+): Promise<ResourceMetrics> {
   const start = hrTime(registry.startedAt);
   const now = hrTime(nowMs);
   const metrics: MetricData[] = [];
-  for (const f of registry.collect()) {
+  for (const f of await registry.collect()) {
     const m = metricData(f, start, now);
     if (m) metrics.push(m);
   }
@@ -158,9 +158,9 @@ export function createMetricSender(settings: MetricExportSettings): MetricSender
   );
   return {
     send: (registry) =>
-      new Promise<boolean>((resolve) => {
+      new Promise<boolean>(async (resolve) => {
         try {
-          exporter.export(snapshot(registry, resource, scope), (r) => resolve(r.code === 0));
+          exporter.export(await snapshot(registry, resource, scope), (r) => resolve(r.code === 0));
         } catch {
           resolve(false);
         }

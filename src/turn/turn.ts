@@ -290,8 +290,7 @@ class Turn {
     this.startedAt = deps.store.clock.now().getTime();
     this.lastCallEnd = this.startedAt;
     this.turnIndex = req.agent.total_message_count + 1;
-    this.authority =
-      deps.leash?.turnAuthority(req.agent, req.message) ?? req.message.authority_class;
+    this.authority = req.message.authority_class; // lowered by the leash at run start
   }
 
   private get store(): Store {
@@ -325,6 +324,8 @@ class Turn {
   }
 
   async run(): Promise<TurnOutcome> {
+    const leash = this.deps.leash;
+    if (leash) this.authority = await leash.turnAuthority(this.req.agent, this.req.message);
     const { store } = this;
     const message = this.req.message;
     const { execution_root: executionRoot, cwd } = executionBinding(this.agent);
@@ -569,7 +570,7 @@ class Turn {
         if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) return undefined;
         const outcome = await this.complete(lastText, text);
         // No Stop hook to run in between: the run settles in this same commit.
-        if (!this.deps.leash?.hasStopHooks(this.agent)) {
+        if (!await this.deps.leash?.hasStopHooks(this.agent)) {
           await this.req.end(outcome);
           this.settled = true;
         }

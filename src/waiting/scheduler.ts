@@ -19,7 +19,7 @@ import { classifyStorageError } from "../store/health.ts";
 /** A draft plus what the handler records once its message is admitted (same transaction). */
 export type HandledDeadline = {
   draft: MessageDraft;
-  admitted(envelope: MessageEnvelope): Promise<void>;
+  admitted(envelope: MessageEnvelope): Promise<unknown>;
 };
 
 /**

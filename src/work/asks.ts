@@ -18,12 +18,12 @@ export const askMarker = (askId: string) => `(ask ${askId})`;
 export class WorkAskEffects implements AskEffects {
   private readonly store: Store;
   private readonly work: WorkService;
-  private readonly deadlines: { cancelKey(key: string): boolean };
+  private readonly deadlines: { cancelKey(key: string): Promise<boolean> };
 
   constructor(deps: {
     store: Store;
     work: WorkService;
-    deadlines: { cancelKey(key: string): boolean };
+    deadlines: { cancelKey(key: string): Promise<boolean> };
   }) {
     this.store = deps.store;
     this.work = deps.work;

@@ -201,7 +201,7 @@ export class WorkRunObserver implements RunObserver {
     if (!signal) {
       // Nothing runnable: the agent waits for the operator when an ask holds one of its
       // items (or an item still needs input).
-      const held = (await this.asks?.pendingFor(agentId))[0];
+      const held = (await this.asks?.pendingFor(agentId))?.[0];
       const current = await this.work.currentItem(agentId);
       if (held) facts.operator_wait = `ask:${held.id}`;
       else if (current && schedulingState(current) === "waiting_operator") {

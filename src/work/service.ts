@@ -282,7 +282,7 @@ export class WorkService {
         );
       }
       if (patch.blocked_by !== undefined && by === "agent") {
-        const held = (await this.asks?.holdingItem(id))[0];
+        const held = (await this.asks?.holdingItem(id))?.[0];
         if (held) {
           throw new HolonError(
             "held_by_ask",
@@ -694,10 +694,12 @@ export class WorkService {
       ["current", "queued", "waiting_for_operator", "blocked", "completed"].indexOf(
         viewOf(i, agent.current_work_item_id),
       );
-    return items
-      .sort((a, b) => rank(a) - rank(b))
-      .slice(0, limit)
-      .map((i) => this.view(i, opts));
+    return await Promise.all(
+      items
+        .sort((a, b) => rank(a) - rank(b))
+        .slice(0, limit)
+        .map((i) => this.view(i, opts)),
+    );
   }
 
   /** The `/state` projection: the current item in full and the others compactly. */

@@ -235,9 +235,10 @@ export class WorkspaceService {
   async list(agentId: string) {
     const agent = await this.agent(agentId);
     const b = executionBinding(agent);
-    const attached = (await this.store.workspaces.attached(agentId)).map((a) => {
-      const ws = this.store.workspaces.get(a.workspace_id);
-      return {
+    const attached = [];
+    for (const a of await this.store.workspaces.attached(agentId)) {
+      const ws = await this.store.workspaces.get(a.workspace_id);
+      attached.push({
         workspace_id: a.workspace_id,
         workspace_anchor: ws?.workspace_anchor ?? null,
         kind: ws?.kind ?? null,
@@ -245,8 +246,8 @@ export class WorkspaceService {
         attached_by: a.attached_by,
         available: ws ? isDirectory(ws.workspace_anchor) : false,
         active: a.workspace_id === b.workspace_id,
-      };
-    });
+      });
+    }
     return {
       agent_id: agentId,
       active: {

@@ -11,7 +11,7 @@ const Input = z.strictObject({
   agent_id: AgentId.optional().describe("The agent to inspect (default: yourself)."),
 });
 
-type Result = ReturnType<import("../../tasks/children.ts").AgentPlane["get"]>;
+type Result = Awaited<ReturnType<import("../../tasks/children.ts").AgentPlane["get"]>>;
 
 export const agentGetTool: ToolDefinition<typeof Input> = {
   name: "AgentGet",
