@@ -13,11 +13,16 @@ export class RuntimeAudit {
   }
 
   /** A refused request, recorded on the public agent its path names, else the default agent. */
-  async requestRefused(agentHint: string | null, payload: EventPayload<"http_request_refused">): Promise<void> {
+  async requestRefused(
+    agentHint: string | null,
+    payload: EventPayload<"http_request_refused">,
+  ): Promise<void> {
     const hinted = agentHint ? await this.store.agents.get(agentHint) : undefined;
     const agentId =
       hinted && hinted.visibility === "public" ? hinted.agent_id : this.defaultAgentId;
-    await this.store.tx(async () => await this.store.appendEvent(agentId, { type: "http_request_refused", payload }));
+    await this.store.tx(
+      async () => await this.store.appendEvent(agentId, { type: "http_request_refused", payload }),
+    );
   }
 
   /** The operator asked the runtime to shut down: recorded on every public agent. */

@@ -59,7 +59,10 @@ export type RuntimeFailureInput = {
  * A failed turn leaves three records: a failure brief tied to the triggering message,
  * a `runtime_failure` transcript entry and a `runtime_error` event.
  */
-export async function recordRuntimeFailure(store: Store, f: RuntimeFailureInput): Promise<BriefRecord> {
+export async function recordRuntimeFailure(
+  store: Store,
+  f: RuntimeFailureInput,
+): Promise<BriefRecord> {
   return await store.tx(async () => {
     const now = store.clock.now().toISOString();
     const data: TranscriptData<"runtime_failure"> = { summary: f.summary, ...f.diagnostics };

@@ -102,11 +102,12 @@ export class AgentLifecycle {
       case "start": {
         if (agent.status !== "paused" && agent.status !== "stopped") {
           disposition = "already_running";
-          await store.tx(async () =>
-            await store.appendEvent(agentId, {
-              type: "control_applied",
-              payload: { action, disposition, from: agent.status, to: agent.status },
-            }),
+          await store.tx(
+            async () =>
+              await store.appendEvent(agentId, {
+                type: "control_applied",
+                payload: { action, disposition, from: agent.status, to: agent.status },
+              }),
           );
         } else {
           disposition = "resumed";
@@ -114,7 +115,7 @@ export class AgentLifecycle {
           // Starting an archived agent brings it back: listed again, its loop running.
           if (agent.archived_at) {
             await store.tx(async () => {
-              const now = { ...await this.deps.agents.get(agentId) };
+              const now = { ...(await this.deps.agents.get(agentId)) };
               delete now.archived_at;
               await store.agents.put(now);
             });
@@ -146,7 +147,10 @@ export class AgentLifecycle {
   }
 
   /** Abort the current run (operator abort). The agent is stopped once the run has ended. */
-  async abortCurrentRun(agentId: string, runId?: string): Promise<{ agent_id: string; run_id: string }> {
+  async abortCurrentRun(
+    agentId: string,
+    runId?: string,
+  ): Promise<{ agent_id: string; run_id: string }> {
     await this.deps.agents.get(agentId);
     const rt = this.deps.loops.get(agentId);
     if (!rt) {
@@ -155,11 +159,12 @@ export class AgentLifecycle {
       });
     }
     const aborted = rt.abortCurrentRun("operator_aborted", { runId, stopAfter: true });
-    await this.store.tx(async () =>
-      await this.store.appendEvent(agentId, {
-        type: "current_run_abort_requested",
-        payload: { run_id: aborted, mode: "stop_after_abort" },
-      }),
+    await this.store.tx(
+      async () =>
+        await this.store.appendEvent(agentId, {
+          type: "current_run_abort_requested",
+          payload: { run_id: aborted, mode: "stop_after_abort" },
+        }),
     );
     return { agent_id: agentId, run_id: aborted };
   }

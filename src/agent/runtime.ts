@@ -377,7 +377,7 @@ export class AgentRuntime {
   private async admittedAtIdle(): Promise<boolean> {
     if (!this.observers.some((o) => o.atIdle)) return false;
     for (const o of this.observers) await o.atIdle?.(this.agentId);
-    return await this.store.messages.peekNext(this.agentId) !== undefined;
+    return (await this.store.messages.peekNext(this.agentId)) !== undefined;
   }
 
   /**
@@ -396,7 +396,7 @@ export class AgentRuntime {
     if (await store.messages.peekNext(this.agentId)) return undefined;
     // What restIfIdle reads (status, closure, run id) is as read above: an idle look that
     // admitted nothing changed none of it.
-    return await this.admittedAtIdle() ? undefined : agent;
+    return (await this.admittedAtIdle()) ? undefined : agent;
   }
 
   private async visibility(message: QueuedMessage): Promise<Visibility> {
@@ -500,16 +500,17 @@ export class AgentRuntime {
         });
       } catch (err) {
         const summary = err instanceof Error ? err.message : String(err);
-        await this.durably(async () =>
-          await store.tx(async () => {
-            await begin();
-            await recordRuntimeFailure(store, {
-              agent_id: this.agentId,
-              run_id: runId,
-              message_id: message.id,
-              summary: `turn failed: ${summary}`,
-            });
-          }),
+        await this.durably(
+          async () =>
+            await store.tx(async () => {
+              await begin();
+              await recordRuntimeFailure(store, {
+                agent_id: this.agentId,
+                run_id: runId,
+                message_id: message.id,
+                summary: `turn failed: ${summary}`,
+              });
+            }),
         );
         outcome = { kind: "failed", summary };
       } finally {
@@ -522,7 +523,9 @@ export class AgentRuntime {
     // Shut down before anything of the run was recorded: it stays queued, to run after start.
     if (started === "no" && this.closed && outcome.kind === "aborted") return;
     const settled = outcome;
-    await this.durably(async () => await this.settle(message, runId, startedAt, settled, after, tools, begin));
+    await this.durably(
+      async () => await this.settle(message, runId, startedAt, settled, after, tools, begin),
+    );
   }
 
   /**
@@ -641,8 +644,7 @@ export class AgentRuntime {
           prior: current.closure,
           continuation: current.last_continuation,
           sleep_wake_at: await this.deps.sleep.pending(this.agentId),
-          reentry_task_ids: (await store.tasks
-            .activeForAgent(this.agentId))
+          reentry_task_ids: (await store.tasks.activeForAgent(this.agentId))
             .filter((t) => t.terminal_reentry)
             .map((t) => t.id),
           pending_messages: await store.messages.pendingCount(this.agentId),
@@ -692,7 +694,10 @@ export class AgentRuntime {
   }
 
   /** Claim queued interject-priority operator prompts so the turn can insert them. */
-  private async takeInterjections(activeMessageId: string, boundary: string): Promise<QueuedMessage[]> {
+  private async takeInterjections(
+    activeMessageId: string,
+    boundary: string,
+  ): Promise<QueuedMessage[]> {
     const store = this.store;
     const claimable = (m: QueuedMessage) => m.trust === "trusted_operator";
     // Usually there is nothing to claim: look (through the queue's index, at the interject

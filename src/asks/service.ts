@@ -329,7 +329,11 @@ export class AskService {
    * over). `wake`, when given, is told to the agent as a runtime message. Undefined when
    * the ask no longer holds (nothing to do).
    */
-  async withdraw(id: string, reason: string, opts: { wake?: string } = {}): Promise<AskRecord | undefined> {
+  async withdraw(
+    id: string,
+    reason: string,
+    opts: { wake?: string } = {},
+  ): Promise<AskRecord | undefined> {
     return await this.store.tx(async () => {
       const ask = await this.store.asks.get(id);
       if (!ask || !holds(ask)) return undefined;
@@ -369,22 +373,22 @@ export class AskService {
 
   /** Withdraw every ask about this work item (it completed or was cancelled). */
   async withdrawForItem(workItemId: string, reason: string): Promise<string[]> {
-    return await this.store.tx(async () =>
-      (await this.store.asks
-        .holdingForItem(workItemId))
-        .filter((a) => this.withdraw(a.id, reason) !== undefined)
-        .map((a) => a.id),
-    );
+    return await this.store.tx(async () => {
+      const ids: string[] = [];
+      for (const a of await this.store.asks.holdingForItem(workItemId))
+        if ((await this.withdraw(a.id, reason)) !== undefined) ids.push(a.id);
+      return ids;
+    });
   }
 
   /** Withdraw every ask of this agent (it was stopped or deleted). */
   async withdrawForAgent(agentId: string, reason: string): Promise<string[]> {
-    return await this.store.tx(async () =>
-      (await this.store.asks
-        .holdingForAgent(agentId))
-        .filter((a) => this.withdraw(a.id, reason) !== undefined)
-        .map((a) => a.id),
-    );
+    return await this.store.tx(async () => {
+      const ids: string[] = [];
+      for (const a of await this.store.asks.holdingForAgent(agentId))
+        if ((await this.withdraw(a.id, reason)) !== undefined) ids.push(a.id);
+      return ids;
+    });
   }
 
   /**
@@ -406,7 +410,9 @@ export class AskService {
   expiryHandler() {
     return async (
       d: Deadline,
-    ): Promise<{ draft: MessageDraft; admitted(m: MessageEnvelope): Promise<void> } | "handled" | null> => {
+    ): Promise<
+      { draft: MessageDraft; admitted(m: MessageEnvelope): Promise<void> } | "handled" | null
+    > => {
       const id = typeof d.payload.ask_id === "string" ? d.payload.ask_id : "";
       const ask = await this.store.asks.get(id);
       if (!ask || ask.state !== "pending") return null;

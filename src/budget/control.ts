@@ -142,7 +142,11 @@ export class BudgetControl {
       const budgets = { ...(a.budgets ?? {}) };
       budgets[input.period] = { ...(budgets[input.period] ?? {}), ...limits };
       if (tz) budgets.time_zone = tz;
-      await this.store.agents.put({ ...a, budgets, updated_at: this.store.clock.now().toISOString() });
+      await this.store.agents.put({
+        ...a,
+        budgets,
+        updated_at: this.store.clock.now().toISOString(),
+      });
       await this.store.appendEvent(agentId, {
         type: "budget_set",
         payload: {
@@ -163,7 +167,10 @@ export class BudgetControl {
    * Add to the limits of a scope (default: the one the agent is held on) and lift the holds
    * it caused. `scope` is `total`, `day`, `week`, `month`, `reservation` or `work_item:<id>`.
    */
-  async raise(agentId: string, input: { scope?: string | undefined; added: unknown }): Promise<AgentBudgetView> {
+  async raise(
+    agentId: string,
+    input: { scope?: string | undefined; added: unknown },
+  ): Promise<AgentBudgetView> {
     const agent = await this.agent(agentId);
     const added = checkLimits(input.added, "raise");
     if (!hasLimits(added)) {
@@ -177,7 +184,10 @@ export class BudgetControl {
     return await this.view(agentId);
   }
 
-  private async applyRaise(target: Awaited<ReturnType<BudgetControl["resolveScope"]>>, added: BudgetLimits) {
+  private async applyRaise(
+    target: Awaited<ReturnType<BudgetControl["resolveScope"]>>,
+    added: BudgetLimits,
+  ) {
     if (target.kind === "work_item") {
       const item = target.item;
       const limits = addLimits(item.budget, added, target.scope);
@@ -224,7 +234,11 @@ export class BudgetControl {
       await this.store.tx(async () => {
         const a = await this.agent(owner.agent_id);
         const budgets = { ...(a.budgets ?? {}), [period]: limits };
-        await this.store.agents.put({ ...a, budgets, updated_at: this.store.clock.now().toISOString() });
+        await this.store.agents.put({
+          ...a,
+          budgets,
+          updated_at: this.store.clock.now().toISOString(),
+        });
         await this.store.appendEvent(owner.agent_id, {
           type: "budget_raised",
           payload: { scope: target.scope, added, limits },
@@ -237,10 +251,11 @@ export class BudgetControl {
   private async resolveScope(
     agent: AgentRecord,
     scope: string | undefined,
-  ):
-    Promise<| { kind: "work_item"; scope: string; item: WorkItemRecord }
+  ): Promise<
+    | { kind: "work_item"; scope: string; item: WorkItemRecord }
     | { kind: "reservation"; scope: string; agent_id: string }
-    | { kind: "period"; scope: string; agent_id: string; period: BudgetPeriod }> {
+    | { kind: "period"; scope: string; agent_id: string; period: BudgetPeriod }
+  > {
     let s = scope ?? agent.budget_hold?.scope;
     if (!s) {
       throw new HolonError(
@@ -267,7 +282,10 @@ export class BudgetControl {
     const [, kind, id, period] = m;
     if (kind === "work_item") {
       const item = await this.store.workItems.get(id!);
-      if (!item || (item.agent_id !== agent.agent_id && !await this.isAncestor(item.agent_id, agent))) {
+      if (
+        !item ||
+        (item.agent_id !== agent.agent_id && !(await this.isAncestor(item.agent_id, agent)))
+      ) {
         throw new HolonError("unknown_work_item", `no work item '${id}' of '${agent.agent_id}'`, {
           status: 404,
         });
@@ -280,7 +298,7 @@ export class BudgetControl {
       return { kind: "work_item", scope: `work_item:${id}`, item };
     }
     const owner = await this.agent(id!);
-    if (owner.agent_id !== agent.agent_id && !await this.isAncestor(owner.agent_id, agent)) {
+    if (owner.agent_id !== agent.agent_id && !(await this.isAncestor(owner.agent_id, agent))) {
       throw new HolonError("invalid_budget", `scope '${s}' does not bound '${agent.agent_id}'`);
     }
     if (kind === "reservation") {
@@ -343,15 +361,18 @@ export class BudgetControl {
     return frozen;
   }
 
-  unfreeze(agentIds: string[]): string[] {
-    return agentIds.filter((id) =>
-      this.gate.clearAgent(
+  async unfreeze(agentIds: string[]): Promise<string[]> {
+    const lifted: string[] = [];
+    for (const id of agentIds) {
+      const cleared = await this.gate.clearAgent(
         id,
         "unfrozen",
         "The operator lifted the freeze on model calls. Continue your work.",
         (h) => h.reason === "frozen",
-      ),
-    );
+      );
+      if (cleared) lifted.push(id);
+    }
+    return lifted;
   }
 
   /** Spent / reserved / limit per scope of the agent. */
@@ -359,7 +380,7 @@ export class BudgetControl {
     const a = await this.agent(agentId);
     const now = this.store.clock.now();
     const tz = a.budgets?.time_zone ?? "UTC";
-    const reserved = await this.gate.outstandingReservations(agentId) ?? {};
+    const reserved = (await this.gate.outstandingReservations(agentId)) ?? {};
     const scopes: ScopeView[] = [];
     const r = a.budget_reservation;
     if (r && !r.returned_at) {

@@ -192,7 +192,10 @@ export class SpendLedger {
   }
 
   async workItem(workItemId: string): Promise<SpendTotals> {
-    return await this.load(`item:${workItemId}`, { kind: "work_item_tree", work_item_id: workItemId });
+    return await this.load(`item:${workItemId}`, {
+      kind: "work_item_tree",
+      work_item_id: workItemId,
+    });
   }
 
   async run(runId: string): Promise<SpendTotals> {
@@ -210,7 +213,7 @@ export class SpendLedger {
    * in the ledger are skipped by their (run, round) key.
    */
   async backfill(): Promise<number> {
-    if (!await this.store.ledger.backfillPending()) return 0;
+    if (!(await this.store.ledger.backfillPending())) return 0;
     const usage = new UsageRepo(this.store.db);
     const agents: AgentRecord[] = await this.store.agents.list();
     let n = 0;
@@ -257,14 +260,18 @@ export { emptyTotals };
  * A settled child gives its reservation back: what it did not spend is the parent's again
  * (its spend stays counted in the parent's tree). Inside the caller's transaction; once.
  */
-export async function returnReservation(store: Store, ledger: SpendLedger, childId: string): Promise<void> {
+export async function returnReservation(
+  store: Store,
+  ledger: SpendLedger,
+  childId: string,
+): Promise<void> {
   const child = await store.agents.get(childId);
   const r = child?.budget_reservation;
   if (!child || !r || r.returned_at) return;
   const now = store.clock.now().toISOString();
   await store.agents.put({ ...child, budget_reservation: { ...r, returned_at: now } });
   const t = await ledger.agentTree(childId);
-  if (!await store.agents.get(r.from_agent_id)) return;
+  if (!(await store.agents.get(r.from_agent_id))) return;
   await store.appendEvent(r.from_agent_id, {
     type: "budget_reservation_returned",
     payload: {

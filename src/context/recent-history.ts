@@ -46,9 +46,9 @@ export function recentHistoryContributor(
     contribute: async ({ store, agent, message }) => {
       lineOf(message);
       // Ids and statuses only: a block already rendered needs nothing else.
-      const messages = (await store.messages
-        .recentStatus(agent.agent_id, HISTORY_MESSAGES + 1))
-        .filter((m) => m.id !== message.id && m.status !== "queued");
+      const messages = (
+        await store.messages.recentStatus(agent.agent_id, HISTORY_MESSAGES + 1)
+      ).filter((m) => m.id !== message.id && m.status !== "queued");
       if (messages.length === 0) return [];
       const briefs = await store.briefs.recent(agent.agent_id, HISTORY_MESSAGES * 2);
       // Tool evidence per message, kept by the runtime at each turn boundary (working memory).

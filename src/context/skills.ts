@@ -238,8 +238,11 @@ export class SkillService {
 
   constructor(deps: SkillDeps) {
     this.deps = deps;
-    // A new host: session skills come back as `restored`; a crashed turn's activations do not.
-    deps.store.skills.restoreAll();
+  }
+
+  /** At host start: session skills come back as `restored`; a crashed turn's activations do not. */
+  async restore(): Promise<void> {
+    await this.deps.store.skills.restoreAll();
   }
 
   private get store(): Store {
@@ -617,7 +620,9 @@ export function skillsContributor(skills: SkillService): PromptContributor {
     contribute: async ({ agent }) => {
       const cat = skills.catalog(agent);
       if (cat.skills.length === 0) return [];
-      const active = new Map((await skills.activations(agent.agent_id)).map((a) => [a.skill_id, a.state]));
+      const active = new Map(
+        (await skills.activations(agent.agent_id)).map((a) => [a.skill_id, a.state]),
+      );
       const lines = cat.skills.slice(0, MAX_PROMPT_SKILLS).map((s) => {
         const d =
           s.description.length > MAX_PROMPT_DESCRIPTION

@@ -20,7 +20,7 @@ const CLIP = 400;
 export const workQueueContributor: PromptContributor = {
   id: "work_queue",
   contribute: async ({ store, agent }) => {
-    if (!await store.workItems.hasAny(agent.agent_id)) return [];
+    if (!(await store.workItems.hasAny(agent.agent_id))) return [];
     const now = store.clock.now().toISOString();
     const open = await store.workItems.withState(agent.agent_id, "open");
     const current = open.find((i) => i.id === agent.current_work_item_id);

@@ -91,6 +91,10 @@ export class RuntimeHost {
       throw err;
     }
     const { agents, loops, tasks, scheduler, store, deferredAgents } = host.services;
+    // What the services' construction did when the store was synchronous: activations a
+    // crash left are restored, records written before the active-workspace entry are folded.
+    await host.services.skills.restore();
+    await host.services.workspaces.foldLegacy();
     // Finished `holon run` agents get no per-agent start-up work: it waits for their loop to
     // start again (services.ts), so a start does not slow with every past run. Their records
     // are not even decoded: the lists below leave them out.
@@ -109,7 +113,7 @@ export class RuntimeHost {
     // Builtin templates into ~/.agents/templates, then every home gets its layout (the
     // default agent its holon-default AGENTS.md when it has none).
     host.services.templates.seedBuiltins();
-    if (!await store.agents.get(agents.defaultAgentId)) {
+    if (!(await store.agents.get(agents.defaultAgentId))) {
       await agents.create(agents.defaultAgentId, {}, "default");
     }
     await agents.ensureHomes(deferredAgents);

@@ -102,8 +102,7 @@ export async function agentState(host: RuntimeHost, agent: AgentRecord) {
       current_run_id: agent.current_run_id ?? null,
       current_message_id: current?.message_id ?? null,
       pending: await store.messages.pendingCount(agent.agent_id),
-      queued_messages: (await store.messages
-        .withStatus(agent.agent_id, "queued"))
+      queued_messages: (await store.messages.withStatus(agent.agent_id, "queued"))
         .slice(0, 20)
         .map((m) => ({
           message_id: m.id,

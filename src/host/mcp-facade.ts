@@ -51,7 +51,9 @@ export class McpFacade {
 
   constructor(deps: McpDeps) {
     this.#deps = deps;
-    if (modules) this.#build(modules);
+    // built at once when preloaded: the objects exist before this returns; a sweep it
+    // starts is awaited by ready()
+    if (modules) this.#loading = this.#build(modules);
   }
 
   /** The real client, once built (tool calls reach it through their context). */
@@ -88,7 +90,7 @@ export class McpFacade {
    */
   async sweep(): Promise<number[]> {
     if (this.#real) return await this.#real.sweep();
-    if (!await this.#homeUsesMcp()) return [];
+    if (!(await this.#homeUsesMcp())) return [];
     this.#sweepWanted = true;
     void this.load();
     return [];
@@ -105,9 +107,9 @@ export class McpFacade {
     } catch {
       // no process records: no server was left running
     }
-    return (await store.asks
-      .withState("pending", 500))
-      .some((a) => a.details?.mcp_elicitation !== undefined);
+    return (await store.asks.withState("pending", 500)).some(
+      (a) => a.details?.mcp_elicitation !== undefined,
+    );
   }
 
   /** Whether any server applies to this agent now (host, own, or its workspace's file). */
@@ -146,11 +148,11 @@ export class McpFacade {
     const kept = this.#envNames;
     if (kept && kept.config === config && kept.consent === version) return kept.names;
     const names = referencedEnvNamesOf(
-      consent?.grants("mcp_server", "granted") ?? [],
+      (await consent?.grants("mcp_server", "granted")) ?? [],
       config.servers,
-      (await this.#deps.store.agents
-        .list())
-        .map((a) => (a.mcp?.servers ?? {}) as Record<string, ServerDefinition>),
+      (await this.#deps.store.agents.list()).map(
+        (a) => (a.mcp?.servers ?? {}) as Record<string, ServerDefinition>,
+      ),
     );
     this.#envNames = { config, consent: version, names };
     return names;

@@ -181,7 +181,7 @@ export class OperatorTransportService {
     };
     this.write([...all, binding]);
     // What already waits on this operator goes to the new binding too.
-    for (const ask of await this.asks?.pendingFor(agentId) ?? []) {
+    for (const ask of (await this.asks?.pendingFor(agentId)) ?? []) {
       if (ask.state === "pending") void this.attemptAsk(binding, ask, 1);
     }
     return view(binding);
@@ -203,7 +203,10 @@ export class OperatorTransportService {
   }
 
   /** A prompt the bridge relays from its authenticated remote operator. */
-  async admit(agentId: string, req: OperatorIngress): Promise<{ message_id: string; binding_id: string }> {
+  async admit(
+    agentId: string,
+    req: OperatorIngress,
+  ): Promise<{ message_id: string; binding_id: string }> {
     const all = this.read();
     const b = all.find((x) => x.binding_id === req.binding_id && x.target_agent_id === agentId);
     if (!b) throw unknownBinding(req.binding_id);
@@ -276,7 +279,8 @@ export class OperatorTransportService {
   async redeliverAsks(): Promise<number> {
     if (!this.asks) return 0;
     let n = 0;
-    for (const ask of await this.asks.list({ state: "pending", limit: 500 })) n += await this.deliverAsk(ask);
+    for (const ask of await this.asks.list({ state: "pending", limit: 500 }))
+      n += await this.deliverAsk(ask);
     return n;
   }
 
@@ -475,20 +479,21 @@ export class OperatorTransportService {
   ): Promise<void> {
     if (this.closed) return;
     try {
-      await this.store.tx(async () =>
-        await this.store.appendEvent(intent.target_agent_id, {
-          type: "operator_delivery_recorded",
-          payload: {
-            delivery_intent_id: intent.delivery_intent_id,
-            binding_id: b.binding_id,
-            brief_id: briefId,
-            brief_kind: intent.brief_kind,
-            status,
-            attempts,
-            transport_delivery_id: transportId,
-            failure: failure ? failure.slice(0, 500) : null,
-          },
-        }),
+      await this.store.tx(
+        async () =>
+          await this.store.appendEvent(intent.target_agent_id, {
+            type: "operator_delivery_recorded",
+            payload: {
+              delivery_intent_id: intent.delivery_intent_id,
+              binding_id: b.binding_id,
+              brief_id: briefId,
+              brief_kind: intent.brief_kind,
+              status,
+              attempts,
+              transport_delivery_id: transportId,
+              failure: failure ? failure.slice(0, 500) : null,
+            },
+          }),
       );
     } catch (err) {
       // A full disk: the record waits in memory and is written once the store can take it.
@@ -496,7 +501,10 @@ export class OperatorTransportService {
       if (fault && fault !== "lost") {
         void this.store.health
           .whenWritableAfter(err)
-          .then(async () => await this.record(b, intent, briefId, status, attempts, transportId, failure));
+          .then(
+            async () =>
+              await this.record(b, intent, briefId, status, attempts, transportId, failure),
+          );
       }
       // otherwise the store closed meanwhile: the host is stopping
     }

@@ -17,7 +17,9 @@ export async function promptPreview(host: RuntimeHost, agent: AgentRecord, text?
   // Exact counts for models with a known tokenizer, the calibrated estimate otherwise.
   const estimateTokens = tokenCounterFor(limits.model_ref);
   const queued =
-    text === undefined ? (await host.store.messages.withStatus(agent.agent_id, "queued"))[0] : undefined;
+    text === undefined
+      ? (await host.store.messages.withStatus(agent.agent_id, "queued"))[0]
+      : undefined;
   const message: QueuedMessage = queued ?? placeholder(host, agent, text);
   const { execution_root, cwd } = executionBinding(agent);
   const tools = toolSpecs(services.registry);

@@ -210,14 +210,16 @@ export class RetentionJob {
     if (limit.max_age_ms !== null) {
       const before = new Date(now.getTime() - limit.max_age_ms);
       while (!this.stopped) {
-        const n = await this.store.tx(async () => await this.store.ledger.deleteBefore(before, this.batchSize));
+        const n = await this.store.tx(
+          async () => await this.store.ledger.deleteBefore(before, this.batchSize),
+        );
         if (n > 0) summary.removed.ledger = (summary.removed.ledger ?? 0) + n;
         if (n < this.batchSize) break;
         await tick();
       }
     }
     if (limit.max_bytes === null || this.stopped) return;
-    let over = await this.store.ledger.bytes() - limit.max_bytes;
+    let over = (await this.store.ledger.bytes()) - limit.max_bytes;
     // Only whole quarter-hours, all of them older than the detail kept.
     const horizon = now.getTime() - limit.detail_ms;
     const end = horizon - (horizon % LEDGER_BUCKET_MS);
@@ -329,7 +331,11 @@ export class RetentionJob {
    * Tombstones of deleted agents go with the events that explain them: past the events' age,
    * or once the events' size cap has taken all of that agent's events.
    */
-  private async tombstones(maxAgeMs: number | null, now: Date, summary: RetentionSummary): Promise<void> {
+  private async tombstones(
+    maxAgeMs: number | null,
+    now: Date,
+    summary: RetentionSummary,
+  ): Promise<void> {
     const cutoff = cutoffOf(now, maxAgeMs);
     if (this.stopped) return;
     const n = await this.store.tx(() => this.repo.removeTombstones(cutoff));
@@ -532,7 +538,7 @@ export class RetentionJob {
     if (agents.length === 0 || this.stopped) return;
     await this.store.tx(async () => {
       for (const [agentId, r] of agents) {
-        if (!await this.store.agents.get(agentId)) continue;
+        if (!(await this.store.agents.get(agentId))) continue;
         const payload: EventPayload<"retention_applied"> = {
           removed: r.counts as Record<string, number>,
           event_types: r.event_types,

@@ -134,7 +134,8 @@ export async function runOnce(
     temporary = true;
     if (workspaceRoot) await host.agents.setWorkspace(agentId, workspaceRoot);
     // A finished run left its agent stopped; resuming is the operator starting it again.
-    if (existing.status === "stopped") await transition(host.store, agentId, "awake_idle", "run_resumed");
+    if (existing.status === "stopped")
+      await transition(host.store, agentId, "awake_idle", "run_resumed");
   } else if (opts.agent_id) {
     agentId = opts.agent_id;
     const existing = await host.store.agents.get(agentId);
@@ -261,9 +262,9 @@ export async function runOnce(
     await settled;
     // Background tasks this run started belong to it: they end with it.
     if (interrupted) {
-      const started = (await host.store.tasks
-        .activeForAgent(agentId))
-        .filter((t) => t.parent_message_id === messageId);
+      const started = (await host.store.tasks.activeForAgent(agentId)).filter(
+        (t) => t.parent_message_id === messageId,
+      );
       await Promise.all(started.map((t) => host.tasks.stop(t.id, 500).catch(() => {})));
     }
   } finally {
@@ -272,9 +273,9 @@ export async function runOnce(
   }
   // Commands the run promoted to tasks: listed, and their agent kept so their results are
   // processed (and `holon run --resume` can pick them up) instead of landing nowhere.
-  const stillRunning: RunTaskStillRunning[] = (await host.store.tasks
-    .activeForAgent(agentId))
-    .map((t) => ({ task_id: t.id, status: t.status, summary: t.summary ?? null }));
+  const stillRunning: RunTaskStillRunning[] = (await host.store.tasks.activeForAgent(agentId)).map(
+    (t) => ({ task_id: t.id, status: t.status, summary: t.summary ?? null }),
+  );
   const kept = temporary && (Boolean(opts.keep) || stillRunning.length > 0);
   if (temporary && !kept) {
     // Nothing of the run still runs: its agent stops, and stays inspectable by id (status,
@@ -284,7 +285,7 @@ export async function runOnce(
       await transition(host.store, agentId, "stopped", "run_finished");
   }
   return {
-    ...await summarize(host, agentId, messageId, events, Date.now() - started),
+    ...(await summarize(host, agentId, messageId, events, Date.now() - started)),
     temporary_agent: temporary,
     kept,
     tasks_still_running: stillRunning,
@@ -397,7 +398,10 @@ const isProcessed = (e: CatalogEvent, messageId: string): e is Processed =>
   e.type === "message_processed" && e.payload.message_id === messageId;
 
 /** The newest completion report promoted while the run was being watched. */
-async function completionReport(host: RuntimeHost, events: CatalogEvent[]): Promise<string | undefined> {
+async function completionReport(
+  host: RuntimeHost,
+  events: CatalogEvent[],
+): Promise<string | undefined> {
   for (const e of [...events].reverse()) {
     if (e.type !== "work_item_completed" || !e.payload.report_id) continue;
     const text = (await host.store.workItems.summary(e.payload.report_id))?.text;

@@ -123,9 +123,10 @@ export function buildServices(opts: ServiceOptions) {
       hasActiveTasks: async (id) => (await store.tasks.activeForAgent(id)).length > 0,
       // A connection the allowlist proxy refused is an event of the agent whose command asked.
       onRefused: async (agentId, refusal) => {
-        if (await store.agents.get(agentId) === undefined) return;
-        await store.tx(async () =>
-          await store.appendEvent(agentId, { type: "sandbox_network_refused", payload: refusal }),
+        if ((await store.agents.get(agentId)) === undefined) return;
+        await store.tx(
+          async () =>
+            await store.appendEvent(agentId, { type: "sandbox_network_refused", payload: refusal }),
         );
       },
     },
@@ -221,21 +222,22 @@ export function buildServices(opts: ServiceOptions) {
       // A compaction is a provider call too: its ledger row (the provider reports no usage
       // for it, so its input is the request's estimate).
       if (res.ok) {
-        await store.tx(async () =>
-          await ledger.record({
-            agent_id: agent.agent_id,
-            run_id: (await store.agents.get(agent.agent_id))?.current_run_id ?? null,
-            round: null,
-            kind: "compaction",
-            model_ref: c.model_ref,
-            usage: {
-              input_tokens: estimateRequest(request),
-              output_tokens: 0,
-              total_tokens: estimateRequest(request),
-            },
-            elapsed_ms: opts.clock.now().getTime() - started,
-            estimated: true,
-          }),
+        await store.tx(
+          async () =>
+            await ledger.record({
+              agent_id: agent.agent_id,
+              run_id: (await store.agents.get(agent.agent_id))?.current_run_id ?? null,
+              round: null,
+              kind: "compaction",
+              model_ref: c.model_ref,
+              usage: {
+                input_tokens: estimateRequest(request),
+                output_tokens: 0,
+                total_tokens: estimateRequest(request),
+              },
+              elapsed_ms: opts.clock.now().getTime() - started,
+              estimated: true,
+            }),
         );
       }
       return res;
@@ -287,7 +289,8 @@ export function buildServices(opts: ServiceOptions) {
   });
   // A child's carved budget: checked against the parent's remainder, given back at settle.
   const childBudgets = {
-    checkCarve: async (parent: AgentRecord, input: unknown) => await budgets.checkCarve(parent, input),
+    checkCarve: async (parent: AgentRecord, input: unknown) =>
+      await budgets.checkCarve(parent, input),
     reserved: (parentId: string) => budgetGate.reservationsChanged(parentId),
     returned: async (childId: string) => await returnReservation(store, ledger, childId),
   };
@@ -433,16 +436,20 @@ export function buildServices(opts: ServiceOptions) {
   // Finished run agents a host start skipped (host.ts): their start-up work (patch
   // journals, home layout) runs before their loop starts again (`holon run --resume`, start).
   const deferredAgents = new Set<string>();
-  const loops = new AgentLoops({ store, executor, sleep, observers, gate: asks }, signals, async (id) => {
-    if (!deferredAgents.delete(id)) return;
-    const agent = await store.agents.get(id);
-    if (!agent) return;
-    secureAgentRuntime(agent.agent_home);
-    recoverPatchJournals(patchJournalDir(agent.agent_home));
-    agents.ensureHome(agent);
-    if (agent.sandbox_enabled_at === undefined)
-      await agents.markSandboxEnabled(id, sandbox.summary(agent));
-  });
+  const loops = new AgentLoops(
+    { store, executor, sleep, observers, gate: asks },
+    signals,
+    async (id) => {
+      if (!deferredAgents.delete(id)) return;
+      const agent = await store.agents.get(id);
+      if (!agent) return;
+      secureAgentRuntime(agent.agent_home);
+      recoverPatchJournals(patchJournalDir(agent.agent_home));
+      agents.ensureHome(agent);
+      if (agent.sandbox_enabled_at === undefined)
+        await agents.markSandboxEnabled(id, sandbox.summary(agent));
+    },
+  );
   const templates = new TemplateService({
     userHome: opts.env.HOME ?? homedir(),
     stagingRoot: join(opts.home, "agents", ".staging"),
@@ -474,10 +481,11 @@ export function buildServices(opts: ServiceOptions) {
     waits: {
       async cancelForAgent(agentId, reason) {
         await asks.withdrawForAgent(agentId, reason);
-        const cancelled = (await timers.list(agentId)).active.map((t) => {
-          timers.cancel(agentId, t.timer_id, reason);
-          return t.timer_id;
-        });
+        const cancelled: string[] = [];
+        for (const t of (await timers.list(agentId)).active) {
+          await timers.cancel(agentId, t.timer_id, reason);
+          cancelled.push(t.timer_id);
+        }
         const trigger = await triggers.current(agentId);
         if (trigger) await triggers.revoke(agentId, undefined, reason);
         return { timers: cancelled, triggers: trigger ? [trigger.external_trigger_id] : [] };

@@ -45,11 +45,14 @@ export class StorageWatch {
     if (!outage) return;
     const store = this.store;
     try {
-      health.probe(async () =>
-        await store.tx(async () => {
-          const agent = await store.agents.get(this.defaultAgentId) ?? (await store.agents.list())[0];
-          if (agent) await store.appendEvent(agent.agent_id, { type: "storage_outage", payload: outage });
-        }),
+      health.probe(
+        async () =>
+          await store.tx(async () => {
+            const agent =
+              (await store.agents.get(this.defaultAgentId)) ?? (await store.agents.list())[0];
+            if (agent)
+              await store.appendEvent(agent.agent_id, { type: "storage_outage", payload: outage });
+          }),
       );
     } catch {
       return; // still refused; the next look tries again

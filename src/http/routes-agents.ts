@@ -90,7 +90,7 @@ export function agentRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
 
   app.get("/control/agents/:id/agent", async (c) => {
     requireControl(c);
-    return c.json({ ok: true, ...await host.services.agentPlane.get(idOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...(await host.services.agentPlane.get(idOf(c.req.param("id")))) });
   });
 
   app.post("/control/agents/:id/archive", async (c) => {

@@ -51,10 +51,7 @@ export function briefRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const find = async (): Promise<BriefRecord | undefined> =>
       floor === undefined
         ? (await briefs.recent(agentId, SCAN)).find(matches)
-        : (await briefs
-            .after(agentId, floor, SCAN))
-            .map((r) => r.brief)
-            .find(matches);
+        : (await briefs.after(agentId, floor, SCAN)).map((r) => r.brief).find(matches);
 
     let brief = await find();
     if (!brief && waitMs > 0)

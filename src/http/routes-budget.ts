@@ -79,7 +79,7 @@ export function budgetRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/budget/unfreeze", async (c) => {
     requireControl(c);
     const body = validate(FreezeBody, await readJson(c));
-    return c.json({ ok: true, agent_ids: budgets().unfreeze(await targets(body)) });
+    return c.json({ ok: true, agent_ids: await budgets().unfreeze(await targets(body)) });
   });
 }
 

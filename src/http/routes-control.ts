@@ -117,7 +117,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     const body = validate(ControlBody, await readJson(c));
     const agentId = c.req.param("id");
     await inputTarget(agentId);
-    return c.json({ ok: true, ...await host.lifecycle.control(agentId, body.action) });
+    return c.json({ ok: true, ...(await host.lifecycle.control(agentId, body.action)) });
   });
 
   app.post("/control/agents/:id/wake", async (c) => {
@@ -161,7 +161,7 @@ export function controlRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): vo
     requireControl(c);
     return c.json({
       ok: true,
-      ...await runtimeStatus(host),
+      ...(await runtimeStatus(host)),
       http_addr: opts.listen?.http_addr ?? null,
       socket_path: opts.listen?.socket_path ?? null,
       control_token_configured: Boolean(opts.token),

@@ -101,7 +101,8 @@ export function publicRoutes(app: Hono<AppEnv>, { host, opts }: AppContext): voi
 
   const status = (resolve: Resolve) => async (c: Context<AppEnv>) =>
     c.json(await agentSummary(host, await resolve(c)));
-  const state = (resolve: Resolve) => async (c: Context<AppEnv>) => c.json(await agentState(host, await resolve(c)));
+  const state = (resolve: Resolve) => async (c: Context<AppEnv>) =>
+    c.json(await agentState(host, await resolve(c)));
   const briefs = (resolve: Resolve) => async (c: Context<AppEnv>) => {
     const agent = await resolve(c);
     const limit = intParam(c, "limit", { min: 1, max: 1000 }) ?? 50;

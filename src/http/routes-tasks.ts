@@ -95,10 +95,11 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   });
 
   // Reads: the public routes see public agents' tasks; their /control twins any agent's.
-  const snapshot = (find: TaskOf, auth: (c: Context<AppEnv>) => void) => async (c: Context<AppEnv>) => {
-    auth(c);
-    return c.json({ ok: true, task: taskSnapshot(await find(c)) });
-  };
+  const snapshot =
+    (find: TaskOf, auth: (c: Context<AppEnv>) => void) => async (c: Context<AppEnv>) => {
+      auth(c);
+      return c.json({ ok: true, task: taskSnapshot(await find(c)) });
+    };
   const output =
     (find: TaskOf, auth: (c: Context<AppEnv>) => void) => async (c: Context<AppEnv>) => {
       auth(c);
@@ -111,7 +112,7 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       if (task.kind === "child_agent_task") {
         return c.json({
           ok: true,
-          ...await host.services.agentPlane.output(task, chars, waitMs !== undefined),
+          ...(await host.services.agentPlane.output(task, chars, waitMs !== undefined)),
         });
       }
       return c.json({ ok: true, ...taskOutputView(task, chars, waitMs !== undefined) });
@@ -128,7 +129,7 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const task = await anyTaskOf(c);
     const r =
       task.kind === "child_agent_task"
-        ? { ...await host.services.agentPlane.stop(task), escalated: false }
+        ? { ...(await host.services.agentPlane.stop(task)), escalated: false }
         : await tasks().stop(task.id);
     return c.json({
       ok: true,
@@ -144,7 +145,7 @@ export function taskRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
     const task = await anyTaskOf(c); // the operator's, like stop: a private child's task too
     const r =
       task.kind === "child_agent_task"
-        ? { bytes_written: 0, ...await host.services.agentPlane.input(task, body.input) }
+        ? { bytes_written: 0, ...(await host.services.agentPlane.input(task, body.input)) }
         : await tasks().input(task.id, body.input, body.close_input ?? false);
     return c.json({
       ok: true,

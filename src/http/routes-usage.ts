@@ -33,7 +33,10 @@ export function usageRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
       auth(c);
       const agent = await find(c.req.param("id")!);
       const { from, to } = window(c, host.store.clock.now());
-      return c.json({ ok: true, ...await host.services.usage.report([agent.agent_id], from, to) });
+      return c.json({
+        ok: true,
+        ...(await host.services.usage.report([agent.agent_id], from, to)),
+      });
     },
     rounds: async (c: Context<AppEnv>) => {
       auth(c);

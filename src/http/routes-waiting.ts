@@ -98,17 +98,18 @@ export function waitingRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
 
   // The public read sees public agents; its /control twin any agent, private children
   // included (the operator's view, as for the other reads).
-  const timers = (resolve: (c: Context<AppEnv>) => Promise<string>) => async (c: Context<AppEnv>) => {
-    const agentId = await resolve(c);
-    const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 100;
-    const { active, finished } = await svc().timers.list(agentId, limit);
-    return c.json({
-      ok: true,
-      agent_id: agentId,
-      active_count: await svc().timers.activeCount(agentId),
-      timers: [...active, ...finished],
-    });
-  };
+  const timers =
+    (resolve: (c: Context<AppEnv>) => Promise<string>) => async (c: Context<AppEnv>) => {
+      const agentId = await resolve(c);
+      const limit = intParam(c, "limit", { min: 1, max: 1_000 }) ?? 100;
+      const { active, finished } = await svc().timers.list(agentId, limit);
+      return c.json({
+        ok: true,
+        agent_id: agentId,
+        active_count: await svc().timers.activeCount(agentId),
+        timers: [...active, ...finished],
+      });
+    };
   app.get(
     "/agents/:id/timers",
     timers(async (c) => {

@@ -45,7 +45,7 @@ export function workspaceRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
 
   app.get("/agents/:id/workspaces", async (c) => {
     requireRead(c);
-    return c.json({ ok: true, ...await ws().list(await agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...(await ws().list(await agentOf(c.req.param("id")))) });
   });
 
   app.get("/agents/:id/worktrees", async (c) => {
@@ -56,50 +56,59 @@ export function workspaceRoutes(app: Hono<AppEnv>, { host }: AppContext): void {
   app.post("/control/agents/:id/workspaces/attach", async (c) => {
     requireControl(c);
     const body = validate(AttachBody, await readJson(c));
-    return c.json({ ok: true, ...await ws().attach(await agentOf(c.req.param("id")), body.path, "operator") });
+    return c.json({
+      ok: true,
+      ...(await ws().attach(await agentOf(c.req.param("id")), body.path, "operator")),
+    });
   });
 
   app.post("/control/agents/:id/workspaces/use", async (c) => {
     requireControl(c);
     const body = validate(UseBody, await readJson(c));
-    return c.json({ ok: true, ...await ws().use(await agentOf(c.req.param("id")), body, "operator") });
+    return c.json({
+      ok: true,
+      ...(await ws().use(await agentOf(c.req.param("id")), body, "operator")),
+    });
   });
 
   app.post("/control/agents/:id/workspaces/exit", async (c) => {
     requireControl(c);
     await readJson(c, { optional: true });
-    return c.json({ ok: true, ...await ws().exit(await agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...(await ws().exit(await agentOf(c.req.param("id")))) });
   });
 
   app.post("/control/agents/:id/workspaces/detach", async (c) => {
     requireControl(c);
     const body = validate(DetachBody, await readJson(c));
-    return c.json({ ok: true, ...await ws().detach(await agentOf(c.req.param("id")), body.workspace_id) });
+    return c.json({
+      ok: true,
+      ...(await ws().detach(await agentOf(c.req.param("id")), body.workspace_id)),
+    });
   });
 
   app.post("/control/agents/:id/worktrees/clean", async (c) => {
     requireControl(c);
     await readJson(c, { optional: true });
-    return c.json({ ok: true, ...await ws().cleanWorktrees(await agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...(await ws().cleanWorktrees(await agentOf(c.req.param("id")))) });
   });
 
   app.get("/agents/:id/skills", async (c) => {
     requireRead(c);
-    return c.json({ ok: true, ...await skills().list(await agentOf(c.req.param("id"))) });
+    return c.json({ ok: true, ...(await skills().list(await agentOf(c.req.param("id")))) });
   });
 
   app.post("/control/skills/install", async (c) => {
     requireControl(c);
     const body = validate(InstallBody, await readJson(c));
     if (body.agent_id) await agentOf(body.agent_id);
-    return c.json({ ok: true, ...await skills().install(body) });
+    return c.json({ ok: true, ...(await skills().install(body)) });
   });
 
   app.post("/control/skills/uninstall", async (c) => {
     requireControl(c);
     const body = validate(UninstallBody, await readJson(c));
     if (body.agent_id) await agentOf(body.agent_id);
-    return c.json({ ok: true, ...await skills().uninstall(body.name, body.agent_id) });
+    return c.json({ ok: true, ...(await skills().uninstall(body.name, body.agent_id)) });
   });
 }
 

@@ -135,7 +135,10 @@ function auditSink(host: RuntimeHost) {
     if (host.isClosed) return;
     const { agent_hint, ...payload } = refusal;
     try {
-      await host.services.audit.requestRefused(agent_hint, { ...payload, suppressed_before: suppressed });
+      await host.services.audit.requestRefused(agent_hint, {
+        ...payload,
+        suppressed_before: suppressed,
+      });
     } catch {
       // the refusal stands; its record is lost only when the store cannot be written
     }

@@ -74,7 +74,7 @@ export class EventHub {
   ): Promise<ReadableStream<Uint8Array>> {
     if (opts.afterSeq !== undefined) await assertReplayable(store, agentId, opts.afterSeq);
     const queue: Uint8Array[] = [];
-    let lastSeq = opts.afterSeq ?? await store.events.newestSeq(agentId);
+    let lastSeq = opts.afterSeq ?? (await store.events.newestSeq(agentId));
     let replaying = true;
     const pendingLive: { frame: Uint8Array; seq: number }[] = [];
     let notify: (() => void) | undefined;
@@ -193,7 +193,11 @@ export class EventHub {
  * that silently skips the removed events): the client rebuilds its view from
  * `/agents/:id/state` and resumes from that snapshot's `newest_seq`.
  */
-export async function assertReplayable(store: Store, agentId: string, afterSeq: number): Promise<void> {
+export async function assertReplayable(
+  store: Store,
+  agentId: string,
+  afterSeq: number,
+): Promise<void> {
   const removedThrough = await store.events.removedThrough(agentId);
   if (afterSeq >= removedThrough) return;
   throw new HolonError(

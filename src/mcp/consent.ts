@@ -34,7 +34,10 @@ export interface WorkspaceConsent {
   /** The decision bound to exactly this definition, without asking. */
   peek(b: McpConsentBinding): Promise<{ state: ConsentState; ask_id: string | null }>;
   /** The same, opening the approval ask when none stands. */
-  check(agentId: string, b: McpConsentBinding): Promise<{ state: ConsentState; ask_id: string | null }>;
+  check(
+    agentId: string,
+    b: McpConsentBinding,
+  ): Promise<{ state: ConsentState; ask_id: string | null }>;
   /** Decided grants of a subject (the approved ones' references are withheld from commands). */
   grants(
     subject: "mcp_server",
@@ -51,7 +54,7 @@ export interface WorkspaceConsent {
     ask_id: string;
     definition: unknown;
     decided_at: string;
-  }): boolean;
+  }): Promise<boolean>;
   /** Bumped by every decision: what was derived from the store is stale. */
   readonly version: number;
 }
@@ -107,7 +110,10 @@ const MAX_OLD_APPROVALS = 1_000;
  * cannot be read as approvals is renamed too, with nothing taken in: nothing it says is
  * trusted. Returns how many decisions were taken in.
  */
-export function migrateApprovalsFile(path: string, consent: WorkspaceConsent): number {
+export async function migrateApprovalsFile(
+  path: string,
+  consent: WorkspaceConsent,
+): Promise<number> {
   if (!existsSync(path)) return 0;
   let entries: unknown[] = [];
   try {
@@ -133,7 +139,7 @@ export function migrateApprovalsFile(path: string, consent: WorkspaceConsent): n
     const refs = Array.isArray(a.references)
       ? a.references.filter((r): r is string => typeof r === "string").slice(0, 256)
       : [];
-    const took = consent.adopt({
+    const took = await consent.adopt({
       subject: "mcp_server",
       workspace: a.workspace,
       name: a.server,

@@ -255,14 +255,14 @@ export class McpService {
     const consent = this.#deps.consent?.();
     if (consent) {
       try {
-        migrateApprovalsFile(join(this.#deps.home, "mcp", "approvals.json"), consent);
+        await migrateApprovalsFile(join(this.#deps.home, "mcp", "approvals.json"), consent);
       } catch {
         // left in place; tried again at the next start
       }
     }
     // A call that waited on an elicitation died with the host: its ask answers nothing now.
     const asks = this.#deps.asks?.();
-    for (const a of await asks?.list({ state: "pending", limit: 500 }) ?? []) {
+    for (const a of (await asks?.list({ state: "pending", limit: 500 })) ?? []) {
       if (a.details?.mcp_elicitation !== undefined)
         await asks!.withdraw(a.id, "the host restarted; the tool call that asked is gone");
     }
@@ -284,7 +284,7 @@ export class McpService {
     const version = this.#agentsVersion * 1_000_003 + (consent?.version ?? 0);
     if (kept && kept.config === config && kept.version === version) return kept.names;
     const names = referencedEnvNamesOf(
-      consent?.grants("mcp_server", "granted") ?? [],
+      (await consent?.grants("mcp_server", "granted")) ?? [],
       config.servers,
       (await this.#deps.store.agents.list()).map(agentServers),
     );
@@ -357,7 +357,8 @@ export class McpService {
         }
         out.set(name, this.#resolved(agent, name, "agent", def, false, null, "operator", null));
       }
-      for (const ws of await this.#workspaceServers(agent)) if (!out.has(ws.name)) out.set(ws.name, ws);
+      for (const ws of await this.#workspaceServers(agent))
+        if (!out.has(ws.name)) out.set(ws.name, ws);
     }
     return [...out.values()];
   }
@@ -597,19 +598,21 @@ export class McpService {
     const timeoutMs = this.#deps.config().elicitation_timeout_ms;
     let askId: string;
     try {
-      askId = (await asks.open(
-        elicitationAsk(
-          call.agentId,
-          {
-            server: session.server.name,
-            tool: call.tool,
-            call_id: call.callId,
-            message: params.message,
-            requested_schema: params.requestedSchema,
-          },
-          timeoutMs,
-        ),
-      )).id;
+      askId = (
+        await asks.open(
+          elicitationAsk(
+            call.agentId,
+            {
+              server: session.server.name,
+              tool: call.tool,
+              call_id: call.callId,
+              message: params.message,
+              requested_schema: params.requestedSchema,
+            },
+            timeoutMs,
+          ),
+        )
+      ).id;
     } catch {
       return { action: "decline" };
     }
@@ -623,7 +626,10 @@ export class McpService {
     signal.addEventListener("abort", onServer);
     const timer = setTimeout(async () => {
       this.elicitations.markTimedOut(askId);
-      await this.#withdraw(askId, `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`);
+      await this.#withdraw(
+        askId,
+        `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`,
+      );
     }, timeoutMs);
     timer.unref();
     try {
@@ -892,7 +898,7 @@ export class McpService {
     const def = s.def;
     const command = expand(def.command, resolve, `${where} command`);
     const args = (def.args ?? []).map((a) => expand(a, resolve, `${where} args`));
-    const env: Record<string, string> = { ...await this.#deps.baseEnv() };
+    const env: Record<string, string> = { ...(await this.#deps.baseEnv()) };
     for (const [k, v] of Object.entries(def.env ?? {}))
       env[k] = expand(v, resolve, `${where} env ${k}`);
     // A shared server belongs to no agent: it starts in HOLON_HOME unless its cwd says otherwise.

@@ -304,17 +304,18 @@ export class TurnCompactor {
           },
         });
       } else if (res) {
-        await this.deps.store.tx(async () =>
-          await this.deps.store.appendEvent(ctx.agent.agent_id, {
-            type: "remote_compaction_skipped",
-            payload: {
-              run_id: ctx.run_id,
-              round: ctx.round,
-              reason: res.reason,
-              status: res.status,
-              message: res.message.slice(0, 500),
-            },
-          }),
+        await this.deps.store.tx(
+          async () =>
+            await this.deps.store.appendEvent(ctx.agent.agent_id, {
+              type: "remote_compaction_skipped",
+              payload: {
+                run_id: ctx.run_id,
+                round: ctx.round,
+                reason: res.reason,
+                status: res.status,
+                message: res.message.slice(0, 500),
+              },
+            }),
         );
       }
     }
@@ -391,24 +392,25 @@ export class TurnCompactor {
       compactions: c.compactions + 1,
       rounds_compacted: c.rounds_compacted + f.compacted,
     });
-    await this.deps.store.tx(async () =>
-      await this.deps.store.appendEvent(ctx.agent.agent_id, {
-        type: "context_compacted",
-        payload: {
-          run_id: ctx.run_id,
-          round: ctx.round,
-          strategy,
-          compacted_rounds: s.boundary,
-          retained_rounds: f.retained,
-          before_tokens: f.before,
-          after_tokens: f.after,
-          recap_tokens: f.recap,
-          budget_tokens: limits.prompt,
-          window_tokens: limits.window,
-          full_conversation_tokens: f.full,
-          ...(f.remote ? { remote: f.remote } : {}),
-        },
-      }),
+    await this.deps.store.tx(
+      async () =>
+        await this.deps.store.appendEvent(ctx.agent.agent_id, {
+          type: "context_compacted",
+          payload: {
+            run_id: ctx.run_id,
+            round: ctx.round,
+            strategy,
+            compacted_rounds: s.boundary,
+            retained_rounds: f.retained,
+            before_tokens: f.before,
+            after_tokens: f.after,
+            recap_tokens: f.recap,
+            budget_tokens: limits.prompt,
+            window_tokens: limits.window,
+            full_conversation_tokens: f.full,
+            ...(f.remote ? { remote: f.remote } : {}),
+          },
+        }),
     );
   }
 

@@ -109,7 +109,9 @@ export class ContinuityService {
   }
 
   /** The turn boundary: derive working memory, merge the episode builder, finalize on a boundary. */
-  async settle(run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] }): Promise<void> {
+  async settle(
+    run: RunInfo & { outcome: TurnOutcome; tools: readonly RunToolCall[] },
+  ): Promise<void> {
     const started = this.prompting.delete(run.run_id);
     if (run.outcome.kind === "liveness_only") return;
     const { store } = this;
@@ -121,8 +123,7 @@ export class ContinuityService {
     const prompted = started ? (prev?.revision ?? 0) : undefined;
     const evidence = turnEvidence(run.tools);
     const stats = this.compactionStats(run.run_id);
-    const brief = (await store.briefs
-      .recent(run.agent_id, 8))
+    const brief = (await store.briefs.recent(run.agent_id, 8))
       .filter((b) => b.related_message_id === run.message.id)
       .at(-1);
     const request = clip(bodyText(run.message.body), 300);
@@ -143,7 +144,7 @@ export class ContinuityService {
 
     // Episodes.
     let builder = prev?.active_episode ?? null;
-    let archived = prev?.archived_episode_count ?? await store.memory.episodeCount(run.agent_id);
+    let archived = prev?.archived_episode_count ?? (await store.memory.episodeCount(run.agent_id));
     // The settle transaction counts the message after the observers ran.
     const turn = agent.total_message_count + 1;
     const workItemId = agent.current_work_item_id ?? null;
@@ -244,7 +245,7 @@ export class ContinuityService {
       const inSync =
         this.mirrorSize.get(path) === size ||
         (size === 0 ? 0 : readFileSync(path, "utf8").split("\n").filter(Boolean).length) ===
-          await this.store.memory.episodeCount(agentId) - 1;
+          (await this.store.memory.episodeCount(agentId)) - 1;
       if (inSync) {
         const line = JSON.stringify(episode) + "\n";
         appendFileSync(path, line, { mode: 0o600 });

@@ -155,7 +155,11 @@ export class MemoryIndexService {
     });
   }
 
-  async get(agent: AgentRecord, sourceRef: string, maxChars = MEMORY_GET_DEFAULT_CHARS): Promise<MemoryDocument> {
+  async get(
+    agent: AgentRecord,
+    sourceRef: string,
+    maxChars = MEMORY_GET_DEFAULT_CHARS,
+  ): Promise<MemoryDocument> {
     if (!SOURCE_REF_RE.test(sourceRef)) {
       throw new HolonError("invalid_source_ref", "source_ref is not a memory handle", {
         hint: "copy a source_ref exactly as MemorySearch returned it (mem:<kind>:<id>)",
@@ -305,8 +309,8 @@ export class MemoryIndexService {
       db.setMeta("episodes_seq", String(eseq));
       // Work items: few and mutable; by hash, and removed ones dropped.
       const items = [
-        ...await this.store.workItems.withState(id, "open"),
-        ...await this.store.workItems.recentWithState(id, "completed", 500),
+        ...(await this.store.workItems.withState(id, "open")),
+        ...(await this.store.workItems.recentWithState(id, "completed", 500)),
       ];
       const live = new Set<string>();
       for (const item of items) {

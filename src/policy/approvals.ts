@@ -133,8 +133,8 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
           calls: calls.map((c, i) => ({ index: i + 1, ...shown(c) })),
         },
       });
-      calls.forEach((c, i) => {
-        this.store.approvals.addCall({
+      for (const [i, c] of calls.entries()) {
+        await this.store.approvals.addCall({
           ask_id: batch.ask_id,
           call_id: c.call_id,
           agent_id: c.agent_id,
@@ -147,7 +147,7 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
           created_at: now,
           updated_at: now,
         });
-      });
+      }
     });
     return batch.ask_id;
   }
@@ -247,9 +247,9 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
       const agentId = calls[0]!.agent_id;
       const agent = await store.agents.get(agentId);
       if (!agent || agent.status === "stopped") continue;
-      const queued = (await store.messages
-        .withStatus(agentId, "queued"))
-        .some((m) => m.metadata?.ask_id === askId);
+      const queued = (await store.messages.withStatus(agentId, "queued")).some(
+        (m) => m.metadata?.ask_id === askId,
+      );
       if (queued) continue;
       await this.deps.ingress.admit(
         runtimeMessage(
@@ -271,7 +271,9 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
     extra: Partial<Pick<ApprovalCallRecord, "reason" | "outcome">> = {},
   ): Promise<ApprovalCallRecord | undefined> {
     const next: ApprovalCallRecord = { ...c, ...extra, state: to, updated_at: this.now() };
-    return await this.store.tx(async () => (await this.store.approvals.transition(next, from) ? next : undefined));
+    return await this.store.tx(async () =>
+      (await this.store.approvals.transition(next, from)) ? next : undefined,
+    );
   }
 }
 
@@ -321,7 +323,7 @@ class ApprovedCallGuard implements ToolGuard {
       };
     }
     // Durable before the call starts: a crash from here on can never run it a second time.
-    if (!await this.gate.move(c, "approved", "executing")) {
+    if (!(await this.gate.move(c, "approved", "executing"))) {
       return {
         kind: "result",
         canonical: errorResult(def.name, {

@@ -128,7 +128,11 @@ export class ConsentRegistry implements AskEffects {
   }
 
   /** The grants of one subject in one state (in no particular order), at most `limit`. */
-  async grants(subject: ConsentSubject, state: ConsentGrant["state"], limit = 1_000): Promise<ConsentGrant[]> {
+  async grants(
+    subject: ConsentSubject,
+    state: ConsentGrant["state"],
+    limit = 1_000,
+  ): Promise<ConsentGrant[]> {
     return await this.store.approvals.grantsIn(subject, state, limit);
   }
 

@@ -168,7 +168,8 @@ export class ActionLeash implements ToolGuard {
         config_path: ws.path,
         error: ws.error,
         ignored_allow_rules: policy.ignored,
-        hooks_awaiting_approval: ws.pending_hooks - (await this.workspaceHooks(agent, root, false)).count,
+        hooks_awaiting_approval:
+          ws.pending_hooks - (await this.workspaceHooks(agent, root, false)).count,
       },
     };
   }
@@ -230,7 +231,9 @@ export class ActionLeash implements ToolGuard {
           name: `${event}[${i}]`,
           definition: entry,
         };
-        const c = await (ask ? await consent.check(agent.agent_id, binding) : await consent.peek(binding));
+        const c = await (ask
+          ? await consent.check(agent.agent_id, binding)
+          : await consent.peek(binding));
         if (c.state !== "granted") continue;
         try {
           validateHookSettings({ [event]: [entry] });
@@ -325,10 +328,10 @@ export class ActionLeash implements ToolGuard {
   /** Calls the operator approved for this agent, to run once at the start of its turn. */
   async approvedCalls(agent: AgentRecord): Promise<ApprovedCall[]> {
     return (
-      await this.deps.gate.approved?.(agent.agent_id, {
+      (await this.deps.gate.approved?.(agent.agent_id, {
         rulesDigest: (ctx) => this.policyFor(ctx.agent, ctx.execution_root).policy.digest,
         after: async (def, input, canonical, ctx) => await this.after(def, input, canonical, ctx),
-      }) ?? []
+      })) ?? []
     );
   }
 
@@ -624,9 +627,12 @@ export class ActionLeash implements ToolGuard {
     };
   }
 
-  private async hookEnv(ctx: { execution_root: string; agent: AgentRecord }): Promise<Record<string, string>> {
+  private async hookEnv(ctx: {
+    execution_root: string;
+    agent: AgentRecord;
+  }): Promise<Record<string, string>> {
     return {
-      ...await this.deps.env(),
+      ...(await this.deps.env()),
       CLAUDE_PROJECT_DIR: ctx.execution_root,
       HOLON_AGENT_ID: ctx.agent.agent_id,
     };
@@ -670,7 +676,11 @@ export class ActionLeash implements ToolGuard {
    * Record what the turn's authority means for the agent: an operator instruction clears a
    * spawn floor (re-confirmation); every turn leaves its authority for the sleep it may ask for.
    */
-  async noteTurnAuthority(agentId: string, message: QueuedMessage, authority: AuthorityClass): Promise<void> {
+  async noteTurnAuthority(
+    agentId: string,
+    message: QueuedMessage,
+    authority: AuthorityClass,
+  ): Promise<void> {
     const store = this.deps.store;
     const agent = await store.agents.get(agentId);
     if (!agent) return;

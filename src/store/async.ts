@@ -4,14 +4,20 @@
 
 /** `T` with every method returning a Promise (generic methods lose their type parameters). */
 export type Async<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K];
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R
+    ? (...args: A) => Promise<Awaited<R>>
+    : T[K];
 };
 
 /** Wrap each prototype method of `impl`, looked up on every call (so counting wrappers see it). */
 export function asyncFace<T extends object>(impl: T, own: Record<string, unknown> = {}): Async<T> {
   const face: Record<string, unknown> = { ...own };
   const target = impl as Record<string, (...a: unknown[]) => unknown>;
-  for (let p = Object.getPrototypeOf(impl); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+  for (
+    let p = Object.getPrototypeOf(impl);
+    p && p !== Object.prototype;
+    p = Object.getPrototypeOf(p)
+  ) {
     for (const key of Object.getOwnPropertyNames(p)) {
       if (key === "constructor" || key in face) continue;
       if (typeof Object.getOwnPropertyDescriptor(p, key)?.value !== "function") continue;

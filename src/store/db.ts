@@ -60,10 +60,22 @@ const REPOS = [
 ] as const;
 
 export type SyncRepos = {
-  agents: AgentsRepo; messages: MessagesRepo; events: EventsRepo; briefs: BriefsRepo;
-  transcript: TranscriptRepo; tasks: TasksRepo; deadlines: DeadlinesRepo; workspaces: WorkspacesRepo;
-  skills: SkillActivationsRepo; timers: TimersRepo; triggers: TriggersRepo; workItems: WorkItemsRepo;
-  memory: MemoryRepo; asks: AsksRepo; ledger: LedgerRepo; approvals: ApprovalsRepo;
+  agents: AgentsRepo;
+  messages: MessagesRepo;
+  events: EventsRepo;
+  briefs: BriefsRepo;
+  transcript: TranscriptRepo;
+  tasks: TasksRepo;
+  deadlines: DeadlinesRepo;
+  workspaces: WorkspacesRepo;
+  skills: SkillActivationsRepo;
+  timers: TimersRepo;
+  triggers: TriggersRepo;
+  workItems: WorkItemsRepo;
+  memory: MemoryRepo;
+  asks: AsksRepo;
+  ledger: LedgerRepo;
+  approvals: ApprovalsRepo;
 };
 
 export class Store {

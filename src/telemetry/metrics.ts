@@ -147,7 +147,12 @@ export class MetricsRegistry implements RegistryView {
   }
 
   /** A gauge whose series are read when the registry is collected. */
-  gauge(name: string, unit: string, help: string, collect: () => [Labels, number][] | Promise<[Labels, number][]>): void {
+  gauge(
+    name: string,
+    unit: string,
+    help: string,
+    collect: () => [Labels, number][] | Promise<[Labels, number][]>,
+  ): void {
     this.collectors.push({ family: this.family(name, unit, help, "gauge"), collect });
   }
 
@@ -476,7 +481,12 @@ export class HostMetrics {
     }
   }
 
-  private async onRound(agentId: string, modelRef: string, usage: TokenUsage | null, ms: number): Promise<void> {
+  private async onRound(
+    agentId: string,
+    modelRef: string,
+    usage: TokenUsage | null,
+    ms: number,
+  ): Promise<void> {
     const slash = modelRef.indexOf("/");
     const gen = {
       "gen_ai.operation.name": "chat",
@@ -512,7 +522,7 @@ export class HostMetrics {
     for (const a of await this.sources.agents()) {
       if (a.archived_at) continue;
       const agent = await this.agentLabel(a.agent_id, a);
-      by.set(agent, (by.get(agent) ?? 0) + await value(a));
+      by.set(agent, (by.get(agent) ?? 0) + (await value(a)));
     }
     return [...by].map(([agent, n]) => [{ agent }, n]);
   }
@@ -520,7 +530,7 @@ export class HostMetrics {
   /** The `agent` label: a public agent's id while under the cap, else a bucket. */
   private async agentLabel(agentId: string, record?: AgentRecord): Promise<string> {
     if (this.labelled.has(agentId)) return agentId;
-    const a = record ?? await this.sources.agent(agentId);
+    const a = record ?? (await this.sources.agent(agentId));
     if (!a || a.visibility !== "public") return "_private";
     if (this.labelled.size >= this.sources.maxAgents()) return "_other";
     this.labelled.add(agentId);

@@ -301,17 +301,24 @@ class Turn {
    * A turn event; every one carries the run id. Call sites are checked against the catalog
    * through `T`; the cast is only because TypeScript cannot pair a generic kind with its payload.
    */
-  private async event<T extends EventType>(type: T, payload: Omit<EventPayload<T>, "run_id">): Promise<void> {
-    await this.store.tx(async () =>
-      await this.store.appendEvent(this.agent.agent_id, {
-        type,
-        provenance: { message_id: this.req.message.id },
-        payload: { run_id: this.req.run_id, ...payload },
-      } as unknown as NewEvent),
+  private async event<T extends EventType>(
+    type: T,
+    payload: Omit<EventPayload<T>, "run_id">,
+  ): Promise<void> {
+    await this.store.tx(
+      async () =>
+        await this.store.appendEvent(this.agent.agent_id, {
+          type,
+          provenance: { message_id: this.req.message.id },
+          payload: { run_id: this.req.run_id, ...payload },
+        } as unknown as NewEvent),
     );
   }
 
-  private async transcript<K extends TranscriptEntryKind>(kind: K, data: TranscriptData<K>): Promise<void> {
+  private async transcript<K extends TranscriptEntryKind>(
+    kind: K,
+    data: TranscriptData<K>,
+  ): Promise<void> {
     await this.store.transcript.append({
       id: this.store.ids.next("tr"),
       agent_id: this.agent.agent_id,
@@ -375,9 +382,12 @@ class Turn {
       await this.deps.leash.noteTurnAuthority(this.agent.agent_id, message, this.authority);
       const start = await this.deps.leash.turnStart(this.agent, message, this.req.run_id, incoming);
       if (start.blocked !== null) {
-        return await this.fail(`The prompt was blocked by a UserPromptSubmit hook: ${start.blocked}`, {
-          kind: "prompt_blocked_by_hook",
-        });
+        return await this.fail(
+          `The prompt was blocked by a UserPromptSubmit hook: ${start.blocked}`,
+          {
+            kind: "prompt_blocked_by_hook",
+          },
+        );
       }
       for (const c of start.context)
         this.conversation.push({ type: "user_text", text: `[hook context] ${c}` });
@@ -400,11 +410,12 @@ class Turn {
         // A turn working on a work item halts with an ask on that item (the work plane opens
         // it); a one-shot run or a turn on no item fails as before.
         if (this.agent.current_work_item_id && message.delivery_surface !== "run_once") {
-          await this.store.tx(async () =>
-            await this.terminal("aborted", lastText, {
-              reason: "max_rounds_exceeded",
-              max_rounds: maxRounds,
-            }),
+          await this.store.tx(
+            async () =>
+              await this.terminal("aborted", lastText, {
+                reason: "max_rounds_exceeded",
+                max_rounds: maxRounds,
+              }),
           );
           return {
             kind: "await_operator",
@@ -544,7 +555,7 @@ class Turn {
           })),
         });
         const callEnd = store.clock.now().getTime();
-        const agentNow = await store.agents.get(this.agent.agent_id) ?? this.agent;
+        const agentNow = (await store.agents.get(this.agent.agent_id)) ?? this.agent;
         await this.deps.recordCall?.({
           work_item_id: workItemOf(agentNow, message) ?? null,
           agent_id: this.agent.agent_id,
@@ -570,7 +581,7 @@ class Turn {
         if (this.conversation.at(-1)?.type === "user_text" && !this.sleep) return undefined;
         const outcome = await this.complete(lastText, text);
         // No Stop hook to run in between: the run settles in this same commit.
-        if (!await this.deps.leash?.hasStopHooks(this.agent)) {
+        if (!(await this.deps.leash?.hasStopHooks(this.agent))) {
           await this.req.end(outcome);
           this.settled = true;
         }
@@ -630,8 +641,13 @@ class Turn {
   private async pushInterjection(m: QueuedMessage): Promise<void> {
     const text = renderIncoming(m, "Operator message received while this turn was in progress");
     this.conversation.push({ type: "user_text", text });
-    await this.store.tx(async () =>
-      await this.transcript("incoming_message", { text, kind: m.kind, interjected_message_id: m.id }),
+    await this.store.tx(
+      async () =>
+        await this.transcript("incoming_message", {
+          text,
+          kind: m.kind,
+          interjected_message_id: m.id,
+        }),
     );
   }
 
@@ -639,7 +655,7 @@ class Turn {
     const { store } = this;
     const started = store.clock.now();
     // Each call follows the binding as it is now: UseWorkspace may have moved it this turn.
-    const current = await store.agents.get(this.agent.agent_id) ?? this.agent;
+    const current = (await store.agents.get(this.agent.agent_id)) ?? this.agent;
     const { execution_root: executionRoot, cwd } = executionBinding(current);
     const outcome = await dispatch(this.registry, name, args, {
       agent: current,
@@ -659,7 +675,11 @@ class Turn {
       this.sleep = { duration_ms: outcome.request.duration_ms };
     if (outcome.external_evidence && this.authority !== "external_evidence") {
       this.authority = lowestAuthority(this.authority, "external_evidence");
-      await this.deps.leash?.noteTurnAuthority(this.agent.agent_id, this.req.message, this.authority);
+      await this.deps.leash?.noteTurnAuthority(
+        this.agent.agent_id,
+        this.req.message,
+        this.authority,
+      );
     }
     await store.tx(async () => {
       await this.transcript("tool_execution", {
@@ -763,8 +783,7 @@ class Turn {
       return { kind: "sleep_until", wake_at: wakeAt, duration_ms: ms };
     }
     // Resting while tasks that report back still run is waiting on them.
-    const reentry = (await this.store.tasks
-      .activeForAgent(this.agent.agent_id))
+    const reentry = (await this.store.tasks.activeForAgent(this.agent.agent_id))
       .filter((t) => t.terminal_reentry)
       .map((t) => t.id);
     return reentry.length > 0 ? { kind: "await_tasks", task_ids: reentry } : { kind: "rest" };
@@ -790,9 +809,14 @@ class Turn {
   }
 
   /** An ask holds the agent (or the hook opened one): end the turn waiting for its decision. */
-  private async gated(askId: string, scope: "agent" | "work_item", lastText: string): Promise<TurnOutcome> {
-    await this.store.tx(async () =>
-      await this.terminal("aborted", lastText, { reason: "awaiting_operator", ask_id: askId }),
+  private async gated(
+    askId: string,
+    scope: "agent" | "work_item",
+    lastText: string,
+  ): Promise<TurnOutcome> {
+    await this.store.tx(
+      async () =>
+        await this.terminal("aborted", lastText, { reason: "awaiting_operator", ask_id: askId }),
     );
     return { kind: "await_operator", detail: `ask:${askId}`, ask_id: askId, scope };
   }

@@ -39,12 +39,15 @@ export function hintView(h: WakeHint | undefined): WakeHintView | null {
 }
 
 /** The short form for `/status` (reads only: nothing is provisioned here). */
-export async function waitingSummary(deps: WaitingDeps, agent: AgentRecord): Promise<WaitingSummary> {
+export async function waitingSummary(
+  deps: WaitingDeps,
+  agent: AgentRecord,
+): Promise<WaitingSummary> {
   const next = (await deps.timers.list(agent.agent_id, 1)).active[0];
   const trigger = await deps.triggers.current(agent.agent_id);
   return {
     waiting_reason: agent.closure?.waiting_reason ?? null,
-    sleep_wake_at: await deps.sleep.pending(agent.agent_id) ?? null,
+    sleep_wake_at: (await deps.sleep.pending(agent.agent_id)) ?? null,
     timers: {
       active: await deps.timers.activeCount(agent.agent_id),
       next_fire_at: next?.next_fire_at ?? null,

@@ -138,7 +138,7 @@ export class DeadlineScheduler {
   }
 
   private async fireOne(d: Deadline): Promise<void> {
-    if (!await this.store.deadlines.delete(d.id)) return; // already cancelled or fired
+    if (!(await this.store.deadlines.delete(d.id))) return; // already cancelled or fired
     const handler = this.handlers.get(d.kind);
     const out = handler ? await handler(d) : null;
     if (out === "handled") return;

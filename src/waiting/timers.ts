@@ -243,7 +243,7 @@ export class TimerService {
       const agent = await store.agents.get(agentId);
       if (!agent) throw unknownAgent(agentId);
       if (agent.status === "stopped") throw agentStopped(agentId);
-      if (await store.timers.activeCount(agentId) >= MAX_ACTIVE_TIMERS) {
+      if ((await store.timers.activeCount(agentId)) >= MAX_ACTIVE_TIMERS) {
         throw new HolonError(
           "too_many_timers",
           `agent '${agentId}' already has ${MAX_ACTIVE_TIMERS} active timers`,
@@ -278,7 +278,11 @@ export class TimerService {
   }
 
   /** Cancel an active timer; cancelling a finished one says so (409). */
-  async cancel(agentId: string, timerId: string, reason = "operator_cancelled"): Promise<TimerRecord> {
+  async cancel(
+    agentId: string,
+    timerId: string,
+    reason = "operator_cancelled",
+  ): Promise<TimerRecord> {
     const store = this.store;
     return await store.tx(async () => {
       const timer = await store.timers.get(timerId);
@@ -319,7 +323,10 @@ export class TimerService {
   }
 
   /** Active timers (soonest first), then the most recently finished ones. */
-  async list(agentId: string, limit = 100): Promise<{ active: TimerRecord[]; finished: TimerRecord[] }> {
+  async list(
+    agentId: string,
+    limit = 100,
+  ): Promise<{ active: TimerRecord[]; finished: TimerRecord[] }> {
     return {
       active: await this.store.timers.active(agentId, limit),
       finished: await this.store.timers.finished(agentId, Math.min(limit, 20)),

@@ -176,7 +176,10 @@ export class TriggerService {
    */
   async provisionDefault(agentId: string): Promise<ExternalTriggerRecord | undefined> {
     return await this.store.tx(async () => {
-      if (await this.store.triggers.active(agentId) || (await this.store.triggers.revoked(agentId, 1)).length)
+      if (
+        (await this.store.triggers.active(agentId)) ||
+        (await this.store.triggers.revoked(agentId, 1)).length
+      )
         return undefined;
       return await this.mint(agentId);
     });
@@ -222,7 +225,11 @@ export class TriggerService {
    * CancelExternalTrigger: revoke the agent's capability (or the named one). The URL stops
    * working at once; a new capability exists only once the operator rotates it.
    */
-  async revoke(agentId: string, triggerId?: string, reason = "operator_revoked"): Promise<ExternalTriggerRecord> {
+  async revoke(
+    agentId: string,
+    triggerId?: string,
+    reason = "operator_revoked",
+  ): Promise<ExternalTriggerRecord> {
     return await this.store.tx(async () => {
       const active = await this.store.triggers.active(agentId);
       if (!active || (triggerId !== undefined && active.external_trigger_id !== triggerId)) {
@@ -301,20 +308,21 @@ export class TriggerService {
   ): Promise<void> {
     const suppressed = this.limiter.miss(d.peer ?? "unknown");
     const agentId = reason === "revoked" && found ? found.agent_id : this.defaultAgentId;
-    if (!await this.store.agents.get(agentId)) return;
-    await this.store.tx(async () =>
-      await this.store.appendEvent(agentId, {
-        type: "external_trigger_refused",
-        payload: {
-          reason,
-          requested_mode: d.mode,
-          peer: d.peer,
-          ...(reason === "revoked" && found
-            ? { external_trigger_id: found.external_trigger_id }
-            : {}),
-          suppressed_before: suppressed,
-        },
-      }),
+    if (!(await this.store.agents.get(agentId))) return;
+    await this.store.tx(
+      async () =>
+        await this.store.appendEvent(agentId, {
+          type: "external_trigger_refused",
+          payload: {
+            reason,
+            requested_mode: d.mode,
+            peer: d.peer,
+            ...(reason === "revoked" && found
+              ? { external_trigger_id: found.external_trigger_id }
+              : {}),
+            suppressed_before: suppressed,
+          },
+        }),
     );
   }
 
@@ -342,7 +350,10 @@ export class TriggerService {
     return t;
   }
 
-  private async revokeRecord(t: ExternalTriggerRecord, reason: string): Promise<ExternalTriggerRecord> {
+  private async revokeRecord(
+    t: ExternalTriggerRecord,
+    reason: string,
+  ): Promise<ExternalTriggerRecord> {
     const revoked: ExternalTriggerRecord = {
       ...t,
       status: "revoked",

@@ -81,7 +81,7 @@ export class WakeHints implements RunObserver, OperatorWake {
         agent.status !== "awake_running" &&
         agent.status !== "paused" &&
         agent.current_run_id === undefined &&
-        await store.messages.pendingCount(agentId) === 0;
+        (await store.messages.pendingCount(agentId)) === 0;
       let out: HintResult;
       if (eligible) {
         out = { hint, disposition: "woken", message_id: await this.convert(agent, hint) };

@@ -52,7 +52,10 @@ export class WorkRunObserver implements RunObserver {
     this.bound.set(run.run_id, current.id);
     const state = await this.store.workItems.agentState(run.agent_id);
     const runs = [...(state.bound_runs ?? []), { run_id: run.run_id, work_item_id: current.id }];
-    await this.store.workItems.putAgentState(run.agent_id, { ...state, bound_runs: runs.slice(-4) });
+    await this.store.workItems.putAgentState(run.agent_id, {
+      ...state,
+      bound_runs: runs.slice(-4),
+    });
     await this.store.appendEvent(run.agent_id, {
       type: "work_item_bound",
       provenance: { work_item_id: current.id, message_id: run.message.id },
@@ -69,7 +72,9 @@ export class WorkRunObserver implements RunObserver {
 
   private async commitTurnEnd(run: RunInfo & { outcome: TurnOutcome }, id: string): Promise<void> {
     const outcome = run.outcome.kind;
-    const skip = async (reason: "not_a_model_turn" | "turn_did_not_finish" | "item_gone"): Promise<void> => {
+    const skip = async (
+      reason: "not_a_model_turn" | "turn_did_not_finish" | "item_gone",
+    ): Promise<void> => {
       await this.store.appendEvent(run.agent_id, {
         type: "work_item_turn_end_commit_skipped",
         provenance: { work_item_id: id, message_id: run.message.id },
@@ -85,7 +90,8 @@ export class WorkRunObserver implements RunObserver {
     // Only a real model turn that reached its end commits anything: a liveness tick or a
     // turn that failed, was aborted or is to be retried leaves the item as it was.
     const turnEnd = modelTurnEnd(run.outcome);
-    if (turnEnd === "not_a_model_turn" || turnEnd === "turn_did_not_finish") return await skip(turnEnd);
+    if (turnEnd === "not_a_model_turn" || turnEnd === "turn_did_not_finish")
+      return await skip(turnEnd);
     const payload: {
       run_id: string;
       work_item_id: string;
@@ -117,7 +123,10 @@ export class WorkRunObserver implements RunObserver {
    * The `needs_input` path: an open item (the run's or the current one) left needing input
    * at the end of a model turn becomes an input ask, its question the turn's last text.
    */
-  private async askForInput(run: RunInfo & { outcome: TurnOutcome }, boundId: string | undefined): Promise<void> {
+  private async askForInput(
+    run: RunInfo & { outcome: TurnOutcome },
+    boundId: string | undefined,
+  ): Promise<void> {
     if (!this.asks || modelTurnEnd(run.outcome) !== "ok") return;
     const ids = new Set<string>();
     if (boundId) ids.add(boundId);
@@ -178,7 +187,7 @@ export class WorkRunObserver implements RunObserver {
 
   async closureFacts(run: RunInfo & { outcome: TurnOutcome }): Promise<PlaneFacts> {
     const agentId = run.agent_id;
-    if (!await this.store.workItems.hasAny(agentId)) return {};
+    if (!(await this.store.workItems.hasAny(agentId))) return {};
     const facts: PlaneFacts = {};
     let signal = await this.signal(agentId);
     const guard = await this.store.workItems.agentState(agentId);
@@ -190,7 +199,7 @@ export class WorkRunObserver implements RunObserver {
       if (
         run.outcome.kind === "settled" &&
         item &&
-        await this.haltWithAsk(run, item, "runaway_guard", guard.continuations_without_progress)
+        (await this.haltWithAsk(run, item, "runaway_guard", guard.continuations_without_progress))
       ) {
         await this.recordHalt(run, signal, guard.continuations_without_progress);
         signal = await this.signal(agentId);
@@ -224,7 +233,9 @@ export class WorkRunObserver implements RunObserver {
     return { work_item_id: queued.id, status: "queued", reactivation_mode: "activate_queued" };
   }
 
-  async onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): Promise<void> {
+  async onClosure(
+    run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision },
+  ): Promise<void> {
     const signal = run.closure.work_signal;
     if (run.closure.outcome !== "continuable" || !signal) return;
     const item = await this.store.workItems.get(signal.work_item_id);
@@ -290,9 +301,9 @@ function runtimeBlocker(outcome: TurnOutcome): string | undefined {
 
 /** The last non-empty assistant text of a run (the question a needs-input turn ends on). */
 async function lastAssistantText(store: Store, agentId: string, runId: string): Promise<string> {
-  const rounds = (await store.transcript
-    .forRun(agentId, runId))
-    .filter((e) => e.kind === "assistant_round");
+  const rounds = (await store.transcript.forRun(agentId, runId)).filter(
+    (e) => e.kind === "assistant_round",
+  );
   for (let i = rounds.length - 1; i >= 0; i--) {
     const text = rounds[i]!.data.text;
     if (typeof text === "string" && text.trim()) return text.trim();

@@ -15,8 +15,7 @@ export function workRecheckHandler(store: Store) {
     const agent = await store.agents.get(d.agent_id);
     if (!agent) return null;
     const now = store.clock.now().toISOString();
-    const due = (await store.workItems
-      .withState(d.agent_id, "open"))
+    const due = (await store.workItems.withState(d.agent_id, "open"))
       .filter(
         (i) =>
           i.blocked_by !== undefined &&
@@ -36,7 +35,8 @@ export function workRecheckHandler(store: Store) {
       await store.deadlines.dropKey(recheckKey(item.id));
     }
     const ids = due.map((i) => i.id);
-    const busy = agent.current_run_id !== undefined || await store.messages.pendingCount(d.agent_id) > 0;
+    const busy =
+      agent.current_run_id !== undefined || (await store.messages.pendingCount(d.agent_id)) > 0;
     const deliver = agent.status !== "stopped" && agent.status !== "paused" && !busy;
     await store.appendEvent(d.agent_id, {
       type: "work_recheck_due",

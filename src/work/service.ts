@@ -158,7 +158,7 @@ export class WorkService {
     if (Buffer.byteLength(plan) > WORK_LIMITS.plan_bytes) {
       throw invalid("plan", `the plan is larger than ${WORK_LIMITS.plan_bytes} bytes`);
     }
-    if (await this.store.workItems.count(agentId, "open") >= WORK_LIMITS.open_items) {
+    if ((await this.store.workItems.count(agentId, "open")) >= WORK_LIMITS.open_items) {
       throw new HolonError(
         "too_many_work_items",
         `agent '${agentId}' already has ${WORK_LIMITS.open_items} open work items`,
@@ -248,7 +248,12 @@ export class WorkService {
     });
   }
 
-  async update(agentId: string, id: string, patch: UpdateInput, by: Actor = "agent"): Promise<WorkItemRecord> {
+  async update(
+    agentId: string,
+    id: string,
+    patch: UpdateInput,
+    by: Actor = "agent",
+  ): Promise<WorkItemRecord> {
     return await this.store.tx(async () => {
       const item = await this.open(agentId, id, "updated");
       const next: WorkItemRecord = { ...item };
@@ -354,8 +359,7 @@ export class WorkService {
       let text = "";
       let warning: string | undefined;
       if (how.by === "agent") {
-        const round = (await this.store.transcript
-          .forRun(agentId, how.run_id))
+        const round = (await this.store.transcript.forRun(agentId, how.run_id))
           .filter((e) => e.kind === "assistant_round")
           .at(-1);
         const calls = Array.isArray(round?.data.tool_calls)
@@ -476,7 +480,12 @@ export class WorkService {
   }
 
   /** Store a new snapshot and its `work_item_updated` event (inside the caller's tx). */
-  async commit(next: WorkItemRecord, changes: string[], by: Actor, withEvent = true): Promise<void> {
+  async commit(
+    next: WorkItemRecord,
+    changes: string[],
+    by: Actor,
+    withEvent = true,
+  ): Promise<void> {
     const stored: WorkItemRecord = { ...next, revision: next.revision + 1, updated_at: this.now() };
     Object.assign(next, stored);
     await this.store.tx(async () => {
@@ -543,7 +552,7 @@ export class WorkService {
     const agent = await this.agent(agentId);
     if (agent.status === "paused" || agent.status === "stopped" || agent.current_run_id) return;
     if (agent.closure && agent.closure.outcome !== "completed") return;
-    if (await this.store.messages.pendingCount(agentId) > 0) return;
+    if ((await this.store.messages.pendingCount(agentId)) > 0) return;
     const current = await this.currentItem(agentId);
     if (current && schedulingState(current) === "runnable") return;
     const queued = await this.runnableQueued(agentId);
@@ -553,9 +562,9 @@ export class WorkService {
 
   async runnableQueued(agentId: string): Promise<WorkItemRecord[]> {
     const currentId = (await this.store.agents.get(agentId))?.current_work_item_id;
-    return (await this.store.workItems
-      .withState(agentId, "open"))
-      .filter((i) => i.id !== currentId && schedulingState(i) === "runnable");
+    return (await this.store.workItems.withState(agentId, "open")).filter(
+      (i) => i.id !== currentId && schedulingState(i) === "runnable",
+    );
   }
 
   /** Admit a runtime-owned work-queue tick (low priority), counted by the runaway guard. */
@@ -567,9 +576,9 @@ export class WorkService {
     await this.store.tx(async () => {
       const state = await this.store.workItems.agentState(agentId);
       const count = state.continuations_without_progress + 1;
-      const queued = (await this.store.messages
-        .withStatus(agentId, "queued"))
-        .some((m) => m.origin.kind === "system" && m.origin.subsystem === "work_queue");
+      const queued = (await this.store.messages.withStatus(agentId, "queued")).some(
+        (m) => m.origin.kind === "system" && m.origin.subsystem === "work_queue",
+      );
       if (queued) {
         await this.store.appendEvent(agentId, {
           type: "work_activation",
@@ -619,7 +628,10 @@ export class WorkService {
   // ---------------------------------------------------------------------------
   // Reads
 
-  async view(item: WorkItemRecord, opts: { include_todo_list?: boolean } = {}): Promise<WorkItemView> {
+  async view(
+    item: WorkItemRecord,
+    opts: { include_todo_list?: boolean } = {},
+  ): Promise<WorkItemView> {
     const currentId = (await this.store.agents.get(item.agent_id))?.current_work_item_id;
     const { todo_list, ...rest } = item;
     const plan = describePlan(item.plan_artifact.path, this.now(), item.plan_artifact);
@@ -663,7 +675,11 @@ export class WorkService {
     return null;
   }
 
-  async get(agentId: string, id: string, opts: { include_todo_list?: boolean } = {}): Promise<WorkItemView> {
+  async get(
+    agentId: string,
+    id: string,
+    opts: { include_todo_list?: boolean } = {},
+  ): Promise<WorkItemView> {
     return await this.view(await this.item(agentId, id), opts);
   }
 
@@ -674,7 +690,8 @@ export class WorkService {
   ): Promise<WorkItemView[]> {
     const agent = await this.agent(agentId);
     const limit = opts.limit ?? 50;
-    const open = filter === "completed" ? [] : await this.store.workItems.withState(agentId, "open");
+    const open =
+      filter === "completed" ? [] : await this.store.workItems.withState(agentId, "open");
     const completed =
       filter === "all" || filter === "completed"
         ? await this.store.workItems.recentWithState(agentId, "completed", limit)

@@ -118,7 +118,6 @@ export class WorkspaceService {
 
   constructor(deps: WorkspaceDeps) {
     this.deps = deps;
-    this.foldLegacy();
   }
 
   /**
@@ -126,7 +125,7 @@ export class WorkspaceService {
    * they become a registered, attached, active workspace, so there is one truth. One whose
    * directory is gone stays as it is (the resolver still reads it, tools report it missing).
    */
-  private async foldLegacy(): Promise<void> {
+  async foldLegacy(): Promise<void> {
     for (const agent of await this.store.agents.withLegacyWorkspace()) {
       if (agent.active_workspace || !agent.workspace_root) continue;
       const root = agent.workspace_root;
@@ -213,7 +212,7 @@ export class WorkspaceService {
           },
         );
       }
-      if (!await this.store.workspaces.attachment(agentId, workspaceId)) {
+      if (!(await this.store.workspaces.attachment(agentId, workspaceId))) {
         throw notAttached(agentId, workspaceId);
       }
       const ws = await this.store.workspaces.get(workspaceId);
@@ -328,7 +327,11 @@ export class WorkspaceService {
    * Make a workspace active. `by` is who asked: an agent attaching a new path needs the
    * attach policy's consent, an operator does not.
    */
-  async use(agentId: string, req: UseRequest, by: "operator" | "agent" = "agent"): Promise<UseResult> {
+  async use(
+    agentId: string,
+    req: UseRequest,
+    by: "operator" | "agent" = "agent",
+  ): Promise<UseResult> {
     if ((req.path === undefined) === (req.workspace_id === undefined)) {
       throw new HolonError(
         "invalid_workspace_selector",
@@ -350,7 +353,7 @@ export class WorkspaceService {
     let attachNeeded = false;
     if (
       target.workspace &&
-      !await this.store.workspaces.attachment(agentId, target.workspace.workspace_id)
+      !(await this.store.workspaces.attachment(agentId, target.workspace.workspace_id))
     ) {
       attachNeeded = true;
     } else if (!target.workspace && target.detected !== "agent_home") {
@@ -385,7 +388,9 @@ export class WorkspaceService {
     const prevWorktreeId = agent.active_workspace?.worktree_id;
     let result: UseResult;
     try {
-      result = await this.store.tx(async () => await this.activate(agentId, target, attachNeeded, by, created));
+      result = await this.store.tx(
+        async () => await this.activate(agentId, target, attachNeeded, by, created),
+      );
     } catch (err) {
       if (created) safeRemove(created);
       throw err;
@@ -542,13 +547,13 @@ export class WorkspaceService {
     if (wt && wt.agent_id === agent.agent_id) {
       if (!isDirectory(wt.path)) throw unavailable(workspaceId, wt.path);
       return {
-        workspace: await this.store.workspaces.get(wt.workspace_id) ?? null,
+        workspace: (await this.store.workspaces.get(wt.workspace_id)) ?? null,
         dir: wt.path,
         detected: "managed_worktree",
         worktree: wt,
       };
     }
-    if (!await this.store.workspaces.attachment(agent.agent_id, workspaceId)) {
+    if (!(await this.store.workspaces.attachment(agent.agent_id, workspaceId))) {
       throw notAttached(agent.agent_id, workspaceId);
     }
     const ws = await this.store.workspaces.get(workspaceId);
@@ -571,7 +576,7 @@ export class WorkspaceService {
     for (const w of await this.store.workspaces.worktrees(agent.agent_id)) {
       if (isInside(w.path, dir)) {
         return {
-          workspace: await this.store.workspaces.get(w.workspace_id) ?? null,
+          workspace: (await this.store.workspaces.get(w.workspace_id)) ?? null,
           dir,
           detected: "managed_worktree",
           worktree: w,
@@ -581,7 +586,7 @@ export class WorkspaceService {
     const loc = gitLocation(dir);
     if (loc?.linked_worktree) {
       const parent = await this.store.workspaces.byAnchor(loc.main_root);
-      if (parent && await this.store.workspaces.attachment(agent.agent_id, parent.workspace_id)) {
+      if (parent && (await this.store.workspaces.attachment(agent.agent_id, parent.workspace_id))) {
         return {
           workspace: parent,
           dir,
@@ -606,7 +611,7 @@ export class WorkspaceService {
       }
     }
     const { anchor, kind } = this.anchorOf(dir, loc);
-    const known = await this.store.workspaces.byAnchor(anchor) ?? null;
+    const known = (await this.store.workspaces.byAnchor(anchor)) ?? null;
     const detected: DetectedKind =
       kind === "plain" ? "plain_directory" : anchor === dir ? "canonical_repo" : "repo_subdir";
     return { workspace: known, dir, detected };
@@ -672,8 +677,10 @@ export class WorkspaceService {
       });
     }
     const target: Target = { workspace, dir: w.path, detected: "managed_worktree", worktree: w };
-    const attachNeeded = !await this.store.workspaces.attachment(agentId, w.workspace_id);
-    return await this.store.tx(async () => await this.activate(agentId, target, attachNeeded, "operator", undefined));
+    const attachNeeded = !(await this.store.workspaces.attachment(agentId, w.workspace_id));
+    return await this.store.tx(
+      async () => await this.activate(agentId, target, attachNeeded, "operator", undefined),
+    );
   }
 
   /** The task ended: remove its worktree (and branch) when clean, retain and report it when not. */
@@ -789,7 +796,11 @@ export class WorkspaceService {
     return await this.retain(w, changes, reason);
   }
 
-  private async retain(w: WorktreeRecord, changes: WorktreeChanges, reason: string): Promise<LeaveReport> {
+  private async retain(
+    w: WorktreeRecord,
+    changes: WorktreeChanges,
+    reason: string,
+  ): Promise<LeaveReport> {
     const store = this.store;
     await store.tx(async () => {
       await store.workspaces.putWorktree({
@@ -898,7 +909,11 @@ export class WorkspaceService {
   }
 
   /** Attach inside a transaction; false when it was attached already. */
-  private async bind(agentId: string, ws: WorkspaceRecord, by: "operator" | "agent"): Promise<boolean> {
+  private async bind(
+    agentId: string,
+    ws: WorkspaceRecord,
+    by: "operator" | "agent",
+  ): Promise<boolean> {
     if (await this.store.workspaces.attachment(agentId, ws.workspace_id)) return false;
     if ((await this.store.workspaces.attached(agentId)).length >= MAX_ATTACHED_PER_AGENT) {
       throw new HolonError(

@@ -20,7 +20,7 @@ export const taskStopTool: ToolDefinition<typeof Input> = {
     const task = await lookupTask(ctx, input.task_id);
     const r =
       task.kind === "child_agent_task"
-        ? { ...await ctx.services.agents.stop(task), escalated: false }
+        ? { ...(await ctx.services.agents.stop(task)), escalated: false }
         : await ctx.tasks.stop(task.id, STOP_GRACE_MS);
     const receipt: StopReceipt = {
       task: taskSnapshot(r.task),

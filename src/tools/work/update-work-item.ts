@@ -35,7 +35,10 @@ export const updateWorkItemTool: ToolDefinition<typeof Input> = {
     const work = ctx.services.work;
     const { work_item_id, ...patch } = input;
     const item = await work.update(ctx.agent.agent_id, work_item_id, patch);
-    return { summary_text: `updated work item ${item.id}`, result: { work_item: await work.view(item) } };
+    return {
+      summary_text: `updated work item ${item.id}`,
+      result: { work_item: await work.view(item) },
+    };
   },
   render(c) {
     return ["Updated.", ...itemLines((c.result as { work_item: WorkItemView }).work_item)].join(
