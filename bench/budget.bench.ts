@@ -138,7 +138,7 @@ const bench: Benchmark = {
       out.metric("empty_tx_cpu_ms", round(emptyMs, 4), "ms", "an empty transaction");
       out.metric("ledger_rows", await store.ledger.count(), "rows");
       out.target("≤ 0.2 ms host CPU per round", "added_cpu_ms_per_round", "<=", 0.2);
-      const totals = ledger.agentTree("main");
+      const totals = await ledger.agentTree("main");
       out.check(
         "running totals equal the ledger's own sum",
         totals.rounds === (await store.ledger.sum({ kind: "agent_tree", agent_id: "main" })).rounds,

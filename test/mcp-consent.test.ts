@@ -85,7 +85,7 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     const grant = await host.services.store.approvals.getGrant("mcp_server", root, "good", digest(good));
     expect(grant).toMatchObject({ state: "granted", ask_id: "ask_old1" });
     const states = Object.fromEntries(
-      host.services.mcp.status(await host.agents.get("main")).map((v) => [v.name, v.consent]),
+      (await host.services.mcp.status(await host.agents.get("main"))).map((v) => [v.name, v.consent]),
     );
     expect(states).toEqual({ good: "approved", other: "denied" });
     // The approved definition's variable is withheld from commands, as before.
@@ -121,7 +121,7 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
       },
     );
     expect(
-      host.services.mcp.status(await host.agents.get("main")).find((v) => v.name === "good")?.consent,
+      (await host.services.mcp.status(await host.agents.get("main"))).find((v) => v.name === "good")?.consent,
     ).toBe("approved");
 
     // The next start finds nothing to take in and keeps every decision.
@@ -129,7 +129,7 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     const again = await open(home);
     expect(existsSync(file)).toBe(false);
     const after = Object.fromEntries(
-      again.services.mcp.status(await again.agents.get("main")).map((v) => [v.name, v.consent]),
+      (await again.services.mcp.status(await again.agents.get("main"))).map((v) => [v.name, v.consent]),
     );
     expect(after).toEqual({ good: "approved", other: "denied" });
     await close(again);
@@ -146,7 +146,7 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     const host = await open(home);
     expect(existsSync(file)).toBe(false);
     expect(readFileSync(`${file}.migrated`, "utf8")).toBe("{ not json");
-    const view = host.services.mcp.status(await host.agents.get("main"));
+    const view = await host.services.mcp.status(await host.agents.get("main"));
     expect(view.map((v) => [v.name, v.consent])).toEqual([["good", "pending"]]);
     await close(host);
   });

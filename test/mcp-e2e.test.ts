@@ -195,7 +195,7 @@ describe("MCP tools in a turn", () => {
 describe("removing a server", () => {
   it("holon mcp remove takes it out of the catalog and stops its process at the next turn", async () => {
     const view = async () =>
-      rt.host.services.mcp.status(await rt.host.agents.get("main")).find((v) => v.name === "everything");
+      (await rt.host.services.mcp.status(await rt.host.agents.get("main"))).find((v) => v.name === "everything");
     const pid = (await view())?.pid;
     expect(pid).toBeGreaterThan(0);
     const removed = await cli("mcp", "remove", "everything");
@@ -252,8 +252,8 @@ describe("workspace .mcp.json needs the operator's consent", () => {
       toolResults(after).some((o) => o.includes("pong from ping")),
       JSON.stringify(toolResults(after)) +
         JSON.stringify(
-          rt.host.services.mcp
-            .status(await rt.host.agents.get("main"))
+          (await rt.host.services.mcp
+            .status(await rt.host.agents.get("main")))
             .map((v) => [v.name, v.consent, v.state, v.last_error]),
         ),
     ).toBe(true);

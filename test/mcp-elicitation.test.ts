@@ -153,8 +153,8 @@ describe("an MCP server's elicitation is an input ask", () => {
     });
     await waitFor(
       async () =>
-        rt.host.services.mcp
-          .status(await rt.host.agents.get("main"))
+        (await rt.host.services.mcp
+          .status(await rt.host.agents.get("main")))
           .every((v) => v.calls_in_flight === 0),
       { what: "the call to end" },
     );

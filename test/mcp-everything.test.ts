@@ -107,7 +107,7 @@ describe("server-everything over stdio", () => {
   });
 
   it("status shows the running server with its pid and tool mapping", async () => {
-    const [view] = host.services.mcp.status(await host.agents.get("main"));
+    const [view] = await host.services.mcp.status(await host.agents.get("main"));
     expect(view).toMatchObject({ name: "everything", state: "running", transport: "stdio" });
     expect(view!.pid).toBeGreaterThan(0);
     expect(view!.tools.find((t) => t.tool === "get-sum")?.name).toBe("mcp__everything__get-sum");
@@ -134,7 +134,7 @@ describe("server-everything over streamable HTTP", () => {
     expect(echo.result.text).toContain("over http");
     const sum = await callMcp(host, "mcp__web__get-sum", { a: 1, b: 2 });
     expect(sum.result.text).toContain("3");
-    const [view] = host.services.mcp.status(await host.agents.get("main"));
+    const [view] = await host.services.mcp.status(await host.agents.get("main"));
     expect(view).toMatchObject({ transport: "http", state: "running", pid: null });
   });
 });

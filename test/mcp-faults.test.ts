@@ -28,7 +28,7 @@ async function openHost(servers: Record<string, unknown>, home = tempHome()): Pr
 }
 
 const view = async (host: RuntimeHost, name: string) =>
-  host.services.mcp.status(await host.agents.get("main")).find((v) => v.name === name)!;
+  (await host.services.mcp.status(await host.agents.get("main"))).find((v) => v.name === name)!;
 
 function alive(pid: number): boolean {
   const st = readProcStat(pid);
@@ -136,7 +136,7 @@ describe("MCP server faults", () => {
       await callMcp(host, "mcp__each__ping", {}, agent);
     }
     const pid = async (agent: string, name: string) =>
-      host.services.mcp.status(await host.agents.get(agent)).find((v) => v.name === name)!.pid;
+      (await host.services.mcp.status(await host.agents.get(agent))).find((v) => v.name === name)!.pid;
     expect(await pid("main", "one")).toBe(await pid("second", "one"));
     expect(await pid("main", "each")).not.toBe(await pid("second", "each"));
     expect(host.services.mcp.pids()).toHaveLength(3);

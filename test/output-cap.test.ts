@@ -48,7 +48,7 @@ describe("a command writing without end", () => {
   it("is cut back under the cap while it keeps running, and reports what was dropped", async () => {
     const cap = 64 * 1024;
     const dir = tempHome();
-    const handle = startProcess({
+    const handle = await startProcess({
       policy: { ...BUILTIN_COMMAND_POLICY, outputCap: () => cap },
       cmd: "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo LAST-BEFORE-WAIT; read go; echo after-$go",
       cwd: dir,

@@ -16,7 +16,7 @@ afterAll(cleanupDirs);
 describe("process fast path", () => {
   it("runs a command to completion with separate stdout and stderr files", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "echo hi; echo err >&2; exit 3",
       cwd: root,
       dir: join(root, "p"),
@@ -42,7 +42,7 @@ describe("process fast path", () => {
 
   it("runs in the requested cwd with the given environment, shell and login flag", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: 'echo "$PWD $HOLON_X $0"',
       cwd: root,
       dir: join(root, "p"),
@@ -59,7 +59,7 @@ describe("process fast path", () => {
 
   it("merged mode interleaves both streams in one file in write order", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "echo a; echo b >&2; echo c",
       cwd: root,
       dir: join(root, "p"),
@@ -73,7 +73,7 @@ describe("process fast path", () => {
 
   it("reports a signal-terminated command (shell status 128+n) with the inferred signal", async () => {
     const root = tempDir();
-    const h = startProcess({ cmd: "kill -TERM $$", cwd: root, dir: join(root, "p") });
+    const h = await startProcess({ cmd: "kill -TERM $$", cwd: root, dir: join(root, "p") });
     expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({
       exit_code: 143,
       signal: "SIGTERM",
@@ -83,7 +83,7 @@ describe("process fast path", () => {
   it("returns 'timeout' while the process keeps running; a later wait gets the real status", async () => {
     const root = tempDir();
     const gate = join(root, "gate");
-    const h = startProcess({
+    const h = await startProcess({
       cmd: `while [ ! -e ${gate} ]; do sleep 0.02; done; echo done; exit 4`,
       cwd: root,
       dir: join(root, "p"),
@@ -101,7 +101,7 @@ describe("process fast path", () => {
 
   it("aborting a wait rejects without touching the process", async () => {
     const root = tempDir();
-    const h = startProcess({ cmd: "sleep 30", cwd: root, dir: join(root, "p") });
+    const h = await startProcess({ cmd: "sleep 30", cwd: root, dir: join(root, "p") });
     const ac = new AbortController();
     const p = waitForExit(h, { signal: ac.signal });
     ac.abort(new Error("stop waiting"));
@@ -122,13 +122,13 @@ describe("process fast path", () => {
 
   it("a command that cannot start reports the shell's status; a bad cwd or reused dir throws", async () => {
     const root = tempDir();
-    const h = startProcess({ cmd: "no-such-command-xyz", cwd: root, dir: join(root, "p") });
+    const h = await startProcess({ cmd: "no-such-command-xyz", cwd: root, dir: join(root, "p") });
     expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 127 });
     expect(readText(h.stderr_path!)).toMatch(/not found/);
-    expect(() =>
-      startProcess({ cmd: "true", cwd: join(root, "missing"), dir: join(root, "q") }),
+    expect(async () =>
+      await startProcess({ cmd: "true", cwd: join(root, "missing"), dir: join(root, "q") }),
     ).toThrow(ProcessStartError);
-    expect(() => startProcess({ cmd: "true", cwd: root, dir: join(root, "p") })).toThrow(
+    expect(async () => await startProcess({ cmd: "true", cwd: root, dir: join(root, "p") })).toThrow(
       /already in use/,
     );
   });

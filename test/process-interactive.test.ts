@@ -12,7 +12,7 @@ const env = { ...(process.env as Record<string, string>), PYTHONUNBUFFERED: "1" 
 describe("interactive over stdin", () => {
   it("drives bash through its stdin and ends it with EOF", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "bash --norc --noprofile",
       cwd: root,
       dir: join(root, "p"),
@@ -33,7 +33,7 @@ describe("interactive over stdin", () => {
 
   it("drives python3 -i through its stdin", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "python3 -i -q",
       cwd: root,
       dir: join(root, "p"),
@@ -48,12 +48,12 @@ describe("interactive over stdin", () => {
 
   it("refuses input to a process started without it, and after input was closed", async () => {
     const root = tempDir();
-    const plain = startProcess({ cmd: "sleep 0.01", cwd: root, dir: join(root, "a") });
+    const plain = await startProcess({ cmd: "sleep 0.01", cwd: root, dir: join(root, "a") });
     expect(await writeInput(plain, "x")).toMatchObject({
       accepted: false,
       reason: "input_not_enabled",
     });
-    const cat = startProcess({
+    const cat = await startProcess({
       cmd: "cat; sleep 100",
       cwd: root,
       dir: join(root, "b"),
@@ -70,7 +70,7 @@ describe("interactive over stdin", () => {
 
   it("works with an environment without PATH", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: 'read a; echo "got $a"',
       cwd: root,
       dir: join(root, "p"),
@@ -85,7 +85,7 @@ describe("interactive over stdin", () => {
 
   it("delivers input larger than the pipe buffer", async () => {
     const root = tempDir();
-    const h = startProcess({ cmd: "wc -c", cwd: root, dir: join(root, "p"), acceptsInput: true });
+    const h = await startProcess({ cmd: "wc -c", cwd: root, dir: join(root, "p"), acceptsInput: true });
     const big = "x".repeat(300_000);
     expect(await writeInput(h, big)).toEqual({ accepted: true, bytes_written: 300_000 });
     expect(await closeInput(h)).toMatchObject({ accepted: true });
@@ -101,7 +101,7 @@ describe("interactive over stdin", () => {
     const root = tempDir();
     const hs = [];
     for (let i = 0; i < 20; i++) {
-      const h = startProcess({
+      const h = await startProcess({
         cmd: "cat",
         cwd: root,
         dir: join(root, `p${i}`),
@@ -118,7 +118,7 @@ describe("interactive over stdin", () => {
 describe("interactive over a PTY", () => {
   it("drives bash in a terminal; output is one transcript", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "bash --norc --noprofile",
       cwd: root,
       dir: join(root, "p"),
@@ -148,7 +148,7 @@ describe("interactive over a PTY", () => {
 
   it("drives python3 -i in a terminal and ends it with Ctrl-D", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "python3 -i -q",
       cwd: root,
       dir: join(root, "p"),

@@ -31,7 +31,7 @@ async function startOnSpare(
   prefix = "p",
 ): Promise<{ handle: ProcessHandle; helperPid: number; startTicks: number }> {
   for (let i = 0; i < 100; i++) {
-    const handle = startProcess({ cmd, cwd, dir: join(root, `${prefix}${i}`) });
+    const handle = await startProcess({ cmd, cwd, dir: join(root, `${prefix}${i}`) });
     const stat = readProcStat(handle.pid);
     // A spare of a helper that was just killed (the previous test does that) may be handed out
     // before this process has seen the helper's death: its command never starts and its status
@@ -96,7 +96,7 @@ describe("spare wrappers", () => {
     process.env["HOLON_SPAWN_HELPER"] = "0";
     try {
       for (let i = 0; i < 3; i++) {
-        const handle = startProcess({ cmd: "echo cold", cwd: root, dir: join(root, `cold${i}`) });
+        const handle = await startProcess({ cmd: "echo cold", cwd: root, dir: join(root, `cold${i}`) });
         expect(readProcStat(handle.pid)?.ppid).toBe(process.pid);
         expect(await waitForExit(handle, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
         expect(readFileSync(handle.stdout_path, "utf8")).toBe("cold\n");
@@ -133,7 +133,7 @@ echo; echo oops >&2; exit 7`;
     await startOnSpare(root, "true");
     const results: string[] = [];
     for (let i = 0; i < 30; i++) {
-      const h = startProcess({
+      const h = await startProcess({
         cmd: `echo ${i}; exit ${i % 5}`,
         cwd: root,
         dir: join(root, `q${i}`),
@@ -224,7 +224,7 @@ echo; echo oops >&2; exit 7`;
 
   it("discardProcessDir removes a finished process's directory", async () => {
     const root = tempDir();
-    const h = startProcess({ cmd: "echo x", cwd: root, dir: join(root, "gone") });
+    const h = await startProcess({ cmd: "echo x", cwd: root, dir: join(root, "gone") });
     await waitForExit(h, { timeoutMs: 10_000 });
     discardProcessDir(h.dir);
     await waitFor(() => !existsSync(h.dir), { what: "the directory to go" });

@@ -9,7 +9,7 @@ afterAll(cleanupDirs);
 describe("process stop", () => {
   it("escalates to SIGKILL when the group ignores SIGTERM and leaves no process of the group", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "trap '' TERM; sleep 100 & sleep 100 & echo ready; wait",
       cwd: root,
       dir: join(root, "p"),
@@ -30,7 +30,7 @@ describe("process stop", () => {
 
   it("stops gracefully with SIGTERM, including background children and other groups of the session", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       // `set -m` puts the background job in its own process group inside the session
       cmd: "set -m; sleep 100 & echo ready; wait",
       cwd: root,
@@ -45,7 +45,7 @@ describe("process stop", () => {
 
   it("kills children left behind after the main command exited", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "trap '' TERM; (trap '' TERM; sleep 100) & sleep 100",
       cwd: root,
       dir: join(root, "p"),
@@ -58,7 +58,7 @@ describe("process stop", () => {
 
   it("stopping a finished command still ends the children it left behind", async () => {
     const root = tempDir();
-    const h = startProcess({ cmd: "sleep 100 & exit 0", cwd: root, dir: join(root, "p") });
+    const h = await startProcess({ cmd: "sleep 100 & exit 0", cwd: root, dir: join(root, "p") });
     expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
     expect(liveMembers(h.pgid).length).toBe(1); // the orphaned sleep
     const res = await stopProcess(h, { graceMs: 2000 });
@@ -72,7 +72,7 @@ describe("process stop", () => {
 
   it("stopping an exited process sends nothing and reports its status", async () => {
     const root = tempDir();
-    const h = startProcess({ cmd: "exit 2", cwd: root, dir: join(root, "p") });
+    const h = await startProcess({ cmd: "exit 2", cwd: root, dir: join(root, "p") });
     await waitForExit(h, { timeoutMs: 10_000 });
     expect(await stopProcess(h)).toMatchObject({
       signal_sent: null,
@@ -83,7 +83,7 @@ describe("process stop", () => {
 
   it("stops a PTY process and its terminal session", async () => {
     const root = tempDir();
-    const h = startProcess({
+    const h = await startProcess({
       cmd: "trap '' TERM HUP; echo ready; sleep 100",
       cwd: root,
       dir: join(root, "p"),

@@ -22,13 +22,13 @@ function contributors(p: Parts): PromptContributor[] {
   return [{ id: "fixed", contribute: () => sections }];
 }
 
-function build(agentId: string, p: Parts, tools: ToolSpec[]) {
+async function build(agentId: string, p: Parts, tools: ToolSpec[]) {
   const ctx = {
     agent: { agent_id: agentId },
     executionRoot: p.root,
     tools,
   } as unknown as PromptContext;
-  return buildFrame(contributors(p), ctx).frame.cache!;
+  return (await buildFrame(contributors(p), ctx)).frame.cache!;
 }
 
 /** The digests as defined: the stable surface's JSON, then that JSON and the context's. */
@@ -57,7 +57,7 @@ describe("prompt frame digests", () => {
     root: "/home/u/.holon/agents/a",
   };
 
-  it("equal the digests computed afresh, turn after turn and as any part changes", () => {
+  it("equal the digests computed afresh, turn after turn and as any part changes", async () => {
     const steps: [string, Parts, ToolSpec[]][] = [
       ["a", base, toolsA],
       ["a", base, toolsA], // unchanged: reused
@@ -71,7 +71,7 @@ describe("prompt frame digests", () => {
     ];
     const keys: string[] = [];
     for (const [agent, parts, tools] of steps) {
-      const got = build(agent, parts, tools);
+      const got = await build(agent, parts, tools);
       expect(got).toEqual(expected(agent, parts, tools));
       keys.push(got.prompt_cache_key);
     }
