@@ -45,7 +45,7 @@ export type DirectoryDeps = {
   /** Renders a new home from a template (context/templates.ts). */
   homes: HomeInitializer;
   /** Mints a public agent's default external trigger (waiting/triggers.ts), in the creating transaction. */
-  triggers: { provisionDefault(agentId: string): unknown };
+  triggers: { provisionDefault(agentId: string): Promise<unknown> };
 };
 
 export class AgentDirectory {
@@ -115,14 +115,14 @@ export class AgentDirectory {
   async ensureHomes(skip?: ReadonlySet<string>): Promise<void> {
     for (const a of await this.store.agents.list(skip)) {
       if (a.archived_at) continue;
-      this.ensureHome(a);
+      await this.ensureHome(a);
     }
   }
 
   /** One agent's home layout (and a public agent's default trigger), as ensureHomes does. */
-  ensureHome(a: AgentRecord): void {
+  async ensureHome(a: AgentRecord): Promise<void> {
     // Agents made before triggers were minted at creation get theirs once, here.
-    if (a.visibility === "public") this.deps.triggers.provisionDefault(a.agent_id);
+    if (a.visibility === "public") await this.deps.triggers.provisionDefault(a.agent_id);
     const isDefault = a.agent_id === this.deps.defaultAgentId;
     const seed =
       isDefault && !existsSync(join(a.agent_home, "AGENTS.md"))
@@ -170,7 +170,7 @@ export class AgentDirectory {
       seed.cleanup();
     }
     if (opts.workspace_root) await this.setWorkspace(agentId, opts.workspace_root);
-    if (opts.start ?? this.deps.loops.isOpen) this.deps.loops.start(agentId);
+    if (opts.start ?? this.deps.loops.isOpen) await this.deps.loops.start(agentId);
     return await this.get(agentId);
   }
 
@@ -235,7 +235,7 @@ export class AgentDirectory {
         });
       }
       await transition(store, agentId, "awake_idle", "created");
-      if (visibility === "public") this.deps.triggers.provisionDefault(agentId);
+      if (visibility === "public") await this.deps.triggers.provisionDefault(agentId);
     });
   }
 

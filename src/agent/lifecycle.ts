@@ -121,7 +121,7 @@ export class AgentLifecycle {
             });
           }
           if (!this.deps.loops.get(agentId) && this.deps.loops.isOpen)
-            this.deps.loops.start(agentId);
+            await this.deps.loops.start(agentId);
         }
         break;
       }

@@ -9,12 +9,12 @@ export class AgentLoops {
   private readonly runtimes = new Map<string, { rt: AgentRuntime; unsubscribe: () => void }>();
   private accepting = false;
   /** Runs before an agent's loop starts (the host's deferred start-up work for it). */
-  private readonly beforeStart: (agentId: string) => void;
+  private readonly beforeStart: (agentId: string) => Promise<void>;
 
   constructor(
     deps: LoopDeps,
     signals: AgentSignals,
-    beforeStart: (agentId: string) => void = () => {},
+    beforeStart: (agentId: string) => Promise<void> = async () => {},
   ) {
     this.deps = deps;
     this.signals = signals;
@@ -31,13 +31,15 @@ export class AgentLoops {
   }
 
   /** Make sure this agent's loop runs (a no-op when it already does). */
-  start(agentId: string): void {
+  async start(agentId: string): Promise<void> {
     if (this.runtimes.has(agentId)) return;
-    this.beforeStart(agentId);
+    // Registered at once (a second start is a no-op); the loop runs once the deferred
+    // start-up work is done, and a notice that came meanwhile is not lost (notify counts).
     const rt = new AgentRuntime(this.deps, agentId);
     const unsubscribe = this.signals.subscribe(agentId, () => rt.notify());
     this.runtimes.set(agentId, { rt, unsubscribe });
-    rt.start();
+    await this.beforeStart(agentId);
+    if (this.runtimes.get(agentId)?.rt === rt) rt.start();
   }
 
   get(agentId: string): AgentRuntime | undefined {

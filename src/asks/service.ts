@@ -103,7 +103,7 @@ export interface AskDeadlines {
     key: string;
     due_at: string;
     payload: Record<string, unknown>;
-  }): unknown;
+  }): Promise<unknown>;
   cancelKey(key: string): Promise<boolean>;
 }
 
@@ -232,7 +232,7 @@ export class AskService {
       if (draft.gates_agent === false) ask.gates_agent = false;
       AskRecord.parse(ask);
       await this.store.asks.put(ask, true);
-      this.deps.deadlines.add({
+      await this.deps.deadlines.add({
         agent_id: ask.agent_id,
         kind: ASK_EXPIRY,
         key: askExpiryKey(ask.id),

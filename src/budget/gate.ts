@@ -38,7 +38,7 @@ const WARN_AT = 0.8;
 
 /** The deadline scheduler, as the gate needs it (waiting/scheduler.ts). */
 export interface WindowDeadlines {
-  add(d: { agent_id: string; kind: string; key: string; due_at: string }): unknown;
+  add(d: { agent_id: string; kind: string; key: string; due_at: string }): Promise<unknown>;
   cancelKey(key: string): Promise<boolean>;
 }
 
@@ -372,7 +372,7 @@ export class BudgetGate {
         payload: { ...(runId ? { run_id: runId } : {}), hold },
       });
       if (hold.until) {
-        this.deadlines.add({
+        await this.deadlines.add({
           agent_id: agentId,
           kind: BUDGET_WINDOW,
           key: windowKey(agentId),

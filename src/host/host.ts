@@ -128,7 +128,7 @@ export class RuntimeHost {
     }
     if (opts.autostartAgents !== false) {
       for (const agent of await store.agents.list(deferredAgents)) {
-        if (agent.visibility === "public" && !agent.archived_at) loops.start(agent.agent_id);
+        if (agent.visibility === "public" && !agent.archived_at) await loops.start(agent.agent_id);
       }
     }
     loops.open();

@@ -187,7 +187,7 @@ export async function runOnce(
       tasks_still_running: [],
     };
   }
-  host.services.loops.start(agentId);
+  await host.services.loops.start(agentId);
   if (opts.cwd) {
     const root = executionBinding(await host.agents.get(agentId)).execution_root;
     const cwd = resolve(root, opts.cwd);

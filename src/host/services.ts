@@ -445,7 +445,7 @@ export function buildServices(opts: ServiceOptions) {
       if (!agent) return;
       secureAgentRuntime(agent.agent_home);
       recoverPatchJournals(patchJournalDir(agent.agent_home));
-      agents.ensureHome(agent);
+      await agents.ensureHome(agent);
       if (agent.sandbox_enabled_at === undefined)
         await agents.markSandboxEnabled(id, sandbox.summary(agent));
     },

@@ -802,7 +802,7 @@ export class AgentPlane {
           metadata: { restart_resume: true },
         });
       }
-      this.deps.loops.start(child.agent_id);
+      await this.deps.loops.start(child.agent_id);
     }
   }
 

@@ -38,7 +38,7 @@ export interface WorkDeadlines {
     key: string;
     due_at: string;
     payload: Record<string, unknown>;
-  }): unknown;
+  }): Promise<unknown>;
   cancelKey(key: string): Promise<boolean>;
 }
 
@@ -316,7 +316,7 @@ export class WorkService {
           const due = new Date(this.store.clock.now().getTime() + ms).toISOString();
           next.recheck_at = due;
           delete next.recheck_consumed_at;
-          this.deadlines.add({
+          await this.deadlines.add({
             agent_id: agentId,
             kind: WORK_RECHECK,
             key: recheckKey(id),
