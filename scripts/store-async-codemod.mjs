@@ -109,7 +109,8 @@ for (let pass = 1; pass <= 60; pass++) {
   /** Make the function-like `f` async; true when it now returns a Promise. */
   const makeAsync = (f, why) => {
     if (madeAsync.has(f)) return true;
-    if (!f || ts.isSourceFile(f) || ts.isPropertyDeclaration(f)) {
+    if (f && ts.isSourceFile(f)) return true; // an ES module awaits at its top level
+    if (!f || ts.isPropertyDeclaration(f)) {
       manual.set(loc(why), "store call outside any function (module top level or field initializer)");
       return false;
     }

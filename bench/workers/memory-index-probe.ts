@@ -37,23 +37,23 @@ const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with --expose-gc");
 
 const home = mkdtempSync(join(tmpdir(), "holon-memory-index-probe-"));
-const host = RuntimeHost.open({ home, executor: () => parked, autostartAgents: false });
+const host = await RuntimeHost.open({ home, executor: () => parked, autostartAgents: false });
 const store = host.store;
 const words = ["deploy", "retry", "budget", "cache", "schema", "rollback", "timer", "lease"];
 
 const agents = ["main"];
 for (let i = 1; i < agentCount; i++) {
-  host.agents.create(`probe-${i}`, {});
+  await host.agents.create(`probe-${i}`, {});
   agents.push(`probe-${i}`);
 }
 for (const id of agents) {
   for (let n = 1; n <= records; n++) {
     const w = words[n % words.length]!;
-    recordRuntimeFailure(store, { agent_id: id, summary: `failure ${n}: ${w} ${"z".repeat(200)}` });
+    await recordRuntimeFailure(store, { agent_id: id, summary: `failure ${n}: ${w} ${"z".repeat(200)}` });
     const episode = episodeRecord(id, n, store.clock.now(), { topic: w });
-    store.tx(async () => await store.memory.addEpisode(episode));
+    await store.tx(async () => await store.memory.addEpisode(episode));
   }
-  const dir = join(store.agents.get(id)!.agent_home, "memory");
+  const dir = join((await store.agents.get(id))!.agent_home, "memory");
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "self.md"), `# Notes\n${words.join(" ")}\n`.repeat(50));
 }
@@ -82,18 +82,18 @@ await sample("filled");
 let searches = 0;
 for (let r = 1; r <= rounds; r++) {
   for (const id of agents) {
-    const agent = store.agents.get(id)!;
+    const agent = (await store.agents.get(id))!;
     if (readOnly) {
       searches++;
-      store.briefs.after(id, 0, 1000);
-      store.memory.episodesAfter(id, 0, 1000);
+      await store.briefs.after(id, 0, 1000);
+      await store.memory.episodesAfter(id, 0, 1000);
       continue;
     }
     if (rebuild) host.services.memoryIndex.markDirty(agent.agent_home);
-    const found = host.services.memoryIndex.search(agent, words[(r + searches) % words.length]!);
+    const found = await host.services.memoryIndex.search(agent, words[(r + searches) % words.length]!);
     searches++;
     const first = found.results[0];
-    if (first) host.services.memoryIndex.get(agent, first.source_ref);
+    if (first) await host.services.memoryIndex.get(agent, first.source_ref);
   }
   if (r <= 3 || r % 5 === 0) await sample(`round ${r}`);
 }

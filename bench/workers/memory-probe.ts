@@ -13,14 +13,14 @@ const episodes = Number(episodesArg);
 const briefs = Number(briefsArg);
 const iters = Number(itersArg);
 
-const host = RuntimeHost.open({ home: home!, env: { ...process.env, HOLON_HOME: home! } });
+const host = await RuntimeHost.open({ home: home!, env: { ...process.env, HOLON_HOME: home! } });
 const store = host.store;
 const agentId = host.defaultAgentId;
 const now = () => store.clock.now().toISOString();
 
 // Seed: runs of 10 transcript entries (message, rounds, tool results, terminal), one brief
 // per run up to `briefs`, and `episodes` finalized episodes.
-store.tx(async () => {
+await store.tx(async () => {
   for (let i = 0; i < entries; i++) {
     const run = `run_seed_${Math.floor(i / 10)}`;
     const kind = i % 10 === 0 ? "incoming_message" : i % 2 ? "assistant_round" : "tool_execution";
@@ -128,13 +128,13 @@ store.tx(async () => {
   }
 });
 
-const agent = host.agents.get(agentId);
+const agent = await host.agents.get(agentId);
 const times: number[] = [];
 let tokens = 0;
 let chars = 0;
 for (let i = 0; i < iters; i++) {
   const t0 = performance.now();
-  const p = promptPreview(host, agent);
+  const p = await promptPreview(host, agent);
   times.push(performance.now() - t0);
   tokens = p.totals.estimated_tokens;
   chars = p.sections.reduce((n, s) => n + s.chars, 0) + p.incoming.text.length;
@@ -143,7 +143,7 @@ let rebuildMs: number | null = null;
 let indexed = 0;
 if (rebuildArg === "1") {
   const t0 = performance.now();
-  indexed = host.services.memoryIndex.rebuild(agent);
+  indexed = await host.services.memoryIndex.rebuild(agent);
   rebuildMs = performance.now() - t0;
 }
 await host.shutdown();

@@ -32,12 +32,12 @@ writeFileSync(
     },
   }),
 );
-const host = RuntimeHost.open({ home, executor: () => parked, autostartAgents: false });
+const host = await RuntimeHost.open({ home, executor: () => parked, autostartAgents: false });
 const store = host.store;
 const agents = ["main"];
 for (let i = 1; i < 4; i++) {
   const id = `probe-${i}`;
-  host.agents.create(id, {});
+  await host.agents.create(id, {});
   agents.push(id);
 }
 
@@ -69,7 +69,7 @@ function rssParts(): { anon: number; file: number } {
 console.log("cycle  heapUsed  heapTotal  external  rss  anon  file  malloc  removed  db_mb");
 let removed = 0;
 for (let c = 1; c <= cycles; c++) {
-  for (let i = 0; i < rounds; i++) round(agents[i % agents.length]!);
+  for (let i = 0; i < rounds; i++) await round(agents[i % agents.length]!);
   if (mode === "retention") {
     const s = await host.services.retention.runOnce();
     removed += Object.values(s.removed).reduce((a, b) => a + (b ?? 0), 0);
