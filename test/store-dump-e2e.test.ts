@@ -51,6 +51,9 @@ describe("holon store export | import | verify", () => {
     await turn("what is the capital of France?");
     const timer = await cli("timer", "main", "--in", "2h", "check the deploy");
     expect(timer.code, timer.stderr).toBe(0);
+    const trigger = await cli("agent", "trigger", "main");
+    expect(trigger.code, trigger.stderr).toBe(0);
+    const triggerUrl = trigger.stdout.trim();
 
     // Online: the host keeps running; the export reads a snapshot.
     const online = join(dumps, "online");
@@ -80,6 +83,19 @@ describe("holon store export | import | verify", () => {
     const newest = manifest.agents.main.newest_event_seq as number;
     expect(newest).toBe(Math.max(...before.map((e) => e.event_seq)));
     expect(statSync(dir).mode & 0o777).toBe(0o700);
+    // What is in the database is in the dump. Not the control token, nor provider keys
+    // (config and credentials files); but the external trigger's token is, on purpose (the
+    // database keeps it so the URL can be shown again): the docs say to guard a dump as the
+    // database itself.
+    const everything = readdirSync(dir)
+      .map((f) => readFileSync(join(dir, f), "utf8"))
+      .join("\n");
+    const controlToken = first.auth.authorization!.replace(/^Bearer /, "");
+    expect(controlToken.length).toBeGreaterThan(16);
+    expect(everything).not.toContain(controlToken);
+    const triggerToken = triggerUrl.split("/").at(-1)!;
+    expect(triggerToken.length).toBeGreaterThan(16);
+    expect(everything).toContain(triggerToken);
     for (const suffix of ["", "-wal", "-shm"])
       rmSync(join(home, "holon.db" + suffix), { force: true });
     expect(existsSync(join(home, "agents", "main"))).toBe(true);
@@ -108,6 +124,9 @@ describe("holon store export | import | verify", () => {
     try {
       const list = await cli("timer", "list", "main");
       expect(list.stdout).toContain("check the deploy");
+      // The trigger URL handed out before the move still names the same capability.
+      const shown = await cli("agent", "trigger", "main");
+      expect(shown.stdout.trim().split("/").at(-1)).toBe(triggerToken);
       fake.enqueue(reply.text("Yes, still here."));
       await turn("are you still there?");
       const last = fake.requests.at(-1)!;
