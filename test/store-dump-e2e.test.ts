@@ -65,6 +65,10 @@ describe("holon store export | import | verify", () => {
     expect(onlineManifest.holon_home).toBe(home);
     expect(onlineManifest.tables.find((t: any) => t.name === "timers").rows).toBe(1);
     expect(readdirSync(home).filter((f) => f.startsWith(".store-snapshot"))).toEqual([]);
+    // No import while a host runs on the home (it holds the lock).
+    const busy = await cli("store", "import", online);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain("home_locked");
     // A verify against the running host reads a snapshot too.
     const liveVerify = await cli("store", "verify", online, "--json");
     expect([0, 1]).toContain(liveVerify.code);

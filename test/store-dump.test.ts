@@ -363,6 +363,20 @@ describe("holon store dump", () => {
       expect(
         (await refused(importStore({ dir, home, database }), "dump_schema_newer")).message,
       ).toContain("9999");
+      const without = (v: number) => ({
+        ...m,
+        migrations: m.migrations.filter((x: number) => x !== v),
+      });
+      // Without 18 the schema has no trace_links, which the dump has a file for.
+      writeFileSync(path, JSON.stringify(without(18)));
+      expect(
+        (await refused(importStore({ dir, home, database }), "dump_invalid")).message,
+      ).toContain("trace_links");
+      // Migration 8 makes no table: only the recorded migrations give the lie away.
+      writeFileSync(path, JSON.stringify(without(8)));
+      expect(
+        (await refused(importStore({ dir, home, database }), "dump_invalid")).message,
+      ).toContain("schema_migrations.ndjson records migrations");
       m.tables[0].file = "../../etc/passwd";
       writeFileSync(path, JSON.stringify(m));
       await refused(importStore({ dir, home, database }), "dump_invalid");

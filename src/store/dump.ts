@@ -666,6 +666,19 @@ export async function importStore(
         db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)").run(name, seq);
       }
       for (const t of triggers) db.exec(t.sql);
+      // The migrations the rows record must be the ones the schema was built from, or the
+      // next start would run a migration twice or skip one.
+      const recorded = (
+        db.prepare("SELECT version FROM schema_migrations ORDER BY version").all() as {
+          version: number;
+        }[]
+      ).map((r) => r.version);
+      const built = [...manifest.migrations].sort((a, b) => a - b);
+      if (recorded.join(",") !== built.join(",")) {
+        throw corrupt(
+          `schema_migrations.ndjson records migrations ${recorded.join(", ")}, the manifest ${built.join(", ")}`,
+        );
+      }
       db.exec("COMMIT");
     } catch (err) {
       db.exec("ROLLBACK");
