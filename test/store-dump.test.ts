@@ -152,6 +152,7 @@ describe("holon store dump", () => {
 
     // Move the database away (the rest of the home stays) and import.
     renameSync(database, join(home, "old.db"));
+    writeFileSync(join(home, ".holon.db.import-0badc0ffee00"), "left by an import killed half-way");
     const result = await importStore({ dir: one, home, database });
     expect(result.rows).toBe(m1.tables.reduce((n, t) => n + t.rows, 0));
     expect(mode(database)).toBe(0o600);

@@ -187,11 +187,15 @@ function contentsOf(db: DatabaseSync, open: (shape: TableShape) => TableSink) {
   for (const shape of tableShapes(db)) {
     const hash = createHash("sha256");
     const sink = open(shape);
-    const rows = streamTable(db, shape, (line) => {
-      hash.update(line);
-      sink.write(line);
-    });
-    sink.end();
+    let rows: number;
+    try {
+      rows = streamTable(db, shape, (line) => {
+        hash.update(line);
+        sink.write(line);
+      });
+    } finally {
+      sink.end();
+    }
     tables.push({
       name: shape.name,
       file: `${shape.name}.ndjson`,
@@ -396,14 +400,7 @@ function fileWriter(path: string): TableSink {
     write(line) {
       parts.push(line);
       size += line.length;
-      if (size >= WRITE_CHUNK) {
-        try {
-          flush();
-        } catch (err) {
-          closeSync(fd);
-          throw err;
-        }
-      }
+      if (size >= WRITE_CHUNK) flush();
     },
     end() {
       try {
@@ -582,6 +579,8 @@ export function createSchema(db: DatabaseSync, versions: readonly number[]): voi
   }
 }
 
+const IMPORT_PREFIX = ".holon.db.import-";
+
 export type ImportOptions = {
   dir: string;
   home: string;
@@ -589,6 +588,10 @@ export type ImportOptions = {
   maxLineBytes?: number;
 };
 
+/**
+ * Restore the dump in `opts.dir` as the database of `opts.home`. The caller holds the home's
+ * lock (src/host/lock.ts): no host may open the database while it is being made.
+ */
 export async function importStore(
   opts: ImportOptions,
 ): Promise<{ manifest: DumpManifest; rows: number }> {
@@ -618,7 +621,12 @@ export async function importStore(
   for (const table of manifest.tables) await checkTableFile(opts.dir, table, maxLine);
 
   mkdirSync(home, { recursive: true, mode: 0o700 });
-  const tmp = join(home, `.holon.db.import-${randomBytes(6).toString("hex")}`);
+  // What an import killed half-way left behind (the caller holds the home's lock, so no
+  // other import is running).
+  for (const name of readdirSync(home)) {
+    if (name.startsWith(IMPORT_PREFIX)) rmSync(join(home, name), { force: true });
+  }
+  const tmp = join(home, `${IMPORT_PREFIX}${randomBytes(6).toString("hex")}`);
   closeSync(openSync(tmp, "wx", 0o600));
   let db: DatabaseSync | undefined;
   try {
