@@ -331,6 +331,7 @@ describe("holon store dump", () => {
 
     it("a row with the wrong number of values, or an unknown marker", async () => {
       const { home, database, dir } = fixture();
+      const agents = readFileSync(join(dir, "agents.ndjson"), "utf8");
       rewriteConsistently(dir, "agents", '[1,"main"]\n');
       expect(
         (await refused(importStore({ dir, home, database }), "dump_invalid")).message,
@@ -339,6 +340,13 @@ describe("holon store dump", () => {
       expect(
         (await refused(importStore({ dir, home, database }), "dump_invalid")).message,
       ).toContain("not a dump value");
+      // Well-formed rows that the table refuses: a repeated key, an integer past 64 bits.
+      rewriteConsistently(dir, "agents", agents + agents.split("\n")[0] + "\n");
+      expect((await refused(importStore({ dir, home, database }), "dump_invalid")).message).toMatch(
+        /agents\.ndjson: a row cannot be stored: .*UNIQUE/,
+      );
+      rewriteConsistently(dir, "agents", '[{"$int":"99999999999999999999"},"x","{}"]\n');
+      await refused(importStore({ dir, home, database }), "dump_invalid");
       untouched(home, database);
     });
 
@@ -426,6 +434,10 @@ describe("holon store dump", () => {
       expect(readdirSync(dir)).toEqual(["keep.txt"]);
       await refused(() => exportTo(tempHome("holon-nodb-"), join(dir, "x")), "store_empty");
       expect(existsSync(join(dir, "x"))).toBe(false);
+      const notDb = tempHome("holon-notdb-");
+      writeFileSync(join(notDb, "holon.db"), "this is not a database, just text ".repeat(200));
+      await refused(() => exportTo(notDb, join(dir, "y")), "database_unreadable");
+      expect(existsSync(join(dir, "y"))).toBe(false);
     });
   });
 });

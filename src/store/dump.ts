@@ -157,7 +157,10 @@ function tableShapes(db: DatabaseSync): TableShape[] {
       rowid = !alias;
       order = "rowid";
       if (rowid && columns.some((c) => ["rowid", "_rowid_", "oid"].includes(c.toLowerCase()))) {
-        throw new Error(`table ${t.name} has a column named like its rowid; it cannot be dumped`);
+        throw new HolonError(
+          "dump_unsupported",
+          `table ${t.name} has a column named like its rowid; it cannot be dumped`,
+        );
       }
     }
     shapes.push({ name: t.name, rowid, columns, order });
@@ -304,7 +307,13 @@ function withView<T>(
 function openReadOnly(path: string): DatabaseSync {
   try {
     const db = new DatabaseSync(path, { readOnly: true });
-    db.exec("PRAGMA busy_timeout = 5000");
+    try {
+      db.exec("PRAGMA busy_timeout = 5000");
+      db.prepare("SELECT COUNT(*) FROM sqlite_schema").get(); // a file that is no database fails here
+    } catch (err) {
+      db.close();
+      throw err;
+    }
     return db;
   } catch (err) {
     throw new HolonError(
@@ -661,7 +670,13 @@ export async function importStore(
           `INSERT INTO ${q(table.name)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`,
         );
         // Read again, and checked again: the file must not change between check and use.
-        const got = await readTable(opts.dir, table, maxLine, (row) => insert.run(...row));
+        const got = await readTable(opts.dir, table, maxLine, (row) => {
+          try {
+            insert.run(...row);
+          } catch (err) {
+            throw corrupt(`${table.file}: a row cannot be stored: ${(err as Error).message}`);
+          }
+        });
         if (got.sha256 !== table.sha256 || got.rows !== table.rows) {
           throw corrupt(`${table.file} changed while it was imported`);
         }
