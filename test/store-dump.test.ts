@@ -227,6 +227,11 @@ describe("holon store dump", () => {
       expect(m.taken).toBe("online");
       expect(m.tables.find((t) => t.name === "agents")!.rows).toBe(3);
       expect(readdirSync(home).filter((f) => f.startsWith(".store-snapshot"))).toEqual([]);
+      // Read directly (as after a crash that left the newest rows in the WAL): the same rows.
+      const direct = exportTo(home, join(tempHome("holon-dumpdir-"), "direct"), false);
+      expect(direct.tables.map((t) => [t.name, t.sha256])).toEqual(
+        m.tables.map((t) => [t.name, t.sha256]),
+      );
     } finally {
       store.close();
     }
