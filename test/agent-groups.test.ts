@@ -335,6 +335,14 @@ describe("agent groups", () => {
       expect(store.agents.get("beta")!.status).toBe("awake_running");
       expect(host.services.loops.get("beta")).toBeUndefined();
 
+      // Acquiring a group again does nothing: alpha's child is not asked twice.
+      const resumes = () =>
+        store.messages.recent(child.agent_id, 10).filter((m) => m.metadata?.restart_resume === true)
+          .length;
+      expect(resumes()).toBe(1);
+      host.acquire(["alpha"]);
+      expect(resumes()).toBe(1);
+
       host.acquire(["beta"]);
       expect(status(beta.id)).toBe("interrupted");
       expect(interrupted("beta")).toEqual([beta.id]);

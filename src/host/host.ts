@@ -63,6 +63,8 @@ export class RuntimeHost {
   private readonly releaseLock: () => void;
   /** Whether acquiring a group starts its public agents' loops (HostOptions.autostartAgents). */
   private readonly autostartAgents: boolean;
+  /** The groups this host has acquired: acquiring one again does nothing. */
+  private readonly acquired = new Set<string>();
   private closed = false;
 
   private constructor(opts: HostOptions, releaseLock: () => void) {
@@ -177,11 +179,15 @@ export class RuntimeHost {
    * before any loop starts. Finished `holon run` agents (`deferredAgents`) get their
    * per-agent work when their loop starts again, not here; their tasks and approvals are
    * still recovered. Groups are taken in a batch so a start costs one pass over the agents,
-   * not one per group; the task and approval scans run once per call.
+   * not one per group; the task and approval scans run once per call. A group already
+   * acquired is skipped: its turns are this host's own, not a crash's leftovers.
    */
   acquire(groupIds: readonly string[]): void {
+    const fresh = groupIds.filter((g) => !this.acquired.has(g));
+    if (fresh.length === 0) return;
+    for (const g of fresh) this.acquired.add(g);
     const { agents, loops, store, deferredAgents } = this.services;
-    const group = store.agents.inGroups(groupIds, deferredAgents);
+    const group = store.agents.inGroups(fresh, deferredAgents);
     const members: ReadonlySet<string> = new Set(group.ids);
     this.recover(group.records);
     // An approved call a crash cut short is reported interrupted (never run twice).
