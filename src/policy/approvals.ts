@@ -216,11 +216,13 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
   /**
    * After a restart: a call found `executing` is recorded `interrupted` and its agent told
    * (never run again); an approved call whose decision message no longer waits gets one.
+   * Only the calls of `agents` (the groups a host acquires: host.ts).
    */
-  recover(): void {
+  recover(agents: ReadonlySet<string>): void {
     const store = this.store;
     const byAsk = new Map<string, ApprovalCallRecord[]>();
     for (const c of store.approvals.callsIn("executing")) {
+      if (!agents.has(c.agent_id)) continue;
       const next = this.move(c, "executing", "interrupted", {
         reason: "the runtime restarted while the call ran",
       });
@@ -241,6 +243,7 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
     }
     const waiting = new Map<string, ApprovalCallRecord[]>();
     for (const c of store.approvals.callsIn("approved")) {
+      if (!agents.has(c.agent_id)) continue;
       waiting.set(c.ask_id, [...(waiting.get(c.ask_id) ?? []), c]);
     }
     for (const [askId, calls] of waiting) {

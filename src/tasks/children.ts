@@ -749,11 +749,14 @@ export class AgentPlane {
   /**
    * After a restart: every live supervised child runs again. One whose run was cut short
    * (its message interrupted) and that has nothing queued is asked to continue its job.
+   * Only the children supervised by `agents` (the groups a host acquires: host.ts; a private
+   * child is in its supervisor's group).
    */
-  recover(): void {
+  recover(agents: ReadonlySet<string>): void {
     const store = this.store;
     for (const task of store.tasks.active()) {
       if (task.kind !== "child_agent_task" || !task.child) continue;
+      if (!agents.has(task.agent_id)) continue;
       const child = store.agents.get(task.child.child_agent_id);
       if (!child) {
         store.tx(() =>
@@ -821,6 +824,7 @@ export class AgentPlane {
           profile_preset: agent.profile_preset,
           lineage_parent_agent_id: agent.lineage_parent_agent_id ?? null,
           supervisor_agent_id: agent.supervisor_agent_id ?? null,
+          group_id: agent.group_id,
           agent_home: agent.agent_home,
           is_default: agent.agent_id === this.deps.defaultAgentId,
           archived: agent.archived_at !== undefined,

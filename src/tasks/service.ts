@@ -488,11 +488,13 @@ export class TaskService implements AgentOwnedWork {
   /**
    * After a restart: reattach every task a previous host left running. A process that still
    * runs is watched again; one that ended meanwhile is settled with its recorded status; one
-   * that cannot be accounted for fails with a failure artifact.
+   * that cannot be accounted for fails with a failure artifact. Only the tasks of `agents`
+   * (the groups a host acquires: host.ts).
    */
-  recover(): void {
+  recover(agents: ReadonlySet<string>): void {
     for (const task of this.store.tasks.active()) {
       if (task.kind !== "command_task") continue; // children: tasks/children.ts recovers them
+      if (!agents.has(task.agent_id)) continue;
       const r = reattach(task.process_dir);
       if (r.state === "running") {
         this.store.tx(() =>
