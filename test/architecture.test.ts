@@ -218,6 +218,7 @@ describe("the store's one rule (compiler API)", () => {
       fs.map((f) => `${f.file}:${f.line} ${f.text}`);
     expect(where(inSrc.floatingStore)).toEqual([]);
     expect(where(inSrc.awaitInTx)).toEqual([]);
+    expect(where(inSrc.asyncInSyncTx)).toEqual([]);
     // Information, not a failure: a floating promise elsewhere may be deliberate.
     console.info(
       `transaction bodies checked: ${inSrc.txBodies}; floating promises in src/ (any kind, rejection unhandled): ${inSrc.floatingAny.length}` +
@@ -229,10 +230,10 @@ describe("the store's one rule (compiler API)", () => {
 
   it("catches exactly the planted violations", () => {
     const inFixtures = checkStoreRule(program(), (f) => f.startsWith(FIXTURES + sep));
-    const plantedLines = (name: string) =>
+    const plantedLines = (name: string, mark = "PLANTED:") =>
       readFileSync(join(FIXTURES, name), "utf8")
         .split("\n")
-        .flatMap((line, i) => (line.includes("// PLANTED") ? [i + 1] : []));
+        .flatMap((line, i) => (line.includes(`// ${mark}`) ? [i + 1] : []));
     const at = (fs: { file: string; line: number }[]) =>
       fs.map((f) => `${f.file.split("/").pop()}:${f.line}`);
     expect(at(inFixtures.floatingStore)).toEqual(
@@ -241,8 +242,12 @@ describe("the store's one rule (compiler API)", () => {
     expect(at(inFixtures.awaitInTx)).toEqual(
       plantedLines("tx-await.ts").map((l) => `tx-await.ts:${l}`),
     );
+    expect(at(inFixtures.asyncInSyncTx)).toEqual(
+      plantedLines("tx-await.ts", "PLANTED-SYNC").map((l) => `tx-await.ts:${l}`),
+    );
     expect(plantedLines("floating-write.ts")).toHaveLength(1);
-    expect(plantedLines("tx-await.ts")).toHaveLength(3);
+    expect(plantedLines("tx-await.ts")).toHaveLength(2);
+    expect(plantedLines("tx-await.ts", "PLANTED-SYNC")).toHaveLength(1);
   });
 
   it("the check sees the store's transactions (it cannot pass on an empty scan)", () => {

@@ -2,7 +2,8 @@
 // (types, not text): (a) no floating store promise: an expression statement whose value is
 // a Promise and whose call is a method of `Store` or of a repository class under src/store/
 // must be awaited, returned, assigned or marked `void`; (b) a transaction body (the callback
-// given to a store's `tx` or `txAsync`) awaits only store calls. Floating promises of any
+// given to a store's `tx` or `txAsync`) awaits only store calls, and the synchronous `tx`
+// never gets a body that returns a Promise. Floating promises of any
 // kind are collected too, as information. test/architecture.test.ts runs it over src/ and
 // over the planted violations in test/fixtures/store-rule/.
 import { dirname, relative, resolve, sep } from "node:path";
@@ -20,6 +21,8 @@ export type StoreRuleReport = {
   awaitInTx: Finding[];
   /** Floating promises of any kind whose rejection nothing handles (information). */
   floatingAny: Finding[];
+  /** (b) A synchronous `tx` given a body that returns a Promise: it would commit too early. */
+  asyncInSyncTx: Finding[];
   /** How many transaction bodies were checked (a scan that found none proves nothing). */
   txBodies: number;
 };
@@ -44,6 +47,7 @@ export function checkStoreRule(
     floatingStore: [],
     awaitInTx: [],
     floatingAny: [],
+    asyncInSyncTx: [],
     txBodies: 0,
   };
 
@@ -164,6 +168,13 @@ export function checkStoreRule(
       storeMethod(node)
     ) {
       const body = node.arguments[0];
+      if (
+        node.expression.name.text === "tx" &&
+        body &&
+        isPromise(checker.getResolvedSignature(node)!.getReturnType())
+      ) {
+        report.asyncInSyncTx.push(finding(node));
+      }
       if (body && (ts.isArrowFunction(body) || ts.isFunctionExpression(body))) {
         report.txBodies++;
         checkTxBody(body);
