@@ -17,6 +17,7 @@ import { randomIds, systemClock } from "../src/domain/clock.ts";
 import type { CatalogEvent } from "../src/domain/events.ts";
 import { HolonError } from "../src/domain/errors.ts";
 import { Store } from "../src/store/db.ts";
+import { WakeHints } from "../src/waiting/wake-hints.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "holon-tx-async-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -177,6 +178,34 @@ describe("afterCommit", () => {
       }),
     ).toThrow("caller failed");
     expect(notified).toBe(1); // the rolled-back admission never woke the loop
+    store.close();
+  });
+
+  it("a pending wake hint signals the loop only after the caller's transaction commits", () => {
+    const store = open();
+    store.tx(() => store.agents.put({ ...record("a", 0), status: "awake_running" }));
+    const signals = new AgentSignals();
+    const hints = new WakeHints(store, new Ingress(store, signals), signals);
+    let notified = 0;
+    signals.subscribe("a", () => notified++);
+    const hint = {
+      source: "operator",
+      origin: { kind: "operator" },
+      surface: "http_control_prompt",
+      admission: "control_authenticated",
+    } as const;
+    store.tx(() => {
+      expect(hints.submit("a", hint).disposition).toBe("pending");
+      expect(notified).toBe(0);
+    });
+    expect(notified).toBe(1);
+    expect(() =>
+      store.tx(() => {
+        hints.submit("a", hint);
+        throw new Error("caller failed");
+      }),
+    ).toThrow("caller failed");
+    expect(notified).toBe(1);
     store.close();
   });
 });
