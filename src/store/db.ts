@@ -1,7 +1,10 @@
 // The durable store: one SQLite database per HOLON_HOME (WAL), versioned migrations,
 // one repository per record family, and transactions that publish their events only
-// after they commit ("durable before visible").
+// after they commit ("durable before visible"). A transaction body is synchronous (`tx`)
+// or async (`txAsync`, held open across awaits that may only be store calls); see the
+// "async transactions" part at the end for how the two share the one connection.
 import { MemoryRepo } from "./memory.ts";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { DatabaseSync } from "node:sqlite";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
@@ -25,7 +28,6 @@ import { AsksRepo } from "./asks.ts";
 import { LedgerRepo } from "./ledger.ts";
 import { ApprovalsRepo } from "./approvals.ts";
 import { Checkpointer, DEFAULT_CHECKPOINT_OPTIONS, type CheckpointOptions } from "./checkpoint.ts";
-import { AsyncLocalStorage } from "node:async_hooks";
 
 export type EventListener = (events: CatalogEvent[]) => void;
 
@@ -210,9 +212,9 @@ export class Store {
    * Run the async `fn` in one transaction that stays open until its promise settles: commit
    * when it resolves, roll back when it rejects; then, as for `tx`, settle hooks, events to
    * listeners, afterCommit hooks. The body awaits only store calls (the one rule; see
-   * "async transactions" below). A `tx` or `txAsync` inside the body's async context joins it; one from another
-   * async context waits its turn (no extra tick when nothing is open); a synchronous store
-   * call from another context while it is open fails with `tx_interleaved`.
+   * "async transactions" below). A `tx` or `txAsync` inside the body's async context joins
+   * it; one from another async context waits its turn (no extra tick when nothing is open);
+   * a synchronous store call from another context while it is open fails `tx_interleaved`.
    */
   txAsync<T>(fn: () => Promise<T>): Promise<T> {
     const open = this.open;
