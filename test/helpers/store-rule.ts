@@ -58,17 +58,23 @@ export function checkStoreRule(
     return { file: relative(ROOT, sf.fileName), line, text };
   };
 
-  /** The method a call resolves to, when it is a method of a class declared under src/store/. */
+  /**
+   * The method a call resolves to, when it belongs to a class or interface declared under
+   * src/store/ (`Store`, the repositories, and a future interface the services see).
+   */
   const storeMethod = (call: ts.CallExpression): ts.Declaration | undefined => {
     if (!ts.isPropertyAccessExpression(call.expression)) return undefined;
     const decl = checker.getResolvedSignature(call)?.declaration;
     if (!decl || ts.isJSDocSignature(decl)) return undefined;
-    const owner = ts.isMethodDeclaration(decl)
-      ? decl.parent
-      : ts.isArrowFunction(decl) || ts.isFunctionExpression(decl)
-        ? decl.parent.parent
-        : undefined;
-    if (!owner || !ts.isClassDeclaration(owner)) return undefined;
+    const owner =
+      ts.isMethodDeclaration(decl) || ts.isMethodSignature(decl)
+        ? decl.parent
+        : ts.isArrowFunction(decl) || ts.isFunctionExpression(decl) || ts.isFunctionTypeNode(decl)
+          ? decl.parent.parent
+          : undefined;
+    if (!owner || !(ts.isClassDeclaration(owner) || ts.isInterfaceDeclaration(owner))) {
+      return undefined;
+    }
     return decl.getSourceFile().fileName.startsWith(STORE_DIR) ? decl : undefined;
   };
 
