@@ -306,6 +306,29 @@ describe("async transactions", () => {
     store.close();
   });
 
+  it("an afterCommit hook that starts an async transaction queues behind the waiting ones", async () => {
+    const store = open();
+    const log: string[] = [];
+    let hooked: Promise<void> | undefined;
+    const first = store.txAsync(async () => {
+      await Promise.resolve();
+      store.afterCommit(() => {
+        hooked = store.txAsync(async () => {
+          log.push(`hook saw ${store.agents.get("a")!.total_message_count}`);
+        });
+      });
+      log.push("first");
+    });
+    const second = store.txAsync(async () => {
+      store.agents.put(record("a", 2));
+      log.push("second");
+    });
+    await Promise.all([first, second]);
+    await hooked;
+    expect(log).toEqual(["first", "second", "hook saw 2"]);
+    store.close();
+  });
+
   it("a sync transaction, repository call or event from another context fails instead of joining", async () => {
     const store = open();
     let release!: () => void;

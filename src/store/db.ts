@@ -228,13 +228,13 @@ export class Store {
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
     this.handedOver = false;
+    let result: T;
     try {
       if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
         throw this.health.fault("lost", "");
       }
       const context = (this.context ??= this.startAsync());
       const frame = new AsyncTx();
-      let result: T;
       let sentinels: [NodeJS.Immediate, NodeJS.Timeout] | undefined;
       this.counts.transactions++;
       try {
@@ -259,14 +259,26 @@ export class Store {
         this.depth = 0;
         this.open = null;
       }
-      this.committed();
-      return result;
     } finally {
-      const next = this.waiting.shift();
-      if (next) {
-        this.handedOver = true;
-        next();
-      }
+      this.handOver();
+    }
+    // Handed over first: a hook that starts an async transaction queues behind the waiter
+    // (which begins only after these hooks, at a later microtask).
+    this.committed();
+    return result;
+  }
+
+  /**
+   * The open async transaction ended: the first waiter may begin. Not while another one is
+   * open (a rollback's settle hook may have started one) or already handed the connection:
+   * that one hands over when it ends.
+   */
+  private handOver(): void {
+    if (this.open !== null || this.handedOver) return;
+    const next = this.waiting.shift();
+    if (next) {
+      this.handedOver = true;
+      next();
     }
   }
 
