@@ -35,9 +35,7 @@ export class Ingress {
   /** Admit now, in the caller's transaction when there is one; signal after the commit. */
   admit(draft: MessageDraft): MessageEnvelope {
     this.refuseWhenClosed();
-    const envelope = this.store.tx(() => this.insert(draft));
-    this.afterCommit(envelope.agent_id);
-    return envelope;
+    return this.store.tx(() => this.insert(draft));
   }
 
   /**
@@ -110,17 +108,9 @@ export class Ingress {
     }
     items.forEach((item, i) => {
       const o = outcomes[i]!;
-      if (o.ok) {
-        this.afterCommit(o.envelope.agent_id);
-        item.resolve(o.envelope);
-      } else item.reject(o.err);
+      if (o.ok) item.resolve(o.envelope);
+      else item.reject(o.err);
     });
-  }
-
-  private afterCommit(agentId: string): void {
-    // The signal only schedules the loop; it reads the queue after the current synchronous
-    // transaction (ours or the caller's) has committed.
-    this.signals.notify(agentId);
   }
 
   private insert(draft: MessageDraft): MessageEnvelope {
@@ -152,6 +142,9 @@ export class Ingress {
           clear: ["sleeping_until"],
         });
       }
+      // The loop reads the queue, so it may look only once the message is committed: after
+      // the outermost transaction this admission is part of (ours, or the caller's).
+      store.afterCommit(() => this.signals.notify(draft.agent_id));
       return envelope;
     });
   }

@@ -461,7 +461,8 @@ export class BudgetGate {
             type: "budget_hold_cleared",
             payload: { scope: hold.scope, reason: "window_turned_over" },
           });
-          queueMicrotask(() => this.onCleared(hold.scope, { agent_id: d.agent_id }));
+          // Inside the scheduler's fire: tell the operator side only once the lift committed.
+          this.store.afterCommit(() => this.onCleared(hold.scope, { agent_id: d.agent_id }));
         },
       };
     };

@@ -64,7 +64,6 @@ export class DeadlineScheduler {
   private readonly handlers: ReadonlyMap<string, DeadlineHandler>;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private armedFor: string | undefined;
-  private rearmQueued = false;
   private running = false;
 
   constructor(opts: {
@@ -82,16 +81,20 @@ export class DeadlineScheduler {
   /** Record a deadline (joins the caller's transaction); the timer is re-armed after it. */
   add(d: NewDeadline): Deadline {
     const deadline = deadlineRecord(this.clock, this.ids, d);
-    this.store.tx(() => this.store.deadlines.put(deadline));
-    this.changed();
+    this.store.tx(() => {
+      this.store.deadlines.put(deadline);
+      this.changed();
+    });
     return deadline;
   }
 
   /** Drop the deadline with this key (joins the caller's transaction). */
   cancelKey(key: string): boolean {
-    const dropped = this.store.tx(() => this.store.deadlines.dropKey(key));
-    if (dropped) this.changed();
-    return dropped;
+    return this.store.tx(() => {
+      const dropped = this.store.deadlines.dropKey(key);
+      if (dropped) this.changed();
+      return dropped;
+    });
   }
 
   byKey(key: string): Deadline | undefined {
@@ -169,15 +172,16 @@ export class DeadlineScheduler {
     });
   }
 
-  /** After a change: re-arm once the current transaction has committed. */
+  /**
+   * After a change (inside its transaction): re-arm once the outermost transaction has
+   * committed, so the timer is set from committed rows; once per transaction however many
+   * deadlines it changed (the store runs one hook once), and not at all if it rolls back.
+   */
   private changed(): void {
-    if (this.rearmQueued) return;
-    this.rearmQueued = true;
-    queueMicrotask(() => {
-      this.rearmQueued = false;
-      this.rearm();
-    });
+    this.store.afterCommit(this.rearmAfterCommit);
   }
+
+  private readonly rearmAfterCommit = (): void => this.rearm();
 
   private rearm(): void {
     if (!this.running) return;
