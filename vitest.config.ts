@@ -8,6 +8,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // The tx guard on in every test: the store rolls back an async transaction whose body
+    // yields to timers or I/O before its commit (docs/architecture.md, the one rule).
+    env: { HOLON_TX_GUARD: "1" },
     // Vitest's default is one worker less than the cores: a single worker on a 2-core machine,
     // which then sits idle while a test waits on the hosts and commands it spawned. Two files
     // at a time keep both cores busy; a third gained nothing measurable on a loaded 2-core

@@ -1,10 +1,13 @@
 // The dependency direction of docs/architecture.md, enforced: a module may import only from
 // its own folder or from a folder below it. The order is a list of layers; folders in one
 // layer do not import each other. Also: only store/ speaks SQL, and the edges (http/, cli/)
-// never reach into agent, turn or tool internals.
+// never reach into agent, turn or tool internals. And the store's one rule (a transaction
+// body awaits only store calls; no store promise floats), checked on the typed program.
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import type ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { checkStoreRule, storeRuleProgram } from "./helpers/store-rule.ts";
 
 const SRC = resolve(import.meta.dirname, "../src");
 
@@ -193,5 +196,64 @@ describe("architecture", () => {
   it("the check sees real imports (it cannot pass on an empty scan)", () => {
     expect(all.length).toBeGreaterThan(200);
     expect(all.some((i) => i.spec === "node:sqlite")).toBe(true);
+  });
+});
+
+describe("the store's one rule (compiler API)", () => {
+  const FIXTURES = resolve(import.meta.dirname, "fixtures/store-rule");
+  const planted = readdirSync(FIXTURES).map((f) => join(FIXTURES, f));
+  const src = sourceFiles(SRC).filter(
+    (f) => f.endsWith(".ts") && !f.startsWith(join(SRC, "web") + sep),
+  );
+  // One program for both: src/ and the planted violations (which import src/store/). Built
+  // on first use (some seconds of type checking), so a filtered run of this file skips it.
+  let built: ts.Program | undefined;
+  const program = () => (built ??= storeRuleProgram([...src, ...planted]));
+  let checked: ReturnType<typeof checkStoreRule> | undefined;
+  const srcReport = () => (checked ??= checkStoreRule(program(), (f) => f.startsWith(SRC + sep)));
+
+  it("no store promise floats and no transaction body awaits anything but the store", () => {
+    const inSrc = srcReport();
+    const where = (fs: { file: string; line: number; text: string }[]) =>
+      fs.map((f) => `${f.file}:${f.line} ${f.text}`);
+    expect(where(inSrc.floatingStore)).toEqual([]);
+    expect(where(inSrc.awaitInTx)).toEqual([]);
+    expect(where(inSrc.asyncInSyncTx)).toEqual([]);
+    // Information, not a failure: a floating promise elsewhere may be deliberate.
+    console.info(
+      `transaction bodies checked: ${inSrc.txBodies}; floating promises in src/ (any kind, rejection unhandled): ${inSrc.floatingAny.length}` +
+        where(inSrc.floatingAny)
+          .map((l) => `\n  ${l}`)
+          .join(""),
+    );
+  });
+
+  it("catches exactly the planted violations", () => {
+    const inFixtures = checkStoreRule(program(), (f) => f.startsWith(FIXTURES + sep));
+    const plantedLines = (name: string, mark = "PLANTED:") =>
+      readFileSync(join(FIXTURES, name), "utf8")
+        .split("\n")
+        .flatMap((line, i) => (line.includes(`// ${mark}`) ? [i + 1] : []));
+    const at = (fs: { file: string; line: number }[]) =>
+      fs.map((f) => `${f.file.split("/").pop()}:${f.line}`);
+    expect(at(inFixtures.floatingStore)).toEqual(
+      plantedLines("floating-write.ts").map((l) => `floating-write.ts:${l}`),
+    );
+    expect(at(inFixtures.awaitInTx)).toEqual(
+      plantedLines("tx-await.ts").map((l) => `tx-await.ts:${l}`),
+    );
+    expect(at(inFixtures.asyncInSyncTx)).toEqual(
+      plantedLines("tx-await.ts", "PLANTED-SYNC").map((l) => `tx-await.ts:${l}`),
+    );
+    expect(plantedLines("floating-write.ts")).toHaveLength(1);
+    expect(plantedLines("tx-await.ts")).toHaveLength(2);
+    expect(plantedLines("tx-await.ts", "PLANTED-SYNC")).toHaveLength(1);
+  });
+
+  it("the check sees the store's transactions (it cannot pass on an empty scan)", () => {
+    // Every src file is in the program, and the tx sites (about 88) resolve to the store.
+    expect(src.length).toBeGreaterThan(200);
+    expect(program().getSourceFile(join(SRC, "store/db.ts"))).toBeDefined();
+    expect(srcReport().txBodies).toBeGreaterThan(60);
   });
 });

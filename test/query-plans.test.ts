@@ -32,6 +32,8 @@ const ALLOWED: Record<string, string> = {
     "restart recovery: the partial index holds only unfinished tasks; sorting those is bounded",
   "SELECT agent_id, seq, id, created_at, run_id, body FROM transcript WHERE run_id = ? AND agent_id = ? ORDER BY seq":
     "run ids are unique: the index finds one run's entries, and agent_id only confirms them",
+  "SELECT agent_id, data FROM agents WHERE group_id IN (SELECT value FROM json_each(?))":
+    "a host's acquire: json_each walks its parameter (the groups being acquired), and each group's agents come from the agents_group index",
 };
 
 const executed = new Set<string>();

@@ -14,6 +14,7 @@ function record(id: string, count: number): AgentRecord {
     visibility: "public",
     ownership: "self_owned",
     profile_preset: "public_named",
+    group_id: id,
     status: "asleep",
     created_at: "2026-11-27T12:00:00.000Z",
     updated_at: "2026-11-27T12:00:00.000Z",

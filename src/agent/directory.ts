@@ -97,6 +97,7 @@ export class AgentDirectory {
       pending: await this.store.messages.pendingCount(a.agent_id),
       is_default: a.agent_id === this.deps.defaultAgentId,
       lineage_parent_agent_id: a.lineage_parent_agent_id ?? null,
+      group_id: a.group_id,
       archived: a.archived_at !== undefined,
     };
   }
@@ -193,6 +194,7 @@ export class AgentDirectory {
         agent_home: agentHome,
         kind,
         visibility,
+        group_id: this.groupFor(agentId, visibility, opts.supervisor_agent_id),
         ownership: opts.supervisor_agent_id ? "parent_supervised" : "self_owned",
         profile_preset: visibility === "public" ? "public_named" : "private_child",
         status: "booting",
@@ -237,6 +239,21 @@ export class AgentDirectory {
       await transition(store, agentId, "awake_idle", "created");
       if (visibility === "public") await this.deps.triggers.provisionDefault(agentId);
     });
+  }
+
+  /**
+   * A new agent's group: a private child joins its supervisor's group (so a private
+   * grandchild is in the root's); any other agent is its own root.
+   */
+  private groupFor(
+    agentId: string,
+    visibility: AgentRecord["visibility"],
+    supervisorId: string | undefined,
+  ): string {
+    if (visibility !== "private" || supervisorId === undefined) return agentId;
+    const supervisor = this.store.agents.get(supervisorId);
+    if (!supervisor) throw unknownAgent(supervisorId);
+    return supervisor.group_id;
   }
 
   /** Bind the agent to a workspace (used by `run --workspace-root` and create). */

@@ -33,11 +33,9 @@ export class Ingress {
   }
 
   /** Admit now, in the caller's transaction when there is one; signal after the commit. */
-  async admit(draft: MessageDraft): Promise<MessageEnvelope> {
+  admit(draft: MessageDraft): MessageEnvelope {
     this.refuseWhenClosed();
-    const envelope = await this.store.tx(async () => await this.insert(draft));
-    this.afterCommit(envelope.agent_id);
-    return envelope;
+    return this.store.tx(() => this.insert(draft));
   }
 
   /**
@@ -53,7 +51,7 @@ export class Ingress {
     }
     return new Promise((resolve, reject) => {
       this.pending.push({ draft, resolve, reject });
-      if (this.pending.length === 1) setImmediate(async () => await this.flushOrGather());
+      if (this.pending.length === 1) setImmediate(() => this.flushOrGather());
     });
   }
 
@@ -63,19 +61,19 @@ export class Ingress {
    * the batch waits one more loop turn, so the requests already read from other sockets join
    * it; a lone request is committed at once.
    */
-  private async flushOrGather(): Promise<void> {
+  private flushOrGather(): void {
     if (this.lastBatch > 1 && !this.gathered) {
       this.gathered = true;
-      setImmediate(async () => await this.flushOrGather());
+      setImmediate(() => this.flushOrGather());
       return;
     }
     this.gathered = false;
-    await this.flush();
+    this.flush();
   }
 
   /** Stop taking new messages; drafts already waiting for their batch are still committed. */
-  async close(): Promise<void> {
-    if (this.pending.length > 0) await this.flush();
+  close(): void {
+    if (this.pending.length > 0) this.flush();
     this.closed = true;
   }
 
@@ -87,17 +85,17 @@ export class Ingress {
     }
   }
 
-  private async flush(): Promise<void> {
+  private flush(): void {
     const items = this.pending;
     if (items.length === 0) return; // close() committed them already
     this.pending = [];
     this.lastBatch = items.length;
     const outcomes: ({ ok: true; envelope: MessageEnvelope } | { ok: false; err: unknown })[] = [];
     try {
-      await this.store.tx(async () => {
+      this.store.tx(() => {
         for (const item of items) {
           try {
-            outcomes.push({ ok: true, envelope: await this.insert(item.draft) });
+            outcomes.push({ ok: true, envelope: this.insert(item.draft) });
           } catch (err) {
             if (!(err instanceof HolonError)) throw err; // unexpected: fail the whole batch
             outcomes.push({ ok: false, err });
@@ -110,30 +108,22 @@ export class Ingress {
     }
     items.forEach((item, i) => {
       const o = outcomes[i]!;
-      if (o.ok) {
-        this.afterCommit(o.envelope.agent_id);
-        item.resolve(o.envelope);
-      } else item.reject(o.err);
+      if (o.ok) item.resolve(o.envelope);
+      else item.reject(o.err);
     });
   }
 
-  private afterCommit(agentId: string): void {
-    // The signal only schedules the loop; it reads the queue after the current synchronous
-    // transaction (ours or the caller's) has committed.
-    this.signals.notify(agentId);
-  }
-
-  private async insert(draft: MessageDraft): Promise<MessageEnvelope> {
+  private insert(draft: MessageDraft): MessageEnvelope {
     const store = this.store;
     const envelope = buildEnvelope(draft, store.ids.next("msg"), store.clock.now().toISOString());
-    return await store.tx(async () => {
-      const agent = await store.agents.get(draft.agent_id);
+    return store.tx(() => {
+      const agent = store.agents.get(draft.agent_id);
       if (!agent) throw unknownAgent(draft.agent_id);
       if (agent.status === "stopped" && draft.admission !== "runtime_owned") {
         throw agentStopped(draft.agent_id);
       }
-      const seq = await store.messages.insert(envelope);
-      await store.appendEvent(draft.agent_id, {
+      const seq = store.messages.insert(envelope);
+      store.appendEvent(draft.agent_id, {
         type: "message_admitted",
         provenance: provenanceOf(envelope),
         payload: {
@@ -147,11 +137,14 @@ export class Ingress {
         },
       });
       if (agent.status === "asleep") {
-        await transition(store, draft.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
+        transition(store, draft.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
           last_wake_reason: envelope.kind,
           clear: ["sleeping_until"],
         });
       }
+      // The loop reads the queue, so it may look only once the message is committed: after
+      // the outermost transaction this admission is part of (ours, or the caller's).
+      store.afterCommit(() => this.signals.notify(draft.agent_id));
       return envelope;
     });
   }

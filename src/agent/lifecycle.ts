@@ -136,7 +136,9 @@ export class AgentLifecycle {
         break;
       }
     }
-    this.deps.signals.notify(agentId);
+    // The loop reads the new status: wake it once that is committed (at once, unless a
+    // caller's transaction is still open around this call).
+    store.afterCommit(() => this.deps.signals.notify(agentId));
     return {
       agent_id: agentId,
       action,

@@ -38,8 +38,8 @@ const WARN_AT = 0.8;
 
 /** The deadline scheduler, as the gate needs it (waiting/scheduler.ts). */
 export interface WindowDeadlines {
-  add(d: { agent_id: string; kind: string; key: string; due_at: string }): Promise<unknown>;
-  cancelKey(key: string): Promise<boolean>;
+  add(d: { agent_id: string; kind: string; key: string; due_at: string }): unknown;
+  cancelKey(key: string): boolean;
 }
 
 export type BudgetVerdict =
@@ -88,13 +88,10 @@ export class BudgetGate {
   /** Scopes the agent was told about at 80% (scope + dimension + window), once each. */
   private readonly warned = new Set<string>();
   /** Called when a hold is recorded: the seam where a budget ask is opened. */
-  onExhausted: (
-    hold: BudgetHold,
-    where: { agent_id: string; work_item_id?: string },
-  ) => Promise<void> = async () => {};
+  onExhausted: (hold: BudgetHold, where: { agent_id: string; work_item_id?: string }) => void =
+    () => {};
   /** Called when a hold is cleared: the seam where the budget ask is withdrawn or answered. */
-  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => Promise<void> =
-    async () => {};
+  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => void = () => {};
 
   constructor(opts: {
     store: Store;
@@ -115,12 +112,12 @@ export class BudgetGate {
   }
 
   /** The pre-provider-call check. Records the hold itself; the turn ends as the verdict says. */
-  async check(request: ProviderRequest, ctx: GateContext): Promise<BudgetVerdict> {
+  check(request: ProviderRequest, ctx: GateContext): BudgetVerdict {
     const store = this.store;
-    const agent = (await store.agents.get(ctx.agent.agent_id)) ?? ctx.agent;
+    const agent = store.agents.get(ctx.agent.agent_id) ?? ctx.agent;
     const now = store.clock.now();
     if (agent.budget_hold) return { ok: false, action: "hold_agent", hold: agent.budget_hold };
-    const checks = await this.scopes(agent, ctx, now);
+    const checks = this.scopes(agent, ctx, now);
     if (checks.length === 0) return { ok: true, request };
 
     // What this request may cost: estimated input + its max output, at the dearest model.
@@ -163,7 +160,7 @@ export class BudgetGate {
         const spent = spentIn(c.spent, d) + (c.reserved?.[d] ?? 0);
         const n = need[d];
         if (n === null) {
-          return await this.stop(c, agent, ctx, now, {
+          return this.stop(c, agent, ctx, now, {
             reason: "unpriced_model",
             dimension: d,
             limit,
@@ -173,7 +170,7 @@ export class BudgetGate {
         }
         const over = d === "time_ms" ? spent >= limit : spent + n > limit;
         if (over) {
-          return await this.stop(c, agent, ctx, now, {
+          return this.stop(c, agent, ctx, now, {
             reason: "exhausted",
             dimension: d,
             limit,
@@ -187,12 +184,11 @@ export class BudgetGate {
           if (!this.warned.has(key)) {
             this.warned.add(key);
             warning = `Budget note: ${c.scope} has ${fmt(d, spent)} of ${fmt(d, limit)} ${label(d)} spent (${Math.round((100 * spent) / limit)}%). Finish the essential part of the work first; when the budget runs out, the runtime stops before the next model call until the operator raises it.`;
-            await store.tx(
-              async () =>
-                await store.appendEvent(agent.agent_id, {
-                  type: "budget_warning",
-                  payload: { run_id: ctx.run_id, scope: c.scope, dimension: d, spent, limit },
-                }),
+            store.tx(() =>
+              store.appendEvent(agent.agent_id, {
+                type: "budget_warning",
+                payload: { run_id: ctx.run_id, scope: c.scope, dimension: d, spent, limit },
+              }),
             );
           }
         }
@@ -210,37 +206,37 @@ export class BudgetGate {
   }
 
   /** Every budgeted scope this call falls in. */
-  private async scopes(agent: AgentRecord, ctx: GateContext, now: Date): Promise<Check[]> {
+  private scopes(agent: AgentRecord, ctx: GateContext, now: Date): Check[] {
     const out: Check[] = [];
     const runBudget = runBudgetOf(ctx.message);
     if (runBudget) {
       out.push({
         scope: `run ${ctx.run_id}`,
         limits: runBudget,
-        spent: await this.ledger.run(ctx.run_id),
+        spent: this.ledger.run(ctx.run_id),
         action: "fail_run",
       });
     }
     const itemId = workItemOf(agent, ctx.message);
     if (itemId) {
-      const item = await this.store.workItems.get(itemId);
+      const item = this.store.workItems.get(itemId);
       if (item?.state === "open" && hasLimits(item.budget)) {
         out.push({
           scope: `work_item:${itemId}`,
           limits: item.budget,
-          spent: await this.ledger.workItem(itemId),
+          spent: this.ledger.workItem(itemId),
           action: "hold_work_item",
         });
       }
     }
     // Items the agent's spawn chain ran under: their budgets bound this child too.
-    for (const parentItem of (await this.ledger.lineage(agent.agent_id)).items) {
-      const item = await this.store.workItems.get(parentItem);
+    for (const parentItem of this.ledger.lineage(agent.agent_id).items) {
+      const item = this.store.workItems.get(parentItem);
       if (item?.state === "open" && hasLimits(item.budget)) {
         out.push({
           scope: `work_item:${parentItem}`,
           limits: item.budget,
-          spent: await this.ledger.workItem(parentItem),
+          spent: this.ledger.workItem(parentItem),
           action: "hold_agent",
         });
       }
@@ -250,13 +246,13 @@ export class BudgetGate {
     const seen = new Set<string>();
     while (cur && !seen.has(cur.agent_id)) {
       seen.add(cur.agent_id);
-      const reserved = await this.outstandingReservations(cur.agent_id);
+      const reserved = this.outstandingReservations(cur.agent_id);
       const r = cur.budget_reservation;
       if (r && !r.returned_at) {
         out.push({
           scope: `reservation:${cur.agent_id}`,
           limits: r.limits,
-          spent: await this.ledger.agentTree(cur.agent_id),
+          spent: this.ledger.agentTree(cur.agent_id),
           reserved,
           action: "hold_agent",
         });
@@ -267,7 +263,7 @@ export class BudgetGate {
           out.push({
             scope: `agent:${cur.agent_id}`,
             limits: b.total,
-            spent: await this.ledger.agentTree(cur.agent_id),
+            spent: this.ledger.agentTree(cur.agent_id),
             reserved,
             action: "hold_agent",
           });
@@ -279,7 +275,7 @@ export class BudgetGate {
           out.push({
             scope: `agent:${cur.agent_id}:${p}`,
             limits,
-            spent: await this.ledger.agentWindow(cur.agent_id, p, now, tz),
+            spent: this.ledger.agentWindow(cur.agent_id, p, now, tz),
             reserved,
             until: windowOf(p, now, tz).end.toISOString(),
             action: "hold_agent",
@@ -288,22 +284,20 @@ export class BudgetGate {
       }
       if (r && !r.returned_at) break;
       cur = cur.lineage_parent_agent_id
-        ? await this.store.agents.get(cur.lineage_parent_agent_id)
+        ? this.store.agents.get(cur.lineage_parent_agent_id)
         : undefined;
     }
     return out;
   }
 
   /** What the agent's carved children still hold: reservation minus their spend, per dimension. */
-  async outstandingReservations(
-    agentId: string,
-  ): Promise<Partial<Record<Dimension, number>> | undefined> {
+  outstandingReservations(agentId: string): Partial<Record<Dimension, number>> | undefined {
     let out: Partial<Record<Dimension, number>> | undefined;
-    for (const child of await this.reservedChildren(agentId)) {
-      const rec = await this.store.agents.get(child);
+    for (const child of this.reservedChildren(agentId)) {
+      const rec = this.store.agents.get(child);
       const r = rec?.budget_reservation;
       if (!r || r.returned_at || r.from_agent_id !== agentId) continue;
-      const spent = await this.ledger.agentTree(child);
+      const spent = this.ledger.agentTree(child);
       for (const d of DIMENSIONS) {
         const l = r.limits[d];
         if (l === undefined) continue;
@@ -315,10 +309,10 @@ export class BudgetGate {
   }
 
   private readonly childrenOf = new Map<string, Set<string>>();
-  private async reservedChildren(agentId: string): Promise<Set<string>> {
+  private reservedChildren(agentId: string): Set<string> {
     let s = this.childrenOf.get(agentId);
     if (!s) {
-      s = new Set(await this.store.agents.reservedFrom(agentId));
+      s = new Set(this.store.agents.reservedFrom(agentId));
       this.childrenOf.set(agentId, s);
     }
     return s;
@@ -329,50 +323,45 @@ export class BudgetGate {
     this.childrenOf.delete(parentId);
   }
 
-  private async stop(
+  private stop(
     c: Check,
     agent: AgentRecord,
     ctx: GateContext,
     now: Date,
     h: Omit<BudgetHold, "scope" | "since">,
-  ): Promise<BudgetVerdict> {
+  ): BudgetVerdict {
     const hold: BudgetHold = { scope: c.scope, since: now.toISOString(), ...h };
     if (c.until && h.reason === "exhausted") hold.until = c.until;
     if (c.action === "fail_run") {
-      await this.store.tx(
-        async () =>
-          await this.store.appendEvent(agent.agent_id, {
-            type: "budget_exhausted",
-            payload: { run_id: ctx.run_id, hold },
-          }),
+      this.store.tx(() =>
+        this.store.appendEvent(agent.agent_id, {
+          type: "budget_exhausted",
+          payload: { run_id: ctx.run_id, hold },
+        }),
       );
       return { ok: false, action: "fail_run", hold };
     }
     if (c.action === "hold_work_item") {
       const itemId = c.scope.slice("work_item:".length);
-      await this.holdWorkItem(agent.agent_id, itemId, hold, ctx.run_id);
+      this.holdWorkItem(agent.agent_id, itemId, hold, ctx.run_id);
       return { ok: false, action: "hold_work_item", hold };
     }
-    await this.holdAgent(agent.agent_id, hold, ctx.run_id);
+    this.holdAgent(agent.agent_id, hold, ctx.run_id);
     return { ok: false, action: "hold_agent", hold };
   }
 
-  async holdAgent(agentId: string, hold: BudgetHold, runId?: string): Promise<void> {
+  holdAgent(agentId: string, hold: BudgetHold, runId?: string): void {
     const store = this.store;
-    await store.tx(async () => {
-      const a = await store.agents.get(agentId);
+    store.tx(() => {
+      const a = store.agents.get(agentId);
       if (!a) return;
-      await store.agents.put({
-        ...a,
-        budget_hold: hold,
-        updated_at: store.clock.now().toISOString(),
-      });
-      await store.appendEvent(agentId, {
+      store.agents.put({ ...a, budget_hold: hold, updated_at: store.clock.now().toISOString() });
+      store.appendEvent(agentId, {
         type: "budget_exhausted",
         payload: { ...(runId ? { run_id: runId } : {}), hold },
       });
       if (hold.until) {
-        await this.deadlines.add({
+        this.deadlines.add({
           agent_id: agentId,
           kind: BUDGET_WINDOW,
           key: windowKey(agentId),
@@ -380,96 +369,81 @@ export class BudgetGate {
         });
       }
     });
-    await this.onExhausted(hold, { agent_id: agentId });
+    this.onExhausted(hold, { agent_id: agentId });
   }
 
-  private async holdWorkItem(
-    agentId: string,
-    itemId: string,
-    hold: BudgetHold,
-    runId: string,
-  ): Promise<void> {
+  private holdWorkItem(agentId: string, itemId: string, hold: BudgetHold, runId: string): void {
     const store = this.store;
-    await store.tx(async () => {
-      const item = await store.workItems.get(itemId);
+    store.tx(() => {
+      const item = store.workItems.get(itemId);
       if (!item) return;
-      await store.workItems.put({
+      store.workItems.put({
         ...item,
         budget_hold: hold,
         revision: item.revision + 1,
         updated_at: store.clock.now().toISOString(),
       });
-      await store.appendEvent(agentId, {
+      store.appendEvent(agentId, {
         type: "budget_exhausted",
         provenance: { work_item_id: itemId },
         payload: { run_id: runId, work_item_id: itemId, hold },
       });
     });
-    await this.onExhausted(hold, { agent_id: agentId, work_item_id: itemId });
+    this.onExhausted(hold, { agent_id: agentId, work_item_id: itemId });
   }
 
   /**
    * Lift the agent's hold (raised, unfrozen, window over) and wake it with a note, in one
    * transaction. No hold: nothing happens (returns false).
    */
-  async clearAgent(
-    agentId: string,
-    reason: string,
-    note: string,
-    only?: (h: BudgetHold) => boolean,
-  ) {
+  clearAgent(agentId: string, reason: string, note: string, only?: (h: BudgetHold) => boolean) {
     const store = this.store;
-    const cleared = await store.tx(async () => {
-      const a = await store.agents.get(agentId);
+    const cleared = store.tx(() => {
+      const a = store.agents.get(agentId);
       if (!a?.budget_hold || (only && !only(a.budget_hold))) return undefined;
       const { budget_hold: hold, ...rest } = a;
-      await store.agents.put({ ...rest, updated_at: store.clock.now().toISOString() });
-      await store.appendEvent(agentId, {
+      store.agents.put({ ...rest, updated_at: store.clock.now().toISOString() });
+      store.appendEvent(agentId, {
         type: "budget_hold_cleared",
         payload: { scope: hold.scope, reason },
       });
-      await this.deadlines.cancelKey(windowKey(agentId));
-      if (a.status !== "stopped") await this.ingress.admit(wakeDraft(agentId, note, "operator"));
+      this.deadlines.cancelKey(windowKey(agentId));
+      if (a.status !== "stopped") this.ingress.admit(wakeDraft(agentId, note, "operator"));
       return hold;
     });
-    if (cleared) await this.onCleared(cleared.scope, { agent_id: agentId });
+    if (cleared) this.onCleared(cleared.scope, { agent_id: agentId });
     return cleared !== undefined;
   }
 
-  async clearWorkItem(
-    agentId: string,
-    itemId: string,
-    reason: string,
-    note: string,
-  ): Promise<boolean> {
+  clearWorkItem(agentId: string, itemId: string, reason: string, note: string): boolean {
     const store = this.store;
-    const cleared = await store.tx(async () => {
-      const item = await store.workItems.get(itemId);
+    const cleared = store.tx(() => {
+      const item = store.workItems.get(itemId);
       if (!item?.budget_hold) return undefined;
       const { budget_hold: hold, ...rest } = item;
-      await store.workItems.put({
+      store.workItems.put({
         ...rest,
         revision: item.revision + 1,
         updated_at: store.clock.now().toISOString(),
       });
-      await store.appendEvent(agentId, {
+      store.appendEvent(agentId, {
         type: "budget_hold_cleared",
         provenance: { work_item_id: itemId },
         payload: { scope: hold.scope, work_item_id: itemId, reason },
       });
-      const a = await store.agents.get(agentId);
+      const a = store.agents.get(agentId);
       if (a && a.status !== "stopped")
-        await this.ingress.admit(wakeDraft(agentId, note, "system", itemId));
+        this.ingress.admit(wakeDraft(agentId, note, "system", itemId));
       return hold;
     });
-    if (cleared) await this.onCleared(cleared.scope, { agent_id: agentId, work_item_id: itemId });
+    if (cleared) this.onCleared(cleared.scope, { agent_id: agentId, work_item_id: itemId });
     return cleared !== undefined;
   }
 
   /** The deadline handler: a periodic window turned over, the hold lifts and the agent wakes. */
   windowHandler() {
-    return async (d: Deadline) => {
-      const a = await this.store.agents.get(d.agent_id);
+    return (d: Deadline) => {
+      const a = this.store.agents.get(d.agent_id);
       const hold = a?.budget_hold;
       if (!a || !hold?.until || Date.parse(hold.until) > this.store.clock.now().getTime()) {
         return null;
@@ -480,17 +454,15 @@ export class BudgetGate {
       );
       return {
         draft,
-        admitted: async () => {
-          const { budget_hold: _h, ...rest } = (await this.store.agents.get(d.agent_id))!;
-          await this.store.agents.put({
-            ...rest,
-            updated_at: this.store.clock.now().toISOString(),
-          });
-          await this.store.appendEvent(d.agent_id, {
+        admitted: () => {
+          const { budget_hold: _h, ...rest } = this.store.agents.get(d.agent_id)!;
+          this.store.agents.put({ ...rest, updated_at: this.store.clock.now().toISOString() });
+          this.store.appendEvent(d.agent_id, {
             type: "budget_hold_cleared",
             payload: { scope: hold.scope, reason: "window_turned_over" },
           });
-          queueMicrotask(async () => await this.onCleared(hold.scope, { agent_id: d.agent_id }));
+          // Inside the scheduler's fire: tell the operator side only once the lift committed.
+          this.store.afterCommit(() => this.onCleared(hold.scope, { agent_id: d.agent_id }));
         },
       };
     };

@@ -64,6 +64,7 @@ export async function get(agent: string, flags: Flags): Promise<void> {
     `status:   ${a.status}${a.closure ? `  (closure ${a.closure.outcome}${a.closure.waiting_reason ? `, ${a.closure.waiting_reason}` : ""})` : ""}`,
   ];
   if (i.lineage_parent_agent_id) lines.push(`parent:   ${i.lineage_parent_agent_id}`);
+  lines.push(`group:    ${i.group_id}`);
   if (a.current_work_item)
     lines.push(`work:     ${a.current_work_item.work_item_id} ${a.current_work_item.objective}`);
   for (const t of a.active_tasks)

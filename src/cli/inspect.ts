@@ -41,6 +41,7 @@ export async function status(agent: string | undefined, flags: Flags): Promise<v
   const lines = [
     `agent:    ${s.agent_id}${s.is_default ? " (default)" : ""}  [${s.kind}, ${s.visibility}]`,
     `status:   ${s.status}`,
+    `group:    ${s.group_id}`,
     `hint:     ${s.lifecycle_hint?.message ?? ""}${s.lifecycle_hint?.resume_command ? `  → ${s.lifecycle_hint.resume_command}` : ""}`,
     `queue:    ${s.pending} pending${s.current_run_id ? `, running ${s.current_run_id}` : ""}`,
     `tokens:   ${usage.total_input_tokens ?? 0} in / ${usage.total_output_tokens ?? 0} out over ${usage.total_model_rounds ?? 0} model rounds`,

@@ -318,8 +318,9 @@ if (first === undefined || !ownCommands.has(first) || EXTENDED_BY_GROUPS.has(fir
     import("./budget.ts"),
     import("./operator-commands.ts"),
     import("./mcp.ts"),
+    import("./store.ts"),
   ]);
-  const [config, task, workspace, skills, timer, work, asks, budget, operator, mcp] = groups;
+  const [config, task, workspace, skills, timer, work, asks, budget, operator, mcp, store] = groups;
   config.registerConfigCommands(program);
   task.registerTaskCommands(program);
   workspace.registerWorkspaceCommands(program);
@@ -330,6 +331,7 @@ if (first === undefined || !ownCommands.has(first) || EXTENDED_BY_GROUPS.has(fir
   budget.registerBudgetCommands(program);
   operator.registerOperatorCommands(program);
   mcp.registerMcpCommands(program); // `holon mcp …` (other subcommands attach to the group it returns)
+  store.registerStoreCommands(program);
 }
 
 await program.parseAsync(process.argv);

@@ -56,6 +56,12 @@ export const AgentRecord = z.object({
   ownership: AgentOwnership,
   profile_preset: ProfilePreset,
   lineage_parent_agent_id: z.string().optional(),
+  /**
+   * The agent's group: the root of its supervision chain, set at creation and never changed.
+   * A private child is in its supervisor's group; every other agent is its own root. A host
+   * recovers and runs agents a group at a time (host.ts `acquire`).
+   */
+  group_id: z.string(),
   status: AgentStatus,
   created_at: z.string(),
   updated_at: z.string(),
@@ -208,5 +214,6 @@ export type AgentListEntry = {
   pending: number;
   is_default: boolean;
   lineage_parent_agent_id: string | null;
+  group_id: string;
   archived: boolean;
 };

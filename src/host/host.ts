@@ -4,6 +4,7 @@
 // down in order. It owns no feature: clients reach the services it holds.
 import { randomIds, systemClock, type Clock, type IdSource } from "../domain/clock.ts";
 import type { TurnExecutor } from "../agent/runtime.ts";
+import type { AgentRecord } from "../domain/agent.ts";
 import { createBrief } from "../agent/briefs.ts";
 import { transition } from "../agent/status.ts";
 import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
@@ -30,6 +31,12 @@ export type HostOptions = {
    * off so a one-shot run works only on its own agent and leaves other agents' queues alone.
    */
   autostartAgents?: boolean;
+  /**
+   * Acquire every agent group on open (default): the embedded host owns them all. With
+   * `false` no group is recovered or run until the caller acquires it (`acquire`), as a host
+   * that shares its store with others takes only the groups it is given.
+   */
+  acquireGroups?: boolean;
 };
 
 /** A home the file system refuses (read-only, full, failing): one clear error, not errno. */
@@ -54,12 +61,17 @@ export class RuntimeHost {
   readonly startedAt: string;
   readonly services: Services;
   private readonly releaseLock: () => void;
+  /** Whether acquiring a group starts its public agents' loops (HostOptions.autostartAgents). */
+  private readonly autostartAgents: boolean;
+  /** The groups this host has acquired: acquiring one again does nothing. */
+  private readonly acquired = new Set<string>();
   private closed = false;
 
   private constructor(opts: HostOptions, releaseLock: () => void) {
     this.home = opts.home;
     this.paths = homePaths(opts.home);
     this.releaseLock = releaseLock;
+    this.autostartAgents = opts.autostartAgents !== false;
     this.services = buildServices({
       home: opts.home,
       clock: opts.clock ?? systemClock,
@@ -71,15 +83,15 @@ export class RuntimeHost {
     this.startedAt = this.services.store.clock.now().toISOString();
   }
 
-  static async open(opts: HostOptions): Promise<RuntimeHost> {
+  static open(opts: HostOptions): RuntimeHost {
     try {
-      return await RuntimeHost.openHome(opts);
+      return RuntimeHost.openHome(opts);
     } catch (err) {
       throw homeFault(opts.home, err);
     }
   }
 
-  private static async openHome(opts: HostOptions): Promise<RuntimeHost> {
+  private static openHome(opts: HostOptions): RuntimeHost {
     const paths = homePaths(opts.home);
     secureHome(opts.home); // 0700 home, 0600 files; a home that cannot hold a database fails here
     const release = opts.skipLock ? () => {} : acquireHomeLock(paths.lockFile);
@@ -90,54 +102,36 @@ export class RuntimeHost {
       release();
       throw err;
     }
-    const { agents, loops, tasks, scheduler, store, deferredAgents } = host.services;
-    // What the services' construction did when the store was synchronous: activations a
-    // crash left are restored, records written before the active-workspace entry are folded.
-    await host.services.skills.restore();
-    await host.services.workspaces.foldLegacy();
+    const { agents, loops, scheduler, store, deferredAgents } = host.services;
     // Finished `holon run` agents get no per-agent start-up work: it waits for their loop to
     // start again (services.ts), so a start does not slow with every past run. Their records
-    // are not even decoded: the lists below leave them out.
-    for (const id of await store.agents.dormantRunIds()) deferredAgents.add(id);
+    // are not even decoded: acquire leaves them out.
+    for (const id of store.agents.dormantRunIds()) deferredAgents.add(id);
     secureAgentHomes(opts.home, deferredAgents);
-    await host.recover(deferredAgents);
-    // An approved call a crash cut short is reported interrupted (never run twice).
-    await host.services.approvals.recover();
+    // Host-wide start-up work comes first; none of it reads or changes an agent's run state.
     // MCP servers a host killed with SIGKILL left running are killed before anything starts.
-    await host.services.mcp.sweep();
+    host.services.mcp.sweep();
     // The spend ledger's first start: rounds from the events still kept (once).
-    await host.services.ledger.backfill();
-    // A patch a crash cut short is finished or undone before any agent works again.
-    for (const a of await store.agents.list(deferredAgents))
-      recoverPatchJournals(patchJournalDir(a.agent_home));
-    // Builtin templates into ~/.agents/templates, then every home gets its layout (the
-    // default agent its holon-default AGENTS.md when it has none).
+    host.services.ledger.backfill();
+    // Builtin templates into ~/.agents/templates; the default agent exists before its group
+    // is acquired (its home gets the holon-default AGENTS.md there when it has none).
     host.services.templates.seedBuiltins();
-    if (!(await store.agents.get(agents.defaultAgentId))) {
-      await agents.create(agents.defaultAgentId, {}, "default");
+    if (!store.agents.get(agents.defaultAgentId)) {
+      agents.create(agents.defaultAgentId, {}, "default");
     }
-    await agents.ensureHomes(deferredAgents);
-    // The sandbox is probed once, now; each agent's first start with it is recorded (a
-    // finished run agent's when its loop starts again).
+    // The sandbox is probed once, now; a namespace a task outlived the last host in gets its
+    // proxy back before any task is reattached.
     const sandbox = host.services.sandbox;
     sandbox.probe();
-    await sandbox.resume(); // a namespace a task outlived the last host in gets its proxy back
-    for (const a of await store.agents.list(deferredAgents)) {
-      if (a.sandbox_enabled_at === undefined)
-        await agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
-    }
-    if (opts.autostartAgents !== false) {
-      for (const agent of await store.agents.list(deferredAgents)) {
-        if (agent.visibility === "public" && !agent.archived_at) await loops.start(agent.agent_id);
-      }
-    }
+    sandbox.resume();
+    // Every group at once: the embedded host owns them all (a host sharing its store would
+    // acquire the groups it is given, through the same method).
+    if (opts.acquireGroups !== false) host.acquire(store.agents.groupIds());
     loops.open();
-    await tasks.recover();
-    await host.services.agentPlane.recover(); // supervised children run again
-    await scheduler.start();
+    scheduler.start();
     host.services.retention.start();
     host.services.storageWatch.start();
-    await host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
+    host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
     return host;
   }
 
@@ -177,18 +171,57 @@ export class RuntimeHost {
   }
 
   /**
+   * Take over these agent groups: the per-agent half of a start, for their agents only, in
+   * the order a start has always run it. A message cut off mid-turn is recorded interrupted,
+   * approved calls cut short are reported, patch journals are finished or undone, homes get
+   * their layout, the sandbox's first start is recorded, public agents' loops start, and
+   * then command tasks are reattached and supervised children run again. Recovery comes
+   * before any loop starts. Finished `holon run` agents (`deferredAgents`) get their
+   * per-agent work when their loop starts again, not here; their tasks and approvals are
+   * still recovered. Groups are taken in a batch so a start costs one pass over the agents,
+   * not one per group; the task and approval scans run once per call. A group already
+   * acquired is skipped: its turns are this host's own, not a crash's leftovers.
+   */
+  acquire(groupIds: readonly string[]): void {
+    const fresh = groupIds.filter((g) => !this.acquired.has(g));
+    if (fresh.length === 0) return;
+    for (const g of fresh) this.acquired.add(g);
+    const { agents, loops, store, deferredAgents } = this.services;
+    const group = store.agents.inGroups(fresh, deferredAgents);
+    const members: ReadonlySet<string> = new Set(group.ids);
+    this.recover(group.records);
+    // An approved call a crash cut short is reported interrupted (never run twice).
+    this.services.approvals.recover(members);
+    // A patch a crash cut short is finished or undone before any agent works again.
+    for (const a of group.records) recoverPatchJournals(patchJournalDir(a.agent_home));
+    for (const a of group.records) if (!a.archived_at) agents.ensureHome(a);
+    const sandbox = this.services.sandbox;
+    for (const a of group.records) {
+      if (a.sandbox_enabled_at === undefined)
+        agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
+    }
+    if (this.autostartAgents) {
+      for (const a of group.records) {
+        if (a.visibility === "public" && !a.archived_at) loops.start(a.agent_id);
+      }
+    }
+    this.services.tasks.recover(members);
+    this.services.agentPlane.recover(members); // supervised children run again
+  }
+
+  /**
    * After a crash or restart: a message that was mid-turn is recorded as interrupted
    * (never silently redone or dropped) and agents that were running become idle.
    * `stopped` and `paused` agents stay as they were. Sleep deadlines need nothing here:
    * the scheduler fires the ones that fell due while the host was down.
    */
-  private async recover(skip: ReadonlySet<string>): Promise<void> {
+  private recover(records: readonly AgentRecord[]): void {
     const store = this.services.store;
-    for (const agent of await store.agents.list(skip)) {
-      await store.tx(async () => {
-        for (const m of await store.messages.withStatus(agent.agent_id, "processing")) {
-          await store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());
-          await store.appendEvent(agent.agent_id, {
+    for (const agent of records) {
+      store.tx(() => {
+        for (const m of store.messages.withStatus(agent.agent_id, "processing")) {
+          store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());
+          store.appendEvent(agent.agent_id, {
             type: "message_interrupted",
             provenance: { message_id: m.id },
             payload: {
@@ -197,7 +230,7 @@ export class RuntimeHost {
               reason: "runtime_restart",
             },
           });
-          await store.transcript.append({
+          store.transcript.append({
             id: store.ids.next("tr"),
             agent_id: agent.agent_id,
             created_at: store.clock.now().toISOString(),
@@ -206,7 +239,7 @@ export class RuntimeHost {
             message_id: m.id,
             data: { kind: "aborted", reason: "interrupted_by_restart" },
           });
-          await createBrief(store, {
+          createBrief(store, {
             agent_id: agent.agent_id,
             kind: "failure",
             text: "The run for this message was interrupted when the runtime restarted; it was not redone. Send it again if it is still needed.",
@@ -214,12 +247,12 @@ export class RuntimeHost {
           });
         }
         if (agent.status === "awake_running" || agent.status === "booting") {
-          await transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
+          transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
             clear: ["current_run_id"],
           });
         } else if (agent.current_run_id) {
           // stopped or paused while a run was in flight: keep the status, drop the dead run
-          await transition(store, agent.agent_id, agent.status, "recovered after restart", {
+          transition(store, agent.agent_id, agent.status, "recovered after restart", {
             clear: ["current_run_id"],
           });
         }
@@ -236,7 +269,7 @@ export class RuntimeHost {
     this.services.storageWatch.stop();
     this.services.operatorTransport.close();
     scheduler.close();
-    await ingress.close();
+    ingress.close();
     await loops.close();
     this.services.mcp.close(); // every MCP server this host started stops with it
     await this.services.tracing.shutdown(); // spans still queued go out (bounded)

@@ -84,6 +84,7 @@ export async function agentSummary(host: RuntimeHost, agent: AgentRecord) {
   if (agent.lineage_parent_agent_id)
     summary.lineage_parent_agent_id = agent.lineage_parent_agent_id;
   if (agent.supervisor_agent_id) summary.supervisor_agent_id = agent.supervisor_agent_id;
+  summary.group_id = agent.group_id;
   summary.archived = agent.archived_at !== undefined;
   // Private children are not listed publicly; their parent's summary shows them.
   summary.children = await host.services.agentPlane.childrenSummary(agent.agent_id);

@@ -33,6 +33,7 @@ export const AgentGetResult = z.object({
       profile_preset: ProfilePreset,
       lineage_parent_agent_id: z.string().nullable(),
       supervisor_agent_id: z.string().nullable(),
+      group_id: z.string(),
       agent_home: z.string(),
       is_default: z.boolean(),
       archived: z.boolean(),

@@ -114,6 +114,8 @@ const AgentListEntry = z.object({
   pending: z.number().int(),
   is_default: z.boolean(),
   lineage_parent_agent_id: z.string().nullable(),
+  /** The root of the agent's supervision chain (a private child: its supervisor's group). */
+  group_id: z.string(),
   archived: z.boolean(),
 });
 
@@ -238,6 +240,8 @@ export const AgentSummary = z.object({
   agent_home: z.string(),
   lineage_parent_agent_id: z.string().optional(),
   supervisor_agent_id: z.string().optional(),
+  /** The root of the agent's supervision chain (a private child: its supervisor's group). */
+  group_id: z.string(),
   archived: z.boolean(),
   children: ChildrenSummary,
   is_default: z.boolean(),

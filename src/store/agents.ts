@@ -13,6 +13,8 @@ export class AgentsRepo {
   private readonly legacyStmt: StatementSync;
   private readonly mcpStmt: StatementSync;
   private readonly reservedStmt: StatementSync;
+  private readonly groupsStmt: StatementSync;
+  private readonly inGroupsStmt: StatementSync;
   /** The host is the only writer, so records are cached; a rolled-back transaction clears it. */
   private readonly cache = new Map<string, AgentRecord>();
   /** Rows decoded (parsed and validated) so far: what a start costs grows with this. */
@@ -27,8 +29,9 @@ export class AgentsRepo {
 
   constructor(db: DatabaseSync) {
     this.getStmt = db.prepare("SELECT data FROM agents WHERE agent_id = ?");
+    // The group column is written once, with the row: a group never changes (`put` refuses).
     this.putStmt = db.prepare(
-      "INSERT INTO agents (agent_id, data) VALUES (?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
+      "INSERT INTO agents (agent_id, group_id, data) VALUES (?, ?, ?) ON CONFLICT (agent_id) DO UPDATE SET data = excluded.data",
     );
     this.listStmt = db.prepare("SELECT agent_id, data FROM agents ORDER BY agent_id");
     // The questions a host start asks of every agent, answered from the stored JSON without
@@ -56,6 +59,12 @@ export class AgentsRepo {
        WHERE json_extract(data, '$.budget_reservation.from_agent_id') = ?
          AND IFNULL(json_extract(data, '$.budget_reservation.returned_at'), '') = ''
        ORDER BY agent_id`,
+    );
+    this.groupsStmt = db.prepare("SELECT DISTINCT group_id FROM agents ORDER BY group_id");
+    // Each group's rows come from the index; they are put in agent order afterwards (a
+    // start has always gone through the agents in that order).
+    this.inGroupsStmt = db.prepare(
+      "SELECT agent_id, data FROM agents WHERE group_id IN (SELECT value FROM json_each(?))",
     );
     // Deletion removes the live rows and the agent's own state, which an agent created later
     // under the same id must not inherit (its working memory, work state, active skills,
@@ -113,9 +122,15 @@ export class AgentsRepo {
   }
 
   put(record: AgentRecord): void {
+    const known = this.cache.get(record.agent_id);
+    if (known !== undefined && known.group_id !== record.group_id) {
+      throw new Error(
+        `agent ${record.agent_id} is in group ${known.group_id}; a group never changes (got ${record.group_id})`,
+      );
+    }
     this.cache.set(record.agent_id, record);
     if (this.deferring) this.dirty.set(record.agent_id, record);
-    else this.putStmt.run(record.agent_id, JSON.stringify(record));
+    else this.putStmt.run(record.agent_id, record.group_id, JSON.stringify(record));
   }
 
   // The store's own hooks around a transaction, as properties rather than methods: they are
@@ -129,7 +144,7 @@ export class AgentsRepo {
   readonly flush = (): void => {
     this.deferring = false;
     for (const record of this.dirty.values()) {
-      this.putStmt.run(record.agent_id, JSON.stringify(record));
+      this.putStmt.run(record.agent_id, record.group_id, JSON.stringify(record));
     }
     this.dirty.clear();
   };
@@ -188,5 +203,34 @@ export class AgentsRepo {
   reservedFrom(parentId: string): string[] {
     this.settled();
     return (this.reservedStmt.all(parentId) as { agent_id: string }[]).map((r) => r.agent_id);
+  }
+
+  /** Every agent group (the roots of the supervision chains), from the index alone. */
+  groupIds(): string[] {
+    this.settled();
+    return (this.groupsStmt.all() as { group_id: string }[]).map((r) => r.group_id);
+  }
+
+  /**
+   * The agents of these groups: every member's id, and the records of those `skip` does not
+   * name (decoded through the cache as `get` does; skipped rows are not decoded).
+   */
+  inGroups(
+    groupIds: readonly string[],
+    skip?: ReadonlySet<string>,
+  ): { ids: string[]; records: AgentRecord[] } {
+    this.settled();
+    const ids: string[] = [];
+    const records: AgentRecord[] = [];
+    const rows = this.inGroupsStmt.all(JSON.stringify(groupIds)) as {
+      agent_id: string;
+      data: string;
+    }[];
+    rows.sort((a, b) => (a.agent_id < b.agent_id ? -1 : a.agent_id > b.agent_id ? 1 : 0));
+    for (const r of rows) {
+      ids.push(r.agent_id);
+      if (!skip?.has(r.agent_id)) records.push(this.decode(r.agent_id, r.data));
+    }
+    return { ids, records };
   }
 }

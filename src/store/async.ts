@@ -10,7 +10,13 @@ export type Async<T> = {
 };
 
 /** Wrap each prototype method of `impl`, looked up on every call (so counting wrappers see it). */
-export function asyncFace<T extends object>(impl: T, own: Record<string, unknown> = {}): Async<T> {
+export function asyncFace<T extends object>(
+  impl: T,
+  own: Record<string, unknown> = {},
+  /** Whether a call must wait for another caller's open transaction; `queue` runs it then. */
+  busy: () => boolean = () => false,
+  queue: (call: () => unknown) => Promise<unknown> = async (call) => call(),
+): Async<T> {
   const face: Record<string, unknown> = { ...own };
   const target = impl as Record<string, (...a: unknown[]) => unknown>;
   for (
@@ -22,6 +28,7 @@ export function asyncFace<T extends object>(impl: T, own: Record<string, unknown
       if (key === "constructor" || key in face) continue;
       if (typeof Object.getOwnPropertyDescriptor(p, key)?.value !== "function") continue;
       face[key] = (...args: unknown[]) => {
+        if (busy()) return queue(() => target[key]!(...args));
         try {
           return Promise.resolve(target[key]!(...args));
         } catch (err) {

@@ -1,7 +1,10 @@
 // The durable store: one SQLite database per HOLON_HOME (WAL), versioned migrations,
 // one repository per record family, and transactions that publish their events only
-// after they commit ("durable before visible").
+// after they commit ("durable before visible"). A transaction body is synchronous (`tx`)
+// or async (`txAsync`, held open across awaits that may only be store calls); see the
+// "async transactions" part at the end for how the two share the one connection.
 import { MemoryRepo } from "./memory.ts";
+import { AsyncLocalStorage } from "node:async_hooks";
 import { DatabaseSync } from "node:sqlite";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
@@ -9,7 +12,6 @@ import type { Clock, IdSource } from "../domain/clock.ts";
 import type { CatalogEvent, NewEvent } from "../domain/events.ts";
 import { MIGRATIONS } from "./migrations.ts";
 import { asyncFace, type Async } from "./async.ts";
-import { AsyncLocalStorage } from "node:async_hooks";
 import { AgentsRepo } from "./agents.ts";
 import { MessagesRepo } from "./messages.ts";
 import { EventsRepo } from "./events.ts";
@@ -28,8 +30,7 @@ import { LedgerRepo } from "./ledger.ts";
 import { ApprovalsRepo } from "./approvals.ts";
 import { Checkpointer, DEFAULT_CHECKPOINT_OPTIONS, type CheckpointOptions } from "./checkpoint.ts";
 
-/** Told of each commit's events; a listener that returns a Promise is not waited for. */
-export type EventListener = (events: CatalogEvent[]) => void | Promise<void>;
+export type EventListener = (events: CatalogEvent[]) => void;
 
 /**
  * What the store was asked to do, counted at its interface: outermost transactions, and
@@ -59,6 +60,7 @@ const REPOS = [
   "approvals",
 ] as const;
 
+/** The SQLite backend's repositories, synchronous under the async faces services see. */
 export type SyncRepos = {
   agents: AgentsRepo;
   messages: MessagesRepo;
@@ -109,22 +111,32 @@ export class Store {
   /** The synchronous repositories under the async faces (the store's own business). */
   readonly sync = {} as SyncRepos;
   private counting = false;
-  /** The open transaction's token (0: none), carried by its async context. */
-  private openTx = 0;
-  private txTokens = 0;
-  private txEnded: Promise<void> = Promise.resolve();
-  private readonly txContext = new AsyncLocalStorage<number>();
+  /** Nesting depth of the open transaction (0: none open); an async one holds 1 across awaits. */
+  private depth = 0;
   private pending: CatalogEvent[] = [];
   /** Told how the open transaction ended (see whenSettled). */
   private settleHooks: ((committed: boolean) => void)[] = [];
+  /** Run after the open transaction commits (see afterCommit); a Set, so a hook runs once. */
+  private commitHooks = new Set<() => void>();
   private readonly listeners = new Set<EventListener>();
+  /** The open async transaction, if any; its body's async context carries it. */
+  private open: AsyncTx | null = null;
+  /** Made on the first async transaction: a store that never runs one pays nothing for it. */
+  private context: AsyncLocalStorage<AsyncTx> | undefined;
+  /** Async transactions of other contexts waiting for the open one to end, in arrival order. */
+  private readonly waiting: (() => void)[] = [];
+  /** The connection was handed to the first waiter, which has not begun yet. */
+  private handedOver = false;
+  /** HOLON_TX_GUARD: fail an async transaction whose body yields to timers or I/O. */
+  private readonly txGuard: boolean;
 
   constructor(
     path: string,
     clock: Clock,
     ids: IdSource,
-    opts: { checkpoint?: Partial<CheckpointOptions> } = {},
+    opts: { checkpoint?: Partial<CheckpointOptions>; txGuard?: boolean } = {},
   ) {
+    this.txGuard = opts.txGuard ?? process.env.HOLON_TX_GUARD === "1";
     if (path !== ":memory:") {
       // Owner-only from the first byte: SQLite gives its WAL and SHM files the database's mode.
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -153,31 +165,32 @@ export class Store {
     migrate(this.db);
     enableIncrementalVacuum(this.db);
     this.sync.agents = new AgentsRepo(this.db);
-    this.agents = asyncFace(this.sync.agents);
+    this.agents = this.face(this.sync.agents);
     this.sync.messages = new MessagesRepo(this.db);
-    this.messages = asyncFace(this.sync.messages);
+    this.messages = this.face(this.sync.messages);
     this.sync.events = new EventsRepo(this.db);
-    this.events = asyncFace(this.sync.events);
+    this.events = this.face(this.sync.events);
     this.sync.briefs = new BriefsRepo(this.db);
-    this.briefs = asyncFace(this.sync.briefs);
+    this.briefs = this.face(this.sync.briefs);
     this.sync.transcript = new TranscriptRepo(this.db);
-    this.transcript = asyncFace(this.sync.transcript);
+    this.transcript = this.face(this.sync.transcript);
     this.sync.tasks = new TasksRepo(this.db);
-    this.tasks = asyncFace(this.sync.tasks);
+    this.tasks = this.face(this.sync.tasks);
     this.sync.deadlines = new DeadlinesRepo(this.db);
-    this.deadlines = asyncFace(this.sync.deadlines);
+    this.deadlines = this.face(this.sync.deadlines);
     this.sync.workspaces = new WorkspacesRepo(this.db);
-    this.workspaces = asyncFace(this.sync.workspaces);
+    this.workspaces = this.face(this.sync.workspaces);
     this.sync.skills = new SkillActivationsRepo(this.db);
-    this.skills = asyncFace(this.sync.skills);
+    this.skills = this.face(this.sync.skills);
     this.sync.timers = new TimersRepo(this.db);
-    this.timers = asyncFace(this.sync.timers);
+    this.timers = this.face(this.sync.timers);
     this.sync.triggers = new TriggersRepo(this.db);
-    this.triggers = asyncFace(this.sync.triggers);
+    this.triggers = this.face(this.sync.triggers);
     this.sync.workItems = new WorkItemsRepo(this.db);
-    this.workItems = asyncFace(this.sync.workItems);
+    this.workItems = this.face(this.sync.workItems);
     this.sync.memory = new MemoryRepo(this.db);
-    this.memory = asyncFace(this.sync.memory, {
+    this.memory = this.face(this.sync.memory, {
+      // a savepoint inside the caller's transaction, held across the body's store awaits
       atomically: async (fn: () => unknown): Promise<unknown> => {
         this.db.exec("SAVEPOINT memory_update");
         try {
@@ -194,11 +207,11 @@ export class Store {
     }) as Store["memory"];
     this.health.pinFile();
     this.sync.asks = new AsksRepo(this.db);
-    this.asks = asyncFace(this.sync.asks);
+    this.asks = this.face(this.sync.asks);
     this.sync.ledger = new LedgerRepo(this.db);
-    this.ledger = asyncFace(this.sync.ledger);
+    this.ledger = this.face(this.sync.ledger);
     this.sync.approvals = new ApprovalsRepo(this.db);
-    this.approvals = asyncFace(this.sync.approvals);
+    this.approvals = this.face(this.sync.approvals);
     this.checkpointer =
       path === ":memory:"
         ? null
@@ -211,13 +224,22 @@ export class Store {
   }
 
   /**
-   * Run `fn` in one transaction. A call from inside an open transaction's async context joins
-   * it; a call from elsewhere waits until the open one has ended. Events appended inside are
-   * delivered to listeners only after the outermost commit succeeds.
+   * Run `fn` in one transaction. Nested calls join the outer transaction. Events appended
+   * inside are delivered to listeners only after the outermost commit succeeds. The body is
+   * synchronous (an async one is `txAsync`); inside an async transaction's body this joins it.
    */
-  async tx<T>(fn: () => Promise<T> | T): Promise<T> {
-    if (this.openTx !== 0 && this.txContext.getStore() === this.openTx) return await fn();
-    while (this.openTx !== 0) await this.txEnded;
+  txSync<T>(fn: () => T): T {
+    if (this.depth > 0) {
+      if (this.open !== null && this.context!.getStore() !== this.open) {
+        throw txInterleaved("a synchronous transaction");
+      }
+      this.depth++;
+      try {
+        return fn();
+      } finally {
+        this.depth--;
+      }
+    }
     // A file someone else replaced or emptied is never written again (health.ts). The file
     // is statted only when its watch saw it change, not on every transaction.
     if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
@@ -225,40 +247,151 @@ export class Store {
     }
     let result: T;
     this.counts.transactions++;
-    const token = ++this.txTokens;
-    let ended!: () => void;
-    this.txEnded = new Promise<void>((resolve) => (ended = resolve));
     try {
       this.db.exec("BEGIN IMMEDIATE");
-      this.openTx = token;
+      this.depth = 1;
       this.sync.agents.defer();
-      result = await this.txContext.run(token, fn);
+      result = fn();
+      if (result instanceof Promise) throw txPromiseInSync();
       this.sync.agents.flush();
       this.db.exec("COMMIT");
     } catch (err) {
-      this.pending = [];
-      const hooks = this.settleHooks;
-      this.settleHooks = [];
-      this.sync.agents.invalidate();
-      this.sync.events.invalidate();
-      this.sync.transcript.invalidate();
-      this.sync.briefs.invalidate();
-      this.sync.memory.invalidate();
-      try {
-        this.db.exec("ROLLBACK");
-      } catch {
-        // the transaction may already be gone; the original error matters more
-      }
-      this.openTx = 0;
-      ended();
-      for (const hook of hooks) hook(false);
-      // A full disk or a refusing file system becomes one stable error (and an outage).
-      const fault = err instanceof HolonError ? undefined : classifyStorageError(err);
-      if (fault) throw this.health.fault(fault, err instanceof Error ? err.message : String(err));
-      throw err;
+      throw this.rolledBack(err);
+    } finally {
+      this.depth = 0;
     }
-    this.openTx = 0;
-    ended();
+    this.committed();
+    return result;
+  }
+
+  /**
+   * Run the async `fn` in one transaction that stays open until its promise settles: commit
+   * when it resolves, roll back when it rejects; then, as for `tx`, settle hooks, events to
+   * listeners, afterCommit hooks. The body awaits only store calls (the one rule; see
+   * "async transactions" below). A `tx` or `txAsync` inside the body's async context joins
+   * it; one from another async context waits its turn (no extra tick when nothing is open);
+   * a synchronous store call from another context while it is open fails `tx_interleaved`.
+   */
+  tx<T>(fn: () => Promise<T> | T): Promise<T> {
+    const open = this.open;
+    if (open !== null && this.context!.getStore() === open) return joinAsync(open, fn);
+    if (this.depth > 0 && open === null) return Promise.reject(txAsyncInSync());
+    return this.runAsync(fn);
+  }
+
+  private async runAsync<T>(fn: () => Promise<T> | T): Promise<T> {
+    if (this.open !== null || this.handedOver || this.waiting.length > 0) {
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+    this.handedOver = false;
+    let result: T;
+    try {
+      if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
+        throw this.health.fault("lost", "");
+      }
+      const context = (this.context ??= this.startAsync());
+      const frame = new AsyncTx();
+      let sentinels: [NodeJS.Immediate, NodeJS.Timeout] | undefined;
+      this.counts.transactions++;
+      try {
+        this.db.exec("BEGIN IMMEDIATE");
+        this.depth = 1;
+        this.open = frame;
+        if (this.txGuard) sentinels = armSentinels(frame);
+        this.sync.agents.defer();
+        result = await context.run(frame, fn);
+        if (frame.yielded) throw txYielded();
+        if (frame.joined > 0) throw txUnawaited();
+        this.sync.agents.flush();
+        this.db.exec("COMMIT");
+      } catch (err) {
+        this.open = null;
+        throw this.rolledBack(err);
+      } finally {
+        if (sentinels) {
+          clearImmediate(sentinels[0]);
+          clearTimeout(sentinels[1]);
+        }
+        this.depth = 0;
+        this.open = null;
+      }
+    } finally {
+      this.handOver();
+    }
+    // Handed over first: a hook that starts an async transaction queues behind the waiter
+    // (which begins only after these hooks, at a later microtask).
+    this.committed();
+    return result;
+  }
+
+  /**
+   * The open async transaction ended: the first waiter may begin. Not while another one is
+   * open (a rollback's settle hook may have started one) or already handed the connection:
+   * that one hands over when it ends.
+   */
+  private handOver(): void {
+    if (this.open !== null || this.handedOver) return;
+    const next = this.waiting.shift();
+    if (next) {
+      this.handedOver = true;
+      next();
+    }
+  }
+
+  /**
+   * The first async transaction: from now on every repository call checks that it does not
+   * come from outside an open async transaction (one field read while none is open).
+   */
+  private startAsync(): AsyncLocalStorage<AsyncTx> {
+    const context = new AsyncLocalStorage<AsyncTx>();
+    const check = (label: string) => {
+      if (this.open !== null && context.getStore() !== this.open) throw txInterleaved(label);
+    };
+    for (const name of REPOS) {
+      const repo = this.sync[name] as object;
+      for (const key of Object.getOwnPropertyNames(Object.getPrototypeOf(repo))) {
+        const fn = (repo as Record<string, unknown>)[key];
+        if (key === "constructor" || typeof fn !== "function") continue;
+        const label = `${name}.${key}`;
+        Object.defineProperty(repo, key, {
+          configurable: true,
+          writable: true,
+          value: function (this: unknown, ...args: unknown[]) {
+            check(label);
+            return (fn as (...a: unknown[]) => unknown).apply(this, args);
+          },
+        });
+      }
+    }
+    return context;
+  }
+
+  /** After a failed body or COMMIT: undo everything the transaction staged; the error to throw. */
+  private rolledBack(err: unknown): unknown {
+    this.pending = [];
+    this.commitHooks.clear();
+    const hooks = this.settleHooks;
+    this.settleHooks = [];
+    this.sync.agents.invalidate();
+    this.sync.events.invalidate();
+    this.sync.transcript.invalidate();
+    this.sync.briefs.invalidate();
+    this.sync.memory.invalidate();
+    try {
+      this.db.exec("ROLLBACK");
+    } catch {
+      // the transaction may already be gone; the original error matters more
+    }
+    this.depth = 0;
+    for (const hook of hooks) hook(false);
+    // A full disk or a refusing file system becomes one stable error (and an outage).
+    const fault = err instanceof HolonError ? undefined : classifyStorageError(err);
+    if (fault) return this.health.fault(fault, err instanceof Error ? err.message : String(err));
+    return err;
+  }
+
+  /** After COMMIT: settle hooks, then the events to listeners, then the afterCommit hooks. */
+  private committed(): void {
     this.checkpointer?.committed();
     if (this.settleHooks.length > 0) {
       const hooks = this.settleHooks;
@@ -270,14 +403,53 @@ export class Store {
     if (published.length > 0) {
       for (const listener of this.listeners) {
         try {
-          const r = listener(published);
-          if (r) r.catch(() => {}); // a broken subscriber must never break the runtime
+          listener(published);
         } catch {
           // a broken subscriber must never break the runtime
         }
       }
     }
-    return result;
+    if (this.commitHooks.size > 0) {
+      const hooks = this.commitHooks;
+      this.commitHooks = new Set();
+      for (const hook of hooks) {
+        try {
+          hook();
+        } catch {
+          // like a broken subscriber: a failing hook breaks neither the commit nor the others
+        }
+      }
+    }
+  }
+
+  /**
+   * Run `fn` once the writes made so far are committed: after the open outermost transaction
+   * commits and its events reached the listeners, in registration order (the same function
+   * registered twice in one transaction runs once); never, if it rolls back. Outside a
+   * transaction (or from outside an open async one) everything written is committed already,
+   * so `fn` runs at once. For what must not happen before a commit: waking a loop to read
+   * the queue, re-arming a timer from the deadlines table.
+   */
+  afterCommit(fn: () => void): void {
+    if (this.depth === 0 || (this.open !== null && this.context!.getStore() !== this.open)) {
+      fn();
+      return;
+    }
+    this.commitHooks.add(fn);
+  }
+
+  /**
+   * The async face of a repository. A call made while another async context's transaction is
+   * open waits its turn (as a transaction of its own), so it neither writes into that
+   * transaction nor reads its uncommitted rows.
+   */
+  private face<T extends object>(impl: T, own: Record<string, unknown> = {}): Async<T> {
+    return asyncFace(
+      impl,
+      own,
+      () => this.open !== null && this.context!.getStore() !== this.open,
+      (call) => this.tx(call),
+    );
   }
 
   /**
@@ -286,13 +458,19 @@ export class Store {
    * write a caller may make inside someone else's transaction, to know whether it stuck.
    */
   whenSettled(hook: (committed: boolean) => void): void {
-    if (this.openTx === 0) throw new Error("whenSettled must run inside a transaction");
+    if (this.depth === 0) throw new Error("whenSettled must run inside a transaction");
+    if (this.open !== null && this.context!.getStore() !== this.open) {
+      throw txInterleaved("whenSettled");
+    }
     this.settleHooks.push(hook);
   }
 
   /** Append an audit event for `agentId`. Must run inside `tx`. */
   async appendEvent(agentId: string, event: NewEvent): Promise<CatalogEvent> {
-    if (this.openTx === 0) throw new Error("appendEvent must run inside a transaction");
+    if (this.depth === 0) throw new Error("appendEvent must run inside a transaction");
+    if (this.open !== null && this.context!.getStore() !== this.open) {
+      throw txInterleaved("appendEvent");
+    }
     const envelope: CatalogEvent = {
       id: this.ids.next("evt"),
       event_seq: this.sync.events.nextSeq(agentId),
@@ -358,6 +536,97 @@ export class Store {
     if (this.health.state === "lost") return;
     if (this.db.isOpen) this.db.close();
   }
+}
+
+// ---- async transactions ------------------------------------------------------------------
+// One SQLite connection means one open transaction at a time: an async transaction holds it
+// across its awaits, so everything else must either join it (same async context), wait for
+// it (another async transaction), or fail loudly (a synchronous call from elsewhere, which
+// would otherwise write into, or read the uncommitted rows of, someone else's transaction).
+// The one rule: a transaction body awaits only store calls.
+
+/** The open async transaction: the async context its body runs in carries this object. */
+class AsyncTx {
+  /** Nested async transactions that joined this one and have not settled yet. */
+  joined = 0;
+  /** The guard's sentinel fired: the body yielded to timers or I/O before its commit. */
+  yielded = false;
+}
+
+/** A store call from outside the open async transaction's context (see the header). */
+function txInterleaved(what: string): HolonError {
+  return new HolonError(
+    "tx_interleaved",
+    `${what} ran while an async transaction of another caller was open: it would join that transaction or read its uncommitted rows`,
+    {
+      status: 500,
+      hint: "make this call inside that transaction's body, or after it settles (await it, or use store.afterCommit); a transaction body awaits only store calls",
+    },
+  );
+}
+
+/** An async body started inside a synchronous transaction, which commits before it ends. */
+function txAsyncInSync(): HolonError {
+  return new HolonError(
+    "tx_interleaved",
+    "an async transaction was started inside a synchronous one: the synchronous transaction would commit before the async body ends",
+    {
+      status: 500,
+      hint: "make the outer transaction async (store.txAsync) and await the inner one",
+    },
+  );
+}
+
+/** A synchronous `tx` whose body returned a Promise: it would commit before the body ends. */
+function txPromiseInSync(): HolonError {
+  return new HolonError(
+    "tx_interleaved",
+    "store.tx got a body that returned a Promise: the transaction would commit before the body's awaits",
+    { status: 500, hint: "use store.txAsync for an async body" },
+  );
+}
+
+/** HOLON_TX_GUARD: the body yielded to timers or I/O between BEGIN and COMMIT. */
+function txYielded(): HolonError {
+  return new HolonError(
+    "tx_yielded",
+    "a transaction body yielded to timers or I/O before its commit (it awaited something other than a store call); it was rolled back. The rule: a transaction body awaits only store calls",
+    {
+      status: 500,
+      hint: "do the provider, tool, timer or file work before the transaction or after it commits",
+    },
+  );
+}
+
+/** A nested async transaction the outer body did not await: part of it would run after COMMIT. */
+function txUnawaited(): HolonError {
+  return new HolonError(
+    "tx_unawaited",
+    "an async transaction's body finished while a nested transaction it started was still running (a store promise left un-awaited); it was rolled back",
+    { status: 500, hint: "await every store call inside a transaction body" },
+  );
+}
+
+/** A nested async transaction joins the open one; the outer body must await it (txUnawaited). */
+async function joinAsync<T>(frame: AsyncTx, fn: () => Promise<T> | T): Promise<T> {
+  frame.joined++;
+  try {
+    return await fn();
+  } finally {
+    frame.joined--;
+  }
+}
+
+/**
+ * HOLON_TX_GUARD: an immediate and a zero timer scheduled at BEGIN. Awaiting store calls
+ * only ever runs microtasks, so neither can fire before COMMIT unless the body let the event
+ * loop go on to timers or I/O (the timer covers a BEGIN inside an immediate's own phase).
+ */
+function armSentinels(frame: AsyncTx): [NodeJS.Immediate, NodeJS.Timeout] {
+  const trip = () => {
+    frame.yielded = true;
+  };
+  return [setImmediate(trip), setTimeout(trip, 0)];
 }
 
 /** A database file SQLite cannot open or read: one clear error instead of SQLite's words. */

@@ -416,6 +416,41 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     `,
   },
   {
+    version: 14,
+    name: "agent groups: each agent's supervision root, as a column",
+    // A group is the root of the supervision chain: a private child belongs to its
+    // supervisor's group, every other agent (public ones, public children, a `holon run`'s
+    // temporary agent) is its own root. A host recovers and runs agents a group at a time
+    // (host.ts acquire), and a later cluster hands groups to hosts, so the group is a column
+    // with an index; the record's JSON carries it too, so a row read back is whole. Existing
+    // rows are walked from their roots down the private-child links (through a temporary
+    // table with an index, so the walk is linear in the agents); an agent on a broken or
+    // circular chain becomes its own root.
+    sql: `
+      ALTER TABLE agents ADD COLUMN group_id TEXT;
+      CREATE TEMP TABLE group_walk (agent_id TEXT PRIMARY KEY, supervisor TEXT) WITHOUT ROWID;
+      INSERT INTO group_walk (agent_id, supervisor)
+        SELECT agent_id,
+               CASE WHEN json_extract(data, '$.visibility') = 'private'
+                    THEN json_extract(data, '$.supervisor_agent_id') END
+        FROM agents;
+      UPDATE group_walk SET supervisor = NULL
+        WHERE supervisor IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM group_walk s WHERE s.agent_id = group_walk.supervisor);
+      CREATE INDEX temp.group_walk_supervisor ON group_walk (supervisor);
+      WITH RECURSIVE chain (agent_id, group_id) AS (
+        SELECT agent_id, agent_id FROM group_walk WHERE supervisor IS NULL
+        UNION
+        SELECT w.agent_id, chain.group_id FROM group_walk w JOIN chain ON w.supervisor = chain.agent_id
+      )
+      UPDATE agents SET group_id = chain.group_id FROM chain WHERE chain.agent_id = agents.agent_id;
+      UPDATE agents SET group_id = agent_id WHERE group_id IS NULL;
+      UPDATE agents SET data = json_set(data, '$.group_id', group_id);
+      DROP TABLE temp.group_walk;
+      CREATE INDEX agents_group ON agents (group_id, agent_id);
+    `,
+  },
+  {
     version: 18,
     name: "trace links: the span context that caused a message, task, timer or child",
     // Written only while tracing is on (src/telemetry/). A turn that starts later, even

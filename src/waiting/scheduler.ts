@@ -19,7 +19,7 @@ import { classifyStorageError } from "../store/health.ts";
 /** A draft plus what the handler records once its message is admitted (same transaction). */
 export type HandledDeadline = {
   draft: MessageDraft;
-  admitted(envelope: MessageEnvelope): Promise<unknown>;
+  admitted(envelope: MessageEnvelope): void;
 };
 
 /**
@@ -28,7 +28,7 @@ export type HandledDeadline = {
  */
 export type DeadlineHandler = (
   deadline: Deadline,
-) => Promise<MessageDraft | HandledDeadline | "handled" | null>;
+) => MessageDraft | HandledDeadline | "handled" | null;
 
 export type NewDeadline = {
   agent_id: string;
@@ -64,7 +64,6 @@ export class DeadlineScheduler {
   private readonly handlers: ReadonlyMap<string, DeadlineHandler>;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private armedFor: string | undefined;
-  private rearmQueued = false;
   private running = false;
 
   constructor(opts: {
@@ -80,28 +79,32 @@ export class DeadlineScheduler {
   }
 
   /** Record a deadline (joins the caller's transaction); the timer is re-armed after it. */
-  async add(d: NewDeadline): Promise<Deadline> {
+  add(d: NewDeadline): Deadline {
     const deadline = deadlineRecord(this.clock, this.ids, d);
-    await this.store.tx(async () => await this.store.deadlines.put(deadline));
-    this.changed();
+    this.store.tx(() => {
+      this.store.deadlines.put(deadline);
+      this.changed();
+    });
     return deadline;
   }
 
   /** Drop the deadline with this key (joins the caller's transaction). */
-  async cancelKey(key: string): Promise<boolean> {
-    const dropped = await this.store.tx(async () => await this.store.deadlines.dropKey(key));
-    if (dropped) this.changed();
-    return dropped;
+  cancelKey(key: string): boolean {
+    return this.store.tx(() => {
+      const dropped = this.store.deadlines.dropKey(key);
+      if (dropped) this.changed();
+      return dropped;
+    });
   }
 
-  async byKey(key: string): Promise<Deadline | undefined> {
-    return await this.store.deadlines.byKey(key);
+  byKey(key: string): Deadline | undefined {
+    return this.store.deadlines.byKey(key);
   }
 
   /** Arm for the nearest deadline. Called at start; due ones fire right away. */
-  async start(): Promise<void> {
+  start(): void {
     this.running = true;
-    await this.rearm();
+    this.rearm();
   }
 
   close(): void {
@@ -116,20 +119,20 @@ export class DeadlineScheduler {
    * transaction (due ones are taken in batches, one transaction per batch, so a burst of
    * deadlines due together is admitted quickly). Exposed for tests that drive a fake clock.
    */
-  async fireDue(): Promise<number> {
+  fireDue(): number {
     let fired = 0;
     for (;;) {
-      const due = await this.store.deadlines.due(this.clock.now().toISOString(), BATCH);
+      const due = this.store.deadlines.due(this.clock.now().toISOString(), BATCH);
       if (due.length === 0) break;
       try {
-        await this.store.tx(async () => {
-          for (const d of due) await this.fireOne(d);
+        this.store.tx(() => {
+          for (const d of due) this.fireOne(d);
         });
       } catch (err) {
         if (classifyStorageError(err)) throw err; // not the handler's fault: fire later
         // One handler broke the batch (rolled back whole): go one by one, so only the
         // deadline that fails is dropped, with a record, and the rest still fire.
-        for (const d of due) await this.fireAlone(d);
+        for (const d of due) this.fireAlone(d);
       }
       fired += due.length;
       if (due.length < BATCH) break;
@@ -137,77 +140,78 @@ export class DeadlineScheduler {
     return fired;
   }
 
-  private async fireOne(d: Deadline): Promise<void> {
-    if (!(await this.store.deadlines.delete(d.id))) return; // already cancelled or fired
+  private fireOne(d: Deadline): void {
+    if (!this.store.deadlines.delete(d.id)) return; // already cancelled or fired
     const handler = this.handlers.get(d.kind);
-    const out = handler ? await handler(d) : null;
+    const out = handler ? handler(d) : null;
     if (out === "handled") return;
     if (out && "draft" in out && "admitted" in out) {
-      await out.admitted(await this.ingress.admit(out.draft));
+      out.admitted(this.ingress.admit(out.draft));
     } else if (out) {
-      await this.ingress.admit(out);
+      this.ingress.admit(out);
     } else {
-      await this.dropped(d, handler ? "handler_declined" : "no_handler");
+      this.dropped(d, handler ? "handler_declined" : "no_handler");
     }
   }
 
-  private async fireAlone(d: Deadline): Promise<void> {
+  private fireAlone(d: Deadline): void {
     try {
-      await this.store.tx(async () => await this.fireOne(d));
+      this.store.tx(() => this.fireOne(d));
     } catch (err) {
       if (classifyStorageError(err)) throw err;
-      await this.store.tx(async () => {
-        if (await this.store.deadlines.delete(d.id)) await this.dropped(d, "handler_failed");
+      this.store.tx(() => {
+        if (this.store.deadlines.delete(d.id)) this.dropped(d, "handler_failed");
       });
     }
   }
 
-  private async dropped(d: Deadline, reason: "handler_declined" | "no_handler" | "handler_failed") {
-    await this.store.appendEvent(d.agent_id, {
+  private dropped(d: Deadline, reason: "handler_declined" | "no_handler" | "handler_failed") {
+    this.store.appendEvent(d.agent_id, {
       type: "deadline_dropped",
       payload: { deadline_id: d.id, kind: d.kind, due_at: d.due_at, reason },
     });
   }
 
-  /** After a change: re-arm once the current transaction has committed. */
+  /**
+   * After a change (inside its transaction): re-arm once the outermost transaction has
+   * committed, so the timer is set from committed rows; once per transaction however many
+   * deadlines it changed (the store runs one hook once), and not at all if it rolls back.
+   */
   private changed(): void {
-    if (this.rearmQueued) return;
-    this.rearmQueued = true;
-    queueMicrotask(async () => {
-      this.rearmQueued = false;
-      await this.rearm();
-    });
+    this.store.afterCommit(this.rearmAfterCommit);
   }
 
-  private async rearm(): Promise<void> {
+  private readonly rearmAfterCommit = (): void => this.rearm();
+
+  private rearm(): void {
     if (!this.running) return;
-    const next = await this.store.deadlines.nextDue();
+    const next = this.store.deadlines.nextDue();
     if (next === this.armedFor && this.timer) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.armedFor = next;
     if (next === undefined) return;
     const delay = Math.max(0, Date.parse(next) - this.clock.now().getTime());
-    this.timer = setTimeout(async () => await this.onTimer(), Math.min(delay, REARM_MS));
+    this.timer = setTimeout(() => this.onTimer(), Math.min(delay, REARM_MS));
     this.timer.unref?.();
   }
 
-  private async onTimer(): Promise<void> {
+  private onTimer(): void {
     this.timer = undefined;
     this.armedFor = undefined;
     if (!this.running) return;
     try {
-      await this.fireDue();
+      this.fireDue();
     } catch (err) {
       // The store cannot be written (a full disk): nothing fired, nothing was dropped. The
       // due deadlines fire once it can, instead of the timer spinning on them meanwhile.
       if (classifyStorageError(err)) {
-        void this.store.health.whenWritableAfter(err).then(async () => await this.rearm());
+        void this.store.health.whenWritableAfter(err).then(() => this.rearm());
         return;
       }
-      await this.rearm();
+      this.rearm();
       throw err;
     }
-    await this.rearm();
+    this.rearm();
   }
 }

@@ -111,10 +111,11 @@ export class WakeHints implements RunObserver, OperatorWake {
           ...(out.message_id ? { message_id: out.message_id } : {}),
         },
       });
+      // A pending hint waits for the loop's idle point; let the loop look, once the hint is
+      // committed (after the caller's transaction when this joined one).
+      if (out.disposition === "pending") store.afterCommit(() => this.signals.notify(agentId));
       return out;
     });
-    // A pending hint waits for the loop's idle point; let the loop look.
-    if (result.disposition === "pending") this.signals.notify(agentId);
     return result;
   }
 
