@@ -97,7 +97,7 @@ for (let pass = 1; pass <= 60; pass++) {
   const wrapReturnType = (typeNode) => {
     if (!typeNode) return;
     const text = typeNode.getText();
-    if (/^Promise</.test(text)) return;
+    if (/\bPromise</.test(text)) return; // already a Promise (or a value-or-Promise union)
     const sf = typeNode.getSourceFile();
     // two insertions, so a member type wrapped inside it in the same pass composes
     if (wrapped.has(typeNode)) return;

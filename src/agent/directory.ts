@@ -194,7 +194,7 @@ export class AgentDirectory {
         agent_home: agentHome,
         kind,
         visibility,
-        group_id: this.groupFor(agentId, visibility, opts.supervisor_agent_id),
+        group_id: await this.groupFor(agentId, visibility, opts.supervisor_agent_id),
         ownership: opts.supervisor_agent_id ? "parent_supervised" : "self_owned",
         profile_preset: visibility === "public" ? "public_named" : "private_child",
         status: "booting",
@@ -245,13 +245,13 @@ export class AgentDirectory {
    * A new agent's group: a private child joins its supervisor's group (so a private
    * grandchild is in the root's); any other agent is its own root.
    */
-  private groupFor(
+  private async groupFor(
     agentId: string,
     visibility: AgentRecord["visibility"],
     supervisorId: string | undefined,
-  ): string {
+  ): Promise<string> {
     if (visibility !== "private" || supervisorId === undefined) return agentId;
-    const supervisor = this.store.agents.get(supervisorId);
+    const supervisor = await this.store.agents.get(supervisorId);
     if (!supervisor) throw unknownAgent(supervisorId);
     return supervisor.group_id;
   }

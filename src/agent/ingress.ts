@@ -33,9 +33,9 @@ export class Ingress {
   }
 
   /** Admit now, in the caller's transaction when there is one; signal after the commit. */
-  admit(draft: MessageDraft): MessageEnvelope {
+  async admit(draft: MessageDraft): Promise<MessageEnvelope> {
     this.refuseWhenClosed();
-    return this.store.tx(() => this.insert(draft));
+    return await this.store.tx(async () => await this.insert(draft));
   }
 
   /**
@@ -51,7 +51,7 @@ export class Ingress {
     }
     return new Promise((resolve, reject) => {
       this.pending.push({ draft, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.flushOrGather());
+      if (this.pending.length === 1) setImmediate(async () => await this.flushOrGather());
     });
   }
 
@@ -61,19 +61,19 @@ export class Ingress {
    * the batch waits one more loop turn, so the requests already read from other sockets join
    * it; a lone request is committed at once.
    */
-  private flushOrGather(): void {
+  private async flushOrGather(): Promise<void> {
     if (this.lastBatch > 1 && !this.gathered) {
       this.gathered = true;
-      setImmediate(() => this.flushOrGather());
+      setImmediate(async () => await this.flushOrGather());
       return;
     }
     this.gathered = false;
-    this.flush();
+    await this.flush();
   }
 
   /** Stop taking new messages; drafts already waiting for their batch are still committed. */
-  close(): void {
-    if (this.pending.length > 0) this.flush();
+  async close(): Promise<void> {
+    if (this.pending.length > 0) await this.flush();
     this.closed = true;
   }
 
@@ -85,17 +85,17 @@ export class Ingress {
     }
   }
 
-  private flush(): void {
+  private async flush(): Promise<void> {
     const items = this.pending;
     if (items.length === 0) return; // close() committed them already
     this.pending = [];
     this.lastBatch = items.length;
     const outcomes: ({ ok: true; envelope: MessageEnvelope } | { ok: false; err: unknown })[] = [];
     try {
-      this.store.tx(() => {
+      await this.store.tx(async () => {
         for (const item of items) {
           try {
-            outcomes.push({ ok: true, envelope: this.insert(item.draft) });
+            outcomes.push({ ok: true, envelope: await this.insert(item.draft) });
           } catch (err) {
             if (!(err instanceof HolonError)) throw err; // unexpected: fail the whole batch
             outcomes.push({ ok: false, err });
@@ -113,17 +113,17 @@ export class Ingress {
     });
   }
 
-  private insert(draft: MessageDraft): MessageEnvelope {
+  private async insert(draft: MessageDraft): Promise<MessageEnvelope> {
     const store = this.store;
     const envelope = buildEnvelope(draft, store.ids.next("msg"), store.clock.now().toISOString());
-    return store.tx(() => {
-      const agent = store.agents.get(draft.agent_id);
+    return await store.tx(async () => {
+      const agent = await store.agents.get(draft.agent_id);
       if (!agent) throw unknownAgent(draft.agent_id);
       if (agent.status === "stopped" && draft.admission !== "runtime_owned") {
         throw agentStopped(draft.agent_id);
       }
-      const seq = store.messages.insert(envelope);
-      store.appendEvent(draft.agent_id, {
+      const seq = await store.messages.insert(envelope);
+      await store.appendEvent(draft.agent_id, {
         type: "message_admitted",
         provenance: provenanceOf(envelope),
         payload: {
@@ -137,7 +137,7 @@ export class Ingress {
         },
       });
       if (agent.status === "asleep") {
-        transition(store, draft.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
+        await transition(store, draft.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
           last_wake_reason: envelope.kind,
           clear: ["sleeping_until"],
         });

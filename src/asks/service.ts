@@ -80,7 +80,10 @@ export interface AskEffects {
    */
   vetDecision?(ask: AskRecord, decision: AskDecision, by: AskCredential): void;
   /** Decided; returns a line to add to the agent's message, if it has one to say. */
-  decided?(ask: AskRecord, decision: AskDecision): string | undefined | Promise<string | undefined>;
+  decided?(
+    ask: AskRecord,
+    decision: AskDecision,
+  ): string | undefined | Promise<string | undefined>;
   /** Expired or withdrawn. */
   closed?(ask: AskRecord): void | Promise<void>;
   /**

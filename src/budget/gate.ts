@@ -38,8 +38,8 @@ const WARN_AT = 0.8;
 
 /** The deadline scheduler, as the gate needs it (waiting/scheduler.ts). */
 export interface WindowDeadlines {
-  add(d: { agent_id: string; kind: string; key: string; due_at: string }): unknown;
-  cancelKey(key: string): boolean;
+  add(d: { agent_id: string; kind: string; key: string; due_at: string }): Promise<unknown>;
+  cancelKey(key: string): Promise<boolean>;
 }
 
 export type BudgetVerdict =
@@ -88,10 +88,15 @@ export class BudgetGate {
   /** Scopes the agent was told about at 80% (scope + dimension + window), once each. */
   private readonly warned = new Set<string>();
   /** Called when a hold is recorded: the seam where a budget ask is opened. */
-  onExhausted: (hold: BudgetHold, where: { agent_id: string; work_item_id?: string }) => void =
-    () => {};
+  onExhausted: (
+    hold: BudgetHold,
+    where: { agent_id: string; work_item_id?: string },
+  ) => Promise<void> = async () => {};
   /** Called when a hold is cleared: the seam where the budget ask is withdrawn or answered. */
-  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => void = () => {};
+  onCleared: (
+    scope: string,
+    where: { agent_id: string; work_item_id?: string },
+  ) => Promise<void> = async () => {};
 
   constructor(opts: {
     store: Store;
@@ -112,12 +117,12 @@ export class BudgetGate {
   }
 
   /** The pre-provider-call check. Records the hold itself; the turn ends as the verdict says. */
-  check(request: ProviderRequest, ctx: GateContext): BudgetVerdict {
+  async check(request: ProviderRequest, ctx: GateContext): Promise<BudgetVerdict> {
     const store = this.store;
-    const agent = store.agents.get(ctx.agent.agent_id) ?? ctx.agent;
+    const agent = await store.agents.get(ctx.agent.agent_id) ?? ctx.agent;
     const now = store.clock.now();
     if (agent.budget_hold) return { ok: false, action: "hold_agent", hold: agent.budget_hold };
-    const checks = this.scopes(agent, ctx, now);
+    const checks = await this.scopes(agent, ctx, now);
     if (checks.length === 0) return { ok: true, request };
 
     // What this request may cost: estimated input + its max output, at the dearest model.
@@ -160,7 +165,7 @@ export class BudgetGate {
         const spent = spentIn(c.spent, d) + (c.reserved?.[d] ?? 0);
         const n = need[d];
         if (n === null) {
-          return this.stop(c, agent, ctx, now, {
+          return await this.stop(c, agent, ctx, now, {
             reason: "unpriced_model",
             dimension: d,
             limit,
@@ -170,7 +175,7 @@ export class BudgetGate {
         }
         const over = d === "time_ms" ? spent >= limit : spent + n > limit;
         if (over) {
-          return this.stop(c, agent, ctx, now, {
+          return await this.stop(c, agent, ctx, now, {
             reason: "exhausted",
             dimension: d,
             limit,
@@ -184,8 +189,8 @@ export class BudgetGate {
           if (!this.warned.has(key)) {
             this.warned.add(key);
             warning = `Budget note: ${c.scope} has ${fmt(d, spent)} of ${fmt(d, limit)} ${label(d)} spent (${Math.round((100 * spent) / limit)}%). Finish the essential part of the work first; when the budget runs out, the runtime stops before the next model call until the operator raises it.`;
-            store.tx(() =>
-              store.appendEvent(agent.agent_id, {
+            await store.tx(async () =>
+              await store.appendEvent(agent.agent_id, {
                 type: "budget_warning",
                 payload: { run_id: ctx.run_id, scope: c.scope, dimension: d, spent, limit },
               }),
@@ -206,37 +211,37 @@ export class BudgetGate {
   }
 
   /** Every budgeted scope this call falls in. */
-  private scopes(agent: AgentRecord, ctx: GateContext, now: Date): Check[] {
+  private async scopes(agent: AgentRecord, ctx: GateContext, now: Date): Promise<Check[]> {
     const out: Check[] = [];
     const runBudget = runBudgetOf(ctx.message);
     if (runBudget) {
       out.push({
         scope: `run ${ctx.run_id}`,
         limits: runBudget,
-        spent: this.ledger.run(ctx.run_id),
+        spent: await this.ledger.run(ctx.run_id),
         action: "fail_run",
       });
     }
     const itemId = workItemOf(agent, ctx.message);
     if (itemId) {
-      const item = this.store.workItems.get(itemId);
+      const item = await this.store.workItems.get(itemId);
       if (item?.state === "open" && hasLimits(item.budget)) {
         out.push({
           scope: `work_item:${itemId}`,
           limits: item.budget,
-          spent: this.ledger.workItem(itemId),
+          spent: await this.ledger.workItem(itemId),
           action: "hold_work_item",
         });
       }
     }
     // Items the agent's spawn chain ran under: their budgets bound this child too.
-    for (const parentItem of this.ledger.lineage(agent.agent_id).items) {
-      const item = this.store.workItems.get(parentItem);
+    for (const parentItem of (await this.ledger.lineage(agent.agent_id)).items) {
+      const item = await this.store.workItems.get(parentItem);
       if (item?.state === "open" && hasLimits(item.budget)) {
         out.push({
           scope: `work_item:${parentItem}`,
           limits: item.budget,
-          spent: this.ledger.workItem(parentItem),
+          spent: await this.ledger.workItem(parentItem),
           action: "hold_agent",
         });
       }
@@ -246,13 +251,13 @@ export class BudgetGate {
     const seen = new Set<string>();
     while (cur && !seen.has(cur.agent_id)) {
       seen.add(cur.agent_id);
-      const reserved = this.outstandingReservations(cur.agent_id);
+      const reserved = await this.outstandingReservations(cur.agent_id);
       const r = cur.budget_reservation;
       if (r && !r.returned_at) {
         out.push({
           scope: `reservation:${cur.agent_id}`,
           limits: r.limits,
-          spent: this.ledger.agentTree(cur.agent_id),
+          spent: await this.ledger.agentTree(cur.agent_id),
           reserved,
           action: "hold_agent",
         });
@@ -263,7 +268,7 @@ export class BudgetGate {
           out.push({
             scope: `agent:${cur.agent_id}`,
             limits: b.total,
-            spent: this.ledger.agentTree(cur.agent_id),
+            spent: await this.ledger.agentTree(cur.agent_id),
             reserved,
             action: "hold_agent",
           });
@@ -275,7 +280,7 @@ export class BudgetGate {
           out.push({
             scope: `agent:${cur.agent_id}:${p}`,
             limits,
-            spent: this.ledger.agentWindow(cur.agent_id, p, now, tz),
+            spent: await this.ledger.agentWindow(cur.agent_id, p, now, tz),
             reserved,
             until: windowOf(p, now, tz).end.toISOString(),
             action: "hold_agent",
@@ -284,20 +289,20 @@ export class BudgetGate {
       }
       if (r && !r.returned_at) break;
       cur = cur.lineage_parent_agent_id
-        ? this.store.agents.get(cur.lineage_parent_agent_id)
+        ? await this.store.agents.get(cur.lineage_parent_agent_id)
         : undefined;
     }
     return out;
   }
 
   /** What the agent's carved children still hold: reservation minus their spend, per dimension. */
-  outstandingReservations(agentId: string): Partial<Record<Dimension, number>> | undefined {
+  async outstandingReservations(agentId: string): Promise<Partial<Record<Dimension, number>> | undefined> {
     let out: Partial<Record<Dimension, number>> | undefined;
-    for (const child of this.reservedChildren(agentId)) {
-      const rec = this.store.agents.get(child);
+    for (const child of await this.reservedChildren(agentId)) {
+      const rec = await this.store.agents.get(child);
       const r = rec?.budget_reservation;
       if (!r || r.returned_at || r.from_agent_id !== agentId) continue;
-      const spent = this.ledger.agentTree(child);
+      const spent = await this.ledger.agentTree(child);
       for (const d of DIMENSIONS) {
         const l = r.limits[d];
         if (l === undefined) continue;
@@ -309,10 +314,10 @@ export class BudgetGate {
   }
 
   private readonly childrenOf = new Map<string, Set<string>>();
-  private reservedChildren(agentId: string): Set<string> {
+  private async reservedChildren(agentId: string): Promise<Set<string>> {
     let s = this.childrenOf.get(agentId);
     if (!s) {
-      s = new Set(this.store.agents.reservedFrom(agentId));
+      s = new Set(await this.store.agents.reservedFrom(agentId));
       this.childrenOf.set(agentId, s);
     }
     return s;
@@ -323,18 +328,18 @@ export class BudgetGate {
     this.childrenOf.delete(parentId);
   }
 
-  private stop(
+  private async stop(
     c: Check,
     agent: AgentRecord,
     ctx: GateContext,
     now: Date,
     h: Omit<BudgetHold, "scope" | "since">,
-  ): BudgetVerdict {
+  ): Promise<BudgetVerdict> {
     const hold: BudgetHold = { scope: c.scope, since: now.toISOString(), ...h };
     if (c.until && h.reason === "exhausted") hold.until = c.until;
     if (c.action === "fail_run") {
-      this.store.tx(() =>
-        this.store.appendEvent(agent.agent_id, {
+      await this.store.tx(async () =>
+        await this.store.appendEvent(agent.agent_id, {
           type: "budget_exhausted",
           payload: { run_id: ctx.run_id, hold },
         }),
@@ -343,25 +348,25 @@ export class BudgetGate {
     }
     if (c.action === "hold_work_item") {
       const itemId = c.scope.slice("work_item:".length);
-      this.holdWorkItem(agent.agent_id, itemId, hold, ctx.run_id);
+      await this.holdWorkItem(agent.agent_id, itemId, hold, ctx.run_id);
       return { ok: false, action: "hold_work_item", hold };
     }
-    this.holdAgent(agent.agent_id, hold, ctx.run_id);
+    await this.holdAgent(agent.agent_id, hold, ctx.run_id);
     return { ok: false, action: "hold_agent", hold };
   }
 
-  holdAgent(agentId: string, hold: BudgetHold, runId?: string): void {
+  async holdAgent(agentId: string, hold: BudgetHold, runId?: string): Promise<void> {
     const store = this.store;
-    store.tx(() => {
-      const a = store.agents.get(agentId);
+    await store.tx(async () => {
+      const a = await store.agents.get(agentId);
       if (!a) return;
-      store.agents.put({ ...a, budget_hold: hold, updated_at: store.clock.now().toISOString() });
-      store.appendEvent(agentId, {
+      await store.agents.put({ ...a, budget_hold: hold, updated_at: store.clock.now().toISOString() });
+      await store.appendEvent(agentId, {
         type: "budget_exhausted",
         payload: { ...(runId ? { run_id: runId } : {}), hold },
       });
       if (hold.until) {
-        this.deadlines.add({
+        await this.deadlines.add({
           agent_id: agentId,
           kind: BUDGET_WINDOW,
           key: windowKey(agentId),
@@ -369,81 +374,81 @@ export class BudgetGate {
         });
       }
     });
-    this.onExhausted(hold, { agent_id: agentId });
+    await this.onExhausted(hold, { agent_id: agentId });
   }
 
-  private holdWorkItem(agentId: string, itemId: string, hold: BudgetHold, runId: string): void {
+  private async holdWorkItem(agentId: string, itemId: string, hold: BudgetHold, runId: string): Promise<void> {
     const store = this.store;
-    store.tx(() => {
-      const item = store.workItems.get(itemId);
+    await store.tx(async () => {
+      const item = await store.workItems.get(itemId);
       if (!item) return;
-      store.workItems.put({
+      await store.workItems.put({
         ...item,
         budget_hold: hold,
         revision: item.revision + 1,
         updated_at: store.clock.now().toISOString(),
       });
-      store.appendEvent(agentId, {
+      await store.appendEvent(agentId, {
         type: "budget_exhausted",
         provenance: { work_item_id: itemId },
         payload: { run_id: runId, work_item_id: itemId, hold },
       });
     });
-    this.onExhausted(hold, { agent_id: agentId, work_item_id: itemId });
+    await this.onExhausted(hold, { agent_id: agentId, work_item_id: itemId });
   }
 
   /**
    * Lift the agent's hold (raised, unfrozen, window over) and wake it with a note, in one
    * transaction. No hold: nothing happens (returns false).
    */
-  clearAgent(agentId: string, reason: string, note: string, only?: (h: BudgetHold) => boolean) {
+  async clearAgent(agentId: string, reason: string, note: string, only?: (h: BudgetHold) => boolean) {
     const store = this.store;
-    const cleared = store.tx(() => {
-      const a = store.agents.get(agentId);
+    const cleared = await store.tx(async () => {
+      const a = await store.agents.get(agentId);
       if (!a?.budget_hold || (only && !only(a.budget_hold))) return undefined;
       const { budget_hold: hold, ...rest } = a;
-      store.agents.put({ ...rest, updated_at: store.clock.now().toISOString() });
-      store.appendEvent(agentId, {
+      await store.agents.put({ ...rest, updated_at: store.clock.now().toISOString() });
+      await store.appendEvent(agentId, {
         type: "budget_hold_cleared",
         payload: { scope: hold.scope, reason },
       });
-      this.deadlines.cancelKey(windowKey(agentId));
-      if (a.status !== "stopped") this.ingress.admit(wakeDraft(agentId, note, "operator"));
+      await this.deadlines.cancelKey(windowKey(agentId));
+      if (a.status !== "stopped") await this.ingress.admit(wakeDraft(agentId, note, "operator"));
       return hold;
     });
-    if (cleared) this.onCleared(cleared.scope, { agent_id: agentId });
+    if (cleared) await this.onCleared(cleared.scope, { agent_id: agentId });
     return cleared !== undefined;
   }
 
-  clearWorkItem(agentId: string, itemId: string, reason: string, note: string): boolean {
+  async clearWorkItem(agentId: string, itemId: string, reason: string, note: string): Promise<boolean> {
     const store = this.store;
-    const cleared = store.tx(() => {
-      const item = store.workItems.get(itemId);
+    const cleared = await store.tx(async () => {
+      const item = await store.workItems.get(itemId);
       if (!item?.budget_hold) return undefined;
       const { budget_hold: hold, ...rest } = item;
-      store.workItems.put({
+      await store.workItems.put({
         ...rest,
         revision: item.revision + 1,
         updated_at: store.clock.now().toISOString(),
       });
-      store.appendEvent(agentId, {
+      await store.appendEvent(agentId, {
         type: "budget_hold_cleared",
         provenance: { work_item_id: itemId },
         payload: { scope: hold.scope, work_item_id: itemId, reason },
       });
-      const a = store.agents.get(agentId);
+      const a = await store.agents.get(agentId);
       if (a && a.status !== "stopped")
-        this.ingress.admit(wakeDraft(agentId, note, "system", itemId));
+        await this.ingress.admit(wakeDraft(agentId, note, "system", itemId));
       return hold;
     });
-    if (cleared) this.onCleared(cleared.scope, { agent_id: agentId, work_item_id: itemId });
+    if (cleared) await this.onCleared(cleared.scope, { agent_id: agentId, work_item_id: itemId });
     return cleared !== undefined;
   }
 
   /** The deadline handler: a periodic window turned over, the hold lifts and the agent wakes. */
   windowHandler() {
-    return (d: Deadline) => {
-      const a = this.store.agents.get(d.agent_id);
+    return async (d: Deadline) => {
+      const a = await this.store.agents.get(d.agent_id);
       const hold = a?.budget_hold;
       if (!a || !hold?.until || Date.parse(hold.until) > this.store.clock.now().getTime()) {
         return null;
@@ -454,15 +459,15 @@ export class BudgetGate {
       );
       return {
         draft,
-        admitted: () => {
-          const { budget_hold: _h, ...rest } = this.store.agents.get(d.agent_id)!;
-          this.store.agents.put({ ...rest, updated_at: this.store.clock.now().toISOString() });
-          this.store.appendEvent(d.agent_id, {
+        admitted: async () => {
+          const { budget_hold: _h, ...rest } = (await this.store.agents.get(d.agent_id))!;
+          await this.store.agents.put({ ...rest, updated_at: this.store.clock.now().toISOString() });
+          await this.store.appendEvent(d.agent_id, {
             type: "budget_hold_cleared",
             payload: { scope: hold.scope, reason: "window_turned_over" },
           });
           // Inside the scheduler's fire: tell the operator side only once the lift committed.
-          this.store.afterCommit(() => this.onCleared(hold.scope, { agent_id: d.agent_id }));
+          this.store.afterCommit(async () => await this.onCleared(hold.scope, { agent_id: d.agent_id }));
         },
       };
     };

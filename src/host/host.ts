@@ -83,15 +83,15 @@ export class RuntimeHost {
     this.startedAt = this.services.store.clock.now().toISOString();
   }
 
-  static open(opts: HostOptions): RuntimeHost {
+  static async open(opts: HostOptions): Promise<RuntimeHost> {
     try {
-      return RuntimeHost.openHome(opts);
+      return await RuntimeHost.openHome(opts);
     } catch (err) {
       throw homeFault(opts.home, err);
     }
   }
 
-  private static openHome(opts: HostOptions): RuntimeHost {
+  private static async openHome(opts: HostOptions): Promise<RuntimeHost> {
     const paths = homePaths(opts.home);
     secureHome(opts.home); // 0700 home, 0600 files; a home that cannot hold a database fails here
     const release = opts.skipLock ? () => {} : acquireHomeLock(paths.lockFile);
@@ -103,35 +103,40 @@ export class RuntimeHost {
       throw err;
     }
     const { agents, loops, scheduler, store, deferredAgents } = host.services;
+    // What building the services did while the store was synchronous: session skill
+    // activations a crash left are restored, records older than the active-workspace entry
+    // are folded into it.
+    await host.services.skills.restore();
+    await host.services.workspaces.foldLegacy();
     // Finished `holon run` agents get no per-agent start-up work: it waits for their loop to
     // start again (services.ts), so a start does not slow with every past run. Their records
     // are not even decoded: acquire leaves them out.
-    for (const id of store.agents.dormantRunIds()) deferredAgents.add(id);
+    for (const id of await store.agents.dormantRunIds()) deferredAgents.add(id);
     secureAgentHomes(opts.home, deferredAgents);
     // Host-wide start-up work comes first; none of it reads or changes an agent's run state.
     // MCP servers a host killed with SIGKILL left running are killed before anything starts.
-    host.services.mcp.sweep();
+    await host.services.mcp.sweep();
     // The spend ledger's first start: rounds from the events still kept (once).
-    host.services.ledger.backfill();
+    await host.services.ledger.backfill();
     // Builtin templates into ~/.agents/templates; the default agent exists before its group
     // is acquired (its home gets the holon-default AGENTS.md there when it has none).
     host.services.templates.seedBuiltins();
-    if (!store.agents.get(agents.defaultAgentId)) {
-      agents.create(agents.defaultAgentId, {}, "default");
+    if (!await store.agents.get(agents.defaultAgentId)) {
+      await agents.create(agents.defaultAgentId, {}, "default");
     }
     // The sandbox is probed once, now; a namespace a task outlived the last host in gets its
     // proxy back before any task is reattached.
     const sandbox = host.services.sandbox;
     sandbox.probe();
-    sandbox.resume();
+    await sandbox.resume();
     // Every group at once: the embedded host owns them all (a host sharing its store would
     // acquire the groups it is given, through the same method).
-    if (opts.acquireGroups !== false) host.acquire(store.agents.groupIds());
+    if (opts.acquireGroups !== false) await host.acquire(await store.agents.groupIds());
     loops.open();
-    scheduler.start();
+    await scheduler.start();
     host.services.retention.start();
     host.services.storageWatch.start();
-    host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
+    await host.services.operatorTransport.redeliverAsks(); // asks still pending go out again
     return host;
   }
 
@@ -182,31 +187,31 @@ export class RuntimeHost {
    * not one per group; the task and approval scans run once per call. A group already
    * acquired is skipped: its turns are this host's own, not a crash's leftovers.
    */
-  acquire(groupIds: readonly string[]): void {
+  async acquire(groupIds: readonly string[]): Promise<void> {
     const fresh = groupIds.filter((g) => !this.acquired.has(g));
     if (fresh.length === 0) return;
     for (const g of fresh) this.acquired.add(g);
     const { agents, loops, store, deferredAgents } = this.services;
-    const group = store.agents.inGroups(fresh, deferredAgents);
+    const group = await store.agents.inGroups(fresh, deferredAgents);
     const members: ReadonlySet<string> = new Set(group.ids);
-    this.recover(group.records);
+    await this.recover(group.records);
     // An approved call a crash cut short is reported interrupted (never run twice).
-    this.services.approvals.recover(members);
+    await this.services.approvals.recover(members);
     // A patch a crash cut short is finished or undone before any agent works again.
     for (const a of group.records) recoverPatchJournals(patchJournalDir(a.agent_home));
-    for (const a of group.records) if (!a.archived_at) agents.ensureHome(a);
+    for (const a of group.records) if (!a.archived_at) await agents.ensureHome(a);
     const sandbox = this.services.sandbox;
     for (const a of group.records) {
       if (a.sandbox_enabled_at === undefined)
-        agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
+        await agents.markSandboxEnabled(a.agent_id, sandbox.summary(a));
     }
     if (this.autostartAgents) {
       for (const a of group.records) {
-        if (a.visibility === "public" && !a.archived_at) loops.start(a.agent_id);
+        if (a.visibility === "public" && !a.archived_at) await loops.start(a.agent_id);
       }
     }
-    this.services.tasks.recover(members);
-    this.services.agentPlane.recover(members); // supervised children run again
+    await this.services.tasks.recover(members);
+    await this.services.agentPlane.recover(members); // supervised children run again
   }
 
   /**
@@ -215,13 +220,13 @@ export class RuntimeHost {
    * `stopped` and `paused` agents stay as they were. Sleep deadlines need nothing here:
    * the scheduler fires the ones that fell due while the host was down.
    */
-  private recover(records: readonly AgentRecord[]): void {
+  private async recover(records: readonly AgentRecord[]): Promise<void> {
     const store = this.services.store;
     for (const agent of records) {
-      store.tx(() => {
-        for (const m of store.messages.withStatus(agent.agent_id, "processing")) {
-          store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());
-          store.appendEvent(agent.agent_id, {
+      await store.tx(async () => {
+        for (const m of await store.messages.withStatus(agent.agent_id, "processing")) {
+          await store.messages.setStatus(m.id, "interrupted", store.clock.now().toISOString());
+          await store.appendEvent(agent.agent_id, {
             type: "message_interrupted",
             provenance: { message_id: m.id },
             payload: {
@@ -230,7 +235,7 @@ export class RuntimeHost {
               reason: "runtime_restart",
             },
           });
-          store.transcript.append({
+          await store.transcript.append({
             id: store.ids.next("tr"),
             agent_id: agent.agent_id,
             created_at: store.clock.now().toISOString(),
@@ -239,7 +244,7 @@ export class RuntimeHost {
             message_id: m.id,
             data: { kind: "aborted", reason: "interrupted_by_restart" },
           });
-          createBrief(store, {
+          await createBrief(store, {
             agent_id: agent.agent_id,
             kind: "failure",
             text: "The run for this message was interrupted when the runtime restarted; it was not redone. Send it again if it is still needed.",
@@ -247,12 +252,12 @@ export class RuntimeHost {
           });
         }
         if (agent.status === "awake_running" || agent.status === "booting") {
-          transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
+          await transition(store, agent.agent_id, "awake_idle", "recovered after restart", {
             clear: ["current_run_id"],
           });
         } else if (agent.current_run_id) {
           // stopped or paused while a run was in flight: keep the status, drop the dead run
-          transition(store, agent.agent_id, agent.status, "recovered after restart", {
+          await transition(store, agent.agent_id, agent.status, "recovered after restart", {
             clear: ["current_run_id"],
           });
         }
@@ -269,7 +274,7 @@ export class RuntimeHost {
     this.services.storageWatch.stop();
     this.services.operatorTransport.close();
     scheduler.close();
-    ingress.close();
+    await ingress.close();
     await loops.close();
     this.services.mcp.close(); // every MCP server this host started stops with it
     await this.services.tracing.shutdown(); // spans still queued go out (bounded)

@@ -106,7 +106,7 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
   }
 
   /** The round's calls are done: open the one ask that holds the ones needing approval. */
-  flush(runId: string): string | undefined {
+  async flush(runId: string): Promise<string | undefined> {
     const batch = this.batches.get(runId);
     if (!batch) return undefined;
     this.batches.delete(runId);
@@ -114,8 +114,8 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
     const first = calls[0]!;
     const now = this.now();
     const multiple = calls.length > 1;
-    this.store.tx(() => {
-      this.deps.asks.open({
+    await this.store.tx(async () => {
+      await this.deps.asks.open({
         id: batch.ask_id,
         agent_id: first.agent_id,
         kind: "approval",
@@ -133,8 +133,8 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
           calls: calls.map((c, i) => ({ index: i + 1, ...shown(c) })),
         },
       });
-      calls.forEach((c, i) => {
-        this.store.approvals.addCall({
+      for (const [i, c] of calls.entries()) {
+        await this.store.approvals.addCall({
           ask_id: batch.ask_id,
           call_id: c.call_id,
           agent_id: c.agent_id,
@@ -147,7 +147,7 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
           created_at: now,
           updated_at: now,
         });
-      });
+      }
     });
     return batch.ask_id;
   }
@@ -155,30 +155,30 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
   // -------------------------------------------------------------------------------------
   // The asks plane's effects (inside the decision's transaction)
 
-  decided(ask: AskRecord, decision: AskDecision): undefined {
+  async decided(ask: AskRecord, decision: AskDecision): Promise<undefined> {
     if (!isCallAsk(ask)) return undefined;
-    const calls = this.store.approvals.callsOfAsk(ask.id);
+    const calls = await this.store.approvals.callsOfAsk(ask.id);
     const approved = approvedSet(decision.decision, calls.length);
     for (const c of calls) {
       const ok = approved.has(c.index);
-      this.move(c, "pending", ok ? "approved" : "denied", {
+      await this.move(c, "pending", ok ? "approved" : "denied", {
         reason: ask.reason ?? (ok ? "approved by the operator" : "denied by the operator"),
       });
     }
     return undefined;
   }
 
-  closed(ask: AskRecord): void {
+  async closed(ask: AskRecord): Promise<void> {
     if (!isCallAsk(ask)) return;
     const reason = ask.state === "expired" ? "expired" : (ask.reason ?? "withdrawn");
-    for (const c of this.store.approvals.callsOfAsk(ask.id)) {
-      this.move(c, "pending", "denied", { reason });
+    for (const c of await this.store.approvals.callsOfAsk(ask.id)) {
+      await this.move(c, "pending", "denied", { reason });
     }
   }
 
-  message(ask: AskRecord, decision: AskDecision | null): MessageDraft | undefined {
+  async message(ask: AskRecord, decision: AskDecision | null): Promise<MessageDraft | undefined> {
     if (!isCallAsk(ask)) return undefined;
-    const calls = this.store.approvals.callsOfAsk(ask.id);
+    const calls = await this.store.approvals.callsOfAsk(ask.id);
     const lines = [
       decision
         ? `The operator decided your approval ask ${ask.id} (${ask.about}): ${ask.decision}.`
@@ -201,8 +201,8 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
   // Running what was approved
 
   /** The agent's approved calls, oldest first, each with the guard that runs it once. */
-  approved(agentId: string, checks: ApprovalChecks): ApprovedCall[] {
-    return this.store.approvals.callsOf(agentId, "approved").map((c) => ({
+  async approved(agentId: string, checks: ApprovalChecks): Promise<ApprovedCall[]> {
+    return (await this.store.approvals.callsOf(agentId, "approved")).map((c) => ({
       ask_id: c.ask_id,
       call_id: c.call_id,
       tool_name: c.tool_name,
@@ -218,43 +218,43 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
    * (never run again); an approved call whose decision message no longer waits gets one.
    * Only the calls of `agents` (the groups a host acquires: host.ts).
    */
-  recover(agents: ReadonlySet<string>): void {
+  async recover(agents: ReadonlySet<string>): Promise<void> {
     const store = this.store;
     const byAsk = new Map<string, ApprovalCallRecord[]>();
-    for (const c of store.approvals.callsIn("executing")) {
+    for (const c of await store.approvals.callsIn("executing")) {
       if (!agents.has(c.agent_id)) continue;
-      const next = this.move(c, "executing", "interrupted", {
+      const next = await this.move(c, "executing", "interrupted", {
         reason: "the runtime restarted while the call ran",
       });
       if (next) byAsk.set(c.ask_id, [...(byAsk.get(c.ask_id) ?? []), next]);
     }
     for (const [askId, calls] of byAsk) {
-      const agent = store.agents.get(calls[0]!.agent_id);
+      const agent = await store.agents.get(calls[0]!.agent_id);
       if (!agent || agent.status === "stopped") continue;
       const lines = calls.map(
         (c) =>
           `Your approved call ${c.call_id} (${c.tool_name}, ask ${askId}) was interrupted: the runtime restarted while it ran. It was NOT run again, and what it did before the restart is unknown; check before you retry. ${renderError(interruptedResult(c))}`,
       );
-      this.deps.ingress.admit(
+      await this.deps.ingress.admit(
         runtimeMessage(agent.agent_id, lines.join("\n"), askId, trigger(calls), {
           ask_decision: "interrupted",
         }),
       );
     }
     const waiting = new Map<string, ApprovalCallRecord[]>();
-    for (const c of store.approvals.callsIn("approved")) {
+    for (const c of await store.approvals.callsIn("approved")) {
       if (!agents.has(c.agent_id)) continue;
       waiting.set(c.ask_id, [...(waiting.get(c.ask_id) ?? []), c]);
     }
     for (const [askId, calls] of waiting) {
       const agentId = calls[0]!.agent_id;
-      const agent = store.agents.get(agentId);
+      const agent = await store.agents.get(agentId);
       if (!agent || agent.status === "stopped") continue;
-      const queued = store.messages
-        .withStatus(agentId, "queued")
+      const queued = (await store.messages
+        .withStatus(agentId, "queued"))
         .some((m) => m.metadata?.ask_id === askId);
       if (queued) continue;
-      this.deps.ingress.admit(
+      await this.deps.ingress.admit(
         runtimeMessage(
           agentId,
           `The operator approved ${calls.length === 1 ? "a call" : `${calls.length} calls`} of your ask ${askId} before the runtime restarted; ${calls.length === 1 ? "it runs" : "they run"} now, once, and the result follows.`,
@@ -267,14 +267,14 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
   }
 
   /** Compare-and-set one call's state; undefined when it was not in `from`. */
-  move(
+  async move(
     c: ApprovalCallRecord,
     from: ApprovalCallRecord["state"],
     to: ApprovalCallRecord["state"],
     extra: Partial<Pick<ApprovalCallRecord, "reason" | "outcome">> = {},
-  ): ApprovalCallRecord | undefined {
+  ): Promise<ApprovalCallRecord | undefined> {
     const next: ApprovalCallRecord = { ...c, ...extra, state: to, updated_at: this.now() };
-    return this.store.tx(() => (this.store.approvals.transition(next, from) ? next : undefined));
+    return await this.store.tx(async () => (await this.store.approvals.transition(next, from) ? next : undefined));
   }
 }
 
@@ -311,7 +311,7 @@ class ApprovedCallGuard implements ToolGuard {
     }
     if (changed.length) {
       const reason = changed.join("; ");
-      this.gate.move(c, "approved", "void", { reason });
+      await this.gate.move(c, "approved", "void", { reason });
       return {
         kind: "result",
         canonical: errorResult(def.name, {
@@ -324,7 +324,7 @@ class ApprovedCallGuard implements ToolGuard {
       };
     }
     // Durable before the call starts: a crash from here on can never run it a second time.
-    if (!this.gate.move(c, "approved", "executing")) {
+    if (!await this.gate.move(c, "approved", "executing")) {
       return {
         kind: "result",
         canonical: errorResult(def.name, {
@@ -345,7 +345,7 @@ class ApprovedCallGuard implements ToolGuard {
   ): Promise<string | null> {
     const c = this.call;
     const running: ApprovalCallRecord = { ...c, state: "executing" };
-    this.gate.move(running, "executing", "completed", {
+    await this.gate.move(running, "executing", "completed", {
       outcome: { status: canonical.status, summary_text: canonical.summary_text.slice(0, 500) },
     });
     return this.checks.after(def, input, canonical, ctx);

@@ -30,7 +30,8 @@ import { LedgerRepo } from "./ledger.ts";
 import { ApprovalsRepo } from "./approvals.ts";
 import { Checkpointer, DEFAULT_CHECKPOINT_OPTIONS, type CheckpointOptions } from "./checkpoint.ts";
 
-export type EventListener = (events: CatalogEvent[]) => void;
+/** Told of each commit's events; a listener that returns a Promise is not waited for. */
+export type EventListener = (events: CatalogEvent[]) => void | Promise<void>;
 
 /**
  * What the store was asked to do, counted at its interface: outermost transactions, and
@@ -117,7 +118,7 @@ export class Store {
   /** Told how the open transaction ended (see whenSettled). */
   private settleHooks: ((committed: boolean) => void)[] = [];
   /** Run after the open transaction commits (see afterCommit); a Set, so a hook runs once. */
-  private commitHooks = new Set<() => void>();
+  private commitHooks = new Set<() => void | Promise<void>>();
   private readonly listeners = new Set<EventListener>();
   /** The open async transaction, if any; its body's async context carries it. */
   private open: AsyncTx | null = null;
@@ -403,7 +404,8 @@ export class Store {
     if (published.length > 0) {
       for (const listener of this.listeners) {
         try {
-          listener(published);
+          const r = listener(published);
+          if (r) r.catch(() => {}); // a broken subscriber must never break the runtime
         } catch {
           // a broken subscriber must never break the runtime
         }
@@ -414,7 +416,8 @@ export class Store {
       this.commitHooks = new Set();
       for (const hook of hooks) {
         try {
-          hook();
+          const r = hook();
+          if (r) r.catch(() => {}); // an async hook is not waited for; its failure is its own
         } catch {
           // like a broken subscriber: a failing hook breaks neither the commit nor the others
         }
@@ -430,9 +433,10 @@ export class Store {
    * so `fn` runs at once. For what must not happen before a commit: waking a loop to read
    * the queue, re-arming a timer from the deadlines table.
    */
-  afterCommit(fn: () => void): void {
+  afterCommit(fn: () => void | Promise<void>): void {
     if (this.depth === 0 || (this.open !== null && this.context!.getStore() !== this.open)) {
-      fn();
+      const r = fn();
+      if (r) r.catch(() => {});
       return;
     }
     this.commitHooks.add(fn);

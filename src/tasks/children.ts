@@ -37,13 +37,13 @@ const RESULT_CHARS = 8_000;
 
 /** What the agent plane needs of the work plane (work/service.ts satisfies it). */
 export interface WorkReader {
-  currentItem(agentId: string): WorkItemRecord | undefined;
-  completionReport(item: WorkItemRecord): { text: string } | null;
+  currentItem(agentId: string): Promise<WorkItemRecord | undefined>;
+  completionReport(item: WorkItemRecord): Promise<{ text: string } | null>;
 }
 
 /** Waiting-plane records an agent owns, cancelled when it is deleted. */
 export interface OwnedWaits {
-  cancelForAgent(agentId: string, reason: string): { timers: string[]; triggers: string[] };
+  cancelForAgent(agentId: string, reason: string): Promise<{ timers: string[]; triggers: string[] }>;
 }
 
 export type SpawnRequest = {
@@ -63,7 +63,7 @@ export type SpawnRequest = {
 
 /** The budget plane as the agent plane needs it: carve a child's reservation, give it back. */
 export type ChildBudgets = {
-  checkCarve(parent: AgentRecord, input: unknown): BudgetLimits;
+  checkCarve(parent: AgentRecord, input: unknown): Promise<BudgetLimits>;
   reserved(parentId: string): void;
   returned(childId: string): void;
 };
@@ -81,15 +81,15 @@ type ChildDeps = {
  * Settle a child's supervision task exactly once (inside the caller's transaction): the
  * terminal record, its event, the parent's task_result, the child's archive.
  */
-function settleChildTask(
+async function settleChildTask(
   deps: ChildDeps,
   task: TaskRecord,
   status: TaskStatus,
   result: { source: "completion_report" | "result_brief" | "failure_brief" | "none"; text: string },
   why: string,
-): void {
+): Promise<void> {
   const { store } = deps;
-  const fresh = store.tasks.get(task.id);
+  const fresh = await store.tasks.get(task.id);
   if (!fresh || TERMINAL_TASK_STATUSES.has(fresh.status) || !fresh.child) return;
   const now = store.clock.now().toISOString();
   const child = fresh.child;
@@ -108,8 +108,8 @@ function settleChildTask(
       task_id: task.id,
     };
   }
-  store.tasks.put(next);
-  store.appendEvent(task.agent_id, {
+  await store.tasks.put(next);
+  await store.appendEvent(task.agent_id, {
     type: "task_status_updated",
     provenance: { task_id: task.id },
     payload: { task: taskSnapshot(next) },
@@ -128,8 +128,8 @@ function settleChildTask(
       : result.source === "none"
         ? "Result"
         : "Final brief";
-  if (store.agents.get(task.agent_id)) {
-    deps.ingress.admit({
+  if (await store.agents.get(task.agent_id)) {
+    await deps.ingress.admit({
       agent_id: task.agent_id,
       kind: "task_result",
       origin: { kind: "task", task_id: task.id },
@@ -150,10 +150,10 @@ function settleChildTask(
       ...(task.parent_message_id ? { causation_id: task.parent_message_id } : {}),
     });
   }
-  archiveInTx(store, child.child_agent_id, why);
+  await archiveInTx(store, child.child_agent_id, why);
   if (child.worktree) {
     try {
-      deps.workspaces.releaseTaskWorktree(child.worktree.worktree_id);
+      await deps.workspaces.releaseTaskWorktree(child.worktree.worktree_id);
     } catch {
       // a worktree that cannot be released is retained and shown by `workspace worktrees`
     }
@@ -162,33 +162,33 @@ function settleChildTask(
 }
 
 /** Stop and hide an agent, keeping its data (inside the caller's transaction). */
-function archiveInTx(store: Store, agentId: string, reason: string): void {
-  const agent = store.agents.get(agentId);
+async function archiveInTx(store: Store, agentId: string, reason: string): Promise<void> {
+  const agent = await store.agents.get(agentId);
   if (!agent || agent.archived_at) return;
-  transition(store, agentId, "stopped", `archived: ${reason}`, { clear: ["current_run_id"] });
+  await transition(store, agentId, "stopped", `archived: ${reason}`, { clear: ["current_run_id"] });
   const now = store.clock.now().toISOString();
-  store.agents.put({ ...store.agents.get(agentId)!, archived_at: now });
-  store.appendEvent(agentId, { type: "agent_archived", payload: { reason } });
+  await store.agents.put({ ...(await store.agents.get(agentId))!, archived_at: now });
+  await store.appendEvent(agentId, { type: "agent_archived", payload: { reason } });
 }
 
 /** The live supervision task of a private child, if it has one. */
-function supervisionTask(store: Store, child: AgentRecord): TaskRecord | undefined {
+async function supervisionTask(store: Store, child: AgentRecord): Promise<TaskRecord | undefined> {
   if (!child.supervisor_agent_id) return undefined;
-  return store.tasks
-    .activeForAgent(child.supervisor_agent_id)
+  return (await store.tasks
+    .activeForAgent(child.supervisor_agent_id))
     .find((t) => t.child?.child_agent_id === child.agent_id);
 }
 
 /** The child's result: its completion report when it completed a work item, else its last brief. */
-function childResult(
+async function childResult(
   deps: ChildDeps,
   childId: string,
   failed: boolean,
-): { source: "completion_report" | "result_brief" | "failure_brief" | "none"; text: string } {
-  const done = deps.store.workItems.recentWithState(childId, "completed", 1)[0];
-  const report = done ? deps.work.completionReport(done) : null;
+): Promise<{ source: "completion_report" | "result_brief" | "failure_brief" | "none"; text: string }> {
+  const done = (await deps.store.workItems.recentWithState(childId, "completed", 1))[0];
+  const report = done ? await deps.work.completionReport(done) : null;
   if (report && !failed) return { source: "completion_report", text: clip(report.text) };
-  const briefs = deps.store.briefs.recent(childId, 5);
+  const briefs = await deps.store.briefs.recent(childId, 5);
   const wanted = failed ? "failure" : "result";
   const last = [...briefs].reverse().find((b) => b.kind === wanted);
   if (last) {
@@ -208,22 +208,22 @@ export class ChildClosureObserver implements RunObserver {
     this.deps = deps;
   }
 
-  onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): void {
+  async onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): Promise<void> {
     const store = this.deps.store;
-    const child = store.agents.get(run.agent_id);
+    const child = await store.agents.get(run.agent_id);
     if (!child?.supervisor_agent_id) return;
-    const task = supervisionTask(store, child);
+    const task = await supervisionTask(store, child);
     if (!task?.child) return;
     const closure = run.closure;
     // A follow-up that arrived during the turn is still to be handled: not finished yet.
-    const pending = store.messages.pendingCount(child.agent_id) > 0;
+    const pending = await store.messages.pendingCount(child.agent_id) > 0;
     if ((closure.outcome === "completed" || closure.outcome === "failed") && !pending) {
       const failed = closure.outcome === "failed";
-      settleChildTask(
+      await settleChildTask(
         this.deps,
         task,
         failed ? "failed" : "completed",
-        childResult(this.deps, child.agent_id, failed),
+        await childResult(this.deps, child.agent_id, failed),
         failed ? "child_failed" : "child_completed",
       );
       return;
@@ -241,9 +241,9 @@ export class ChildClosureObserver implements RunObserver {
       },
     };
     if (!closure.waiting_reason) delete next.child!.waiting_reason;
-    store.tasks.put(next);
+    await store.tasks.put(next);
     if (needsInput !== task.child.needs_input) {
-      store.appendEvent(task.agent_id, {
+      await store.appendEvent(task.agent_id, {
         type: "task_status_updated",
         provenance: { task_id: task.id },
         payload: { task: taskSnapshot(next) },
@@ -276,8 +276,8 @@ export class AgentPlane {
 
   // -- SpawnAgent ----------------------------------------------------------------------
 
-  spawn(req: SpawnRequest) {
-    const parent = this.deps.agents.get(req.parent_agent_id);
+  async spawn(req: SpawnRequest) {
+    const parent = await this.deps.agents.get(req.parent_agent_id);
     const limits = this.deps.limits();
     const depth = (parent.spawn_depth ?? 0) + 1;
     if (depth > limits.max_spawn_depth) {
@@ -308,11 +308,11 @@ export class AgentPlane {
       );
     }
     return req.preset === "public_named"
-      ? this.spawnPublic(parent, req)
-      : this.spawnPrivate(parent, req, depth, limits);
+      ? await this.spawnPublic(parent, req)
+      : await this.spawnPrivate(parent, req, depth, limits);
   }
 
-  private spawnPublic(parent: AgentRecord, req: SpawnRequest) {
+  private async spawnPublic(parent: AgentRecord, req: SpawnRequest) {
     if (req.budget !== undefined) {
       throw new HolonError("invalid_request", "budget is only for private children", {
         hint: "a public agent's budget is set by the operator (holon budget set)",
@@ -328,7 +328,7 @@ export class AgentPlane {
         hint: "public agents get their own workspace; omit workspace_mode",
       });
     }
-    const agent = this.deps.agents.create(
+    const agent = await this.deps.agents.create(
       req.agent_id,
       {
         lineage_parent_agent_id: parent.agent_id,
@@ -338,17 +338,17 @@ export class AgentPlane {
       "named",
     );
     // The caller's attached workspaces come along; its active entry and worktree do not.
-    for (const a of this.store.workspaces.attached(parent.agent_id)) {
-      const ws = this.store.workspaces.get(a.workspace_id);
+    for (const a of await this.store.workspaces.attached(parent.agent_id)) {
+      const ws = await this.store.workspaces.get(a.workspace_id);
       if (!ws) continue;
       try {
-        this.deps.workspaces.attach(agent.agent_id, ws.workspace_anchor, "operator");
+        await this.deps.workspaces.attach(agent.agent_id, ws.workspace_anchor, "operator");
       } catch {
         // a workspace that went away is simply not inherited
       }
     }
-    this.store.tx(() =>
-      this.store.appendEvent(parent.agent_id, {
+    await this.store.tx(async () =>
+      await this.store.appendEvent(parent.agent_id, {
         type: "agent_spawned",
         payload: {
           child_agent_id: agent.agent_id,
@@ -359,11 +359,11 @@ export class AgentPlane {
       }),
     );
     if (req.initial_message) {
-      this.deps.ingress.admit({
+      await this.deps.ingress.admit({
         agent_id: agent.agent_id,
         kind: "internal_followup",
         origin: { kind: "system", subsystem: "agent_spawn" },
-        body: { type: "text", text: this.handoff(parent, req) },
+        body: { type: "text", text: await this.handoff(parent, req) },
         surface: "runtime_system",
         admission: "runtime_owned",
         metadata: { creator_agent_id: parent.agent_id, bootstrap: true },
@@ -372,7 +372,7 @@ export class AgentPlane {
     return { agent_id: agent.agent_id, profile_preset: "public_named" as const };
   }
 
-  private spawnPrivate(parent: AgentRecord, req: SpawnRequest, depth: number, limits: AgentLimits) {
+  private async spawnPrivate(parent: AgentRecord, req: SpawnRequest, depth: number, limits: AgentLimits) {
     if (req.budget !== undefined && !this.deps.budgets) {
       throw new HolonError("invalid_request", "budgets are not available on this runtime");
     }
@@ -387,8 +387,8 @@ export class AgentPlane {
       });
     }
     const store = this.store;
-    const live = store.tasks
-      .activeForAgent(parent.agent_id)
+    const live = (await store.tasks
+      .activeForAgent(parent.agent_id))
       .filter((t) => t.kind === "child_agent_task").length;
     if (live >= limits.max_live_children) {
       throw new HolonError(
@@ -403,12 +403,12 @@ export class AgentPlane {
     }
     // A carved budget is checked whole before anything exists (refused: nothing created).
     const carved =
-      req.budget !== undefined ? this.deps.budgets?.checkCarve(parent, req.budget) : undefined;
-    const childId = this.childId(parent.agent_id);
+      req.budget !== undefined ? await this.deps.budgets?.checkCarve(parent, req.budget) : undefined;
+    const childId = await this.childId(parent.agent_id);
     const taskId = store.ids.next("task");
     const workItem = parent.current_work_item_id;
     const label = clipLine(req.initial_message, 120);
-    const child = this.deps.agents.create(
+    const child = await this.deps.agents.create(
       childId,
       {
         visibility: "private",
@@ -432,31 +432,31 @@ export class AgentPlane {
             { hint: "UseWorkspace a git repository first, or use workspace_mode inherit" },
           );
         }
-        const w = this.deps.workspaces.createTaskWorktree({
+        const w = await this.deps.workspaces.createTaskWorktree({
           agent_id: parent.agent_id,
           workspace_id: binding.workspace_id,
           task_id: taskId,
           label: childId,
         });
         worktree = { worktree_id: w.worktree_id, path: w.path, branch: w.branch };
-        this.deps.workspaces.holdTaskWorktree(childId, w.worktree_id);
+        await this.deps.workspaces.holdTaskWorktree(childId, w.worktree_id);
       } else if (binding.workspace_id !== AGENT_HOME_WORKSPACE_ID) {
-        this.deps.workspaces.use(
+        await this.deps.workspaces.use(
           childId,
           { path: binding.execution_root, mode: "direct" },
           "operator",
         );
       }
     } catch (err) {
-      this.removeNow(childId);
+      await this.removeNow(childId);
       throw err;
     }
     const now = store.clock.now().toISOString();
     if (carved || workItem) {
       // The ledger's work item chain, and the reservation the child's calls are checked on.
-      store.tx(() => {
-        const rec = store.agents.get(childId)!;
-        store.agents.put({
+      await store.tx(async () => {
+        const rec = (await store.agents.get(childId))!;
+        await store.agents.put({
           ...rec,
           ...(workItem ? { spawn_work_item_id: workItem } : {}),
           ...(carved
@@ -472,7 +472,7 @@ export class AgentPlane {
       });
       if (carved) this.deps.budgets?.reserved(parent.agent_id);
     }
-    const childAgent = this.deps.agents.get(childId);
+    const childAgent = await this.deps.agents.get(childId);
     const task: TaskRecord = {
       id: taskId,
       agent_id: parent.agent_id,
@@ -505,9 +505,9 @@ export class AgentPlane {
       },
     };
     if (req.parent_message_id) task.parent_message_id = req.parent_message_id;
-    store.tx(() => {
-      store.tasks.put(task);
-      store.appendEvent(parent.agent_id, {
+    await store.tx(async () => {
+      await store.tasks.put(task);
+      await store.appendEvent(parent.agent_id, {
         type: "task_created",
         provenance: {
           task_id: taskId,
@@ -515,7 +515,7 @@ export class AgentPlane {
         },
         payload: { task: taskSnapshot(task) },
       });
-      store.appendEvent(parent.agent_id, {
+      await store.appendEvent(parent.agent_id, {
         type: "agent_spawned",
         payload: {
           child_agent_id: childId,
@@ -526,11 +526,11 @@ export class AgentPlane {
           ...(workItem ? { parent_work_item_id: workItem } : {}),
         },
       });
-      this.deps.ingress.admit({
+      await this.deps.ingress.admit({
         agent_id: childId,
         kind: "internal_followup",
         origin: { kind: "task", task_id: taskId },
-        body: { type: "text", text: this.handoff(parent, req) },
+        body: { type: "text", text: await this.handoff(parent, req) },
         surface: "runtime_system",
         admission: "runtime_owned",
         task_id: taskId,
@@ -560,7 +560,7 @@ export class AgentPlane {
   }
 
   /** The child's first message: the parent's handoff, plus the derived view for `fork`. */
-  private handoff(parent: AgentRecord, req: SpawnRequest): string {
+  private async handoff(parent: AgentRecord, req: SpawnRequest): Promise<string> {
     const lines = [
       `You were started by agent ${parent.agent_id} to do a delegated job. Your result goes back to it when you finish: end with a clear report of what you did and found.`,
       "",
@@ -568,7 +568,7 @@ export class AgentPlane {
       req.initial_message ?? "",
     ];
     if (req.context_mode === "fork") {
-      const ctx = this.forkContext(parent);
+      const ctx = await this.forkContext(parent);
       if (ctx) lines.push("", "Context inherited from your parent (a bounded view):", ctx);
     }
     return lines.join("\n");
@@ -578,16 +578,16 @@ export class AgentPlane {
    * Fork context: anchored on the parent's active work item (objective, plan, progress),
    * plus a short tail of the parent's recent briefs; never the raw transcript.
    */
-  private forkContext(parent: AgentRecord): string {
+  private async forkContext(parent: AgentRecord): Promise<string> {
     const out: string[] = [];
-    const item = this.deps.work.currentItem(parent.agent_id);
+    const item = await this.deps.work.currentItem(parent.agent_id);
     if (item) {
       out.push(`Active work item ${item.id}: ${clip(item.objective, 2_000)}`);
       const todo = (item as { todo_list?: { text: string; state: string }[] }).todo_list ?? [];
       for (const t of todo.slice(0, 20)) out.push(`  - [${t.state}] ${clipLine(t.text, 200)}`);
       if (item.blocked_by) out.push(`Blocked by: ${clipLine(item.blocked_by, 300)}`);
     }
-    const briefs = this.store.briefs.recent(parent.agent_id, 3);
+    const briefs = await this.store.briefs.recent(parent.agent_id, 3);
     if (briefs.length) {
       out.push("Recent reports of your parent:");
       for (const b of briefs) out.push(`  - (${b.kind}) ${clipLine(b.text, 400)}`);
@@ -595,7 +595,7 @@ export class AgentPlane {
     return out.join("\n");
   }
 
-  private childId(parentId: string): string {
+  private async childId(parentId: string): Promise<string> {
     const base = parentId.slice(0, 40);
     for (;;) {
       const suffix = this.store.ids
@@ -604,38 +604,36 @@ export class AgentPlane {
         .slice(-8)
         .toLowerCase();
       const id = `${base}.child-${suffix}`;
-      if (!this.store.agents.get(id)) return id;
+      if (!await this.store.agents.get(id)) return id;
     }
   }
 
   // -- supervision verbs (the task tools route child_agent_task here) ---------------------
 
   /** TaskInput on a child task: a follow-up message from the supervisor into the child. */
-  input(
+  async input(
     task: TaskRecord,
     text: string,
-  ): { accepted: boolean; reason?: string; message_id?: string } {
+  ): Promise<{ accepted: boolean; reason?: string; message_id?: string }> {
     const store = this.store;
     if (TERMINAL_TASK_STATUSES.has(task.status))
       return { accepted: false, reason: "task_not_running" };
     if (!text.trim()) return { accepted: false, reason: "empty_input" };
-    const child = store.agents.get(task.child!.child_agent_id);
+    const child = await store.agents.get(task.child!.child_agent_id);
     if (!child || child.archived_at) return { accepted: false, reason: "child_gone" };
     if (child.status === "stopped") return { accepted: false, reason: "child_stopped" };
-    const envelope = store.tx(() => {
+    const envelope = await store.tx(async () => {
       // The child asked a question: the supervisor's input is its answer (a parent may
       // decide its child's input asks, never a budget ask).
-      const asked = this.deps.asks
-        ?.pendingFor(child.agent_id)
-        .find(
+      const asked = (await this.deps.asks?.pendingFor(child.agent_id))?.find(
           (a) =>
             a.kind === "input" &&
             a.state === "pending" &&
             (a.free_text || matchOption(a.options, text) !== undefined),
         );
       const m = asked
-        ? this.answerAsk(asked.id, task, text)
-        : this.deps.ingress.admit({
+        ? await this.answerAsk(asked.id, task, text)
+        : await this.deps.ingress.admit({
             agent_id: child.agent_id,
             kind: "internal_followup",
             origin: { kind: "task", task_id: task.id },
@@ -648,11 +646,11 @@ export class AgentPlane {
             task_id: task.id,
             metadata: { supervisor_input: true },
           });
-      const current = store.tasks.get(task.id)!;
+      const current = (await store.tasks.get(task.id))!;
       if (current.child?.needs_input) {
         const next = { ...current, child: { ...current.child, needs_input: false } };
-        store.tasks.put(next);
-        store.appendEvent(task.agent_id, {
+        await store.tasks.put(next);
+        await store.appendEvent(task.agent_id, {
           type: "task_status_updated",
           provenance: { task_id: task.id },
           payload: { task: taskSnapshot(next) },
@@ -663,9 +661,9 @@ export class AgentPlane {
     return { accepted: true, message_id: envelope.id };
   }
 
-  private answerAsk(askId: string, task: TaskRecord, text: string): { id: string } {
+  private async answerAsk(askId: string, task: TaskRecord, text: string): Promise<{ id: string }> {
     const asks = this.deps.asks!;
-    const r = asks.decide(
+    const r = await asks.decide(
       askId,
       { decision: text },
       { kind: "agent", agent_id: task.agent_id, task_id: task.id },
@@ -675,7 +673,7 @@ export class AgentPlane {
   }
 
   /** TaskStop on a child task: abort its run, stop it, settle the task as cancelled. */
-  stop(task: TaskRecord): { task: TaskRecord; stop_requested: boolean } {
+  async stop(task: TaskRecord): Promise<{ task: TaskRecord; stop_requested: boolean }> {
     const store = this.store;
     if (TERMINAL_TASK_STATUSES.has(task.status)) return { task, stop_requested: false };
     const childId = task.child!.child_agent_id;
@@ -687,10 +685,10 @@ export class AgentPlane {
         // the run ended meanwhile
       }
     }
-    store.tx(() => {
-      if (store.agents.get(childId)) this.deps.sleep.cancel(childId, "agent_stopped");
-      const partial = childResult(this.deps, childId, false);
-      settleChildTask(
+    await store.tx(async () => {
+      if (await store.agents.get(childId)) await this.deps.sleep.cancel(childId, "agent_stopped");
+      const partial = await childResult(this.deps, childId, false);
+      await settleChildTask(
         this.deps,
         task,
         "cancelled",
@@ -701,16 +699,16 @@ export class AgentPlane {
       );
     });
     void this.deps.tasks.cancelForAgent(childId, "agent_stopped");
-    return { task: store.tasks.get(task.id)!, stop_requested: true };
+    return { task: (await store.tasks.get(task.id))!, stop_requested: true };
   }
 
   /** TaskOutput on a child task: the child's briefs and progress, with the projection. */
-  output(task: TaskRecord, chars: number, waited: boolean) {
+  async output(task: TaskRecord, chars: number, waited: boolean) {
     const store = this.store;
     const terminal = TERMINAL_TASK_STATUSES.has(task.status);
     const c = task.child!;
-    const child = store.agents.get(c.child_agent_id);
-    const briefs = store.briefs.recent(c.child_agent_id, 10);
+    const child = await store.agents.get(c.child_agent_id);
+    const briefs = await store.briefs.recent(c.child_agent_id, 10);
     const progress = briefs.map((b) => `[${b.kind} ${b.created_at}] ${b.text}`).join("\n\n");
     const text = c.result ? c.result.text : progress;
     const cut = text.length > chars;
@@ -739,10 +737,10 @@ export class AgentPlane {
 
   /** Agent stop: stop every live child task the agent supervises. */
   async cancelForAgent(agentId: string, _reason: string): Promise<string[]> {
-    const live = this.store.tasks
-      .activeForAgent(agentId)
+    const live = (await this.store.tasks
+      .activeForAgent(agentId))
       .filter((t) => t.kind === "child_agent_task");
-    for (const t of live) this.stop(t);
+    for (const t of live) await this.stop(t);
     return live.map((t) => t.id);
   }
 
@@ -752,15 +750,15 @@ export class AgentPlane {
    * Only the children supervised by `agents` (the groups a host acquires: host.ts; a private
    * child is in its supervisor's group).
    */
-  recover(agents: ReadonlySet<string>): void {
+  async recover(agents: ReadonlySet<string>): Promise<void> {
     const store = this.store;
-    for (const task of store.tasks.active()) {
+    for (const task of await store.tasks.active()) {
       if (task.kind !== "child_agent_task" || !task.child) continue;
       if (!agents.has(task.agent_id)) continue;
-      const child = store.agents.get(task.child.child_agent_id);
+      const child = await store.agents.get(task.child.child_agent_id);
       if (!child) {
-        store.tx(() =>
-          settleChildTask(
+        await store.tx(async () =>
+          await settleChildTask(
             this.deps,
             task,
             "failed",
@@ -772,10 +770,10 @@ export class AgentPlane {
       }
       if (child.archived_at) continue;
       // Only the newest message counts: an old interruption the child got past is history.
-      const interrupted = store.messages.recent(child.agent_id, 1)[0]?.status === "interrupted";
-      const queued = store.messages.pendingCount(child.agent_id) > 0;
+      const interrupted = (await store.messages.recent(child.agent_id, 1))[0]?.status === "interrupted";
+      const queued = await store.messages.pendingCount(child.agent_id) > 0;
       if (interrupted && !queued && child.status !== "stopped") {
-        this.deps.ingress.admit({
+        await this.deps.ingress.admit({
           agent_id: child.agent_id,
           kind: "internal_followup",
           origin: { kind: "task", task_id: task.id },
@@ -789,7 +787,7 @@ export class AgentPlane {
           metadata: { restart_resume: true },
         });
       }
-      this.deps.loops.start(child.agent_id);
+      await this.deps.loops.start(child.agent_id);
     }
   }
 
@@ -799,9 +797,9 @@ export class AgentPlane {
    * The AgentGetResult envelope. `viewer` (a tool call) may see itself, its own children
    * and public agents; operator surfaces pass no viewer. Never transcripts or prompts.
    */
-  get(agentId: string, viewer?: string) {
+  async get(agentId: string, viewer?: string) {
     const store = this.store;
-    const agent = store.agents.get(agentId);
+    const agent = await store.agents.get(agentId);
     const visible =
       agent &&
       (viewer === undefined ||
@@ -809,10 +807,10 @@ export class AgentPlane {
         agent.visibility === "public" ||
         agent.lineage_parent_agent_id === viewer);
     if (!agent || !visible) throw unknownAgent(agentId);
-    const tasks = store.tasks.activeForAgent(agentId);
-    const children = this.deps.agents.children(agentId);
+    const tasks = await store.tasks.activeForAgent(agentId);
+    const children = await this.deps.agents.children(agentId);
     const item = agent.current_work_item_id
-      ? store.workItems.get(agent.current_work_item_id)
+      ? await store.workItems.get(agent.current_work_item_id)
       : undefined;
     return {
       agent: {
@@ -847,16 +845,17 @@ export class AgentPlane {
           summary: t.summary ?? null,
           child_agent_id: t.child?.child_agent_id ?? null,
         })),
-        children: this.childrenSummary(agentId, children),
+        children: await this.childrenSummary(agentId, children),
         created_at: agent.created_at,
         updated_at: agent.updated_at,
       },
     };
   }
 
-  childrenSummary(agentId: string, children = this.deps.agents.children(agentId)) {
+  async childrenSummary(agentId: string, known?: AgentRecord[]) {
+    const children = known ?? (await this.deps.agents.children(agentId));
     const store = this.store;
-    const tasks = store.tasks.forAgent(agentId, 200).filter((t) => t.child);
+    const tasks = (await store.tasks.forAgent(agentId, 200)).filter((t) => t.child);
     const entries = children.map((c) => {
       const t = tasks.find((x) => x.child!.child_agent_id === c.agent_id);
       return {
@@ -880,14 +879,14 @@ export class AgentPlane {
 
   /** Stop the agent, keep its data, hide it from lists. Its private children go with it. */
   async archive(agentId: string) {
-    const agent = this.deps.agents.get(agentId);
+    const agent = await this.deps.agents.get(agentId);
     if (agentId === this.deps.defaultAgentId) {
       throw new HolonError("default_agent_protected", "the default agent cannot be archived", {
         status: 409,
       });
     }
     const stopped = await this.stopAll(agent);
-    this.store.tx(() => archiveInTx(this.store, agentId, "operator_archived"));
+    await this.store.tx(async () => await archiveInTx(this.store, agentId, "operator_archived"));
     await this.deps.loops.retire(agentId);
     return { agent_id: agentId, archived: true, stopped_task_ids: stopped };
   }
@@ -900,15 +899,15 @@ export class AgentPlane {
    */
   async remove(agentId: string, opts: { force: boolean }) {
     const store = this.store;
-    const agent = this.deps.agents.get(agentId);
+    const agent = await this.deps.agents.get(agentId);
     if (agentId === this.deps.defaultAgentId) {
       throw new HolonError("default_agent_protected", "the default agent cannot be deleted", {
         status: 409,
       });
     }
-    const activeTasks = store.tasks.activeForAgent(agentId);
-    const liveChildren = this.deps.agents
-      .children(agentId)
+    const activeTasks = await store.tasks.activeForAgent(agentId);
+    const liveChildren = (await this.deps.agents
+      .children(agentId))
       .filter((c) => !c.archived_at && c.visibility === "private");
     if (
       !opts.force &&
@@ -926,13 +925,13 @@ export class AgentPlane {
     }
     const stopped = await this.stopAll(agent);
     const deletedChildren: string[] = [];
-    for (const c of this.deps.agents.children(agentId)) {
+    for (const c of await this.deps.agents.children(agentId)) {
       if (c.visibility !== "private") continue;
       await this.remove(c.agent_id, { force: true });
       deletedChildren.push(c.agent_id);
     }
-    const waits = this.deps.waits.cancelForAgent(agentId, "agent_deleted");
-    const retained = store.workspaces.worktrees(agentId).map((w) => w.path);
+    const waits = await this.deps.waits.cancelForAgent(agentId, "agent_deleted");
+    const retained = (await store.workspaces.worktrees(agentId)).map((w) => w.path);
     await this.deps.loops.retire(agentId);
     const now = store.clock.now().toISOString();
     const payload = {
@@ -943,9 +942,9 @@ export class AgentPlane {
       retained_worktrees: retained,
       deleted_children: deletedChildren,
     };
-    store.tx(() => {
-      store.appendEvent(agentId, { type: "agent_deleted", payload });
-      store.agents.remove(agentId, now, {
+    await store.tx(async () => {
+      await store.appendEvent(agentId, { type: "agent_deleted", payload });
+      await store.agents.remove(agentId, now, {
         agent_id: agentId,
         deleted_at: now,
         kind: agent.kind,
@@ -963,12 +962,12 @@ export class AgentPlane {
   }
 
   /** Remove a child that could not be set up (no tombstone needed: it never ran). */
-  private removeNow(agentId: string): void {
-    const agent = this.store.agents.get(agentId);
+  private async removeNow(agentId: string): Promise<void> {
+    const agent = await this.store.agents.get(agentId);
     if (!agent) return;
     void this.deps.loops.retire(agentId);
-    this.store.tx(() =>
-      this.store.agents.remove(agentId, this.store.clock.now().toISOString(), {
+    await this.store.tx(async () =>
+      await this.store.agents.remove(agentId, this.store.clock.now().toISOString(), {
         agent_id: agentId,
         reason: "spawn_failed",
       }),
@@ -986,10 +985,10 @@ export class AgentPlane {
         // ended meanwhile
       }
     }
-    store.tx(() => {
-      this.deps.sleep.cancel(agent.agent_id, "agent_stopped");
-      if (store.agents.get(agent.agent_id)?.status !== "stopped")
-        transition(store, agent.agent_id, "stopped", "removal", { clear: ["current_run_id"] });
+    await store.tx(async () => {
+      await this.deps.sleep.cancel(agent.agent_id, "agent_stopped");
+      if ((await store.agents.get(agent.agent_id))?.status !== "stopped")
+        await transition(store, agent.agent_id, "stopped", "removal", { clear: ["current_run_id"] });
     });
     const children = await this.cancelForAgent(agent.agent_id, "agent_removed");
     const commands = await this.deps.tasks.cancelForAgent(agent.agent_id, "agent_removed");

@@ -112,8 +112,8 @@ export class TaskService implements AgentOwnedWork {
   }
 
   /** Have spare command wrappers ready, with the environment commands get now. */
-  warmSpawner(): void {
-    ensureSpawner(commandEnvOf(this.policy));
+  async warmSpawner(): Promise<void> {
+    ensureSpawner(await commandEnvOf(this.policy));
   }
 
   /**
@@ -127,15 +127,15 @@ export class TaskService implements AgentOwnedWork {
   }
 
   /** The id a task adopting `handle` gets: its directory's name when that is a free task id. */
-  private taskIdFor(handle: ProcessHandle): string {
+  private async taskIdFor(handle: ProcessHandle): Promise<string> {
     const name = basename(handle.dir);
-    if (TASK_ID.test(name) && !this.store.tasks.get(name)) return name;
+    if (TASK_ID.test(name) && !await this.store.tasks.get(name)) return name;
     return this.store.ids.next("task");
   }
 
   /** Start a command directly as a task (operator surfaces: HTTP and `holon task`). */
-  start(spec: StartTaskSpec): TaskRecord {
-    const agent = this.store.agents.get(spec.agent_id);
+  async start(spec: StartTaskSpec): Promise<TaskRecord> {
+    const agent = await this.store.agents.get(spec.agent_id);
     if (!agent) throw unknownAgent(spec.agent_id);
     if (agent.status === "stopped") {
       throw new HolonError("agent_stopped", `agent '${agent.agent_id}' is stopped`, {
@@ -143,7 +143,7 @@ export class TaskService implements AgentOwnedWork {
         hint: `resume it first: holon agent start ${agent.agent_id}`,
       });
     }
-    const handle = startProcess({
+    const handle = await startProcess({
       cmd: spec.cmd,
       cwd: spec.workdir,
       dir: this.processDir(agent.agent_home, "task"),
@@ -155,15 +155,15 @@ export class TaskService implements AgentOwnedWork {
       policy: this.policy,
       sandbox: this.sandboxFor(agent, executionBinding(agent).execution_root),
     });
-    return this.adopt(spec, handle);
+    return await this.adopt(spec, handle);
   }
 
   /** Record an already running process (an ExecCommand past its yield time) as a task. */
-  adopt(spec: StartTaskSpec, handle: ProcessHandle): TaskRecord {
+  async adopt(spec: StartTaskSpec, handle: ProcessHandle): Promise<TaskRecord> {
     const store = this.store;
     const now = store.clock.now().toISOString();
     const task: TaskRecord = {
-      id: this.taskIdFor(handle),
+      id: await this.taskIdFor(handle),
       agent_id: spec.agent_id,
       kind: "command_task",
       status: "running",
@@ -183,11 +183,11 @@ export class TaskService implements AgentOwnedWork {
     };
     if (spec.summary) task.summary = spec.summary;
     if (spec.parent_message_id) task.parent_message_id = spec.parent_message_id;
-    const owner = store.agents.get(spec.agent_id);
+    const owner = await store.agents.get(spec.agent_id);
     if (owner) task.execution_snapshot = this.snapshot(owner);
-    store.tx(() => {
-      store.tasks.put(task);
-      store.appendEvent(spec.agent_id, {
+    await store.tx(async () => {
+      await store.tasks.put(task);
+      await store.appendEvent(spec.agent_id, {
         type: "task_created",
         provenance: {
           task_id: task.id,
@@ -201,12 +201,12 @@ export class TaskService implements AgentOwnedWork {
   }
 
   /** An active task of this agent running the same command, for `duplicate_policy = reuse_running`. */
-  findRunning(agentId: string, digest: string): TaskRecord | undefined {
-    return this.store.tasks.activeForAgent(agentId).find((t) => t.cmd_digest === digest);
+  async findRunning(agentId: string, digest: string): Promise<TaskRecord | undefined> {
+    return (await this.store.tasks.activeForAgent(agentId)).find((t) => t.cmd_digest === digest);
   }
 
-  get(agentId: string, taskId: string): TaskRecord {
-    const task = this.store.tasks.get(taskId);
+  async get(agentId: string, taskId: string): Promise<TaskRecord> {
+    const task = await this.store.tasks.get(taskId);
     if (!task || task.agent_id !== agentId) {
       throw new HolonError("unknown_task", `no task '${taskId}' for agent '${agentId}'`, {
         status: 404,
@@ -222,11 +222,11 @@ export class TaskService implements AgentOwnedWork {
   }
 
   /** The agent's tasks, most recent first: active ones only unless `includeTerminal`. */
-  list(agentId: string, opts: { includeTerminal?: boolean; limit?: number } = {}): TaskRecord[] {
+  async list(agentId: string, opts: { includeTerminal?: boolean; limit?: number } = {}): Promise<TaskRecord[]> {
     const limit = opts.limit ?? 50;
-    if (opts.includeTerminal) return this.store.tasks.forAgent(agentId, limit);
-    return this.store.tasks
-      .forAgent(agentId, 1_000)
+    if (opts.includeTerminal) return await this.store.tasks.forAgent(agentId, limit);
+    return (await this.store.tasks
+      .forAgent(agentId, 1_000))
       .filter((t) => !TERMINAL_TASK_STATUSES.has(t.status))
       .slice(0, limit);
   }
@@ -235,7 +235,7 @@ export class TaskService implements AgentOwnedWork {
    * The live handle of an active task. A task this service is not watching yet (a host opened
    * without restart recovery) is reattached from its process directory and watched from now on.
    */
-  private handleFor(task: TaskRecord): ProcessHandle | undefined {
+  private async handleFor(task: TaskRecord): Promise<ProcessHandle | undefined> {
     const known = this.handles.get(task.id);
     if (known || TERMINAL_TASK_STATUSES.has(task.status) || this.closed) return known;
     if (task.kind !== "command_task") return undefined; // a child agent has no process
@@ -245,10 +245,10 @@ export class TaskService implements AgentOwnedWork {
       return r.handle;
     }
     if (r.state === "exited") {
-      this.settleSafely(task.id, { exit: r.status });
+      await this.settleSafely(task.id, { exit: r.status });
       return undefined;
     }
-    this.settleSafely(task.id, { lost: `the task's process could not be found: ${r.reason}` });
+    await this.settleSafely(task.id, { lost: `the task's process could not be found: ${r.reason}` });
     return undefined;
   }
 
@@ -257,10 +257,10 @@ export class TaskService implements AgentOwnedWork {
    * soon as the terminal record is committed (never on process exit alone).
    */
   async waitTerminal(taskId: string, timeoutMs: number, signal?: AbortSignal): Promise<TaskRecord> {
-    const current = this.store.tasks.get(taskId)!;
+    const current = (await this.store.tasks.get(taskId))!;
     if (TERMINAL_TASK_STATUSES.has(current.status) || timeoutMs <= 0) return current;
-    this.handleFor(current); // make sure someone is watching it
-    await new Promise<void>((resolve, reject) => {
+    await this.handleFor(current); // make sure someone is watching it
+    await new Promise<void>(async (resolve, reject) => {
       const waiters = this.settleWaiters.get(taskId) ?? new Set<() => void>();
       this.settleWaiters.set(taskId, waiters);
       const done = () => {
@@ -279,9 +279,9 @@ export class TaskService implements AgentOwnedWork {
       if (signal?.aborted) return onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
       // settled between the first read and registering the waiter
-      if (TERMINAL_TASK_STATUSES.has(this.store.tasks.get(taskId)!.status)) done();
+      if (TERMINAL_TASK_STATUSES.has((await this.store.tasks.get(taskId))!.status)) done();
     });
-    return this.store.tasks.get(taskId)!;
+    return (await this.store.tasks.get(taskId))!;
   }
 
   /**
@@ -293,32 +293,32 @@ export class TaskService implements AgentOwnedWork {
     taskId: string,
     graceMs = 2_000,
   ): Promise<{ task: TaskRecord; stop_requested: boolean; escalated: boolean }> {
-    const task = this.store.tasks.get(taskId)!;
+    const task = (await this.store.tasks.get(taskId))!;
     if (TERMINAL_TASK_STATUSES.has(task.status))
       return { task, stop_requested: false, escalated: false };
-    const handle = this.handleFor(task);
+    const handle = await this.handleFor(task);
     if (!handle) {
       // handleFor settled it (the process had ended or was lost); nothing left to signal
-      const now = this.store.tasks.get(taskId)!;
+      const now = (await this.store.tasks.get(taskId))!;
       if (!TERMINAL_TASK_STATUSES.has(now.status)) {
-        this.settle(
+        await this.settle(
           taskId,
           { lost: "the task's process could not be found; it was marked stopped" },
           "cancelled",
         );
       }
-      return { task: this.store.tasks.get(taskId)!, stop_requested: false, escalated: false };
+      return { task: (await this.store.tasks.get(taskId))!, stop_requested: false, escalated: false };
     }
     this.stopping.add(taskId);
     try {
       const result = await stopProcess(handle, { graceMs });
       if (result.signal_sent === null) {
-        this.settle(taskId, { exit: result.exit });
-        return { task: this.store.tasks.get(taskId)!, stop_requested: false, escalated: false };
+        await this.settle(taskId, { exit: result.exit });
+        return { task: (await this.store.tasks.get(taskId))!, stop_requested: false, escalated: false };
       }
-      this.settle(taskId, { exit: result.exit }, "cancelled");
+      await this.settle(taskId, { exit: result.exit }, "cancelled");
       return {
-        task: this.store.tasks.get(taskId)!,
+        task: (await this.store.tasks.get(taskId))!,
         stop_requested: true,
         escalated: result.escalated_to_kill,
       };
@@ -336,12 +336,12 @@ export class TaskService implements AgentOwnedWork {
     text: string,
     close: boolean,
   ): Promise<{ accepted: boolean; bytes_written: number; reason?: string }> {
-    const task = this.store.tasks.get(taskId)!;
+    const task = (await this.store.tasks.get(taskId))!;
     if (!task.accepts_input && !task.tty)
       return { accepted: false, bytes_written: 0, reason: "input_not_enabled" };
     if (TERMINAL_TASK_STATUSES.has(task.status))
       return { accepted: false, bytes_written: 0, reason: "task_not_running" };
-    const handle = this.handleFor(task);
+    const handle = await this.handleFor(task);
     if (!handle) return { accepted: false, bytes_written: 0, reason: "process_exited" };
     const written =
       text.length > 0 ? await writeInput(handle, text) : { accepted: true, bytes_written: 0 };
@@ -356,10 +356,10 @@ export class TaskService implements AgentOwnedWork {
   private watch(taskId: string, handle: ProcessHandle): void {
     this.handles.set(taskId, handle);
     void waitForExit(handle)
-      .then((exit) => {
+      .then(async (exit) => {
         if (this.closed || exit === "timeout") return;
         if (this.stopping.has(taskId)) return; // stop() settles it as cancelled
-        this.settleSafely(taskId, { exit });
+        await this.settleSafely(taskId, { exit });
       })
       .catch(() => {});
   }
@@ -368,21 +368,22 @@ export class TaskService implements AgentOwnedWork {
    * Settle, but never throw into a watcher: when the host is shutting down the transaction is
    * refused and rolled back, and the next start's recovery settles the task from its exit file.
    */
-  private settleSafely(
+  private async settleSafely(
     taskId: string,
     how: { exit: ExitStatus } | { lost: string },
-    gap = outputDiskFull(this.store.tasks.get(taskId)?.process_dir),
-  ): void {
+    known?: boolean,
+  ): Promise<void> {
+    const gap = known ?? outputDiskFull((await this.store.tasks.get(taskId))?.process_dir);
     try {
-      this.settle(taskId, how, undefined, gap);
+      await this.settle(taskId, how, undefined, gap);
     } catch (err) {
       this.handles.delete(taskId);
       const fault = classifyStorageError(err);
       if (!this.closed && fault && fault !== "lost") {
         // The store cannot be written (a full disk): the end is kept here and recorded once
         // it can, rather than leaving the task running forever.
-        void this.store.health.whenWritableAfter(err).then(() => {
-          if (!this.closed) this.settleSafely(taskId, how, gap);
+        void this.store.health.whenWritableAfter(err).then(async () => {
+          if (!this.closed) await this.settleSafely(taskId, how, gap);
         });
         return;
       }
@@ -398,17 +399,17 @@ export class TaskService implements AgentOwnedWork {
    * Settle a task exactly once: the terminal record, its event and the task_result message
    * that rejoins the agent's queue are written in one transaction.
    */
-  settle(
+  async settle(
     taskId: string,
     how: { exit: ExitStatus } | { lost: string },
     forced?: TaskStatus,
     outputGap = false,
-  ): void {
+  ): Promise<void> {
     const store = this.store;
     this.handles.delete(taskId);
     this.stopping.delete(taskId);
-    store.tx(() => {
-      const task = store.tasks.get(taskId);
+    await store.tx(async () => {
+      const task = await store.tasks.get(taskId);
       if (!task || TERMINAL_TASK_STATUSES.has(task.status)) return;
       const now = store.clock.now().toISOString();
       const next: TaskRecord = { ...task, updated_at: now, finished_at: now };
@@ -451,16 +452,16 @@ export class TaskService implements AgentOwnedWork {
         total_bytes: preview.total_bytes,
         truncated: preview.truncated,
       };
-      store.tasks.put(next);
-      store.appendEvent(task.agent_id, {
+      await store.tasks.put(next);
+      await store.appendEvent(task.agent_id, {
         type: "task_status_updated",
         provenance: { task_id: task.id },
         payload: { task: taskSnapshot(next) },
       });
-      const agent = store.agents.get(task.agent_id);
+      const agent = await store.agents.get(task.agent_id);
       if (agent) {
         const headline = taskHeadline(next);
-        this.ingress.admit({
+        await this.ingress.admit({
           agent_id: task.agent_id,
           kind: "task_result",
           origin: { kind: "task", task_id: task.id },
@@ -491,14 +492,14 @@ export class TaskService implements AgentOwnedWork {
    * that cannot be accounted for fails with a failure artifact. Only the tasks of `agents`
    * (the groups a host acquires: host.ts).
    */
-  recover(agents: ReadonlySet<string>): void {
-    for (const task of this.store.tasks.active()) {
+  async recover(agents: ReadonlySet<string>): Promise<void> {
+    for (const task of await this.store.tasks.active()) {
       if (task.kind !== "command_task") continue; // children: tasks/children.ts recovers them
       if (!agents.has(task.agent_id)) continue;
       const r = reattach(task.process_dir);
       if (r.state === "running") {
-        this.store.tx(() =>
-          this.store.appendEvent(task.agent_id, {
+        await this.store.tx(async () =>
+          await this.store.appendEvent(task.agent_id, {
             type: "task_reattached_after_restart",
             provenance: { task_id: task.id },
             payload: { task_id: task.id },
@@ -506,11 +507,11 @@ export class TaskService implements AgentOwnedWork {
         );
         this.watch(task.id, r.handle);
       } else if (r.state === "exited") {
-        this.settleSafely(task.id, { exit: r.status });
+        await this.settleSafely(task.id, { exit: r.status });
       } else {
         if (r.handle && r.leftover_pids.length > 0)
           void stopProcess(r.handle, { graceMs: 500 }).catch(() => {});
-        this.settleSafely(task.id, {
+        await this.settleSafely(task.id, {
           lost: `the task could not be recovered after a restart: ${r.reason}`,
         });
       }
@@ -522,7 +523,7 @@ export class TaskService implements AgentOwnedWork {
    * result recorded). Returns the ids it stopped.
    */
   async cancelForAgent(agentId: string, reason: string): Promise<string[]> {
-    const live = this.store.tasks.activeForAgent(agentId).filter((t) => t.kind === "command_task");
+    const live = (await this.store.tasks.activeForAgent(agentId)).filter((t) => t.kind === "command_task");
     await Promise.all(
       live.map((t) =>
         this.stop(t.id).catch((err: unknown) => {

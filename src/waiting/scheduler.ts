@@ -19,7 +19,7 @@ import { classifyStorageError } from "../store/health.ts";
 /** A draft plus what the handler records once its message is admitted (same transaction). */
 export type HandledDeadline = {
   draft: MessageDraft;
-  admitted(envelope: MessageEnvelope): void;
+  admitted(envelope: MessageEnvelope): Promise<unknown>;
 };
 
 /**
@@ -28,7 +28,7 @@ export type HandledDeadline = {
  */
 export type DeadlineHandler = (
   deadline: Deadline,
-) => MessageDraft | HandledDeadline | "handled" | null;
+) => Promise<MessageDraft | HandledDeadline | "handled" | null>;
 
 export type NewDeadline = {
   agent_id: string;
@@ -79,32 +79,32 @@ export class DeadlineScheduler {
   }
 
   /** Record a deadline (joins the caller's transaction); the timer is re-armed after it. */
-  add(d: NewDeadline): Deadline {
+  async add(d: NewDeadline): Promise<Deadline> {
     const deadline = deadlineRecord(this.clock, this.ids, d);
-    this.store.tx(() => {
-      this.store.deadlines.put(deadline);
+    await this.store.tx(async () => {
+      await this.store.deadlines.put(deadline);
       this.changed();
     });
     return deadline;
   }
 
   /** Drop the deadline with this key (joins the caller's transaction). */
-  cancelKey(key: string): boolean {
-    return this.store.tx(() => {
-      const dropped = this.store.deadlines.dropKey(key);
+  async cancelKey(key: string): Promise<boolean> {
+    return await this.store.tx(async () => {
+      const dropped = await this.store.deadlines.dropKey(key);
       if (dropped) this.changed();
       return dropped;
     });
   }
 
-  byKey(key: string): Deadline | undefined {
-    return this.store.deadlines.byKey(key);
+  async byKey(key: string): Promise<Deadline | undefined> {
+    return await this.store.deadlines.byKey(key);
   }
 
   /** Arm for the nearest deadline. Called at start; due ones fire right away. */
-  start(): void {
+  async start(): Promise<void> {
     this.running = true;
-    this.rearm();
+    await this.rearm();
   }
 
   close(): void {
@@ -119,20 +119,20 @@ export class DeadlineScheduler {
    * transaction (due ones are taken in batches, one transaction per batch, so a burst of
    * deadlines due together is admitted quickly). Exposed for tests that drive a fake clock.
    */
-  fireDue(): number {
+  async fireDue(): Promise<number> {
     let fired = 0;
     for (;;) {
-      const due = this.store.deadlines.due(this.clock.now().toISOString(), BATCH);
+      const due = await this.store.deadlines.due(this.clock.now().toISOString(), BATCH);
       if (due.length === 0) break;
       try {
-        this.store.tx(() => {
-          for (const d of due) this.fireOne(d);
+        await this.store.tx(async () => {
+          for (const d of due) await this.fireOne(d);
         });
       } catch (err) {
         if (classifyStorageError(err)) throw err; // not the handler's fault: fire later
         // One handler broke the batch (rolled back whole): go one by one, so only the
         // deadline that fails is dropped, with a record, and the rest still fire.
-        for (const d of due) this.fireAlone(d);
+        for (const d of due) await this.fireAlone(d);
       }
       fired += due.length;
       if (due.length < BATCH) break;
@@ -140,33 +140,33 @@ export class DeadlineScheduler {
     return fired;
   }
 
-  private fireOne(d: Deadline): void {
-    if (!this.store.deadlines.delete(d.id)) return; // already cancelled or fired
+  private async fireOne(d: Deadline): Promise<void> {
+    if (!await this.store.deadlines.delete(d.id)) return; // already cancelled or fired
     const handler = this.handlers.get(d.kind);
-    const out = handler ? handler(d) : null;
+    const out = handler ? await handler(d) : null;
     if (out === "handled") return;
     if (out && "draft" in out && "admitted" in out) {
-      out.admitted(this.ingress.admit(out.draft));
+      await out.admitted(await this.ingress.admit(out.draft));
     } else if (out) {
-      this.ingress.admit(out);
+      await this.ingress.admit(out);
     } else {
-      this.dropped(d, handler ? "handler_declined" : "no_handler");
+      await this.dropped(d, handler ? "handler_declined" : "no_handler");
     }
   }
 
-  private fireAlone(d: Deadline): void {
+  private async fireAlone(d: Deadline): Promise<void> {
     try {
-      this.store.tx(() => this.fireOne(d));
+      await this.store.tx(async () => await this.fireOne(d));
     } catch (err) {
       if (classifyStorageError(err)) throw err;
-      this.store.tx(() => {
-        if (this.store.deadlines.delete(d.id)) this.dropped(d, "handler_failed");
+      await this.store.tx(async () => {
+        if (await this.store.deadlines.delete(d.id)) await this.dropped(d, "handler_failed");
       });
     }
   }
 
-  private dropped(d: Deadline, reason: "handler_declined" | "no_handler" | "handler_failed") {
-    this.store.appendEvent(d.agent_id, {
+  private async dropped(d: Deadline, reason: "handler_declined" | "no_handler" | "handler_failed") {
+    await this.store.appendEvent(d.agent_id, {
       type: "deadline_dropped",
       payload: { deadline_id: d.id, kind: d.kind, due_at: d.due_at, reason },
     });
@@ -181,37 +181,37 @@ export class DeadlineScheduler {
     this.store.afterCommit(this.rearmAfterCommit);
   }
 
-  private readonly rearmAfterCommit = (): void => this.rearm();
+  private readonly rearmAfterCommit = async (): Promise<void> => await this.rearm();
 
-  private rearm(): void {
+  private async rearm(): Promise<void> {
     if (!this.running) return;
-    const next = this.store.deadlines.nextDue();
+    const next = await this.store.deadlines.nextDue();
     if (next === this.armedFor && this.timer) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.armedFor = next;
     if (next === undefined) return;
     const delay = Math.max(0, Date.parse(next) - this.clock.now().getTime());
-    this.timer = setTimeout(() => this.onTimer(), Math.min(delay, REARM_MS));
+    this.timer = setTimeout(async () => await this.onTimer(), Math.min(delay, REARM_MS));
     this.timer.unref?.();
   }
 
-  private onTimer(): void {
+  private async onTimer(): Promise<void> {
     this.timer = undefined;
     this.armedFor = undefined;
     if (!this.running) return;
     try {
-      this.fireDue();
+      await this.fireDue();
     } catch (err) {
       // The store cannot be written (a full disk): nothing fired, nothing was dropped. The
       // due deadlines fire once it can, instead of the timer spinning on them meanwhile.
       if (classifyStorageError(err)) {
-        void this.store.health.whenWritableAfter(err).then(() => this.rearm());
+        void this.store.health.whenWritableAfter(err).then(async () => await this.rearm());
         return;
       }
-      this.rearm();
+      await this.rearm();
       throw err;
     }
-    this.rearm();
+    await this.rearm();
   }
 }
