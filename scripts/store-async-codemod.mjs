@@ -150,7 +150,8 @@ for (let pass = 1; pass <= 60; pass++) {
       made++;
     }
     wrapReturnType(f.type);
-    asyncKeys.add(keyOf(f));
+    // A function that was async already changes nothing for its callers.
+    if (!isAsync) asyncKeys.add(keyOf(f));
     // What this function implements must now return a Promise too.
     const targets = [];
     const ctx = ts.isMethodDeclaration(f) && ts.isClassLike(f.parent) ? undefined : contextualTarget(f);

@@ -139,11 +139,11 @@ describe("agent groups", () => {
 
     // A group never changes: a write that would move an agent is refused, nothing changes.
     const store = r.host.store;
-    const rec = store.agents.get(grandchild.agent_id)!;
-    expect(() => store.tx(() => store.agents.put({ ...rec, group_id: rec.agent_id }))).toThrow(
+    const rec = (await store.agents.get(grandchild.agent_id))!;
+    expect(async () => await store.tx(async () => await store.agents.put({ ...rec, group_id: rec.agent_id }))).toThrow(
       /a group never changes/,
     );
-    expect(store.agents.get(grandchild.agent_id)!.group_id).toBe("main");
+    expect((await store.agents.get(grandchild.agent_id))!.group_id).toBe("main");
   }, 90_000);
 
   it("a database from before groups gets each agent's group by walking the supervision chain", async () => {
@@ -224,12 +224,12 @@ describe("agent groups", () => {
       });
       // The records read back whole, group included, and keep every other field.
       for (const a of old) {
-        expect(store.agents.get(a.agent_id)).toEqual({ ...a, group_id: groups[a.agent_id] });
+        expect(await store.agents.get(a.agent_id)).toEqual({ ...a, group_id: groups[a.agent_id] });
       }
-      expect(store.agents.groupIds()).toEqual(
+      expect(await store.agents.groupIds()).toEqual(
         ["loop-a", "loop-b", "main", "orphan", "pub", "run-x", "zeta"].sort(),
       );
-      expect(store.agents.inGroups(["main"]).ids).toEqual([
+      expect((await store.agents.inGroups(["main"])).ids).toEqual([
         "a-deep",
         "main",
         "main-c1",
@@ -239,10 +239,10 @@ describe("agent groups", () => {
       store.close();
     }
     // A host starts on the upgraded home and creates agents in the groups it now keeps.
-    const host = RuntimeHost.open({ home, autostartAgents: false });
+    const host = await RuntimeHost.open({ home, autostartAgents: false });
     try {
       expect(
-        host.agents.create("later", { visibility: "private", supervisor_agent_id: "pub-q" }),
+        await host.agents.create("later", { visibility: "private", supervisor_agent_id: "pub-q" }),
       ).toMatchObject({ group_id: "pub" });
     } finally {
       await host.shutdown();
@@ -305,48 +305,48 @@ describe("agent groups", () => {
       ].sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
     );
 
-    const host = RuntimeHost.open({ home, acquireGroups: false });
+    const host = await RuntimeHost.open({ home, acquireGroups: false });
     try {
       const store = host.store;
-      const status = (id: string) => store.messages.get(id)!.status;
-      const interrupted = (agentId: string) =>
-        store.events
-          .after(agentId, 0, 1000)
+      const status = async (id: string) => (await store.messages.get(id))!.status;
+      const interrupted = async (agentId: string) =>
+        (await store.events
+          .after(agentId, 0, 1000))
           .filter((e) => e.type === "message_interrupted")
           .map((e) => (e.payload as { message_id: string }).message_id);
       // Nothing is recovered before its group is acquired.
-      for (const m of midTurn) expect(status(m.id), m.agent_id).toBe("processing");
-      expect(store.agents.get("beta")!.status).toBe("awake_running");
+      for (const m of midTurn) expect(await status(m.id), m.agent_id).toBe("processing");
+      expect((await store.agents.get("beta"))!.status).toBe("awake_running");
 
-      host.acquire(["alpha"]);
+      await host.acquire(["alpha"]);
       for (const m of midTurn.filter((m) => m.group_id === "alpha")) {
-        expect(status(m.id), m.agent_id).toBe("interrupted");
-        expect(interrupted(m.agent_id)).toEqual([m.id]);
+        expect(await status(m.id), m.agent_id).toBe("interrupted");
+        expect(await interrupted(m.agent_id)).toEqual([m.id]);
       }
       expect(host.services.loops.get("alpha")).toBeDefined();
       // The child (in alpha's group) is asked to continue its job, and runs again.
       expect(host.services.loops.get(child.agent_id)).toBeDefined();
       expect(
-        store.messages.recent(child.agent_id, 5).some((m) => m.metadata?.restart_resume === true),
+        (await store.messages.recent(child.agent_id, 5)).some((m) => m.metadata?.restart_resume === true),
       ).toBe(true);
       const beta = midTurn.find((m) => m.agent_id === "beta")!;
-      expect(status(beta.id)).toBe("processing");
-      expect(interrupted("beta")).toEqual([]);
-      expect(store.agents.get("beta")!.status).toBe("awake_running");
+      expect(await status(beta.id)).toBe("processing");
+      expect(await interrupted("beta")).toEqual([]);
+      expect((await store.agents.get("beta"))!.status).toBe("awake_running");
       expect(host.services.loops.get("beta")).toBeUndefined();
 
       // Acquiring a group again does nothing: alpha's child is not asked twice.
-      const resumes = () =>
-        store.messages.recent(child.agent_id, 10).filter((m) => m.metadata?.restart_resume === true)
+      const resumes = async () =>
+        (await store.messages.recent(child.agent_id, 10)).filter((m) => m.metadata?.restart_resume === true)
           .length;
-      expect(resumes()).toBe(1);
-      host.acquire(["alpha"]);
-      expect(resumes()).toBe(1);
+      expect(await resumes()).toBe(1);
+      await host.acquire(["alpha"]);
+      expect(await resumes()).toBe(1);
 
-      host.acquire(["beta"]);
-      expect(status(beta.id)).toBe("interrupted");
-      expect(interrupted("beta")).toEqual([beta.id]);
-      expect(store.agents.get("beta")!.status).not.toBe("awake_running");
+      await host.acquire(["beta"]);
+      expect(await status(beta.id)).toBe("interrupted");
+      expect(await interrupted("beta")).toEqual([beta.id]);
+      expect((await store.agents.get("beta"))!.status).not.toBe("awake_running");
       expect(host.services.loops.get("beta")).toBeDefined();
     } finally {
       await host.shutdown();

@@ -61,9 +61,11 @@ describe("queue", () => {
     await second.host.lifecycle.control("main", "resume");
     await waitFor(() => seen.length === 3);
     expect(seen).toEqual(["a", "b", "c"]);
-    await waitFor(() =>
-      ids.every((id) => second.host.store.messages.get(id)?.status === "processed"),
-    );
+    await waitFor(async () => {
+      for (const id of ids)
+        if ((await second.host.store.messages.get(id))?.status !== "processed") return false;
+      return true;
+    });
     // queue wait is derivable from message_admitted → message_processing_started
     const events = await gapFree(second.host, "main");
     for (const id of ids) {

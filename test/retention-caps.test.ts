@@ -308,7 +308,9 @@ describe("size caps beside the ages", () => {
       const job = new RetentionJob({
         store,
         policy: only({ episodes: { max_age_ms: null, max_bytes: cap } }),
-        afterRemoval: () => rebuilds++,
+        afterRemoval: async () => {
+          rebuilds++;
+        },
       });
       await job.runOnce();
       expect(rebuilds).toBe(1);

@@ -24,11 +24,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 const paths = new WeakMap<Store, string>();
 
-function open(opts: { txGuard?: boolean } = {}): Store {
+async function open(opts: { txGuard?: boolean } = {}): Promise<Store> {
   const path = join(dir, `db-${++n}.sqlite3`);
   const store = new Store(path, systemClock, randomIds, opts);
   paths.set(store, path);
-  store.tx(() => store.agents.put(record("a", 0)));
+  await store.tx(async () => await store.agents.put(record("a", 0)));
   return store;
 }
 
@@ -66,8 +66,8 @@ function committedCount(store: Store): number | undefined {
   return row ? (JSON.parse(row.data) as AgentRecord).total_message_count : undefined;
 }
 
-function event(store: Store, source: string): CatalogEvent {
-  return store.appendEvent("a", { type: "wake_requested", payload: { source, disposition: "x" } });
+async function event(store: Store, source: string): Promise<CatalogEvent> {
+  return await store.appendEvent("a", { type: "wake_requested", payload: { source, disposition: "x" } });
 }
 
 async function kindOf(p: Promise<unknown>): Promise<string> {
@@ -89,15 +89,15 @@ function kindOfSync(fn: () => unknown): string {
 }
 
 describe("afterCommit", () => {
-  it("runs after the outermost commit, after the listeners, in order, once per function", () => {
-    const store = open();
+  it("runs after the outermost commit, after the listeners, in order, once per function", async () => {
+    const store = await open();
     const log: string[] = [];
     store.onEvents((events) => log.push(`events:${events.length}`));
     const twice = () => log.push("twice");
-    store.tx(() => {
+    await store.tx(async () => {
       store.afterCommit(() => log.push("first"));
-      store.tx(() => {
-        event(store, "inner");
+      await store.tx(async () => {
+        await event(store, "inner");
         store.afterCommit(twice);
         store.afterCommit(twice);
       });
@@ -108,11 +108,11 @@ describe("afterCommit", () => {
     store.close();
   });
 
-  it("is dropped on rollback and runs at once outside a transaction", () => {
-    const store = open();
+  it("is dropped on rollback and runs at once outside a transaction", async () => {
+    const store = await open();
     const log: string[] = [];
-    expect(() =>
-      store.tx(() => {
+    expect(async () =>
+      await store.tx(() => {
         store.afterCommit(() => log.push("never"));
         throw new Error("boom");
       }),
@@ -121,16 +121,16 @@ describe("afterCommit", () => {
     store.afterCommit(() => log.push("now"));
     expect(log).toEqual(["now"]);
     // The next transaction does not inherit the dropped hook.
-    store.tx(() => store.agents.put(record("a", 1)));
+    await store.tx(async () => await store.agents.put(record("a", 1)));
     expect(log).toEqual(["now"]);
     store.close();
   });
 
-  it("a throwing hook breaks neither the commit nor the hooks after it", () => {
-    const store = open();
+  it("a throwing hook breaks neither the commit nor the hooks after it", async () => {
+    const store = await open();
     const log: string[] = [];
-    const out = store.tx(() => {
-      store.agents.put(record("a", 5));
+    const out = await store.tx(async () => {
+      await store.agents.put(record("a", 5));
       store.afterCommit(() => {
         throw new Error("broken hook");
       });
@@ -143,8 +143,8 @@ describe("afterCommit", () => {
     store.close();
   });
 
-  it("the ingress signals the agent only after the caller's transaction commits", () => {
-    const store = open();
+  it("the ingress signals the agent only after the caller's transaction commits", async () => {
+    const store = await open();
     const signals = new AgentSignals();
     const ingress = new Ingress(store, signals);
     let notified = 0;
@@ -165,15 +165,15 @@ describe("afterCommit", () => {
       surface: "runtime_system",
       admission: "runtime_owned",
     } as const;
-    store.tx(() => {
-      ingress.admit(draft);
+    await store.tx(async () => {
+      await ingress.admit(draft);
       expect(notified).toBe(0);
     });
     expect(notified).toBe(1);
     expect(visible).toBe(1);
-    expect(() =>
-      store.tx(() => {
-        ingress.admit(draft);
+    expect(async () =>
+      await store.tx(async () => {
+        await ingress.admit(draft);
         throw new Error("caller failed");
       }),
     ).toThrow("caller failed");
@@ -181,9 +181,9 @@ describe("afterCommit", () => {
     store.close();
   });
 
-  it("a pending wake hint signals the loop only after the caller's transaction commits", () => {
-    const store = open();
-    store.tx(() => store.agents.put({ ...record("a", 0), status: "awake_running" }));
+  it("a pending wake hint signals the loop only after the caller's transaction commits", async () => {
+    const store = await open();
+    await store.tx(async () => await store.agents.put({ ...record("a", 0), status: "awake_running" }));
     const signals = new AgentSignals();
     const hints = new WakeHints(store, new Ingress(store, signals), signals);
     let notified = 0;
@@ -194,14 +194,14 @@ describe("afterCommit", () => {
       surface: "http_control_prompt",
       admission: "control_authenticated",
     } as const;
-    store.tx(() => {
-      expect(hints.submit("a", hint).disposition).toBe("pending");
+    await store.tx(async () => {
+      expect((await hints.submit("a", hint)).disposition).toBe("pending");
       expect(notified).toBe(0);
     });
     expect(notified).toBe(1);
-    expect(() =>
-      store.tx(() => {
-        hints.submit("a", hint);
+    expect(async () =>
+      await store.tx(async () => {
+        await hints.submit("a", hint);
         throw new Error("caller failed");
       }),
     ).toThrow("caller failed");
@@ -212,24 +212,24 @@ describe("afterCommit", () => {
 
 describe("async transactions", () => {
   it("stay open across the body's awaits and commit once it resolves", async () => {
-    const store = open();
+    const store = await open();
     const published: string[] = [];
     store.onEvents((events) => published.push(...events.map((e) => e.type)));
     const before = store.counts.transactions;
     let hooked = false;
     let settled: boolean | undefined;
-    const out = await store.txAsync(async () => {
-      store.agents.put(record("a", 1));
+    const out = await store.tx(async () => {
+      await store.agents.put(record("a", 1));
       await Promise.resolve();
-      const seen = store.agents.get("a")!.total_message_count;
-      event(store, "body");
+      const seen = (await store.agents.get("a"))!.total_message_count;
+      await event(store, "body");
       store.whenSettled((ok) => (settled = ok));
       store.afterCommit(() => (hooked = true));
       // A nested sync tx and a nested async tx join this one.
-      store.tx(() => store.agents.put(record("a", 2)));
-      await store.txAsync(async () => {
+      await store.tx(async () => await store.agents.put(record("a", 2)));
+      await store.tx(async () => {
         await Promise.resolve();
-        store.agents.put(record("a", 3));
+        await store.agents.put(record("a", 3));
       });
       expect(published).toEqual([]);
       expect(committedCount(store)).toBe(0);
@@ -245,19 +245,19 @@ describe("async transactions", () => {
   });
 
   it("roll back on rejection: rows, the agent cache, event numbers and hooks", async () => {
-    const store = open();
+    const store = await open();
     const published: CatalogEvent[] = [];
     store.onEvents((events) => published.push(...events));
-    await store.txAsync(async () => {
-      event(store, "kept");
+    await store.tx(async () => {
+      await event(store, "kept");
     });
     let settled: boolean | undefined;
     let hooked = false;
     const kind = await kindOf(
-      store.txAsync(async () => {
-        store.agents.put(record("a", 9));
+      store.tx(async () => {
+        await store.agents.put(record("a", 9));
         await Promise.resolve();
-        event(store, "lost");
+        await event(store, "lost");
         store.whenSettled((ok) => (settled = ok));
         store.afterCommit(() => (hooked = true));
         throw new HolonError("test_failure", "the body failed");
@@ -266,10 +266,10 @@ describe("async transactions", () => {
     expect(kind).toBe("test_failure");
     expect(settled).toBe(false);
     expect(hooked).toBe(false);
-    expect(store.agents.get("a")!.total_message_count).toBe(0); // the cache forgot the put
+    expect((await store.agents.get("a"))!.total_message_count).toBe(0); // the cache forgot the put
     expect(committedCount(store)).toBe(0);
     // The next event takes the number after the last committed one: no gap, no reuse.
-    const next = store.tx(() => event(store, "next"));
+    const next = await store.tx(async () => await event(store, "next"));
     expect(next.event_seq).toBe(published[0]!.event_seq + 1);
     expect(published.map((e) => e.payload)).toEqual([
       { source: "kept", disposition: "x" },
@@ -279,25 +279,25 @@ describe("async transactions", () => {
   });
 
   it("from different async contexts never share a transaction: the second waits", async () => {
-    const store = open();
+    const store = await open();
     const log: string[] = [];
     let startedSync = false;
-    const first = store.txAsync(async () => {
+    const first = store.tx(async () => {
       startedSync = true;
       log.push("first:begin");
-      store.agents.put(record("a", 1));
+      await store.agents.put(record("a", 1));
       for (let i = 0; i < 5; i++) await Promise.resolve();
-      store.agents.put(record("a", 2));
+      await store.agents.put(record("a", 2));
       log.push("first:end");
     });
     // No extra tick when nothing was open: the body began inside the call.
     expect(startedSync).toBe(true);
-    const second = store.txAsync(async () => {
-      log.push(`second:begin saw ${store.agents.get("a")!.total_message_count}`);
-      store.agents.put(record("a", 10));
+    const second = store.tx(async () => {
+      log.push(`second:begin saw ${(await store.agents.get("a"))!.total_message_count}`);
+      await store.agents.put(record("a", 10));
     });
-    const third = store.txAsync(async () => {
-      log.push(`third:begin saw ${store.agents.get("a")!.total_message_count}`);
+    const third = store.tx(async () => {
+      log.push(`third:begin saw ${(await store.agents.get("a"))!.total_message_count}`);
     });
     await Promise.all([first, second, third]);
     expect(log).toEqual(["first:begin", "first:end", "second:begin saw 2", "third:begin saw 10"]);
@@ -307,20 +307,20 @@ describe("async transactions", () => {
   });
 
   it("an afterCommit hook that starts an async transaction queues behind the waiting ones", async () => {
-    const store = open();
+    const store = await open();
     const log: string[] = [];
     let hooked: Promise<void> | undefined;
-    const first = store.txAsync(async () => {
+    const first = store.tx(async () => {
       await Promise.resolve();
       store.afterCommit(() => {
-        hooked = store.txAsync(async () => {
-          log.push(`hook saw ${store.agents.get("a")!.total_message_count}`);
+        hooked = store.tx(async () => {
+          log.push(`hook saw ${(await store.agents.get("a"))!.total_message_count}`);
         });
       });
       log.push("first");
     });
-    const second = store.txAsync(async () => {
-      store.agents.put(record("a", 2));
+    const second = store.tx(async () => {
+      await store.agents.put(record("a", 2));
       log.push("second");
     });
     await Promise.all([first, second]);
@@ -330,51 +330,51 @@ describe("async transactions", () => {
   });
 
   it("a sync transaction, repository call or event from another context fails instead of joining", async () => {
-    const store = open();
+    const store = await open();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const body = store.txAsync(async () => {
-      store.agents.put(record("a", 7));
+    const body = store.tx(async () => {
+      await store.agents.put(record("a", 7));
       await gate; // resolved below by a microtask, never by the event loop
-      store.agents.put(record("a", 8));
+      await store.agents.put(record("a", 8));
     });
     // The body is suspended with its transaction open; this code is another context.
-    expect(kindOfSync(() => store.agents.get("a"))).toBe("tx_interleaved");
-    expect(kindOfSync(() => store.messages.pendingCount("a"))).toBe("tx_interleaved");
-    expect(kindOfSync(() => store.tx(() => store.agents.put(record("a", 99))))).toBe(
+    expect(kindOfSync(async () => await store.agents.get("a"))).toBe("tx_interleaved");
+    expect(kindOfSync(async () => await store.messages.pendingCount("a"))).toBe("tx_interleaved");
+    expect(kindOfSync(async () => await store.tx(async () => await store.agents.put(record("a", 99))))).toBe(
       "tx_interleaved",
     );
-    expect(kindOfSync(() => event(store, "outsider"))).toBe("tx_interleaved");
+    expect(kindOfSync(async () => await event(store, "outsider"))).toBe("tx_interleaved");
     expect(kindOfSync(() => store.whenSettled(() => {}))).toBe("tx_interleaved");
     release();
     await body;
     // Once it settled, the same calls work, and only the body's writes committed.
-    expect(store.agents.get("a")!.total_message_count).toBe(8);
+    expect((await store.agents.get("a"))!.total_message_count).toBe(8);
     expect(committedCount(store)).toBe(8);
     store.close();
   });
 
   it("refuses bodies that would commit early: async inside sync, a Promise from tx, an un-awaited nested tx", async () => {
-    const store = open();
+    const store = await open();
     let inner: Promise<unknown> | undefined;
-    expect(() =>
-      store.tx(() => {
-        store.agents.put(record("a", 1));
-        inner = store.txAsync(async () => {});
+    expect(async () =>
+      await store.tx(async () => {
+        await store.agents.put(record("a", 1));
+        inner = store.tx(async () => {});
         void inner.catch(() => {});
         throw new Error("outer stops");
       }),
     ).toThrow("outer stops");
     expect(await kindOf(inner!)).toBe("tx_interleaved");
 
-    const promised = () => store.tx(() => Promise.resolve(1));
+    const promised = async () => await store.tx(() => Promise.resolve(1));
     expect(kindOfSync(promised)).toBe("tx_interleaved");
 
     let floating: Promise<void> | undefined;
     const kind = await kindOf(
-      store.txAsync(async () => {
-        store.agents.put(record("a", 4));
-        floating = store.txAsync(async () => {
+      store.tx(async () => {
+        await store.agents.put(record("a", 4));
+        floating = store.tx(async () => {
           await Promise.resolve();
           await Promise.resolve();
         });
@@ -383,7 +383,7 @@ describe("async transactions", () => {
     await floating;
     expect(kind).toBe("tx_unawaited");
     expect(committedCount(store)).toBe(0);
-    expect(store.agents.get("a")!.total_message_count).toBe(0);
+    expect((await store.agents.get("a"))!.total_message_count).toBe(0);
     store.close();
   });
 });
@@ -394,13 +394,13 @@ describe("the tx guard (HOLON_TX_GUARD)", () => {
   });
 
   it("commits a body that awaits only store calls", async () => {
-    const store = open({ txGuard: true });
-    await store.txAsync(async () => {
+    const store = await open({ txGuard: true });
+    await store.tx(async () => {
       for (let i = 1; i <= 20; i++) {
-        const a = await Promise.resolve(store.agents.get("a")!);
-        store.agents.put({ ...a, total_message_count: i });
-        await store.txAsync(async () => {
-          event(store, `round ${i}`);
+        const a = await Promise.resolve((await store.agents.get("a"))!);
+        await store.agents.put({ ...a, total_message_count: i });
+        await store.tx(async () => {
+          await event(store, `round ${i}`);
         });
       }
     });
@@ -417,31 +417,31 @@ describe("the tx guard (HOLON_TX_GUARD)", () => {
   writeFileSync(file, "some bytes");
 
   it.each(yields)("rolls back a body that awaits %s, leaving nothing written", async (_, wait) => {
-    const store = open({ txGuard: true });
+    const store = await open({ txGuard: true });
     const published: CatalogEvent[] = [];
     store.onEvents((events) => published.push(...events));
     const kind = await kindOf(
-      store.txAsync(async () => {
-        store.agents.put(record("a", 3));
-        event(store, "before the wait");
+      store.tx(async () => {
+        await store.agents.put(record("a", 3));
+        await event(store, "before the wait");
         await wait();
-        store.agents.put(record("a", 4));
+        await store.agents.put(record("a", 4));
       }),
     );
     expect(kind).toBe("tx_yielded");
     expect(committedCount(store)).toBe(0);
-    expect(store.agents.get("a")!.total_message_count).toBe(0);
+    expect((await store.agents.get("a"))!.total_message_count).toBe(0);
     expect(published).toEqual([]);
     store.close();
   });
 
   it("catches a timer awaited by a transaction begun inside an immediate", async () => {
-    const store = open({ txGuard: true });
+    const store = await open({ txGuard: true });
     const kind = await new Promise<string>((resolve) =>
       setImmediate(() => {
         void kindOf(
-          store.txAsync(async () => {
-            store.agents.put(record("a", 3));
+          store.tx(async () => {
+            await store.agents.put(record("a", 3));
             await sleep(0);
           }),
         ).then(resolve);
@@ -453,9 +453,9 @@ describe("the tx guard (HOLON_TX_GUARD)", () => {
   });
 
   it("off, the same yielding body commits (the guard is what failed it)", async () => {
-    const store = open({ txGuard: false });
-    await store.txAsync(async () => {
-      store.agents.put(record("a", 3));
+    const store = await open({ txGuard: false });
+    await store.tx(async () => {
+      await store.agents.put(record("a", 3));
       await sleep(1);
     });
     expect(committedCount(store)).toBe(3);

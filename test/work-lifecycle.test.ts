@@ -25,7 +25,7 @@ function manualClock(start: string): Clock & { advance(ms: number): void } {
   };
 }
 
-const call = (name: string, args: () => Promise<Record<string, unknown>>) => async () =>
+const call = (name: string, args: () => Record<string, unknown> | Promise<Record<string, unknown>>) => async () =>
   reply.tools([{ name, arguments: await args() }]);
 
 async function processedCount(rt: TestRuntime, agentId: string): Promise<number> {

@@ -414,7 +414,7 @@ describe("what counts as progress for the runaway guard", () => {
     const stalled = async () =>
       await repo.putAgentState("main", { ...await repo.agentState("main"), continuations_without_progress: 7 });
     const count = async () => (await repo.agentState("main")).continuations_without_progress;
-    const steps: [string, () => Promise<void>, number][] = [
+    const steps: [string, () => Promise<unknown>, number][] = [
       [
         "reworded todo",
         async () =>

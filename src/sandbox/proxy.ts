@@ -36,7 +36,7 @@ export type ProxyRefusal = {
 
 export type ProxyDeps = {
   /** The agent's allowlist now; null when the agent is no longer under allowlist. */
-  allowlist: (agentId: string) => Promise<readonly string[] | null>;
+  allowlist: (agentId: string) => readonly string[] | null | Promise<readonly string[] | null>;
   /** The host's own TCP ports (its control plane), refused on every local address. */
   protectedPorts: () => readonly number[];
   onRefused: (agentId: string, refusal: ProxyRefusal) => void;

@@ -31,7 +31,7 @@ import { ApprovalsRepo } from "./approvals.ts";
 import { Checkpointer, DEFAULT_CHECKPOINT_OPTIONS, type CheckpointOptions } from "./checkpoint.ts";
 
 /** Told of each commit's events; a listener that returns a Promise is not waited for. */
-export type EventListener = (events: CatalogEvent[]) => void | Promise<void>;
+export type EventListener = (events: CatalogEvent[]) => unknown;
 
 /**
  * What the store was asked to do, counted at its interface: outermost transactions, and
@@ -118,7 +118,7 @@ export class Store {
   /** Told how the open transaction ended (see whenSettled). */
   private settleHooks: ((committed: boolean) => void)[] = [];
   /** Run after the open transaction commits (see afterCommit); a Set, so a hook runs once. */
-  private commitHooks = new Set<() => void | Promise<void>>();
+  private commitHooks = new Set<() => unknown>();
   private readonly listeners = new Set<EventListener>();
   /** The open async transaction, if any; its body's async context carries it. */
   private open: AsyncTx | null = null;
@@ -405,7 +405,7 @@ export class Store {
       for (const listener of this.listeners) {
         try {
           const r = listener(published);
-          if (r) r.catch(() => {}); // a broken subscriber must never break the runtime
+          if (r instanceof Promise) r.catch(() => {}); // a broken subscriber never breaks the runtime
         } catch {
           // a broken subscriber must never break the runtime
         }
@@ -417,7 +417,7 @@ export class Store {
       for (const hook of hooks) {
         try {
           const r = hook();
-          if (r) r.catch(() => {}); // an async hook is not waited for; its failure is its own
+          if (r instanceof Promise) r.catch(() => {}); // an async hook is not waited for
         } catch {
           // like a broken subscriber: a failing hook breaks neither the commit nor the others
         }
@@ -433,10 +433,10 @@ export class Store {
    * so `fn` runs at once. For what must not happen before a commit: waking a loop to read
    * the queue, re-arming a timer from the deadlines table.
    */
-  afterCommit(fn: () => void | Promise<void>): void {
+  afterCommit(fn: () => unknown): void {
     if (this.depth === 0 || (this.open !== null && this.context!.getStore() !== this.open)) {
       const r = fn();
-      if (r) r.catch(() => {});
+      if (r instanceof Promise) r.catch(() => {});
       return;
     }
     this.commitHooks.add(fn);
