@@ -45,6 +45,7 @@ function committed<T>(store: Store, sql: string): T | undefined {
 function record(id: string, count: number): AgentRecord {
   return AgentRecord.parse({
     agent_id: id,
+    group_id: id,
     agent_home: `/tmp/agents/${id}`,
     kind: "default",
     visibility: "public",
