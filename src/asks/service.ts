@@ -317,7 +317,7 @@ export class AskService {
         payload: { ask: next, message_id: message?.id ?? null },
       });
       this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
-      this.deps.signals.notify(ask.agent_id);
+      this.store.afterCommit(() => this.deps.signals.notify(ask.agent_id)); // the loop reads the committed ask
       return { ask: next, message_id: message?.id ?? null };
     });
   }
@@ -361,7 +361,7 @@ export class AskService {
         });
       }
       this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
-      this.deps.signals.notify(ask.agent_id);
+      this.store.afterCommit(() => this.deps.signals.notify(ask.agent_id)); // the loop reads the committed ask
       return next;
     });
   }
