@@ -244,7 +244,9 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     // Response (see above). 52 files: with the start-up work merged beside the bundle (the run
     // imports that Headers lazily before the host; more modules load at first use), esbuild's
     // split of the modules shared by lazy imports puts what the run loads in two more files.
-    const FILES_BUDGET = 52;
+    // 53: `holon store` (its own lazy chunk) shares the migrations with the store, so esbuild
+    // gives src/store/migrations.ts a chunk of its own; the run loads the same code.
+    const FILES_BUDGET = 53;
     const OWN_BUDGET = 198;
     expect(
       early.files.length,

@@ -340,8 +340,8 @@ describe("holon store dump", () => {
       rewriteConsistently(dir, "agents", '[1,"main"]\n');
       expect(
         (await refused(importStore({ dir, home, database }), "dump_invalid")).message,
-      ).toContain("does not have the 3 values");
-      rewriteConsistently(dir, "agents", '[1,"main",{"$eval":"x"}]\n');
+      ).toContain("does not have the 4 values"); // rowid, agent_id, data, group_id
+      rewriteConsistently(dir, "agents", '[1,"main",{"$eval":"x"},"main"]\n');
       expect(
         (await refused(importStore({ dir, home, database }), "dump_invalid")).message,
       ).toContain("not a dump value");

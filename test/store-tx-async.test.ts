@@ -45,6 +45,7 @@ function committed<T>(store: Store, sql: string): T | undefined {
 function record(id: string, count: number): AgentRecord {
   return AgentRecord.parse({
     agent_id: id,
+    group_id: id,
     agent_home: `/tmp/agents/${id}`,
     kind: "default",
     visibility: "public",
@@ -254,7 +255,7 @@ describe("async transactions", () => {
     let settled: boolean | undefined;
     let hooked = false;
     const kind = await kindOf(
-      store.tx(async () => {
+      await store.tx(async () => {
         await store.agents.put(record("a", 9));
         await Promise.resolve();
         await event(store, "lost");
@@ -282,7 +283,7 @@ describe("async transactions", () => {
     const store = await open();
     const log: string[] = [];
     let startedSync = false;
-    const first = store.tx(async () => {
+    const first = await store.tx(async () => {
       startedSync = true;
       log.push("first:begin");
       await store.agents.put(record("a", 1));
@@ -292,11 +293,11 @@ describe("async transactions", () => {
     });
     // No extra tick when nothing was open: the body began inside the call.
     expect(startedSync).toBe(true);
-    const second = store.tx(async () => {
+    const second = await store.tx(async () => {
       log.push(`second:begin saw ${(await store.agents.get("a"))!.total_message_count}`);
       await store.agents.put(record("a", 10));
     });
-    const third = store.tx(async () => {
+    const third = await store.tx(async () => {
       log.push(`third:begin saw ${(await store.agents.get("a"))!.total_message_count}`);
     });
     await Promise.all([first, second, third]);
@@ -310,16 +311,16 @@ describe("async transactions", () => {
     const store = await open();
     const log: string[] = [];
     let hooked: Promise<void> | undefined;
-    const first = store.tx(async () => {
+    const first = await store.tx(async () => {
       await Promise.resolve();
-      store.afterCommit(() => {
-        hooked = store.tx(async () => {
+      store.afterCommit(async () => {
+        hooked = await store.tx(async () => {
           log.push(`hook saw ${(await store.agents.get("a"))!.total_message_count}`);
         });
       });
       log.push("first");
     });
-    const second = store.tx(async () => {
+    const second = await store.tx(async () => {
       await store.agents.put(record("a", 2));
       log.push("second");
     });
@@ -333,7 +334,7 @@ describe("async transactions", () => {
     const store = await open();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const body = store.tx(async () => {
+    const body = await store.tx(async () => {
       await store.agents.put(record("a", 7));
       await gate; // resolved below by a microtask, never by the event loop
       await store.agents.put(record("a", 8));
@@ -360,7 +361,7 @@ describe("async transactions", () => {
     expect(async () =>
       await store.tx(async () => {
         await store.agents.put(record("a", 1));
-        inner = store.tx(async () => {});
+        inner = await store.tx(async () => {});
         void inner.catch(() => {});
         throw new Error("outer stops");
       }),
@@ -372,9 +373,9 @@ describe("async transactions", () => {
 
     let floating: Promise<void> | undefined;
     const kind = await kindOf(
-      store.tx(async () => {
+      await store.tx(async () => {
         await store.agents.put(record("a", 4));
-        floating = store.tx(async () => {
+        floating = await store.tx(async () => {
           await Promise.resolve();
           await Promise.resolve();
         });
@@ -421,7 +422,7 @@ describe("the tx guard (HOLON_TX_GUARD)", () => {
     const published: CatalogEvent[] = [];
     store.onEvents((events) => published.push(...events));
     const kind = await kindOf(
-      store.tx(async () => {
+      await store.tx(async () => {
         await store.agents.put(record("a", 3));
         await event(store, "before the wait");
         await wait();
@@ -438,9 +439,9 @@ describe("the tx guard (HOLON_TX_GUARD)", () => {
   it("catches a timer awaited by a transaction begun inside an immediate", async () => {
     const store = await open({ txGuard: true });
     const kind = await new Promise<string>((resolve) =>
-      setImmediate(() => {
+      setImmediate(async () => {
         void kindOf(
-          store.tx(async () => {
+          await store.tx(async () => {
             await store.agents.put(record("a", 3));
             await sleep(0);
           }),

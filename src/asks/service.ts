@@ -321,7 +321,7 @@ export class AskService {
         payload: { ask: next, message_id: message?.id ?? null },
       });
       await this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
-      this.deps.signals.notify(ask.agent_id);
+      this.store.afterCommit(() => this.deps.signals.notify(ask.agent_id)); // the loop reads the committed ask
       return { ask: next, message_id: message?.id ?? null };
     });
   }
@@ -369,7 +369,7 @@ export class AskService {
         });
       }
       await this.store.asks.pruneClosed(ask.agent_id, ASKS_PER_AGENT_KEPT);
-      this.deps.signals.notify(ask.agent_id);
+      this.store.afterCommit(() => this.deps.signals.notify(ask.agent_id)); // the loop reads the committed ask
       return next;
     });
   }
