@@ -40,18 +40,18 @@ describe("group commit of admissions", () => {
     await Promise.all([ingress.admitBatched(draft("a1")), ingress.admitBatched(draft("a2"))]);
     let before = store.counts.transactions;
     await Promise.all([
-      committed(await ingress.admitBatched(draft("b1"))),
-      nextTurn().then(async () => await committed(await ingress.admitBatched(draft("b2")))),
+      committed(ingress.admitBatched(draft("b1"))),
+      nextTurn().then(async () => await committed(ingress.admitBatched(draft("b2")))),
     ]);
     expect(store.counts.transactions - before).toBe(1);
 
     // Quiet again: one draft alone (it still waits, the last batch held two), then the next
     // lone draft is committed in its own turn, without waiting for the one after it.
-    await committed(await ingress.admitBatched(draft("c1")));
+    await committed(ingress.admitBatched(draft("c1")));
     before = store.counts.transactions;
     await Promise.all([
-      committed(await ingress.admitBatched(draft("d1"))),
-      nextTurn().then(async () => await committed(await ingress.admitBatched(draft("d2")))),
+      committed(ingress.admitBatched(draft("d1"))),
+      nextTurn().then(async () => await committed(ingress.admitBatched(draft("d2")))),
     ]);
     expect(store.counts.transactions - before).toBe(2);
   });
