@@ -161,8 +161,9 @@ describe("holon run start-up budget", () => {
     // of budget amounts moved out of domain/budget.ts into domain/amounts.ts, so that
     // `holon --help` and the command groups load no zod (the run loads both). 198: the
     // provider fetch's own Headers and Response (providers/lite-web.ts), which keep undici and
-    // some 110 builtin modules from loading before the first provider request.
-    const BUDGET = 198;
+    // some 110 builtin modules from loading before the first provider request. 199: the
+    // repositories' async faces (store/async.ts), the seam every service reaches the store by.
+    const BUDGET = 199;
     expect(
       own.length,
       `own modules before the first provider request: ${own.length}, budget ${BUDGET} (over by ${own.length - BUDGET})`,
@@ -247,7 +248,7 @@ describe("holon run start-up budget, from the bundle an installed package runs",
     // 53: `holon store` (its own lazy chunk) shares the migrations with the store, so esbuild
     // gives src/store/migrations.ts a chunk of its own; the run loads the same code.
     const FILES_BUDGET = 53;
-    const OWN_BUDGET = 198;
+    const OWN_BUDGET = 199; // 199: the async faces (see the budget above)
     expect(
       early.files.length,
       `files of the bundle before the first provider request: ${early.files.length}, budget ${FILES_BUDGET} (over by ${early.files.length - FILES_BUDGET})`,
