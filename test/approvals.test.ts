@@ -64,7 +64,8 @@ async function prompt(text: string): Promise<string> {
 /** Wait for the approval ask the agent opened, and for its turn to end waiting on it. */
 async function pendingApproval(): Promise<any> {
   const ask = await waitFor(
-    async () => (await rt.host.services.asks.list({ agent_id: "main" })).find((a) => a.kind === "approval"),
+    async () =>
+      (await rt.host.services.asks.list({ agent_id: "main" })).find((a) => a.kind === "approval"),
     { what: "an approval ask", timeoutMs: 30_000 },
   );
   await waitFor(async () => (await rt.host.agents.get("main")).status !== "awake_running", {
@@ -85,8 +86,7 @@ async function idle(): Promise<void> {
 
 /** The recorded outcome of a tool call (its event). */
 async function toolEvent(callId: string): Promise<any> {
-  return (await rt.host.store.events
-    .after("main", 0, 1_000_000))
+  return (await rt.host.store.events.after("main", 0, 1_000_000))
     .filter(
       (e: any) =>
         (e.type === "tool_executed" || e.type === "tool_execution_failed") &&
@@ -142,9 +142,9 @@ describe("approvals", () => {
     expect(resumed).toContain("ship it");
     expect(resumed).toContain("Result of your call a1");
     // The resumed turn keeps runtime authority (never an operator instruction).
-    const msg = (await rt.host.store.messages
-      .recent("main", 20))
-      .find((m) => m.metadata?.ask_id === ask.id)!;
+    const msg = (await rt.host.store.messages.recent("main", 20)).find(
+      (m) => m.metadata?.ask_id === ask.id,
+    )!;
     expect(msg.authority_class).toBe("runtime_instruction");
     expect((await rt.host.store.approvals.getCall(ask.id, "a1"))?.state).toBe("completed");
     // A second decision of the same ask is refused (409), and nothing runs again.
@@ -211,9 +211,9 @@ describe("approvals", () => {
     expect((await cli("asks", "answer", ask.id, "approve")).code).toBe(0);
     const second = await waitFor(
       async () =>
-        (await rt.host.services.asks
-          .list({ agent_id: "main" }))
-          .find((a) => a.kind === "approval" && a.id !== ask.id),
+        (await rt.host.services.asks.list({ agent_id: "main" })).find(
+          (a) => a.kind === "approval" && a.id !== ask.id,
+        ),
       { what: "a new approval ask", timeoutMs: 30_000 },
     );
     await waitFor(async () => (await rt.host.agents.get("main")).status !== "awake_running");
@@ -280,13 +280,13 @@ describe("the agent cannot approve its own ask", () => {
     await prompt("touch self-1");
     const ask = await pendingApproval();
     // An agent's credential (what a tool or a supervising parent holds) is refused.
-    expect(async () =>
-      await rt.host.services.asks.decide(
+    await expect(
+      rt.host.services.asks.decide(
         ask.id,
         { decision: "approve" },
         { kind: "agent", agent_id: "main" },
       ),
-    ).toThrow(/only the operator/);
+    ).rejects.toThrow(/only the operator/);
     // Loopback TCP without the control token is refused.
     const r = await rt.req(
       "POST",
@@ -366,9 +366,9 @@ describe("workspace hooks", () => {
     await prompt("echo one");
     const consent = await waitFor(
       async () =>
-        (await rt.host.services.asks
-          .list({ agent_id: "main" }))
-          .find((a) => a.kind === "approval" && a.details.approval === "consent"),
+        (await rt.host.services.asks.list({ agent_id: "main" })).find(
+          (a) => a.kind === "approval" && a.details.approval === "consent",
+        ),
       { what: "the hook's consent ask" },
     );
     await idle();
@@ -404,9 +404,9 @@ describe("workspace hooks", () => {
     await prompt("edit and echo");
     await idle();
     expect(readFileSync(join(ws, "hook-runs"), "utf8")).toBe("run\nrun\n");
-    const second = (await rt.host.services.asks
-      .list({ agent_id: "main" }))
-      .find((a) => a.details.approval === "consent" && a.id !== consent.id);
+    const second = (await rt.host.services.asks.list({ agent_id: "main" })).find(
+      (a) => a.details.approval === "consent" && a.id !== consent.id,
+    );
     expect(second?.details.name).toBe("PreToolUse[0]");
     expect(second?.details.digest).not.toBe(consent.details.digest);
     expect((await cli("asks", "answer", second!.id, "deny")).code).toBe(0);

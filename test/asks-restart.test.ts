@@ -149,7 +149,8 @@ describe("asks across a restart", () => {
       });
       const bindingId = b.json.binding.binding_id as string;
       await waitFor(
-        async () => (await asks.get(ask.id)).deliveries[bindingId]?.status === "accepted_by_transport",
+        async () =>
+          (await asks.get(ask.id)).deliveries[bindingId]?.status === "accepted_by_transport",
         {
           what: "the ask delivered to the binding",
         },
@@ -243,9 +244,9 @@ describe("ask expiry", () => {
       expect((await asks.get(question.id)).state).toBe("expired");
       expect((await asks.get(gate.id)).state).toBe("expired");
       // The question's agent was told; its item is runnable again.
-      const told = (await host.store.messages
-        .recent("main", 10))
-        .find((m) => m.metadata?.ask_id === question.id)!;
+      const told = (await host.store.messages.recent("main", 10)).find(
+        (m) => m.metadata?.ask_id === question.id,
+      )!;
       expect(told.kind).toBe("system_tick");
       expect(told.body).toMatchObject({ text: expect.stringContaining("expired") });
       expect((await work.item("main", item.id)).blocked_by).toBeUndefined();
@@ -253,7 +254,7 @@ describe("ask expiry", () => {
       expect(await asks.gatedBy("main")).toBe(gate.id);
       const late = async () =>
         await asks.decide(gate.id, { decision: "raise" }, { kind: "operator", via: "control" });
-      expect(late).toThrow(/expired, not pending/);
+      await expect(late()).rejects.toThrow(/expired, not pending/);
       await asks.withdraw(gate.id, "budget_window_turned_over", {
         wake: "Your budget window turned over.",
       });

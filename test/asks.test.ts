@@ -18,7 +18,7 @@ const admittedTicks = async (rt: TestRuntime) =>
 async function idle(rt: TestRuntime, agent = "main") {
   await waitFor(
     async () =>
-      await rt.host.store.messages.pendingCount(agent) === 0 &&
+      (await rt.host.store.messages.pendingCount(agent)) === 0 &&
       !(await rt.host.store.agents.get(agent))!.current_run_id,
     { what: "an idle agent", timeoutMs: 20_000 },
   );
@@ -74,7 +74,9 @@ describe("runaway loops end in an ask", () => {
       expect(item.held_by_asks).toEqual([expect.objectContaining({ ask_id: ask.id })]);
       // No recheck reminder: a held item costs nothing while it waits.
       expect(item.recheck_at).toBeUndefined();
-      expect((await rt.host.store.deadlines.forAgent("main")).map((d) => d.kind)).toEqual(["ask_expiry"]);
+      expect((await rt.host.store.deadlines.forAgent("main")).map((d) => d.kind)).toEqual([
+        "ask_expiry",
+      ]);
 
       // Five ordinary prompts: each is answered, none restarts the loop.
       const before = fake.requests.length;
@@ -109,9 +111,9 @@ describe("runaway loops end in an ask", () => {
         decided_by: { kind: "operator", via: "control" },
       });
       // The decision reached the agent as an operator message.
-      const msg = (await rt.host.store.messages
-        .recent("main", 100))
-        .find((m) => m.metadata?.ask_id === ask.id)!;
+      const msg = (await rt.host.store.messages.recent("main", 100)).find(
+        (m) => m.metadata?.ask_id === ask.id,
+      )!;
       expect(msg).toMatchObject({
         kind: "operator_prompt",
         authority_class: "operator_instruction",
@@ -136,7 +138,11 @@ describe("runaway loops end in an ask", () => {
     const { rt } = await runtime();
     try {
       const work = rt.host.services.work;
-      const item = await work.create("main", { objective: "spin", plan_status: "ready" }, "operator");
+      const item = await work.create(
+        "main",
+        { objective: "spin", plan_status: "ready" },
+        "operator",
+      );
       await work.pick("main", item.id, "operator");
       // The model never stops calling a tool: 100 rounds (the default limit), then the halt.
       fake.setFallback(() =>
@@ -161,7 +167,9 @@ describe("runaway loops end in an ask", () => {
         waiting_reason: "awaiting_operator_input",
       });
       // No failure brief: the ask is what the operator sees.
-      expect((await rt.host.store.briefs.recent("main", 10)).some((b) => b.kind === "failure")).toBe(false);
+      expect(
+        (await rt.host.store.briefs.recent("main", 10)).some((b) => b.kind === "failure"),
+      ).toBe(false);
       expect((await work.item("main", item.id)).blocked_by).toContain(`(ask ${ask.id})`);
     } finally {
       fake.setFallback(null);
@@ -174,14 +182,16 @@ describe("runaway loops end in an ask", () => {
     fake.setFallback(() => reply.text("later"));
     try {
       await rt.req("POST", "/control/agents/main/work-items", { objective: "never picked" });
-      const ask = await waitFor(async () => (await rt.host.services.asks.list())[0], { what: "the ask" });
+      const ask = await waitFor(async () => (await rt.host.services.asks.list())[0], {
+        what: "the ask",
+      });
       await idle(rt);
       const snapshot = async () => ({
         ask: JSON.stringify(await rt.host.services.asks.get(ask.id)),
         // (refused requests are audited, nothing else may be written)
-        events: (await rt.host.store.events
-          .after("main", 0, 100_000))
-          .filter((e) => e.type !== "http_request_refused").length,
+        events: (await rt.host.store.events.after("main", 0, 100_000)).filter(
+          (e) => e.type !== "http_request_refused",
+        ).length,
         messages: (await rt.host.store.messages.recent("main", 1_000)).length,
       });
       const before = await snapshot();
@@ -219,13 +229,13 @@ describe("runaway loops end in an ask", () => {
       expect(binding.status).toBe(403);
       expect(binding.json.error.kind).toBe("unknown_binding");
       // A parent-agent credential may never decide a budget ask, nor a stranger's question.
-      expect(async () =>
-        await rt.host.services.asks.decide(
+      await expect(
+        rt.host.services.asks.decide(
           ask.id,
           { decision: "block item" },
           { kind: "agent", agent_id: "someone" },
         ),
-      ).toThrow(/only the parent/);
+      ).rejects.toThrow(/only the parent/);
       expect(await snapshot()).toEqual(before);
 
       const cli404 = await cli("asks", "answer", "ask_nope", "yes");
@@ -304,7 +314,7 @@ describe("input and budget asks", () => {
       );
 
       // The agent cannot lift the blocker itself.
-      expect(async () => await work.update("main", asked.id, { blocked_by: null }, "agent")).toThrow(
+      await expect(work.update("main", asked.id, { blocked_by: null }, "agent")).rejects.toThrow(
         /held by ask/,
       );
 
@@ -347,9 +357,9 @@ describe("input and budget asks", () => {
       expect(await rt.host.store.messages.pendingCount("main")).toBe(1);
       expect(fake.requests.length).toBe(before);
       // An agent never decides a budget ask; the refusal writes nothing.
-      expect(async () =>
-        await asks.decide(ask.id, { decision: "raise" }, { kind: "agent", agent_id: "main" }),
-      ).toThrow(/only the operator can decide it/);
+      await expect(
+        asks.decide(ask.id, { decision: "raise" }, { kind: "agent", agent_id: "main" }),
+      ).rejects.toThrow(/only the operator can decide it/);
       expect((await asks.get(ask.id)).state).toBe("pending");
 
       fake.enqueue(reply.text("first"), reply.text("second"));
@@ -380,7 +390,10 @@ describe("input and budget asks", () => {
       });
       expect((await work.item("main", item.id)).blocked_by).toContain(a.id);
       await work.complete("main", item.id, { by: "operator", note: "done elsewhere" });
-      expect(await asks.get(a.id)).toMatchObject({ state: "withdrawn", reason: "work_item_completed" });
+      expect(await asks.get(a.id)).toMatchObject({
+        state: "withdrawn",
+        reason: "work_item_completed",
+      });
       const b = await asks.open({
         agent_id: "main",
         kind: "budget",

@@ -40,8 +40,10 @@ describe("MCP server faults", () => {
     const host = await openHost({ f: fixture("ok") });
     expect((await callMcp(host, "mcp__f__ping", {})).result.text).toBe("pong from ping");
     const firstPid = (await view(host, "f")).pid!;
-    const pending = await callMcp(host, "mcp__f__hang", {});
-    await waitFor(async () => (await view(host, "f")).calls_in_flight === 1, { what: "the call in flight" });
+    const pending = callMcp(host, "mcp__f__hang", {});
+    await waitFor(async () => (await view(host, "f")).calls_in_flight === 1, {
+      what: "the call in flight",
+    });
     process.kill(-firstPid, "SIGKILL");
     const killed = await pending;
     expect(killed.canonical.status).toBe("error");
@@ -136,7 +138,8 @@ describe("MCP server faults", () => {
       await callMcp(host, "mcp__each__ping", {}, agent);
     }
     const pid = async (agent: string, name: string) =>
-      (await host.services.mcp.status(await host.agents.get(agent))).find((v) => v.name === name)!.pid;
+      (await host.services.mcp.status(await host.agents.get(agent))).find((v) => v.name === name)!
+        .pid;
     expect(await pid("main", "one")).toBe(await pid("second", "one"));
     expect(await pid("main", "each")).not.toBe(await pid("second", "each"));
     expect(host.services.mcp.pids()).toHaveLength(3);
