@@ -125,10 +125,10 @@ describe("process fast path", () => {
     const h = await startProcess({ cmd: "no-such-command-xyz", cwd: root, dir: join(root, "p") });
     expect(await waitForExit(h, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 127 });
     expect(readText(h.stderr_path!)).toMatch(/not found/);
-    expect(async () =>
-      await startProcess({ cmd: "true", cwd: join(root, "missing"), dir: join(root, "q") }),
-    ).toThrow(ProcessStartError);
-    expect(async () => await startProcess({ cmd: "true", cwd: root, dir: join(root, "p") })).toThrow(
+    await expect(
+      startProcess({ cmd: "true", cwd: join(root, "missing"), dir: join(root, "q") }),
+    ).rejects.toThrow(ProcessStartError);
+    await expect(startProcess({ cmd: "true", cwd: root, dir: join(root, "p") })).rejects.toThrow(
       /already in use/,
     );
   });

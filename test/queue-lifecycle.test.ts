@@ -141,7 +141,9 @@ describe("lifecycle", () => {
     expect(late.status).toBe(202);
     expect(late.json).toMatchObject({ priority: "next", delivery: "queued" });
     release();
-    await waitFor(async () => (await rt.host.store.messages.get(first.json.message_id))?.status === "aborted");
+    await waitFor(
+      async () => (await rt.host.store.messages.get(first.json.message_id))?.status === "aborted",
+    );
     const kept = (await rt.host.store.messages.get(late.json.message_id))!;
     expect(kept).toMatchObject({ status: "queued", priority: "next" });
     await rt.close();
@@ -194,9 +196,9 @@ describe("lifecycle", () => {
     await rt.req("POST", "/control/agents/main/control", { action: "resume" });
     await waitFor(() => seen.length === 1);
     await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep");
-    const types = (await rt.host.store.events
-      .query("main", { limit: 200, order: "asc" }))
-      .map((e) => e.type);
+    const types = (await rt.host.store.events.query("main", { limit: 200, order: "asc" })).map(
+      (e) => e.type,
+    );
     expect(types).toContain("control_applied");
     expect(types).toContain("wake_requested");
     await rt.close();
@@ -236,7 +238,9 @@ describe("lifecycle", () => {
   it("a failing turn leaves a failure brief, a runtime_failure entry and a runtime_error event", async () => {
     const rt = await startRuntime(); // no provider configured: the unconfigured executor fails honestly
     const sent = await rt.req("POST", "/control/agents/main/prompt", { text: "hello" });
-    await waitFor(async () => (await rt.host.store.messages.get(sent.json.message_id))?.status === "processed");
+    await waitFor(
+      async () => (await rt.host.store.messages.get(sent.json.message_id))?.status === "processed",
+    );
     const briefs = (await rt.req("GET", "/briefs")).json.briefs;
     expect(briefs.at(-1)).toMatchObject({
       kind: "failure",
@@ -253,7 +257,7 @@ describe("lifecycle", () => {
   it("the home is locked to one runtime", async () => {
     const home = tempHome();
     const rt = await startRuntime({ home });
-    expect(async () => await RuntimeHost.open({ home })).toThrowError(/another Holon runtime/);
+    await expect(RuntimeHost.open({ home })).rejects.toThrowError(/another Holon runtime/);
     await rt.close();
   });
 });

@@ -71,8 +71,9 @@ describe("size caps beside the ages", () => {
         policy: only({ tasks: { max_age_ms: null, max_bytes: recordBytes * 6 } }),
       }).runOnce();
 
-      const kept = finished.filter((t) => store.tasks.get(t.id));
-      const gone = finished.filter((t) => !store.tasks.get(t.id));
+      const present = await Promise.all(finished.map(async (t) => !!(await store.tasks.get(t.id))));
+      const kept = finished.filter((_, i) => present[i]);
+      const gone = finished.filter((_, i) => !present[i]);
       expect(gone.length).toBeGreaterThanOrEqual(14);
       expect(kept.length).toBeGreaterThanOrEqual(4);
       // The oldest went, the newest stayed: a prefix.
@@ -85,8 +86,7 @@ describe("size caps beside the ages", () => {
       expect(summary.removed.task_output).toBe(gone.length);
       expect(summary.bytes_removed.tasks).toBeGreaterThan(0);
       // The retention_applied event says so.
-      const applied = (await store.events
-        .after("main", 0, 10_000))
+      const applied = (await store.events.after("main", 0, 10_000))
         .filter((e) => e.type === "retention_applied")
         .at(-1);
       expect(applied?.payload).toMatchObject({ removed: { tasks: gone.length } });
@@ -96,7 +96,8 @@ describe("size caps beside the ages", () => {
         store,
         policy: only({ tasks: { max_age_ms: null, max_bytes: 1 } }),
       }).runOnce();
-      expect(finished.filter((t) => store.tasks.get(t.id))).toEqual([]);
+      const left = await Promise.all(finished.map(async (t) => !!(await store.tasks.get(t.id))));
+      expect(finished.filter((_, i) => left[i])).toEqual([]);
       expect((await store.tasks.get(running.id))?.status).toBe("running");
     } finally {
       await rt.close();
@@ -289,10 +290,11 @@ describe("size caps beside the ages", () => {
     try {
       const store = rt.host.store;
       const add = async (n: number) =>
-        await store.tx(async () =>
-          await store.memory.addEpisode(
-            episodeRecord("main", n, store.clock.now(), { id: `ep_${n}`, padding: 1000 }),
-          ),
+        await store.tx(
+          async () =>
+            await store.memory.addEpisode(
+              episodeRecord("main", n, store.clock.now(), { id: `ep_${n}`, padding: 1000 }),
+            ),
         );
       for (let n = 1; n <= 100; n++) await add(n);
       const bytes = () =>

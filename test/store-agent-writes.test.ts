@@ -65,12 +65,12 @@ describe("agent record writes", () => {
     expect(stored("a").total_message_count).toBe(6);
     expect(stored("b").total_message_count).toBe(7);
 
-    expect(async () =>
-      await store.tx(async () => {
+    await expect(
+      store.tx(async () => {
         await store.agents.put(record("a", 99));
         throw new Error("boom");
       }),
-    ).toThrow("boom");
+    ).rejects.toThrow("boom");
     expect((await store.agents.get("a"))!.total_message_count).toBe(6);
     expect(stored("a").total_message_count).toBe(6);
     // Outside a transaction a put is written at once.

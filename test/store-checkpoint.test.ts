@@ -99,8 +99,8 @@ const store = new Store(${JSON.stringify(path)}, systemClock, randomIds, { check
 store.db.exec("CREATE TABLE IF NOT EXISTS probe (n INTEGER PRIMARY KEY, text TEXT NOT NULL)");
 const stmt = store.db.prepare("INSERT INTO probe (n, text) VALUES (?, ?)");
 let n = 0;
-const burst = () => {
-  for (let i = 0; i < 20; i++, n++) store.tx(() => stmt.run(n, "y".repeat(2000)));
+const burst = async () => {
+  for (let i = 0; i < 20; i++, n++) await store.tx(() => stmt.run(n, "y".repeat(2000)));
   process.stdout.write(\`\${n - 1} \${store.checkpointer.counts.worker}\\n\`); // acknowledged
   setImmediate(burst);
 };

@@ -55,13 +55,13 @@ describe("recent briefs and episodes", () => {
   it("briefs: a rolled-back insert is never listed, even when its sequence number is used again", async () => {
     const store = new Store(":memory:", systemClock, randomIds);
     await store.tx(async () => await store.briefs.insert(brief("b1")));
-    expect(async () =>
-      await store.tx(async () => {
+    await expect(
+      store.tx(async () => {
         await store.briefs.insert(brief("gone"));
         expect(idsOf(await store.briefs.recent("a", 5))).toEqual(["b1", "gone"]);
         throw new Error("roll back");
       }),
-    ).toThrow("roll back");
+    ).rejects.toThrow("roll back");
     // The next brief takes the rolled-back one's sequence number: the bounds are those the
     // rolled-back transaction listed at.
     await store.tx(async () => await store.briefs.insert(brief("b2")));
@@ -82,14 +82,14 @@ describe("recent briefs and episodes", () => {
     expect(all.slice(1)).toEqual(first);
 
     // A savepoint that rolls back inside a transaction that commits.
-    await store.tx(() => {
-      expect(async () =>
-        await store.memory.atomically(async () => {
+    await store.tx(async () => {
+      await expect(
+        store.memory.atomically(async () => {
           await store.memory.addEpisode(episodeRecord("a", 4, at));
           expect(await store.memory.recentEpisodes("a", 10)).toHaveLength(4);
           throw new Error("roll back");
         }),
-      ).toThrow("roll back");
+      ).rejects.toThrow("roll back");
     });
     // The next episode takes the rolled-back one's sequence number (listed only then).
     await store.tx(async () => await store.memory.addEpisode(episodeRecord("a", 5, at)));

@@ -161,7 +161,9 @@ describe("timers on an injected clock", () => {
     clock.advance(10 * MIN);
     await host.services.scheduler.fireDue();
     expect(await ticks(host)).toHaveLength(0);
-    expect(async () => await host.services.timers.cancel("main", t.timer_id)).toThrow(/already cancelled/);
+    await expect(host.services.timers.cancel("main", t.timer_id)).rejects.toThrow(
+      /already cancelled/,
+    );
     await host.shutdown();
   });
 
@@ -186,7 +188,10 @@ describe("timers on an injected clock", () => {
   it("a clock set back neither repeats a fire nor loses the next one", async () => {
     const { clock, host } = await pausedHost();
     await host.services.timers.create("main", { summary: "hourly", interval_ms: HOUR });
-    const once = await host.services.timers.create("main", { summary: "once", duration_ms: 30 * MIN });
+    const once = await host.services.timers.create("main", {
+      summary: "once",
+      duration_ms: 30 * MIN,
+    });
     clock.advance(HOUR);
     await host.services.scheduler.fireDue();
     expect(await ticks(host)).toHaveLength(2);
@@ -264,9 +269,9 @@ describe("the scheduler under a failing handler", () => {
     expect(await scheduler.fireDue()).toBe(2);
     expect(await ticks(host)).toHaveLength(1);
     expect(await host.store.deadlines.forAgent("main")).toHaveLength(0);
-    const dropped = (await host.store.events
-      .query("main", { limit: 1_000, order: "asc" }))
-      .filter((e) => e.type === "deadline_dropped");
+    const dropped = (await host.store.events.query("main", { limit: 1_000, order: "asc" })).filter(
+      (e) => e.type === "deadline_dropped",
+    );
     expect(dropped.map((e) => e.payload)).toEqual([
       expect.objectContaining({ kind: "broken", reason: "handler_failed" }),
     ]);

@@ -37,5 +37,14 @@ export function asyncFace<T extends object>(
       };
     }
   }
+  // The fields `Async<T>` keeps as they are (a counter such as agents.decoded): read through,
+  // live, from the repository.
+  for (const key of Object.keys(impl)) {
+    if (key in face || typeof (impl as Record<string, unknown>)[key] === "function") continue;
+    Object.defineProperty(face, key, {
+      enumerable: true,
+      get: () => (impl as Record<string, unknown>)[key],
+    });
+  }
   return face as Async<T>;
 }
