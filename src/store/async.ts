@@ -37,5 +37,11 @@ export function asyncFace<T extends object>(
       };
     }
   }
+  // `Async<T>` keeps a repository's data members (such as a counter a test reads): read them
+  // through to the repository, live, rather than leave the face without them.
+  for (const key of Object.keys(impl)) {
+    if (key in face || typeof target[key] === "function") continue;
+    Object.defineProperty(face, key, { get: () => target[key], enumerable: true });
+  }
   return face as Async<T>;
 }
