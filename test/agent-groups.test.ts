@@ -140,9 +140,10 @@ describe("agent groups", () => {
     // A group never changes: a write that would move an agent is refused, nothing changes.
     const store = r.host.store;
     const rec = (await store.agents.get(grandchild.agent_id))!;
-    expect(async () => await store.tx(async () => await store.agents.put({ ...rec, group_id: rec.agent_id }))).toThrow(
-      /a group never changes/,
-    );
+    await expect(
+      async () =>
+        await store.tx(async () => await store.agents.put({ ...rec, group_id: rec.agent_id })),
+    ).rejects.toThrow(/a group never changes/);
     expect((await store.agents.get(grandchild.agent_id))!.group_id).toBe("main");
   }, 90_000);
 
@@ -310,8 +311,7 @@ describe("agent groups", () => {
       const store = host.store;
       const status = async (id: string) => (await store.messages.get(id))!.status;
       const interrupted = async (agentId: string) =>
-        (await store.events
-          .after(agentId, 0, 1000))
+        (await store.events.after(agentId, 0, 1000))
           .filter((e) => e.type === "message_interrupted")
           .map((e) => (e.payload as { message_id: string }).message_id);
       // Nothing is recovered before its group is acquired.
@@ -327,7 +327,9 @@ describe("agent groups", () => {
       // The child (in alpha's group) is asked to continue its job, and runs again.
       expect(host.services.loops.get(child.agent_id)).toBeDefined();
       expect(
-        (await store.messages.recent(child.agent_id, 5)).some((m) => m.metadata?.restart_resume === true),
+        (await store.messages.recent(child.agent_id, 5)).some(
+          (m) => m.metadata?.restart_resume === true,
+        ),
       ).toBe(true);
       const beta = midTurn.find((m) => m.agent_id === "beta")!;
       expect(await status(beta.id)).toBe("processing");
@@ -337,8 +339,9 @@ describe("agent groups", () => {
 
       // Acquiring a group again does nothing: alpha's child is not asked twice.
       const resumes = async () =>
-        (await store.messages.recent(child.agent_id, 10)).filter((m) => m.metadata?.restart_resume === true)
-          .length;
+        (await store.messages.recent(child.agent_id, 10)).filter(
+          (m) => m.metadata?.restart_resume === true,
+        ).length;
       expect(await resumes()).toBe(1);
       await host.acquire(["alpha"]);
       expect(await resumes()).toBe(1);

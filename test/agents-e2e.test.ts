@@ -248,34 +248,37 @@ describe("SpawnAgent and child supervision", () => {
         }),
       );
     }
-    expect(async () =>
-      await plane.spawn({
-        parent_agent_id: "main",
-        preset: "private_child",
-        initial_message: "one too many",
-        workspace_mode: "inherit",
-        context_mode: "fresh",
-      }),
-    ).toThrow(expect.objectContaining({ kind: "too_many_children" }));
-    expect(async () =>
-      await plane.spawn({
-        parent_agent_id: spawned[0]!.agent_id,
-        preset: "private_child",
-        initial_message: "grandchild",
-        workspace_mode: "inherit",
-        context_mode: "fresh",
-      }),
-    ).toThrow(expect.objectContaining({ kind: "spawn_not_allowed" }));
+    await expect(
+      async () =>
+        await plane.spawn({
+          parent_agent_id: "main",
+          preset: "private_child",
+          initial_message: "one too many",
+          workspace_mode: "inherit",
+          context_mode: "fresh",
+        }),
+    ).rejects.toThrow(expect.objectContaining({ kind: "too_many_children" }));
+    await expect(
+      async () =>
+        await plane.spawn({
+          parent_agent_id: spawned[0]!.agent_id,
+          preset: "private_child",
+          initial_message: "grandchild",
+          workspace_mode: "inherit",
+          context_mode: "fresh",
+        }),
+    ).rejects.toThrow(expect.objectContaining({ kind: "spawn_not_allowed" }));
     // A private child without a job is refused, and nothing is created.
     const before = (await rt.host.store.agents.list()).length;
-    expect(async () =>
-      await plane.spawn({
-        parent_agent_id: "main",
-        preset: "private_child",
-        workspace_mode: "inherit",
-        context_mode: "fresh",
-      }),
-    ).toThrow(expect.objectContaining({ kind: "invalid_request" }));
+    await expect(
+      async () =>
+        await plane.spawn({
+          parent_agent_id: "main",
+          preset: "private_child",
+          workspace_mode: "inherit",
+          context_mode: "fresh",
+        }),
+    ).rejects.toThrow(expect.objectContaining({ kind: "invalid_request" }));
     expect((await rt.host.store.agents.list()).length).toBe(before);
     // Every child has the home layout.
     const home0 = (await rt.host.store.agents.get(spawned[0]!.agent_id))!.agent_home;

@@ -292,25 +292,30 @@ describe("child supervision", () => {
     expect(existsSync(wt.path)).toBe(true);
     const childStatus = (await r.req("GET", `/control/agents/${spawned.agent_id}/agent`)).json;
     expect(childStatus.agent.identity.visibility).toBe("private");
-    expect((await r.host.agents.get(spawned.agent_id)).active_workspace?.execution_root).toBe(wt.path);
+    expect((await r.host.agents.get(spawned.agent_id)).active_workspace?.execution_root).toBe(
+      wt.path,
+    );
     release();
     await waitFor(
       async () =>
-        (await r.host.store.tasks.get(spawned.supervision_task_id))!.status === "completed" ? true : null,
+        (await r.host.store.tasks.get(spawned.supervision_task_id))!.status === "completed"
+          ? true
+          : null,
       { what: "the worktree child to finish", timeoutMs: 20_000 },
     );
     expect(existsSync(wt.path)).toBe(false); // clean: removed with its task
     // A worktree child needs a git workspace: from agent_home it is refused.
     await r.req("POST", "/control/agents/main/workspaces/exit", {});
-    expect(async () =>
-      await r.host.services.agentPlane.spawn({
-        parent_agent_id: "main",
-        preset: "private_child",
-        initial_message: "JOB-X",
-        workspace_mode: "worktree",
-        context_mode: "fresh",
-      }),
-    ).toThrow(expect.objectContaining({ kind: "isolation_unavailable" }));
+    await expect(
+      async () =>
+        await r.host.services.agentPlane.spawn({
+          parent_agent_id: "main",
+          preset: "private_child",
+          initial_message: "JOB-X",
+          workspace_mode: "worktree",
+          context_mode: "fresh",
+        }),
+    ).rejects.toThrow(expect.objectContaining({ kind: "isolation_unavailable" }));
   }, 30_000);
 
   it("a child that tries to spawn gets the error envelope and still reports back", async () => {
@@ -337,7 +342,8 @@ describe("child supervision", () => {
     });
     if (!("supervision_task_id" in spawned)) throw new Error("expected a private child");
     await waitFor(
-      async () => (await r.host.store.tasks.get(spawned.supervision_task_id))!.status === "completed" || null,
+      async () =>
+        (await r.host.store.tasks.get(spawned.supervision_task_id))!.status === "completed" || null,
       { what: "the child to finish", timeoutMs: 20_000 },
     );
     const refusal = JSON.parse(childOutputs.find((o) => o.includes("spawn_not_allowed"))!);
@@ -381,7 +387,7 @@ describe("child supervision", () => {
       lineage_parent_agent_id: child.agent_id,
       supervisor_agent_id: child.agent_id,
     });
-    expect(async () => await plane.spawn(spec(grandchild.agent_id))).toThrow(
+    await expect(async () => await plane.spawn(spec(grandchild.agent_id))).rejects.toThrow(
       expect.objectContaining({ kind: "spawn_not_allowed" }),
     );
     // Deleting the top child takes its private descendants with it.

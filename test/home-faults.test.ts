@@ -52,7 +52,9 @@ describe("home faults", () => {
       );
       expect(await overSocket(paths.socket, "/handshake")).toBe(200);
       expect(JSON.parse(readFileSync(paths.runtimeFile, "utf8")).pid).toBe(process.pid);
-      expect(async () => await RuntimeHost.open({ home: rt.home })).toThrow(/owns this home/);
+      await expect(async () => await RuntimeHost.open({ home: rt.home })).rejects.toThrow(
+        /owns this home/,
+      );
     } finally {
       await rt.close();
     }
@@ -166,9 +168,9 @@ describe("home faults", () => {
         const output = readFileSync(done.output_path, "utf8");
         expect(output).toContain("before");
         expect(output).toMatch(/output may be missing here: the disk was full/);
-        const result = (await rt.host.store.messages
-          .recent("main", 50))
-          .find((m) => m.kind === "task_result" && m.task_id === task.id)!;
+        const result = (await rt.host.store.messages.recent("main", 50)).find(
+          (m) => m.kind === "task_result" && m.task_id === task.id,
+        )!;
         expect(JSON.stringify(result.body)).toMatch(/INCOMPLETE: the disk was full/);
       } finally {
         await rt.close();

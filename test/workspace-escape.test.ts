@@ -44,7 +44,7 @@ async function start(home: string): Promise<TestRuntime> {
 
 async function failures(rt: TestRuntime): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (const e of await rt.host.store.events.after("main", 0, 10_000) as any[]) {
+  for (const e of (await rt.host.store.events.after("main", 0, 10_000)) as any[]) {
     if (e.type === "tool_execution_failed") out.set(e.payload.call_id, e.payload.tool_error.kind);
   }
   return out;
@@ -132,8 +132,12 @@ describe("attach policy, detach and adoption", () => {
     mkdirSync(join(repo, "sub"));
     const rt = await start(home);
     const ws = rt.host.services.workspaces;
-    expect(async () => await ws.use("main", { path: repo }, "agent")).toThrow(/attach policy/);
-    expect(ws.snapshot(await rt.host.agents.get("main")).policy.attach_policy).toBe("operator_attached");
+    await expect(async () => await ws.use("main", { path: repo }, "agent")).rejects.toThrow(
+      /attach policy/,
+    );
+    expect(ws.snapshot(await rt.host.agents.get("main")).policy.attach_policy).toBe(
+      "operator_attached",
+    );
     await ws.attach("main", repo);
     // A folder inside an attached workspace: the workspace, with cwd there.
     const used = await ws.use("main", { path: join(repo, "sub") }, "agent");
@@ -143,7 +147,7 @@ describe("attach policy, detach and adoption", () => {
       attached_now: false,
     });
     // `..` out of it leads to a directory nobody attached.
-    expect(async () => await ws.use("main", { path: "../.." }, "agent")).toThrow(
+    await expect(async () => await ws.use("main", { path: "../.." }, "agent")).rejects.toThrow(
       /not inside a workspace attached/,
     );
     // A task records where it runs: the active workspace, its cwd, and the configured policy.
@@ -279,8 +283,9 @@ describe("older records", () => {
     let rt = await start(home);
     const agent = await rt.host.agents.get("main");
     // What an older version wrote: the binding as two loose fields.
-    await rt.host.store.tx(async () =>
-      await rt.host.store.agents.put({ ...agent, workspace_root: dir, cwd: join(dir, "src") }),
+    await rt.host.store.tx(
+      async () =>
+        await rt.host.store.agents.put({ ...agent, workspace_root: dir, cwd: join(dir, "src") }),
     );
     await rt.close();
     runtimes.splice(runtimes.indexOf(rt), 1);

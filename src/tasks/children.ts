@@ -43,7 +43,10 @@ export interface WorkReader {
 
 /** Waiting-plane records an agent owns, cancelled when it is deleted. */
 export interface OwnedWaits {
-  cancelForAgent(agentId: string, reason: string): Promise<{ timers: string[]; triggers: string[] }>;
+  cancelForAgent(
+    agentId: string,
+    reason: string,
+  ): Promise<{ timers: string[]; triggers: string[] }>;
 }
 
 export type SpawnRequest = {
@@ -174,9 +177,9 @@ async function archiveInTx(store: Store, agentId: string, reason: string): Promi
 /** The live supervision task of a private child, if it has one. */
 async function supervisionTask(store: Store, child: AgentRecord): Promise<TaskRecord | undefined> {
   if (!child.supervisor_agent_id) return undefined;
-  return (await store.tasks
-    .activeForAgent(child.supervisor_agent_id))
-    .find((t) => t.child?.child_agent_id === child.agent_id);
+  return (await store.tasks.activeForAgent(child.supervisor_agent_id)).find(
+    (t) => t.child?.child_agent_id === child.agent_id,
+  );
 }
 
 /** The child's result: its completion report when it completed a work item, else its last brief. */
@@ -184,7 +187,10 @@ async function childResult(
   deps: ChildDeps,
   childId: string,
   failed: boolean,
-): Promise<{ source: "completion_report" | "result_brief" | "failure_brief" | "none"; text: string }> {
+): Promise<{
+  source: "completion_report" | "result_brief" | "failure_brief" | "none";
+  text: string;
+}> {
   const done = (await deps.store.workItems.recentWithState(childId, "completed", 1))[0];
   const report = done ? await deps.work.completionReport(done) : null;
   if (report && !failed) return { source: "completion_report", text: clip(report.text) };
@@ -208,7 +214,9 @@ export class ChildClosureObserver implements RunObserver {
     this.deps = deps;
   }
 
-  async onClosure(run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision }): Promise<void> {
+  async onClosure(
+    run: RunInfo & { outcome: TurnOutcome; closure: ClosureDecision },
+  ): Promise<void> {
     const store = this.deps.store;
     const child = await store.agents.get(run.agent_id);
     if (!child?.supervisor_agent_id) return;
@@ -216,7 +224,7 @@ export class ChildClosureObserver implements RunObserver {
     if (!task?.child) return;
     const closure = run.closure;
     // A follow-up that arrived during the turn is still to be handled: not finished yet.
-    const pending = await store.messages.pendingCount(child.agent_id) > 0;
+    const pending = (await store.messages.pendingCount(child.agent_id)) > 0;
     if ((closure.outcome === "completed" || closure.outcome === "failed") && !pending) {
       const failed = closure.outcome === "failed";
       await settleChildTask(
@@ -347,16 +355,17 @@ export class AgentPlane {
         // a workspace that went away is simply not inherited
       }
     }
-    await this.store.tx(async () =>
-      await this.store.appendEvent(parent.agent_id, {
-        type: "agent_spawned",
-        payload: {
-          child_agent_id: agent.agent_id,
-          profile_preset: "public_named",
-          workspace_mode: "inherit",
-          context_mode: req.context_mode,
-        },
-      }),
+    await this.store.tx(
+      async () =>
+        await this.store.appendEvent(parent.agent_id, {
+          type: "agent_spawned",
+          payload: {
+            child_agent_id: agent.agent_id,
+            profile_preset: "public_named",
+            workspace_mode: "inherit",
+            context_mode: req.context_mode,
+          },
+        }),
     );
     if (req.initial_message) {
       await this.deps.ingress.admit({
@@ -372,7 +381,12 @@ export class AgentPlane {
     return { agent_id: agent.agent_id, profile_preset: "public_named" as const };
   }
 
-  private async spawnPrivate(parent: AgentRecord, req: SpawnRequest, depth: number, limits: AgentLimits) {
+  private async spawnPrivate(
+    parent: AgentRecord,
+    req: SpawnRequest,
+    depth: number,
+    limits: AgentLimits,
+  ) {
     if (req.budget !== undefined && !this.deps.budgets) {
       throw new HolonError("invalid_request", "budgets are not available on this runtime");
     }
@@ -387,9 +401,9 @@ export class AgentPlane {
       });
     }
     const store = this.store;
-    const live = (await store.tasks
-      .activeForAgent(parent.agent_id))
-      .filter((t) => t.kind === "child_agent_task").length;
+    const live = (await store.tasks.activeForAgent(parent.agent_id)).filter(
+      (t) => t.kind === "child_agent_task",
+    ).length;
     if (live >= limits.max_live_children) {
       throw new HolonError(
         "too_many_children",
@@ -403,7 +417,9 @@ export class AgentPlane {
     }
     // A carved budget is checked whole before anything exists (refused: nothing created).
     const carved =
-      req.budget !== undefined ? await this.deps.budgets?.checkCarve(parent, req.budget) : undefined;
+      req.budget !== undefined
+        ? await this.deps.budgets?.checkCarve(parent, req.budget)
+        : undefined;
     const childId = await this.childId(parent.agent_id);
     const taskId = store.ids.next("task");
     const workItem = parent.current_work_item_id;
@@ -604,7 +620,7 @@ export class AgentPlane {
         .slice(-8)
         .toLowerCase();
       const id = `${base}.child-${suffix}`;
-      if (!await this.store.agents.get(id)) return id;
+      if (!(await this.store.agents.get(id))) return id;
     }
   }
 
@@ -626,11 +642,11 @@ export class AgentPlane {
       // The child asked a question: the supervisor's input is its answer (a parent may
       // decide its child's input asks, never a budget ask).
       const asked = (await this.deps.asks?.pendingFor(child.agent_id))?.find(
-          (a) =>
-            a.kind === "input" &&
-            a.state === "pending" &&
-            (a.free_text || matchOption(a.options, text) !== undefined),
-        );
+        (a) =>
+          a.kind === "input" &&
+          a.state === "pending" &&
+          (a.free_text || matchOption(a.options, text) !== undefined),
+      );
       const m = asked
         ? await this.answerAsk(asked.id, task, text)
         : await this.deps.ingress.admit({
@@ -737,9 +753,9 @@ export class AgentPlane {
 
   /** Agent stop: stop every live child task the agent supervises. */
   async cancelForAgent(agentId: string, _reason: string): Promise<string[]> {
-    const live = (await this.store.tasks
-      .activeForAgent(agentId))
-      .filter((t) => t.kind === "child_agent_task");
+    const live = (await this.store.tasks.activeForAgent(agentId)).filter(
+      (t) => t.kind === "child_agent_task",
+    );
     for (const t of live) await this.stop(t);
     return live.map((t) => t.id);
   }
@@ -757,21 +773,23 @@ export class AgentPlane {
       if (!agents.has(task.agent_id)) continue;
       const child = await store.agents.get(task.child.child_agent_id);
       if (!child) {
-        await store.tx(async () =>
-          await settleChildTask(
-            this.deps,
-            task,
-            "failed",
-            { source: "none", text: "The child agent no longer exists." },
-            "child_missing",
-          ),
+        await store.tx(
+          async () =>
+            await settleChildTask(
+              this.deps,
+              task,
+              "failed",
+              { source: "none", text: "The child agent no longer exists." },
+              "child_missing",
+            ),
         );
         continue;
       }
       if (child.archived_at) continue;
       // Only the newest message counts: an old interruption the child got past is history.
-      const interrupted = (await store.messages.recent(child.agent_id, 1))[0]?.status === "interrupted";
-      const queued = await store.messages.pendingCount(child.agent_id) > 0;
+      const interrupted =
+        (await store.messages.recent(child.agent_id, 1))[0]?.status === "interrupted";
+      const queued = (await store.messages.pendingCount(child.agent_id)) > 0;
       if (interrupted && !queued && child.status !== "stopped") {
         await this.deps.ingress.admit({
           agent_id: child.agent_id,
@@ -906,9 +924,9 @@ export class AgentPlane {
       });
     }
     const activeTasks = await store.tasks.activeForAgent(agentId);
-    const liveChildren = (await this.deps.agents
-      .children(agentId))
-      .filter((c) => !c.archived_at && c.visibility === "private");
+    const liveChildren = (await this.deps.agents.children(agentId)).filter(
+      (c) => !c.archived_at && c.visibility === "private",
+    );
     if (
       !opts.force &&
       (activeTasks.length > 0 || liveChildren.length > 0 || agent.current_run_id)
@@ -965,12 +983,15 @@ export class AgentPlane {
   private async removeNow(agentId: string): Promise<void> {
     const agent = await this.store.agents.get(agentId);
     if (!agent) return;
-    void this.deps.loops.retire(agentId);
-    await this.store.tx(async () =>
-      await this.store.agents.remove(agentId, this.store.clock.now().toISOString(), {
-        agent_id: agentId,
-        reason: "spawn_failed",
-      }),
+    // Its loop ends before the record goes: a step it is part way through (each store call
+    // an await now) would otherwise find the agent gone under it ("agent vanished").
+    await this.deps.loops.retire(agentId);
+    await this.store.tx(
+      async () =>
+        await this.store.agents.remove(agentId, this.store.clock.now().toISOString(), {
+          agent_id: agentId,
+          reason: "spawn_failed",
+        }),
     );
     rmSync(agent.agent_home, { recursive: true, force: true });
   }
@@ -988,7 +1009,9 @@ export class AgentPlane {
     await store.tx(async () => {
       await this.deps.sleep.cancel(agent.agent_id, "agent_stopped");
       if ((await store.agents.get(agent.agent_id))?.status !== "stopped")
-        await transition(store, agent.agent_id, "stopped", "removal", { clear: ["current_run_id"] });
+        await transition(store, agent.agent_id, "stopped", "removal", {
+          clear: ["current_run_id"],
+        });
     });
     const children = await this.cancelForAgent(agent.agent_id, "agent_removed");
     const commands = await this.deps.tasks.cancelForAgent(agent.agent_id, "agent_removed");
