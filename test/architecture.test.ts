@@ -214,8 +214,8 @@ describe("the store's one rule (compiler API)", () => {
 
   it("no store promise floats and no transaction body awaits anything but the store", () => {
     const inSrc = srcReport();
-    const where = (fs: { file: string; line: number; text: string }[]) =>
-      fs.map((f) => `${f.file}:${f.line} ${f.text}`);
+    const where = (fs: { file: string; line: number; text: string; why?: string }[]) =>
+      fs.map((f) => `${f.file}:${f.line} ${f.text}${f.why ? ` (${f.why})` : ""}`);
     expect(where(inSrc.floatingStore)).toEqual([]);
     expect(where(inSrc.awaitInTx)).toEqual([]);
     expect(where(inSrc.asyncInSyncTx)).toEqual([]);
@@ -246,7 +246,7 @@ describe("the store's one rule (compiler API)", () => {
       plantedLines("tx-await.ts", "PLANTED-SYNC").map((l) => `tx-await.ts:${l}`),
     );
     expect(plantedLines("floating-write.ts")).toHaveLength(1);
-    expect(plantedLines("tx-await.ts")).toHaveLength(2);
+    expect(plantedLines("tx-await.ts")).toHaveLength(3);
     expect(plantedLines("tx-await.ts", "PLANTED-SYNC")).toHaveLength(1);
   });
 
