@@ -219,6 +219,7 @@ describe("the store's one rule (compiler API)", () => {
     expect(where(inSrc.floatingStore)).toEqual([]);
     expect(where(inSrc.awaitInTx)).toEqual([]);
     expect(where(inSrc.asyncInSyncTx)).toEqual([]);
+    expect(where(inSrc.floatingCallback)).toEqual([]);
     // Information, not a failure: a floating promise elsewhere may be deliberate.
     console.info(
       `transaction bodies checked: ${inSrc.txBodies}; floating promises in src/ (any kind, rejection unhandled): ${inSrc.floatingAny.length}` +
@@ -245,6 +246,10 @@ describe("the store's one rule (compiler API)", () => {
     expect(at(inFixtures.asyncInSyncTx)).toEqual(
       plantedLines("tx-await.ts", "PLANTED-SYNC").map((l) => `tx-await.ts:${l}`),
     );
+    expect(at(inFixtures.floatingCallback)).toEqual(
+      plantedLines("floating-callback.ts").map((l) => `floating-callback.ts:${l}`),
+    );
+    expect(plantedLines("floating-callback.ts")).toHaveLength(3);
     expect(plantedLines("floating-write.ts")).toHaveLength(1);
     expect(plantedLines("tx-await.ts")).toHaveLength(3);
     expect(plantedLines("tx-await.ts", "PLANTED-SYNC")).toHaveLength(1);

@@ -30,6 +30,11 @@ export type StoreRuleReport = {
   floatingAny: Finding[];
   /** (b) A synchronous `tx` given a body that returns a Promise: it would commit too early. */
   asyncInSyncTx: Finding[];
+  /**
+   * (c) An async function (or one returning a Promise) given where the type expects a function
+   * returning void or unknown: nobody awaits its promise nor handles its rejection.
+   */
+  floatingCallback: Finding[];
   /** How many transaction bodies were checked (a scan that found none proves nothing). */
   txBodies: number;
 };
@@ -55,6 +60,7 @@ export function checkStoreRule(
     awaitInTx: [],
     floatingAny: [],
     asyncInSyncTx: [],
+    floatingCallback: [],
     txBodies: 0,
   };
 
@@ -498,9 +504,113 @@ export function checkStoreRule(
     ts.forEachChild(node, visit);
   };
 
+  /** A signature's return type is void or unknown: what it returns is dropped. */
+  const dropsResult = (sig: ts.Signature): boolean =>
+    (checker.getReturnTypeOfSignature(sig).flags & (ts.TypeFlags.Void | ts.TypeFlags.Unknown)) !==
+    0;
+  const returnsPromise = (fn: ts.SignatureDeclaration): boolean => {
+    if (ts.getCombinedModifierFlags(fn as ts.Declaration) & ts.ModifierFlags.Async) return true;
+    const sig = checker.getSignatureFromDeclaration(fn);
+    return sig !== undefined && isPromise(checker.getReturnTypeOfSignature(sig));
+  };
+  /** The call signatures of a callback type (of each member of a union that has some). */
+  const callSignatures = (t: ts.Type | undefined): readonly ts.Signature[] => {
+    if (!t) return [];
+    const nn = t.getNonNullableType();
+    return (nn.isUnion() ? nn.types : [nn]).flatMap((m) => m.getCallSignatures());
+  };
+  /** The contextual signatures a function literal or object-literal method is given to. */
+  const expected = (fn: ts.Node): readonly ts.Signature[] => {
+    if (ts.isMethodDeclaration(fn)) {
+      if (!ts.isObjectLiteralExpression(fn.parent) || !ts.isIdentifier(fn.name)) return [];
+      const prop = checker
+        .getContextualType(fn.parent)
+        ?.getNonNullableType()
+        .getProperty(fn.name.text);
+      return prop ? checker.getTypeOfSymbol(prop).getNonNullableType().getCallSignatures() : [];
+    }
+    return (
+      checker
+        .getContextualType(fn as ts.Expression)
+        ?.getNonNullableType()
+        .getCallSignatures() ?? []
+    );
+  };
+  const TIMERS = ["setTimeout", "setInterval", "setImmediate", "queueMicrotask", "nextTick"];
+  /**
+   * Handled: a callback for a timer, an immediate or a tick (nobody waits for those anyway)
+   * whose body cannot reject: each of its statements is a `try` with a `catch`.
+   */
+  const handledCallback = (fn: ts.Node): boolean => {
+    const call = fn.parent;
+    if (!call || !ts.isCallExpression(call) || !call.arguments.includes(fn as ts.Expression)) {
+      return false;
+    }
+    const callee = ts.isPropertyAccessExpression(call.expression)
+      ? call.expression.name.text
+      : ts.isIdentifier(call.expression)
+        ? call.expression.text
+        : "";
+    if (!TIMERS.includes(callee)) return false;
+    const body = (fn as ts.ArrowFunction | ts.FunctionExpression).body;
+    return (
+      ts.isBlock(body) &&
+      body.statements.length > 0 &&
+      body.statements.every((st) => ts.isTryStatement(st) && st.catchClause !== undefined)
+    );
+  };
+  const checkCallback = (fn: ts.Node): void => {
+    if (
+      ts.isArrowFunction(fn) ||
+      ts.isFunctionExpression(fn) ||
+      (ts.isMethodDeclaration(fn) && ts.isObjectLiteralExpression(fn.parent))
+    ) {
+      if (!returnsPromise(fn)) return;
+      const sigs = expected(fn);
+      if (sigs.length > 0 && sigs.every(dropsResult) && !handledCallback(fn)) {
+        report.floatingCallback.push(finding(fn));
+      }
+    }
+    // A named async function handed over the same way: `setTimeout(finish, ms)`.
+    if (
+      (ts.isIdentifier(fn) || ts.isPropertyAccessExpression(fn)) &&
+      fn.parent &&
+      ts.isCallExpression(fn.parent) &&
+      fn.parent.arguments.includes(fn)
+    ) {
+      const named = namedFn(fn);
+      const sigs =
+        named && returnsPromise(named) ? callSignatures(checker.getContextualType(fn)) : [];
+      if (sigs.length > 0 && sigs.every(dropsResult)) {
+        const f = finding(named!);
+        report.floatingCallback.push({ ...finding(fn), why: `${f.file}:${f.line}` });
+      }
+    }
+    // An async method of a class that implements (or extends) a member typed to return void.
+    if (
+      ts.isMethodDeclaration(fn) &&
+      ts.isClassDeclaration(fn.parent) &&
+      ts.isIdentifier(fn.name) &&
+      returnsPromise(fn)
+    ) {
+      for (const clause of fn.parent.heritageClauses ?? []) {
+        for (const t of clause.types) {
+          const prop = checker.getTypeAtLocation(t).getProperty(fn.name.text);
+          if (!prop) continue;
+          const sigs = checker.getTypeOfSymbol(prop).getNonNullableType().getCallSignatures();
+          if (sigs.length > 0 && sigs.every(dropsResult)) {
+            report.floatingCallback.push({ ...finding(fn), why: `${t.getText()}.${fn.name.text}` });
+          }
+        }
+      }
+    }
+    ts.forEachChild(fn, checkCallback);
+  };
+
   for (const sf of program.getSourceFiles()) {
     if (sf.isDeclarationFile || !include(sf.fileName)) continue;
     visit(sf);
+    checkCallback(sf);
   }
   settle();
   for (const { node, v } of txAwaits) {
