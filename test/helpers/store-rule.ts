@@ -1,11 +1,37 @@
 // The one rule of the store, checked with the TypeScript compiler API on the real program
-// (types, not text): (a) no floating store promise: an expression statement whose value is
-// a Promise and whose call is a method of `Store` or of a repository class under src/store/
-// must be awaited, returned, assigned or marked `void`; (b) a transaction body (the callback
-// given to a store's `tx` or `txAsync`) awaits only store calls, and the synchronous `tx`
-// never gets a body that returns a Promise. Floating promises of any
-// kind are collected too, as information. test/architecture.test.ts runs it over src/ and
-// over the planted violations in test/fixtures/store-rule/.
+// (types, not text). test/architecture.test.ts runs it over src/ and over the planted
+// violations in test/fixtures/store-rule/.
+//
+// A store call: a method of `Store`, of a repository or interface under src/store/, or of a
+// repository's async face (a member of the `Async<Repo>` mapped type, src/store/async.ts).
+//
+// (a) No floating store promise: an expression statement whose value is a Promise and whose
+//     call is a store call is awaited, returned, assigned or marked `void`.
+// (b) A transaction body (the callback given to `tx`/`txAsync`) awaits only store calls,
+//     transitively: an await (or a returned / expression-body Promise) is allowed when it is
+//     a store call (its callbacks checked the same way), a value that is no Promise,
+//     `Promise.all/allSettled` of allowed calls or of `xs.map(allowed callback)`, or a call
+//     of a project function whose own awaits are allowed in turn (the greatest fixpoint over
+//     the functions reachable from the bodies, so recursion is fine). A call through an
+//     interface or a callback type counts as all of its implementations in the project:
+//     the classes whose instances are assignable to the interface, and the function
+//     literals, object-literal methods and named functions the project hands over where
+//     that type is expected (a function stored in a variable of that type first is not
+//     seen). Nothing found behind a call: flagged. `for await` is always flagged. And the
+//     synchronous `txSync` never gets a body that returns a Promise.
+// (c) No floating callback: a function that returns a Promise (async, or a named one such as
+//     `setTimeout(finish, ms)`), handed where the contextual type expects a function whose
+//     result is void or unknown, so nobody awaits it or handles its rejection; an async
+//     class method implementing a member typed to return void, likewise. Not flagged:
+//     - the store's own hooks (`afterCommit`, `onEvents` listeners: typed under src/store/
+//       to return unknown), which catch a returned Promise on purpose without waiting;
+//     - a callback for setTimeout / setInterval / setImmediate / queueMicrotask / nextTick
+//       whose body catches (each of its statements is a `try` with a `catch`);
+//     - `() => void f()`: as in (a), `void` says the drop is deliberate (for a timer, a
+//       rejection then surfaces as an unhandled rejection, as a throw did as an uncaught
+//       exception when the callback was synchronous).
+//
+// Floating promises of any kind are collected too, as information.
 import { dirname, relative, resolve, sep } from "node:path";
 import ts from "typescript";
 
@@ -536,6 +562,15 @@ export function checkStoreRule(
         .getCallSignatures() ?? []
     );
   };
+  /**
+   * A hook of the store (`afterCommit`, an `onEvents` listener: typed under src/store/ to
+   * return unknown): the store catches a Promise it returns (db.ts, `committed`), on purpose
+   * without waiting for it.
+   */
+  const storeHook = (sig: ts.Signature): boolean =>
+    sig.declaration !== undefined &&
+    sig.declaration.getSourceFile().fileName.startsWith(STORE_DIR) &&
+    (checker.getReturnTypeOfSignature(sig).flags & ts.TypeFlags.Unknown) !== 0;
   const TIMERS = ["setTimeout", "setInterval", "setImmediate", "queueMicrotask", "nextTick"];
   /**
    * Handled: a callback for a timer, an immediate or a tick (nobody waits for those anyway)
@@ -565,9 +600,13 @@ export function checkStoreRule(
       ts.isFunctionExpression(fn) ||
       (ts.isMethodDeclaration(fn) && ts.isObjectLiteralExpression(fn.parent))
     ) {
-      if (!returnsPromise(fn)) return;
-      const sigs = expected(fn);
-      if (sigs.length > 0 && sigs.every(dropsResult) && !handledCallback(fn)) {
+      const sigs = returnsPromise(fn) ? expected(fn) : [];
+      if (
+        sigs.length > 0 &&
+        sigs.every(dropsResult) &&
+        !sigs.every(storeHook) &&
+        !handledCallback(fn)
+      ) {
         report.floatingCallback.push(finding(fn));
       }
     }
@@ -581,7 +620,7 @@ export function checkStoreRule(
       const named = namedFn(fn);
       const sigs =
         named && returnsPromise(named) ? callSignatures(checker.getContextualType(fn)) : [];
-      if (sigs.length > 0 && sigs.every(dropsResult)) {
+      if (sigs.length > 0 && sigs.every(dropsResult) && !sigs.every(storeHook)) {
         const f = finding(named!);
         report.floatingCallback.push({ ...finding(fn), why: `${f.file}:${f.line}` });
       }
