@@ -202,7 +202,8 @@ export function checkStoreRule(
     }
     if (!ts.isCallExpression(e)) {
       // Awaiting a value that is no Promise costs a microtask only.
-      return isPromise(checker.getTypeAtLocation(e)) ? bad("a promise made elsewhere") : ok;
+      if (!isPromise(checker.getTypeAtLocation(e))) return ok;
+      return bad(ts.isNewExpression(e) ? e.getText().slice(0, 60) : "a promise made elsewhere");
     }
     if (!promiseValued(e)) return ok;
     const literals = e.arguments.filter(
