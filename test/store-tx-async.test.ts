@@ -68,7 +68,10 @@ function committedCount(store: Store): number | undefined {
 }
 
 async function event(store: Store, source: string): Promise<CatalogEvent> {
-  return await store.appendEvent("a", { type: "wake_requested", payload: { source, disposition: "x" } });
+  return await store.appendEvent("a", {
+    type: "wake_requested",
+    payload: { source, disposition: "x" },
+  });
 }
 
 async function kindOf(p: Promise<unknown>): Promise<string> {
@@ -112,12 +115,12 @@ describe("afterCommit", () => {
   it("is dropped on rollback and runs at once outside a transaction", async () => {
     const store = await open();
     const log: string[] = [];
-    expect(async () =>
-      await store.tx(() => {
+    await expect(
+      store.tx(() => {
         store.afterCommit(() => log.push("never"));
         throw new Error("boom");
       }),
-    ).toThrow("boom");
+    ).rejects.toThrow("boom");
     expect(log).toEqual([]);
     store.afterCommit(() => log.push("now"));
     expect(log).toEqual(["now"]);
@@ -172,19 +175,21 @@ describe("afterCommit", () => {
     });
     expect(notified).toBe(1);
     expect(visible).toBe(1);
-    expect(async () =>
-      await store.tx(async () => {
+    await expect(
+      store.tx(async () => {
         await ingress.admit(draft);
         throw new Error("caller failed");
       }),
-    ).toThrow("caller failed");
+    ).rejects.toThrow("caller failed");
     expect(notified).toBe(1); // the rolled-back admission never woke the loop
     store.close();
   });
 
   it("a pending wake hint signals the loop only after the caller's transaction commits", async () => {
     const store = await open();
-    await store.tx(async () => await store.agents.put({ ...record("a", 0), status: "awake_running" }));
+    await store.tx(
+      async () => await store.agents.put({ ...record("a", 0), status: "awake_running" }),
+    );
     const signals = new AgentSignals();
     const hints = new WakeHints(store, new Ingress(store, signals), signals);
     let notified = 0;
@@ -200,12 +205,12 @@ describe("afterCommit", () => {
       expect(notified).toBe(0);
     });
     expect(notified).toBe(1);
-    expect(async () =>
-      await store.tx(async () => {
+    await expect(
+      store.tx(async () => {
         await hints.submit("a", hint);
         throw new Error("caller failed");
       }),
-    ).toThrow("caller failed");
+    ).rejects.toThrow("caller failed");
     expect(notified).toBe(1);
     store.close();
   });
@@ -227,7 +232,7 @@ describe("async transactions", () => {
       store.whenSettled((ok) => (settled = ok));
       store.afterCommit(() => (hooked = true));
       // A nested sync tx and a nested async tx join this one.
-      await store.tx(async () => await store.agents.put(record("a", 2)));
+      store.txSync(() => store.sync.agents.put(record("a", 2)));
       await store.tx(async () => {
         await Promise.resolve();
         await store.agents.put(record("a", 3));
@@ -255,7 +260,7 @@ describe("async transactions", () => {
     let settled: boolean | undefined;
     let hooked = false;
     const kind = await kindOf(
-      await store.tx(async () => {
+      store.tx(async () => {
         await store.agents.put(record("a", 9));
         await Promise.resolve();
         await event(store, "lost");
@@ -283,7 +288,7 @@ describe("async transactions", () => {
     const store = await open();
     const log: string[] = [];
     let startedSync = false;
-    const first = await store.tx(async () => {
+    const first = store.tx(async () => {
       startedSync = true;
       log.push("first:begin");
       await store.agents.put(record("a", 1));
@@ -293,11 +298,11 @@ describe("async transactions", () => {
     });
     // No extra tick when nothing was open: the body began inside the call.
     expect(startedSync).toBe(true);
-    const second = await store.tx(async () => {
+    const second = store.tx(async () => {
       log.push(`second:begin saw ${(await store.agents.get("a"))!.total_message_count}`);
       await store.agents.put(record("a", 10));
     });
-    const third = await store.tx(async () => {
+    const third = store.tx(async () => {
       log.push(`third:begin saw ${(await store.agents.get("a"))!.total_message_count}`);
     });
     await Promise.all([first, second, third]);
@@ -311,16 +316,16 @@ describe("async transactions", () => {
     const store = await open();
     const log: string[] = [];
     let hooked: Promise<void> | undefined;
-    const first = await store.tx(async () => {
+    const first = store.tx(async () => {
       await Promise.resolve();
-      store.afterCommit(async () => {
-        hooked = await store.tx(async () => {
+      store.afterCommit(() => {
+        hooked = store.tx(async () => {
           log.push(`hook saw ${(await store.agents.get("a"))!.total_message_count}`);
         });
       });
       log.push("first");
     });
-    const second = await store.tx(async () => {
+    const second = store.tx(async () => {
       await store.agents.put(record("a", 2));
       log.push("second");
     });
@@ -330,52 +335,73 @@ describe("async transactions", () => {
     store.close();
   });
 
-  it("a sync transaction, repository call or event from another context fails instead of joining", async () => {
+  it("a repository call or transaction from another context waits and sees only committed rows; a sync one, an event or whenSettled fails instead of joining", async () => {
     const store = await open();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const body = await store.tx(async () => {
+    const body = store.tx(async () => {
       await store.agents.put(record("a", 7));
       await gate; // resolved below by a microtask, never by the event loop
       await store.agents.put(record("a", 8));
     });
     // The body is suspended with its transaction open; this code is another context.
-    expect(kindOfSync(async () => await store.agents.get("a"))).toBe("tx_interleaved");
-    expect(kindOfSync(async () => await store.messages.pendingCount("a"))).toBe("tx_interleaved");
-    expect(kindOfSync(async () => await store.tx(async () => await store.agents.put(record("a", 99))))).toBe(
+    const settled: string[] = [];
+    const track = <T>(label: string, p: Promise<T>): Promise<T> => {
+      void p.then(
+        () => settled.push(label),
+        () => settled.push(label),
+      );
+      return p;
+    };
+    // The async faces wait their turn (a queued transaction of their own).
+    const get = track("get", store.agents.get("a"));
+    const pending = track("pendingCount", store.messages.pendingCount("a"));
+    const outsider = track(
+      "tx",
+      store.tx(async () => (await store.agents.get("a"))!.total_message_count),
+    );
+    // The synchronous repositories, a synchronous transaction, an event and whenSettled fail.
+    expect(kindOfSync(() => store.sync.agents.get("a"))).toBe("tx_interleaved");
+    expect(kindOfSync(() => store.sync.messages.pendingCount("a"))).toBe("tx_interleaved");
+    expect(kindOfSync(() => store.txSync(() => store.sync.agents.put(record("a", 99))))).toBe(
       "tx_interleaved",
     );
-    expect(kindOfSync(async () => await event(store, "outsider"))).toBe("tx_interleaved");
+    expect(await kindOf(event(store, "outsider"))).toBe("tx_interleaved");
     expect(kindOfSync(() => store.whenSettled(() => {}))).toBe("tx_interleaved");
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+    expect(settled).toEqual([]); // none ran inside the open transaction or read its rows
     release();
     await body;
-    // Once it settled, the same calls work, and only the body's writes committed.
+    // Once it settled, the waiting calls ran and saw only the committed rows.
+    expect((await get)!.total_message_count).toBe(8);
+    expect(await pending).toBe(0);
+    expect(await outsider).toBe(8);
     expect((await store.agents.get("a"))!.total_message_count).toBe(8);
     expect(committedCount(store)).toBe(8);
     store.close();
   });
 
-  it("refuses bodies that would commit early: async inside sync, a Promise from tx, an un-awaited nested tx", async () => {
+  it("refuses bodies that would commit early: async inside sync, a Promise from txSync, an un-awaited nested tx", async () => {
     const store = await open();
     let inner: Promise<unknown> | undefined;
-    expect(async () =>
-      await store.tx(async () => {
-        await store.agents.put(record("a", 1));
-        inner = await store.tx(async () => {});
+    expect(() =>
+      store.txSync(() => {
+        store.sync.agents.put(record("a", 1));
+        inner = store.tx(async () => {});
         void inner.catch(() => {});
         throw new Error("outer stops");
       }),
     ).toThrow("outer stops");
     expect(await kindOf(inner!)).toBe("tx_interleaved");
 
-    const promised = async () => await store.tx(() => Promise.resolve(1));
+    const promised = () => store.txSync(() => Promise.resolve(1));
     expect(kindOfSync(promised)).toBe("tx_interleaved");
 
     let floating: Promise<void> | undefined;
     const kind = await kindOf(
-      await store.tx(async () => {
+      store.tx(async () => {
         await store.agents.put(record("a", 4));
-        floating = await store.tx(async () => {
+        floating = store.tx(async () => {
           await Promise.resolve();
           await Promise.resolve();
         });
@@ -422,7 +448,7 @@ describe("the tx guard (HOLON_TX_GUARD)", () => {
     const published: CatalogEvent[] = [];
     store.onEvents((events) => published.push(...events));
     const kind = await kindOf(
-      await store.tx(async () => {
+      store.tx(async () => {
         await store.agents.put(record("a", 3));
         await event(store, "before the wait");
         await wait();
@@ -439,9 +465,9 @@ describe("the tx guard (HOLON_TX_GUARD)", () => {
   it("catches a timer awaited by a transaction begun inside an immediate", async () => {
     const store = await open({ txGuard: true });
     const kind = await new Promise<string>((resolve) =>
-      setImmediate(async () => {
+      setImmediate(() => {
         void kindOf(
-          await store.tx(async () => {
+          store.tx(async () => {
             await store.agents.put(record("a", 3));
             await sleep(0);
           }),

@@ -51,7 +51,8 @@ export class Ingress {
     }
     return new Promise((resolve, reject) => {
       this.pending.push({ draft, resolve, reject });
-      if (this.pending.length === 1) setImmediate(async () => await this.flushOrGather());
+      // flushOrGather never rejects: flush hands every failure to the batch's callers.
+      if (this.pending.length === 1) setImmediate(() => void this.flushOrGather());
     });
   }
 
@@ -64,7 +65,7 @@ export class Ingress {
   private async flushOrGather(): Promise<void> {
     if (this.lastBatch > 1 && !this.gathered) {
       this.gathered = true;
-      setImmediate(async () => await this.flushOrGather());
+      setImmediate(() => void this.flushOrGather()); // never rejects (see admitBatched)
       return;
     }
     this.gathered = false;

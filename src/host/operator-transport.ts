@@ -351,12 +351,14 @@ export class OperatorTransportService {
     if (this.closed) return;
     const delay = this.delays[n - 1];
     if (delay === undefined) return await this.noteAsk(ask.id, b, "failed_to_submit", n, failure);
-    const t = setTimeout(async () => {
+    const t = setTimeout(() => {
       this.timers.delete(t);
       if (this.closed) return;
-      // Decided or withdrawn meanwhile: nothing left to ask.
-      if ((await this.store.asks.get(ask.id))?.state !== "pending") return;
-      void this.attemptAsk(b, ask, n + 1);
+      // Decided or withdrawn meanwhile: nothing left to ask. (A failed read is not caught:
+      // fatal, as the synchronous read's throw in this timer was.)
+      void this.store.asks.get(ask.id).then((current) => {
+        if (current?.state === "pending") void this.attemptAsk(b, ask, n + 1);
+      });
     }, delay);
     t.unref?.();
     this.timers.add(t);

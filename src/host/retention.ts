@@ -100,11 +100,12 @@ const SLICE_MS = 8;
  * host last one loop turn per step: minutes, during which the history families overshoot
  * their caps.
  */
-function slicer(): (beforeYield?: () => void) => Promise<void> {
+function slicer(): (beforeYield?: () => Promise<void> | void) => Promise<void> {
   let since = performance.now();
   return async (beforeYield) => {
     if (performance.now() - since < SLICE_MS) return;
-    beforeYield?.();
+    // Awaited: the caller's batch (an async store write) is done before the pass goes on.
+    await beforeYield?.();
     await tick();
     since = performance.now();
   };

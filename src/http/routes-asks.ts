@@ -97,17 +97,17 @@ function untilSettled(
   ms: number,
   signal: AbortSignal,
 ): Promise<AskRecord> {
-  return new Promise(async (resolve) => {
+  return new Promise((resolve) => {
     let done = false;
-    const finish = async () => {
+    const finish = () => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       unlisten();
       signal.removeEventListener("abort", finish);
-      resolve(await host.services.asks.get(id));
+      resolve(host.services.asks.get(id)); // a failed read rejects the caller's promise
     };
-    const unlisten = host.store.onEvents(async (events) => {
+    const unlisten = host.store.onEvents((events) => {
       if (
         events.some(
           (e) =>
@@ -116,13 +116,17 @@ function untilSettled(
             (e.payload as { ask?: { id?: string } }).ask?.id === id,
         )
       )
-        await finish();
+        finish();
     });
     const timer = setTimeout(finish, ms);
     timer.unref?.();
     signal.addEventListener("abort", finish);
-    // Settled between the read and the subscription: answer at once.
-    if ((await host.services.asks.get(id)).state !== "pending") await finish();
+    // Settled between the read and the subscription: answer at once. A failed read: finish
+    // reads again and hands that failure to the caller.
+    host.services.asks.get(id).then(
+      (ask) => ask.state !== "pending" && finish(),
+      () => finish(),
+    );
   });
 }
 

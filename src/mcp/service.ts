@@ -624,12 +624,12 @@ export class McpService {
     const onServer = giveUp("the MCP server withdrew its question");
     call.signal.addEventListener("abort", onCallEnd);
     signal.addEventListener("abort", onServer);
-    const timer = setTimeout(async () => {
+    const timer = setTimeout(() => {
       this.elicitations.markTimedOut(askId);
-      await this.#withdraw(
+      void this.#withdraw(
         askId,
         `the operator did not answer within ${Math.round(timeoutMs / 1000)} s`,
-      );
+      ); // never rejects (it catches)
     }, timeoutMs);
     timer.unref();
     try {

@@ -260,7 +260,7 @@ export class TaskService implements AgentOwnedWork {
     const current = (await this.store.tasks.get(taskId))!;
     if (TERMINAL_TASK_STATUSES.has(current.status) || timeoutMs <= 0) return current;
     await this.handleFor(current); // make sure someone is watching it
-    await new Promise<void>(async (resolve, reject) => {
+    await new Promise<void>((resolve, reject) => {
       const waiters = this.settleWaiters.get(taskId) ?? new Set<() => void>();
       this.settleWaiters.set(taskId, waiters);
       const done = () => {
@@ -278,8 +278,12 @@ export class TaskService implements AgentOwnedWork {
       waiters.add(done);
       if (signal?.aborted) return onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
-      // settled between the first read and registering the waiter
-      if (TERMINAL_TASK_STATUSES.has((await this.store.tasks.get(taskId))!.status)) done();
+      // Settled between the first read and registering the waiter. A failed read stops the
+      // wait: the read after it fails the same way, for the caller.
+      void this.store.tasks.get(taskId).then(
+        (task) => TERMINAL_TASK_STATUSES.has(task!.status) && done(),
+        () => done(),
+      );
     });
     return (await this.store.tasks.get(taskId))!;
   }

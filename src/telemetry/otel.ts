@@ -193,7 +193,7 @@ export class BoundedBatchProcessor implements SpanProcessor {
   ) {
     this.exporter = exporter;
     this.opts = opts;
-    this.timer = setInterval(() => this.exportSome(), opts.delayMs);
+    this.timer = setInterval(() => void this.exportSome(), opts.delayMs); // never rejects
     this.timer.unref();
   }
 

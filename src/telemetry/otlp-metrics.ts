@@ -157,14 +157,16 @@ export function createMetricSender(settings: MetricExportSettings): MetricSender
     ),
   );
   return {
-    send: (registry) =>
-      new Promise<boolean>(async (resolve) => {
-        try {
-          exporter.export(await snapshot(registry, resource, scope), (r) => resolve(r.code === 0));
-        } catch {
-          resolve(false);
-        }
-      }),
+    send: async (registry) => {
+      try {
+        const metrics = await snapshot(registry, resource, scope);
+        return await new Promise<boolean>((resolve) =>
+          exporter.export(metrics, (r) => resolve(r.code === 0)),
+        );
+      } catch {
+        return false;
+      }
+    },
     shutdown: () =>
       Promise.race([
         exporter.shutdown().catch(() => {}),

@@ -141,7 +141,7 @@ export class DeadlineScheduler {
   }
 
   private async fireOne(d: Deadline): Promise<void> {
-    if (!await this.store.deadlines.delete(d.id)) return; // already cancelled or fired
+    if (!(await this.store.deadlines.delete(d.id))) return; // already cancelled or fired
     const handler = this.handlers.get(d.kind);
     const out = handler ? await handler(d) : null;
     if (out === "handled") return;
@@ -192,7 +192,8 @@ export class DeadlineScheduler {
     this.armedFor = next;
     if (next === undefined) return;
     const delay = Math.max(0, Date.parse(next) - this.clock.now().getTime());
-    this.timer = setTimeout(async () => await this.onTimer(), Math.min(delay, REARM_MS));
+    // onTimer rethrows a handler's unexpected error: fatal, as a throw in this timer was.
+    this.timer = setTimeout(() => void this.onTimer(), Math.min(delay, REARM_MS));
     this.timer.unref?.();
   }
 

@@ -120,7 +120,7 @@ export class WorkAskEffects implements AskEffects {
     const next: WorkItemRecord = { ...item, blocked_by: text.slice(0, 2_000) };
     delete next.recheck_at;
     delete next.recheck_consumed_at;
-    this.deadlines.cancelKey(recheckKey(item.id));
+    await this.deadlines.cancelKey(recheckKey(item.id));
     await this.work.commit(next, ["blocked_by"], "runtime");
   }
 
