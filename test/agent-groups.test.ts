@@ -11,7 +11,7 @@ import { Store } from "../src/store/db.ts";
 import { MIGRATIONS } from "../src/store/migrations.ts";
 import { randomIds, systemClock } from "../src/domain/clock.ts";
 import type { AgentRecord } from "../src/domain/agent.ts";
-import { reply, type FakeAnswer, type RecordedRequest } from "./fake-provider/server.ts";
+import { reply, type FakeAnswer } from "./fake-provider/server.ts";
 import {
   runCli,
   spawnServe,
@@ -20,7 +20,12 @@ import {
   waitFor,
   type TestRuntime,
 } from "./helpers/home.ts";
-import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import {
+  configureFakeProvider,
+  lastInput,
+  requestAgent,
+  useFakeProvider,
+} from "./helpers/provider.ts";
 
 const fake = useFakeProvider();
 let rt: TestRuntime | undefined;
@@ -30,15 +35,8 @@ afterEach(async () => {
   fake.setFallback(null);
 });
 
-function agentOf(req: RecordedRequest): string {
-  const key = String(req.body.prompt_cache_key ?? "");
-  return key.slice("holon-".length, key.lastIndexOf("-"));
-}
-function last(req: RecordedRequest): { type: string; text: string } {
-  const input = req.body.input as any[];
-  const item = input[input.length - 1];
-  return { type: String(item?.type ?? ""), text: JSON.stringify(item) };
-}
+const agentOf = requestAgent;
+const last = lastInput;
 const hang = (): Promise<FakeAnswer> => new Promise(() => {});
 const spawn = (initial: string, extra: Record<string, unknown> = {}) =>
   reply.tools([{ name: "SpawnAgent", arguments: { initial_message: initial, ...extra } }]);

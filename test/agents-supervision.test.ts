@@ -13,7 +13,7 @@ import {
   waitFor,
   type TestRuntime,
 } from "./helpers/home.ts";
-import { configureFakeProvider } from "./helpers/provider.ts";
+import { configureFakeProvider, lastInput, requestAgent } from "./helpers/provider.ts";
 import { gitRepo } from "./helpers/git-repo.ts";
 import {
   reply,
@@ -39,15 +39,8 @@ afterAll(async () => {
   cleanupHomes();
 });
 
-function agentOf(req: RecordedRequest): string {
-  const key = String(req.body.prompt_cache_key ?? "");
-  return key.slice("holon-".length, key.lastIndexOf("-"));
-}
-function last(req: RecordedRequest): { type: string; text: string } {
-  const input = req.body.input as any[];
-  const item = input[input.length - 1];
-  return { type: String(item?.type ?? ""), text: JSON.stringify(item) };
-}
+const agentOf = requestAgent;
+const last = lastInput;
 function outputs(req: RecordedRequest): string[] {
   return (req.body.input as any[])
     .filter((i) => i.type === "function_call_output")

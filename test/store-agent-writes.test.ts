@@ -5,25 +5,9 @@ import { describe, expect, it } from "vitest";
 import { AgentRecord } from "../src/domain/agent.ts";
 import { randomIds, systemClock } from "../src/domain/clock.ts";
 import { Store } from "../src/store/db.ts";
+import { agentRecord } from "./helpers/records.ts";
 
-function record(id: string, count: number): AgentRecord {
-  return AgentRecord.parse({
-    agent_id: id,
-    agent_home: `/tmp/agents/${id}`,
-    kind: "default",
-    visibility: "public",
-    ownership: "self_owned",
-    profile_preset: "public_named",
-    group_id: id,
-    status: "asleep",
-    created_at: "2026-11-27T12:00:00.000Z",
-    updated_at: "2026-11-27T12:00:00.000Z",
-    total_message_count: count,
-    total_input_tokens: 0,
-    total_output_tokens: 0,
-    total_model_rounds: 0,
-  });
-}
+const record = (id: string, count: number) => agentRecord(id, count, "asleep");
 
 describe("agent record writes", () => {
   it("several puts in one transaction write the row once, with the last record", async () => {

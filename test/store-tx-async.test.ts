@@ -18,6 +18,7 @@ import type { CatalogEvent } from "../src/domain/events.ts";
 import { HolonError } from "../src/domain/errors.ts";
 import { Store } from "../src/store/db.ts";
 import { WakeHints } from "../src/waiting/wake-hints.ts";
+import { agentRecord } from "./helpers/records.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "holon-tx-async-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -42,24 +43,7 @@ function committed<T>(store: Store, sql: string): T | undefined {
   }
 }
 
-function record(id: string, count: number): AgentRecord {
-  return AgentRecord.parse({
-    agent_id: id,
-    group_id: id,
-    agent_home: `/tmp/agents/${id}`,
-    kind: "default",
-    visibility: "public",
-    ownership: "self_owned",
-    profile_preset: "public_named",
-    status: "awake_idle",
-    created_at: "2026-11-27T12:00:00.000Z",
-    updated_at: "2026-11-27T12:00:00.000Z",
-    total_message_count: count,
-    total_input_tokens: 0,
-    total_output_tokens: 0,
-    total_model_rounds: 0,
-  });
-}
+const record = (id: string, count: number) => agentRecord(id, count);
 
 /** The committed message count of agent "a" (the field these tests write). */
 function committedCount(store: Store): number | undefined {

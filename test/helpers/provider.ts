@@ -1,7 +1,11 @@
 // Configure the scripted fake provider for a home exactly as a user would, through the CLI.
 import { afterAll, beforeAll, expect } from "vitest";
 import { cleanupHomes, runCli } from "./home.ts";
-import { startFakeProvider, type FakeProvider } from "../fake-provider/server.ts";
+import {
+  startFakeProvider,
+  type FakeProvider,
+  type RecordedRequest,
+} from "../fake-provider/server.ts";
 
 export async function configureFakeProvider(
   home: string,
@@ -51,4 +55,17 @@ export function useFakeProvider(): FakeProvider {
       return typeof value === "function" ? value.bind(instance) : value;
     },
   });
+}
+
+/** The agent a recorded request was made for (from its prompt cache key, `holon-<agent>-…`). */
+export function requestAgent(req: RecordedRequest): string {
+  const key = String(req.body.prompt_cache_key ?? "");
+  return key.slice("holon-".length, key.lastIndexOf("-"));
+}
+
+/** The last input item of a recorded Responses request: its type and its JSON text. */
+export function lastInput(req: RecordedRequest): { type: string; text: string } {
+  const input = req.body.input as any[];
+  const item = input[input.length - 1];
+  return { type: String(item?.type ?? ""), text: JSON.stringify(item) };
 }
