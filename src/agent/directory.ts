@@ -108,19 +108,11 @@ export class AgentDirectory {
   }
 
   /**
-   * Make sure every agent home has its layout; the default agent gets the holon-default
-   * AGENTS.md when it has none (an existing one is never overwritten). Run at start, so it
-   * also gives a public agent that never had an external trigger its default one. Agents
-   * `skip` names (finished run agents) get theirs when their loop starts again.
+   * One agent's home layout: the default agent gets the holon-default AGENTS.md when it has
+   * none (an existing one is never overwritten), and a public agent that never had an external
+   * trigger gets its default one. Run when its group is acquired (host.ts), or when a finished
+   * run agent's loop starts again.
    */
-  async ensureHomes(skip?: ReadonlySet<string>): Promise<void> {
-    for (const a of await this.store.agents.list(skip)) {
-      if (a.archived_at) continue;
-      await this.ensureHome(a);
-    }
-  }
-
-  /** One agent's home layout (and a public agent's default trigger), as ensureHomes does. */
   async ensureHome(a: AgentRecord): Promise<void> {
     // Agents made before triggers were minted at creation get theirs once, here.
     if (a.visibility === "public") await this.deps.triggers.provisionDefault(a.agent_id);

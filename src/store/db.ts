@@ -10,7 +10,7 @@ import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Clock, IdSource } from "../domain/clock.ts";
 import type { CatalogEvent, NewEvent } from "../domain/events.ts";
-import { MIGRATIONS } from "./migrations.ts";
+import { applyMigration, MIGRATIONS, migrationsTable } from "./migrations.ts";
 import { asyncFace, type Async } from "./async.ts";
 import { AgentsRepo } from "./agents.ts";
 import { MessagesRepo } from "./messages.ts";
@@ -676,9 +676,7 @@ function enableIncrementalVacuum(db: DatabaseSync): void {
 }
 
 function migrate(db: DatabaseSync): void {
-  db.exec(
-    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-  );
+  migrationsTable(db);
   const applied = new Set(
     (db.prepare("SELECT version FROM schema_migrations").all() as { version: number }[]).map(
       (r) => r.version,
@@ -688,12 +686,7 @@ function migrate(db: DatabaseSync): void {
     if (applied.has(m.version)) continue;
     db.exec("BEGIN IMMEDIATE");
     try {
-      db.exec(m.sql);
-      db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
-        m.version,
-        m.name,
-        new Date().toISOString(),
-      );
+      applyMigration(db, m);
       db.exec("COMMIT");
     } catch (err) {
       db.exec("ROLLBACK");

@@ -30,7 +30,7 @@ import { join, resolve } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { z } from "zod";
 import { HolonError } from "../domain/errors.ts";
-import { MIGRATIONS } from "./migrations.ts";
+import { applyMigration, MIGRATIONS, migrationsTable } from "./migrations.ts";
 
 export const DUMP_FORMAT = "holon-store-dump";
 export const DUMP_FORMAT_VERSION = 1;
@@ -575,17 +575,8 @@ async function checkTableFile(dir: string, table: DumpTable, maxLine: number): P
  */
 export function createSchema(db: DatabaseSync, versions: readonly number[]): void {
   const wanted = new Set(versions);
-  db.exec(
-    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-  );
-  const insert = db.prepare(
-    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-  );
-  for (const m of MIGRATIONS) {
-    if (!wanted.has(m.version)) continue;
-    db.exec(m.sql);
-    insert.run(m.version, m.name, new Date().toISOString());
-  }
+  migrationsTable(db);
+  for (const m of MIGRATIONS) if (wanted.has(m.version)) applyMigration(db, m);
 }
 
 const IMPORT_PREFIX = ".holon.db.import-";

@@ -1,6 +1,26 @@
 // Versioned schema migrations. Append new entries; never edit an applied one.
+import type { DatabaseSync } from "node:sqlite";
 
-export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+export type Migration = { version: number; name: string; sql: string };
+
+/** The table that records which migrations a database has (made when it is missing). */
+export function migrationsTable(db: DatabaseSync): void {
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+  );
+}
+
+/** Run one migration and record it; the caller holds the transaction. */
+export function applyMigration(db: DatabaseSync, m: Migration): void {
+  db.exec(m.sql);
+  db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+    m.version,
+    m.name,
+    new Date().toISOString(),
+  );
+}
+
+export const MIGRATIONS: Migration[] = [
   {
     version: 1,
     name: "core runtime records",
