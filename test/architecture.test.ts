@@ -251,7 +251,7 @@ describe("the store's one rule (compiler API)", () => {
     );
     expect(plantedLines("floating-callback.ts")).toHaveLength(3);
     expect(plantedLines("floating-write.ts")).toHaveLength(1);
-    expect(plantedLines("tx-await.ts")).toHaveLength(3);
+    expect(plantedLines("tx-await.ts")).toHaveLength(4);
     expect(plantedLines("tx-await.ts", "PLANTED-SYNC")).toHaveLength(1);
   });
 

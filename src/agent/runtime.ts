@@ -373,10 +373,25 @@ export class AgentRuntime {
     });
   }
 
+  /** Each plane's facts for a run's closure, in order (a synchronous answer costs no tick). */
+  private async closureFacts(run: RunInfo & { outcome: TurnOutcome }): Promise<PlaneFacts[]> {
+    const facts: PlaneFacts[] = [];
+    for (const o of this.observers) {
+      const f = o.closureFacts?.(run);
+      if (f) facts.push(f instanceof Promise ? await f : f);
+    }
+    return facts;
+  }
+
   /** Let the planes act at the idle point; true when that queued something to run. */
   private async admittedAtIdle(): Promise<boolean> {
     if (!this.observers.some((o) => o.atIdle)) return false;
-    for (const o of this.observers) await o.atIdle?.(this.agentId);
+    for (const o of this.observers) {
+      // Awaited only when it is a promise: most planes' hooks are synchronous, and awaiting
+      // a plain value still costs a promise and a tick, per observer, on every turn.
+      const r = o.atIdle?.(this.agentId);
+      if (r) await r;
+    }
     return (await this.store.messages.peekNext(this.agentId)) !== undefined;
   }
 
@@ -406,11 +421,7 @@ export class AgentRuntime {
       const agent = await this.store.agents.get(this.agentId);
       const run = { agent_id: this.agentId, run_id: "", message };
       const facts = mergePlaneFacts(
-        await Promise.all(
-          this.observers.map(
-            (o) => o.closureFacts?.({ ...run, outcome: { kind: "liveness_only" } }) ?? {},
-          ),
-        ),
+        await this.closureFacts({ ...run, outcome: { kind: "liveness_only" } }),
       );
       if (agent?.closure?.outcome === "continuable" || facts.work_signal) {
         return { model_visible: true, why: "runnable_work" };
@@ -558,8 +569,10 @@ export class AgentRuntime {
       await this.deps.sleep.cancel(this.agentId, "woken");
     }
     await store.agents.put({ ...before, last_continuation: continuation });
-    for (const o of this.observers)
-      await o.beforeRun?.({ agent_id: this.agentId, run_id: runId, message });
+    for (const o of this.observers) {
+      const r = o.beforeRun?.({ agent_id: this.agentId, run_id: runId, message });
+      if (r) await r;
+    }
     await store.appendEvent(this.agentId, {
       type: "continuation_resolved",
       provenance: provenanceOf(message),
@@ -635,7 +648,10 @@ export class AgentRuntime {
       }
       const run = { agent_id: this.agentId, run_id: runId, message, outcome };
       let decided: ClosureDecision | undefined;
-      for (const o of this.observers) await o.afterRun?.({ ...run, tools });
+      for (const o of this.observers) {
+        const r = o.afterRun?.({ ...run, tools });
+        if (r) await r;
+      }
       // Read the record again: a plane's afterRun may have changed it.
       const current = (await store.agents.get(this.agentId))!;
       let next: AgentRecord = { ...current, total_message_count: current.total_message_count + 1 };
@@ -648,9 +664,7 @@ export class AgentRuntime {
             .filter((t) => t.terminal_reentry)
             .map((t) => t.id),
           pending_messages: await store.messages.pendingCount(this.agentId),
-          ...mergePlaneFacts(
-            await Promise.all(this.observers.map((o) => o.closureFacts?.(run) ?? {})),
-          ),
+          ...mergePlaneFacts(await this.closureFacts(run)),
           now: now.toISOString(),
           run_id: runId,
           message_id: message.id,
@@ -671,7 +685,10 @@ export class AgentRuntime {
         return;
       }
       if (decided) {
-        for (const o of this.observers) await o.onClosure?.({ ...run, closure: decided });
+        for (const o of this.observers) {
+          const r = o.onClosure?.({ ...run, closure: decided });
+          if (r) await r;
+        }
       }
       // One state change for the run's end: straight to rest when nothing else waits to run
       // (running → idle → asleep in one commit showed no one the idle in between), else idle.

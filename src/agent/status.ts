@@ -9,14 +9,14 @@ export type TransitionExtras = Partial<
 > & { clear?: ("current_run_id" | "sleeping_until")[] };
 
 /** Write `to` for the agent (inside the caller's or a new transaction). Returns the new record. */
-export async function transition(
+export function transition(
   store: Store,
   agentId: string,
   to: AgentStatus,
   reason: string,
   extras: TransitionExtras = {},
 ): Promise<AgentRecord> {
-  return await store.tx(async () => {
+  return store.tx(async () => {
     const agent = await store.agents.get(agentId);
     if (!agent) throw new Error(`agent ${agentId} vanished`);
     const from = agent.status;

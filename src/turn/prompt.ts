@@ -29,7 +29,10 @@ export async function buildFrame(
 ): Promise<BuiltFrame> {
   const sections: BuiltFrame["sections"] = [];
   for (const c of contributors) {
-    for (const section of await c.contribute(ctx)) sections.push({ contributor: c.id, section });
+    // Awaited only when it is a promise: most contributors answer synchronously.
+    const contributed = c.contribute(ctx);
+    const list = contributed instanceof Promise ? await contributed : contributed;
+    for (const section of list) sections.push({ contributor: c.id, section });
   }
   const loaded = sections.flatMap((s) => s.section.loaded ?? []);
   const systemPrompt = sections

@@ -200,6 +200,19 @@ export function checkStoreRule(
       const why = parts.find((p) => p.bad)?.bad;
       return why ? bad(why) : { bad: undefined, deps: parts.flatMap((p) => p.deps) };
     }
+    // `const r = hook(); if (r) await r;`: the awaited constant is judged by what made it.
+    if (ts.isIdentifier(e)) {
+      const d = checker.getSymbolAtLocation(e)?.valueDeclaration;
+      if (
+        d &&
+        ts.isVariableDeclaration(d) &&
+        d.initializer &&
+        ts.isVariableDeclarationList(d.parent) &&
+        (d.parent.flags & ts.NodeFlags.Const) !== 0
+      ) {
+        return verdict(d.initializer);
+      }
+    }
     if (!ts.isCallExpression(e)) {
       // Awaiting a value that is no Promise costs a microtask only.
       if (!isPromise(checker.getTypeAtLocation(e))) return ok;
