@@ -8,9 +8,11 @@
 // (bare, hono, holon; bare, hono, holon; …) and the report gives the median round rate, the
 // median of the per-round holon/bare ratios, and pooled latency percentiles. CPU time per
 // request (from /proc) is reported too: it is far less sensitive to other load than rates.
-// `--cpu-prof` also writes a V8 CPU profile of the host and lists its top functions.
-import { mkdirSync, readdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
+// `--vs=<tree>` adds a holon from another checkout to every round, for a paired CPU ratio;
+// `--rounds=<n>` sets the rounds (default 3). `--cpu-prof` also writes a V8 CPU profile
+// of the host and lists its top functions.
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { topFunctions } from "./lib/cpuprofile.ts";
 import type { LoadConfig, LoadResult } from "./workers/loadgen.ts";
 import { round, summarize } from "./lib/stats.ts";
@@ -66,12 +68,13 @@ function median(values: number[]): number {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-const SERVERS = ["bare", "hono", "holon"] as const;
+const SERVERS = ["bare", "hono", "holon", "vs"] as const;
 type ServerKey = (typeof SERVERS)[number];
 const LABEL: Record<ServerKey, string> = {
   bare: "bare node:http",
   hono: "bare hono (no store)",
   holon: "holon serve",
+  vs: "holon serve from --vs",
 };
 
 const bench: Benchmark = {
@@ -79,7 +82,14 @@ const bench: Benchmark = {
   description: "POST /agents/main/enqueue, 32 keep-alive connections, vs bare node:http",
   async run(ctx) {
     const r = new ResultBuilder();
-    const rounds = ctx.quick ? 1 : 3;
+    // --vs=<tree>: a second holon from another checkout joins every round, for a paired
+    // figure (this checkout's CPU per request over the other's, round by round).
+    const vs = ctx.options.vs ? resolve(ctx.options.vs) : undefined;
+    if (vs && !existsSync(join(vs, "bin", "holon.js")))
+      throw new Error("--vs=<tree> must name another checkout (with bin/holon.js)");
+    const keys = SERVERS.filter((k) => k !== "vs" || vs);
+    const rounds = Number(ctx.options.rounds ?? (ctx.quick ? 1 : 3));
+    if (!Number.isInteger(rounds) || rounds < 1) throw new Error("--rounds must be >= 1");
     const profDir =
       ctx.options["cpu-prof"] !== undefined || process.argv.includes("--cpu-prof")
         ? join(ctx.root, "bench", "results", "admission-profile")
@@ -89,7 +99,7 @@ const bench: Benchmark = {
       mkdirSync(profDir, { recursive: true });
     }
     const servers: Partial<Record<ServerKey, ServerProc>> = {};
-    const runs: Record<ServerKey, Round[]> = { bare: [], hono: [], holon: [] };
+    const runs: Record<ServerKey, Round[]> = { bare: [], hono: [], holon: [], vs: [] };
     let pendingBefore = 0;
     let pendingAfter = 0;
     try {
@@ -102,12 +112,18 @@ const bench: Benchmark = {
       );
       const holonUrl = servers.holon.url;
       await expectOk(`${holonUrl}/control/agents/main/control`, "POST", { action: "pause" });
+      if (vs) {
+        servers.vs = await startHolon(vs);
+        await expectOk(`${servers.vs.url}/control/agents/main/control`, "POST", {
+          action: "pause",
+        });
+      }
       pendingBefore = Number((await expectOk(`${holonUrl}/agents/main/status`)).pending);
       ctx.log(
-        `${rounds} round(s) × (bare, hono, holon), each ${ctx.quick ? "0.3 s warm-up + 1 s" : "1 s warm-up + 5 s"}, ${CONNECTIONS} connections`,
+        `${rounds} round(s) × (${keys.join(", ")}), each ${ctx.quick ? "0.3 s warm-up + 1 s" : "1 s warm-up + 5 s"}, ${CONNECTIONS} connections`,
       );
       for (let i = 0; i < rounds; i++) {
-        for (const key of SERVERS) {
+        for (const key of keys) {
           runs[key].push(await drive(ctx, servers[key]!, `round ${i + 1} ${LABEL[key]}`));
         }
       }
@@ -116,7 +132,17 @@ const bench: Benchmark = {
       for (const s of Object.values(servers)) await s.stop();
     }
 
-    for (const key of SERVERS) {
+    if (vs) {
+      const paired = runs.holon.map((h, i) => h.cpuUsPerReq / runs.vs[i]!.cpuUsPerReq);
+      r.metric(
+        "vs.cpu_ratio",
+        round(median(paired), 3),
+        "×",
+        "CPU per request, this checkout / --vs (median of rounds)",
+      );
+      r.note(`per-round CPU ratios this / --vs: ${paired.map((x) => x.toFixed(3)).join(", ")}`);
+    }
+    for (const key of keys) {
       const lat = summarize(runs[key].flatMap((x) => x.latencies));
       r.metric(
         `${key}.rate`,
@@ -173,7 +199,7 @@ const bench: Benchmark = {
       pendingAfter - pendingBefore === acknowledged,
       `stored ${pendingAfter - pendingBefore}, acknowledged ${acknowledged}`,
     );
-    for (const key of SERVERS) {
+    for (const key of keys) {
       const bad = runs[key].filter((x) => x.totalNon2xx > 0 || x.totalErrors > 0);
       r.check(
         `${LABEL[key]}: every request answered 2xx`,

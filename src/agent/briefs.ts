@@ -3,7 +3,7 @@ import type { BriefKind, BriefRecord } from "../domain/brief.ts";
 import type { TranscriptData } from "../domain/transcript.ts";
 import type { Store } from "../store/db.ts";
 
-export async function createBrief(
+export function createBrief(
   store: Store,
   b: {
     agent_id: string;
@@ -14,7 +14,7 @@ export async function createBrief(
     work_item_id?: string | undefined;
   },
 ): Promise<BriefRecord> {
-  return await store.tx(async () => {
+  return store.tx(async () => {
     const brief: BriefRecord = {
       id: store.ids.next("brief"),
       agent_id: b.agent_id,
@@ -59,11 +59,8 @@ export type RuntimeFailureInput = {
  * A failed turn leaves three records: a failure brief tied to the triggering message,
  * a `runtime_failure` transcript entry and a `runtime_error` event.
  */
-export async function recordRuntimeFailure(
-  store: Store,
-  f: RuntimeFailureInput,
-): Promise<BriefRecord> {
-  return await store.tx(async () => {
+export function recordRuntimeFailure(store: Store, f: RuntimeFailureInput): Promise<BriefRecord> {
+  return store.tx(async () => {
     const now = store.clock.now().toISOString();
     const data: TranscriptData<"runtime_failure"> = { summary: f.summary, ...f.diagnostics };
     const entry: Parameters<Store["transcript"]["append"]>[0] = {

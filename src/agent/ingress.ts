@@ -33,9 +33,13 @@ export class Ingress {
   }
 
   /** Admit now, in the caller's transaction when there is one; signal after the commit. */
-  async admit(draft: MessageDraft): Promise<MessageEnvelope> {
-    this.refuseWhenClosed();
-    return await this.store.tx(async () => await this.insert(draft));
+  admit(draft: MessageDraft): Promise<MessageEnvelope> {
+    try {
+      this.refuseWhenClosed();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.store.tx(() => this.insert(draft));
   }
 
   /**
@@ -114,10 +118,11 @@ export class Ingress {
     });
   }
 
-  private async insert(draft: MessageDraft): Promise<MessageEnvelope> {
+  /** Not async itself (an admission's hot path): a bad draft throws before any promise. */
+  private insert(draft: MessageDraft): Promise<MessageEnvelope> {
     const store = this.store;
     const envelope = buildEnvelope(draft, store.ids.next("msg"), store.clock.now().toISOString());
-    return await store.tx(async () => {
+    return store.tx(async () => {
       const agent = await store.agents.get(draft.agent_id);
       if (!agent) throw unknownAgent(draft.agent_id);
       if (agent.status === "stopped" && draft.admission !== "runtime_owned") {

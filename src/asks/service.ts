@@ -80,10 +80,7 @@ export interface AskEffects {
    */
   vetDecision?(ask: AskRecord, decision: AskDecision, by: AskCredential): void;
   /** Decided; returns a line to add to the agent's message, if it has one to say. */
-  decided?(
-    ask: AskRecord,
-    decision: AskDecision,
-  ): string | undefined | Promise<string | undefined>;
+  decided?(ask: AskRecord, decision: AskDecision): string | undefined | Promise<string | undefined>;
   /** Expired or withdrawn. */
   closed?(ask: AskRecord): void | Promise<void>;
   /**
@@ -173,18 +170,18 @@ export class AskService {
   }
 
   /** Every ask that still holds this agent or one of its items, oldest first. */
-  async pendingFor(agentId: string): Promise<AskRecord[]> {
-    return await this.store.asks.holdingForAgent(agentId);
+  pendingFor(agentId: string): Promise<AskRecord[]> {
+    return this.store.asks.holdingForAgent(agentId);
   }
 
   /** The agent-scope ask that gates this agent (no model turn while it stands), if any. */
-  async gatedBy(agentId: string): Promise<string | undefined> {
-    return await this.store.asks.gate(agentId);
+  gatedBy(agentId: string): Promise<string | undefined> {
+    return this.store.asks.gate(agentId);
   }
 
   /** The asks that hold this work item. */
-  async holdingItem(workItemId: string): Promise<AskRecord[]> {
-    return await this.store.asks.holdingForItem(workItemId);
+  holdingItem(workItemId: string): Promise<AskRecord[]> {
+    return this.store.asks.holdingForItem(workItemId);
   }
 
   // ---------------------------------------------------------------------------
@@ -258,12 +255,12 @@ export class AskService {
    * anything written: the decision, its event, the planes' effects and the message that
    * carries it to the agent, all in one transaction.
    */
-  async decide(
+  decide(
     id: string,
     answer: AskAnswer,
     by: AskCredential,
   ): Promise<{ ask: AskRecord; message_id: string | null }> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const ask = await this.get(id);
       if (ask.state !== "pending") {
         throw new HolonError("ask_not_pending", `ask '${id}' is ${ask.state}, not pending`, {
@@ -332,12 +329,12 @@ export class AskService {
    * over). `wake`, when given, is told to the agent as a runtime message. Undefined when
    * the ask no longer holds (nothing to do).
    */
-  async withdraw(
+  withdraw(
     id: string,
     reason: string,
     opts: { wake?: string } = {},
   ): Promise<AskRecord | undefined> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const ask = await this.store.asks.get(id);
       if (!ask || !holds(ask)) return undefined;
       const now = this.now();
@@ -375,8 +372,8 @@ export class AskService {
   }
 
   /** Withdraw every ask about this work item (it completed or was cancelled). */
-  async withdrawForItem(workItemId: string, reason: string): Promise<string[]> {
-    return await this.store.tx(async () => {
+  withdrawForItem(workItemId: string, reason: string): Promise<string[]> {
+    return this.store.tx(async () => {
       const ids: string[] = [];
       for (const a of await this.store.asks.holdingForItem(workItemId))
         if ((await this.withdraw(a.id, reason)) !== undefined) ids.push(a.id);
@@ -385,8 +382,8 @@ export class AskService {
   }
 
   /** Withdraw every ask of this agent (it was stopped or deleted). */
-  async withdrawForAgent(agentId: string, reason: string): Promise<string[]> {
-    return await this.store.tx(async () => {
+  withdrawForAgent(agentId: string, reason: string): Promise<string[]> {
+    return this.store.tx(async () => {
       const ids: string[] = [];
       for (const a of await this.store.asks.holdingForAgent(agentId))
         if ((await this.withdraw(a.id, reason)) !== undefined) ids.push(a.id);

@@ -168,8 +168,8 @@ export class SpendLedger {
   }
 
   /** The agent's spend with everything its descendants spent. */
-  async agentTree(agentId: string): Promise<SpendTotals> {
-    return await this.load(`tree:${agentId}`, { kind: "agent_tree", agent_id: agentId });
+  agentTree(agentId: string): Promise<SpendTotals> {
+    return this.load(`tree:${agentId}`, { kind: "agent_tree", agent_id: agentId });
   }
 
   /** The same within the calendar window that holds `now`. */
@@ -191,15 +191,15 @@ export class SpendLedger {
     return t;
   }
 
-  async workItem(workItemId: string): Promise<SpendTotals> {
-    return await this.load(`item:${workItemId}`, {
+  workItem(workItemId: string): Promise<SpendTotals> {
+    return this.load(`item:${workItemId}`, {
       kind: "work_item_tree",
       work_item_id: workItemId,
     });
   }
 
-  async run(runId: string): Promise<SpendTotals> {
-    return await this.load(`run:${runId}`, { kind: "run", run_id: runId });
+  run(runId: string): Promise<SpendTotals> {
+    return this.load(`run:${runId}`, { kind: "run", run_id: runId });
   }
 
   /** A new agent (or a changed lineage) is looked up afresh. */

@@ -272,8 +272,8 @@ export class SkillService {
     });
   }
 
-  async activations(agentId: string): Promise<SkillActivation[]> {
-    return await this.store.skills.list(agentId);
+  activations(agentId: string): Promise<SkillActivation[]> {
+    return this.store.skills.list(agentId);
   }
 
   async list(agentId: string) {

@@ -104,7 +104,12 @@ export class OperatorTransportService {
     this.fetch = deps.fetch ?? fetch;
     this.delays = deps.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
     this.asks = deps.asks;
-    this.unlisten = this.store.onEvents(async (events) => await this.onEvents(events));
+    // Every commit passes here; only one with an ask or a brief to deliver costs an async call.
+    this.unlisten = this.store.onEvents((events) =>
+      events.some((e) => e.type === "ask_opened" || e.type === "brief_created")
+        ? this.onEvents(events)
+        : undefined,
+    );
   }
 
   /**

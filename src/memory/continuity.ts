@@ -104,8 +104,8 @@ export class ContinuityService {
     };
   }
 
-  async workingMemory(agentId: string): Promise<WorkingMemoryRecord | undefined> {
-    return await this.store.memory.workingMemory(agentId);
+  workingMemory(agentId: string): Promise<WorkingMemoryRecord | undefined> {
+    return this.store.memory.workingMemory(agentId);
   }
 
   /** The turn boundary: derive working memory, merge the episode builder, finalize on a boundary. */

@@ -128,19 +128,19 @@ export class ConsentRegistry implements AskEffects {
   }
 
   /** The grants of one subject in one state (in no particular order), at most `limit`. */
-  async grants(
+  grants(
     subject: ConsentSubject,
     state: ConsentGrant["state"],
     limit = 1_000,
   ): Promise<ConsentGrant[]> {
-    return await this.store.approvals.grantsIn(subject, state, limit);
+    return this.store.approvals.grantsIn(subject, state, limit);
   }
 
   /**
    * Take in a decision made before this store existed (an MCP approvals file): kept unless
    * the same binding already has a decision here. True when it was taken.
    */
-  async adopt(g: {
+  adopt(g: {
     subject: ConsentSubject;
     workspace: string;
     name: string;
@@ -150,7 +150,7 @@ export class ConsentRegistry implements AskEffects {
     definition: unknown;
     decided_at: string;
   }): Promise<boolean> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const had = await this.store.approvals.getGrant(g.subject, g.workspace, g.name, g.digest);
       if (had && had.state !== "pending") return false;
       await this.store.approvals.putGrant({

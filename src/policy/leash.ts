@@ -295,7 +295,11 @@ export class ActionLeash implements ToolGuard {
    * Notification hooks hear of every ask opened (an approval, a consent, a question, a halt,
    * a budget stop), after its commit; they run on their own and fail open.
    */
-  readonly onEvents = async (events: readonly CatalogEvent[]): Promise<void> => {
+  readonly onEvents = (events: readonly CatalogEvent[]): Promise<void> | undefined =>
+    // Every commit passes here; only one that opened an ask costs an async call.
+    events.some((e) => e.type === "ask_opened") ? this.notifyAsks(events) : undefined;
+
+  private async notifyAsks(events: readonly CatalogEvent[]): Promise<void> {
     for (const e of events) {
       if (e.type !== "ask_opened") continue;
       const ask = e.payload.ask;
@@ -323,7 +327,7 @@ export class ActionLeash implements ToolGuard {
         );
       });
     }
-  };
+  }
 
   /** Calls the operator approved for this agent, to run once at the start of its turn. */
   async approvedCalls(agent: AgentRecord): Promise<ApprovedCall[]> {

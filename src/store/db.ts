@@ -124,7 +124,10 @@ export class Store {
   private open: AsyncTx | null = null;
   /** Made on the first async transaction: a store that never runs one pays nothing for it. */
   private context: AsyncLocalStorage<AsyncTx> | undefined;
-  /** Async transactions of other contexts waiting for the open one to end, in arrival order. */
+  /**
+   * Async transactions and face calls of other contexts waiting for the open one to end, in
+   * arrival order.
+   */
   private readonly waiting: (() => void)[] = [];
   /** The connection was handed to the first waiter, which has not begun yet. */
   private handedOver = false;
@@ -447,16 +450,28 @@ export class Store {
 
   /**
    * The async face of a repository. A call made while another async context's transaction is
-   * open waits its turn (as a transaction of its own), so it neither writes into that
-   * transaction nor reads its uncommitted rows.
+   * open waits for it to end, so it neither writes into that transaction nor reads its
+   * uncommitted rows; it then runs as a call outside any transaction does (one statement,
+   * committed on its own), not as a transaction of its own: no BEGIN and COMMIT for a read.
    */
   private face<T extends object>(impl: T, own: Record<string, unknown> = {}): Async<T> {
     return asyncFace(
       impl,
       own,
       () => this.open !== null && this.context!.getStore() !== this.open,
-      (call) => this.tx(call),
+      (call) => this.whenFree(call),
     );
+  }
+
+  /** Run `call` once no async transaction holds the connection (in the waiters' order). */
+  private async whenFree<T>(call: () => T): Promise<T> {
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.handedOver = false;
+    try {
+      return call();
+    } finally {
+      this.handOver();
+    }
   }
 
   /**

@@ -50,7 +50,11 @@ export class CacheHealth {
   }
 
   /** The store's listener (events arrive after their commit). */
-  readonly onEvents = async (events: CatalogEvent[]): Promise<void> => {
+  readonly onEvents = (events: CatalogEvent[]): Promise<void> | undefined =>
+    // Every commit passes here; only one that ended a provider round costs an async call.
+    events.some((e) => e.type === "provider_round_completed") ? this.rounds(events) : undefined;
+
+  private async rounds(events: CatalogEvent[]): Promise<void> {
     for (const e of events) {
       if (e.type !== "provider_round_completed") continue;
       const u = e.payload.token_usage;
@@ -62,7 +66,7 @@ export class CacheHealth {
         share: (u.cache_read_input_tokens ?? 0) / u.input_tokens,
       });
     }
-  };
+  }
 
   private async observe(agentId: string, modelRef: string, r: Round): Promise<void> {
     const key = `${agentId}\n${modelRef}`;

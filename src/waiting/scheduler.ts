@@ -89,16 +89,16 @@ export class DeadlineScheduler {
   }
 
   /** Drop the deadline with this key (joins the caller's transaction). */
-  async cancelKey(key: string): Promise<boolean> {
-    return await this.store.tx(async () => {
+  cancelKey(key: string): Promise<boolean> {
+    return this.store.tx(async () => {
       const dropped = await this.store.deadlines.dropKey(key);
       if (dropped) this.changed();
       return dropped;
     });
   }
 
-  async byKey(key: string): Promise<Deadline | undefined> {
-    return await this.store.deadlines.byKey(key);
+  byKey(key: string): Promise<Deadline | undefined> {
+    return this.store.deadlines.byKey(key);
   }
 
   /** Arm for the nearest deadline. Called at start; due ones fire right away. */

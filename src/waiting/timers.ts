@@ -333,7 +333,7 @@ export class TimerService {
     };
   }
 
-  async activeCount(agentId: string): Promise<number> {
-    return await this.store.timers.activeCount(agentId);
+  activeCount(agentId: string): Promise<number> {
+    return this.store.timers.activeCount(agentId);
   }
 }

@@ -174,8 +174,8 @@ export class TriggerService {
    * transaction). An agent whose capability was revoked keeps none until the operator
    * rotates it: revocation is not undone behind the operator's back.
    */
-  async provisionDefault(agentId: string): Promise<ExternalTriggerRecord | undefined> {
-    return await this.store.tx(async () => {
+  provisionDefault(agentId: string): Promise<ExternalTriggerRecord | undefined> {
+    return this.store.tx(async () => {
       if (
         (await this.store.triggers.active(agentId)) ||
         (await this.store.triggers.revoked(agentId, 1)).length
@@ -186,8 +186,8 @@ export class TriggerService {
   }
 
   /** The active capability without provisioning one. */
-  async current(agentId: string): Promise<ExternalTriggerRecord | undefined> {
-    return await this.store.triggers.active(agentId);
+  current(agentId: string): Promise<ExternalTriggerRecord | undefined> {
+    return this.store.triggers.active(agentId);
   }
 
   /** The descriptor surfaces show; the token stays hidden unless `reveal`. */
@@ -213,8 +213,8 @@ export class TriggerService {
   }
 
   /** Revoke the active capability and mint a new one (one transaction). */
-  async rotate(agentId: string): Promise<ExternalTriggerRecord> {
-    return await this.store.tx(async () => {
+  rotate(agentId: string): Promise<ExternalTriggerRecord> {
+    return this.store.tx(async () => {
       const old = await this.store.triggers.active(agentId);
       if (old) await this.revokeRecord(old, "rotated");
       return await this.mint(agentId, old?.external_trigger_id);
@@ -225,12 +225,12 @@ export class TriggerService {
    * CancelExternalTrigger: revoke the agent's capability (or the named one). The URL stops
    * working at once; a new capability exists only once the operator rotates it.
    */
-  async revoke(
+  revoke(
     agentId: string,
     triggerId?: string,
     reason = "operator_revoked",
   ): Promise<ExternalTriggerRecord> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const active = await this.store.triggers.active(agentId);
       if (!active || (triggerId !== undefined && active.external_trigger_id !== triggerId)) {
         throw new HolonError(

@@ -212,13 +212,13 @@ export class WorkService {
    * The operator's enqueue: a new queued item, and a wake for an idle agent with nothing to do.
    * `provenance` (origin, delivery surface, admission context) goes on `work_item_created`.
    */
-  async enqueue(
+  enqueue(
     agentId: string,
     objective: string,
     budget?: BudgetLimits,
     provenance?: EventProvenance,
   ): Promise<WorkItemRecord> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const item = await this.create(
         agentId,
         { objective, ...(budget ? { budget } : {}) },
@@ -232,12 +232,12 @@ export class WorkService {
     });
   }
 
-  async pick(
+  pick(
     agentId: string,
     id: string,
     by: Actor = "agent",
   ): Promise<{ current: WorkItemRecord; previous: WorkItemRecord | undefined }> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const item = await this.open(agentId, id, "picked");
       const agent = await this.agent(agentId);
       const prevId = agent.current_work_item_id;
@@ -248,13 +248,13 @@ export class WorkService {
     });
   }
 
-  async update(
+  update(
     agentId: string,
     id: string,
     patch: UpdateInput,
     by: Actor = "agent",
   ): Promise<WorkItemRecord> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const item = await this.open(agentId, id, "updated");
       const next: WorkItemRecord = { ...item };
       const changes: string[] = [];
@@ -346,14 +346,14 @@ export class WorkService {
    * tool (read from the run's transcript); the operator's is its note. Without one, the item
    * completes with a warning and no report.
    */
-  async complete(
+  complete(
     agentId: string,
     id: string,
     how:
       | { by: "agent"; run_id: string; message_id: string }
       | { by: "operator"; note?: string | undefined },
   ): Promise<CompleteResult> {
-    return await this.store.tx(async () => {
+    return this.store.tx(async () => {
       const item = await this.open(agentId, id, "completed again");
       const now = this.now();
       let text = "";
@@ -456,8 +456,8 @@ export class WorkService {
     });
   }
 
-  async operatorUnblock(agentId: string, id: string): Promise<WorkItemRecord> {
-    return await this.store.tx(async () => {
+  operatorUnblock(agentId: string, id: string): Promise<WorkItemRecord> {
+    return this.store.tx(async () => {
       await this.item(agentId, id);
       // The operator lifting the blocker also settles what an ask held it for.
       await this.asks?.withdrawForItem(id, "unblocked_by_operator");

@@ -226,8 +226,8 @@ export class WorkspaceService {
   }
 
   /** Back to agent_home (leaving a clean managed worktree removes it, a dirty one is retained). */
-  async exit(agentId: string): Promise<UseResult> {
-    return await this.use(agentId, { workspace_id: AGENT_HOME_WORKSPACE_ID }, "operator");
+  exit(agentId: string): Promise<UseResult> {
+    return this.use(agentId, { workspace_id: AGENT_HOME_WORKSPACE_ID }, "operator");
   }
 
   /** The attached set, the active entry and this agent's managed worktrees. */

@@ -234,6 +234,7 @@ export function checkStoreRule(
       const name = callee.name.text;
       const arg = e.arguments[0] ? unwrap(e.arguments[0]) : undefined;
       if (name === "resolve") return arg ? verdict(arg) : ok;
+      if (name === "reject") return ok; // settled already: no timer, no I/O
       if (["all", "allSettled"].includes(name) && arg) {
         if (ts.isArrayLiteralExpression(arg)) {
           const parts = arg.elements.map((x) => verdict(x as ts.Expression));
