@@ -71,8 +71,9 @@ export class AgentDirectory {
 
   /** Public agents are reachable by id; private ones only through their owner. */
   async getPublic(agentId: string): Promise<AgentRecord> {
-    const agent = await this.get(agentId);
-    if (agent.visibility !== "public") throw unknownAgent(agentId);
+    // The repository directly, not through get(): every public request passes here.
+    const agent = await this.store.agents.get(agentId);
+    if (!agent || agent.visibility !== "public") throw unknownAgent(agentId);
     return agent;
   }
 

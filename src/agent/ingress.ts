@@ -118,40 +118,41 @@ export class Ingress {
     });
   }
 
-  /** Not async itself (an admission's hot path): a bad draft throws before any promise. */
-  private insert(draft: MessageDraft): Promise<MessageEnvelope> {
+  /**
+   * Write one admitted message; runs inside the caller's transaction (admit opens or joins
+   * one, flush holds one for its batch), so a batch pays no nested join per message.
+   */
+  private async insert(draft: MessageDraft): Promise<MessageEnvelope> {
     const store = this.store;
     const envelope = buildEnvelope(draft, store.ids.next("msg"), store.clock.now().toISOString());
-    return store.tx(async () => {
-      const agent = await store.agents.get(draft.agent_id);
-      if (!agent) throw unknownAgent(draft.agent_id);
-      if (agent.status === "stopped" && draft.admission !== "runtime_owned") {
-        throw agentStopped(draft.agent_id);
-      }
-      const seq = await store.messages.insert(envelope);
-      await store.appendEvent(draft.agent_id, {
-        type: "message_admitted",
-        provenance: provenanceOf(envelope),
-        payload: {
-          message_id: envelope.id,
-          queue_seq: seq,
-          kind: envelope.kind,
-          priority: envelope.priority,
-          trigger_kind: envelope.trigger_kind,
-          admitted_at: envelope.created_at,
-          body_preview: previewBody(envelope.body),
-        },
-      });
-      if (agent.status === "asleep") {
-        await transition(store, draft.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
-          last_wake_reason: envelope.kind,
-          clear: ["sleeping_until"],
-        });
-      }
-      // The loop reads the queue, so it may look only once the message is committed: after
-      // the outermost transaction this admission is part of (ours, or the caller's).
-      store.afterCommit(() => this.signals.notify(draft.agent_id));
-      return envelope;
+    const agent = await store.agents.get(draft.agent_id);
+    if (!agent) throw unknownAgent(draft.agent_id);
+    if (agent.status === "stopped" && draft.admission !== "runtime_owned") {
+      throw agentStopped(draft.agent_id);
+    }
+    const seq = await store.messages.insert(envelope);
+    await store.appendEvent(draft.agent_id, {
+      type: "message_admitted",
+      provenance: provenanceOf(envelope),
+      payload: {
+        message_id: envelope.id,
+        queue_seq: seq,
+        kind: envelope.kind,
+        priority: envelope.priority,
+        trigger_kind: envelope.trigger_kind,
+        admitted_at: envelope.created_at,
+        body_preview: previewBody(envelope.body),
+      },
     });
+    if (agent.status === "asleep") {
+      await transition(store, draft.agent_id, "awake_idle", `woken by ${envelope.kind}`, {
+        last_wake_reason: envelope.kind,
+        clear: ["sleeping_until"],
+      });
+    }
+    // The loop reads the queue, so it may look only once the message is committed: after
+    // the outermost transaction this admission is part of (ours, or the caller's).
+    store.afterCommit(() => this.signals.notify(draft.agent_id));
+    return envelope;
   }
 }
