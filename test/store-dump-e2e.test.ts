@@ -3,8 +3,16 @@
 // stopped, export, remove the database (the rest of the home stays), import, verify, start
 // the host again, and the same agent answers the next prompt with its history intact and
 // its event numbers continuing without a gap or a repeat.
-import type { ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { spawnSync, type ChildProcess } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
@@ -55,10 +63,23 @@ describe("holon store export | import | verify", () => {
     expect(trigger.code, trigger.stderr).toBe(0);
     const triggerUrl = trigger.stdout.trim();
 
+    // What an export killed half-way left (its process is gone) is swept by the next export;
+    // the snapshot of an export still running (here: this test's own live pid) is kept.
+    const deadPid = spawnSync("true").pid!;
+    const stale = join(home, `.store-snapshot-${deadPid}-Ab12Cd`);
+    const running = join(home, `.store-snapshot-${process.pid}-Ef34Gh`);
+    for (const d of [stale, running]) {
+      mkdirSync(d, { mode: 0o700 });
+      writeFileSync(join(d, "holon.db"), "half a snapshot");
+    }
+
     // Online: the host keeps running; the export reads a snapshot.
     const online = join(dumps, "online");
     const live = await cli("store", "export", online);
     expect(live.code, live.stderr).toBe(0);
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(running)).toBe(true);
+    rmSync(running, { recursive: true });
     expect(live.stdout).toContain("(online, from a snapshot)");
     const onlineManifest = JSON.parse(readFileSync(join(online, "manifest.json"), "utf8"));
     expect(onlineManifest.taken).toBe("online");

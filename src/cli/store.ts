@@ -37,7 +37,10 @@ async function edge<T>(fn: () => Promise<T> | T): Promise<T> {
 
 async function exportCmd(dir: string, flags: Flags): Promise<void> {
   const { paths, online } = await target(flags);
-  const { exportStore } = await import("../store/dump.ts");
+  const { exportStore, sweepSnapshots } = await import("../store/dump.ts");
+  const { pidAlive } = await import("../host/lock.ts");
+  // What an export killed half-way left behind (its process is gone) goes first.
+  sweepSnapshots(paths.home, pidAlive);
   const { version } = JSON.parse(
     readFileSync(new URL("../../package.json", import.meta.url), "utf8"),
   ) as { version: string };

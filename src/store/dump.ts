@@ -283,7 +283,7 @@ function withView<T>(
       db.close();
     }
   }
-  const tmp = mkdtempSync(join(home, ".store-snapshot-"));
+  const tmp = mkdtempSync(join(home, `${SNAPSHOT_PREFIX}${process.pid}-`));
   try {
     const snapshot = join(tmp, "holon.db");
     closeSync(openSync(snapshot, "wx", 0o600));
@@ -302,6 +302,32 @@ function withView<T>(
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** An online export's private snapshot directory in the home: the prefix, then its pid. */
+const SNAPSHOT_PREFIX = ".store-snapshot-";
+const SNAPSHOT_NAME = /^\.store-snapshot-([1-9]\d{0,9})-/;
+
+/**
+ * Remove the snapshot directories that online exports killed half-way left in `home`: those
+ * whose exporting process is gone (`alive` tells). A running export's directory is kept, so
+ * two exports may run at once. Returns the names removed.
+ */
+export function sweepSnapshots(home: string, alive: (pid: number) => boolean): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(home);
+  } catch {
+    return removed; // no home yet: nothing left behind
+  }
+  for (const name of names) {
+    const m = SNAPSHOT_NAME.exec(name);
+    if (!m || alive(Number(m[1]))) continue;
+    rmSync(join(home, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
 }
 
 function openReadOnly(path: string): DatabaseSync {
