@@ -134,6 +134,13 @@ describe("agent groups", () => {
       .all() as { agent_id: string; group_id: string; json: string }[];
     expect(rows.map((r) => r.agent_id)).toHaveLength(8);
     for (const row of rows) expect(row.json, row.agent_id).toBe(row.group_id);
+    // Each agent_created event names the group too, as the record does.
+    for (const row of rows) {
+      const created = (await r.host.store.events.after(row.agent_id, 0, 50)).find(
+        (e) => e.type === "agent_created",
+      );
+      expect(created?.payload.group_id, row.agent_id).toBe(row.group_id);
+    }
 
     // A group never changes: a write that would move an agent is refused, nothing changes.
     const store = r.host.store;

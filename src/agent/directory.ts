@@ -216,6 +216,7 @@ export class AgentDirectory {
           ownership: record.ownership,
           profile_preset: record.profile_preset,
           agent_home: agentHome,
+          group_id: record.group_id,
         },
       });
       if (provenance) {

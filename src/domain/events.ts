@@ -202,6 +202,8 @@ const buildEventBody = () =>
       ownership: AgentOwnership,
       profile_preset: ProfilePreset,
       agent_home: z.string(),
+      /** The agent's group (the root of its supervision chain); absent in older events. */
+      group_id: z.string().optional(),
     }),
     kind("agent_state_changed", {
       from: AgentStatus,
