@@ -113,16 +113,17 @@ const bench: Benchmark = {
           candidates, // the turn's own, as a real round passes them
         });
         if (!v.ok) throw new Error(`unexpected budget stop: ${v.hold.summary}`);
-        await store.tx(async () =>
-          await ledger.record({
-            agent_id: "bench-child",
-            run_id: run,
-            round: i + 1000,
-            kind: "round",
-            model_ref: "fake/bench-model",
-            usage: { input_tokens: 1000, output_tokens: 100, total_tokens: 1100 },
-            elapsed_ms: 10,
-          }),
+        await store.tx(
+          async () =>
+            await ledger.record({
+              agent_id: "bench-child",
+              run_id: run,
+              round: i + 1000,
+              kind: "round",
+              model_ref: "fake/bench-model",
+              usage: { input_tokens: 1000, output_tokens: 100, total_tokens: 1100 },
+              elapsed_ms: 10,
+            }),
         );
       };
       for (let i = 0; i < 500; i++) await once(-i - 1000); // warm up (and load every scope's totals)

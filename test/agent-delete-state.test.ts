@@ -63,9 +63,9 @@ describe("agent delete", () => {
       expect(Object.values(rows("scout"))).toEqual(OWN_STATE.map(() => 0));
       expect(rows("main")).toEqual(mainBefore);
       // the audit stays: the deletion is an event of scout's
-      expect((await store.events.after("scout", 0, 10_000)).some((e) => e.type === "agent_deleted")).toBe(
-        true,
-      );
+      expect(
+        (await store.events.after("scout", 0, 10_000)).some((e) => e.type === "agent_deleted"),
+      ).toBe(true);
 
       await cli("agent", "create", "scout");
       expect(await store.memory.workingMemory("scout")).toBeUndefined();

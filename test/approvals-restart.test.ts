@@ -220,9 +220,9 @@ describe("approval expiry", () => {
       expect((await asks.get(askId)).state).toBe("expired");
       expect(await asks.gatedBy("main")).toBeUndefined();
       expect((await host.store.approvals.getCall(askId, "e1"))?.state).toBe("denied");
-      const told = (await host.store.messages
-        .recent("main", 10))
-        .find((m) => m.metadata?.ask_id === askId)!;
+      const told = (await host.store.messages.recent("main", 10)).find(
+        (m) => m.metadata?.ask_id === askId,
+      )!;
       expect(told.authority_class).toBe("runtime_instruction");
       // The resumed turn keeps the taint of the turn that asked.
       expect(told.metadata?.policy_authority).toBe("external_evidence");

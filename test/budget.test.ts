@@ -198,9 +198,12 @@ describe("budgets end to end", () => {
       const before = fake.requests.length;
       const p = await rt.req("POST", "/control/agents/main/prompt", { text: "long job" });
       expect(p.status).toBe(202);
-      const hold = await waitFor(async () => (await rt.host.store.agents.get("main"))?.budget_hold, {
-        what: "the daily hold",
-      });
+      const hold = await waitFor(
+        async () => (await rt.host.store.agents.get("main"))?.budget_hold,
+        {
+          what: "the daily hold",
+        },
+      );
       expect(hold).toMatchObject({
         scope: "agent:main:day",
         dimension: "rounds",
@@ -222,7 +225,8 @@ describe("budgets end to end", () => {
       expect(await rt.host.services.scheduler.fireDue()).toBe(1);
       expect((await rt.host.store.agents.get("main"))?.budget_hold).toBeUndefined();
       await waitFor(
-        async () => (await rt.host.store.messages.get(later.json.message_id))?.status === "processed",
+        async () =>
+          (await rt.host.store.messages.get(later.json.message_id))?.status === "processed",
         {
           what: "the kept prompt to run after midnight",
         },
@@ -268,10 +272,14 @@ describe("budgets end to end", () => {
       release();
       for (const id of ["main", "a1", "a2"]) {
         await waitFor(
-          async () => (await rt.host.store.agents.get(id))?.closure?.waiting_reason === "awaiting_operator_input",
+          async () =>
+            (await rt.host.store.agents.get(id))?.closure?.waiting_reason ===
+            "awaiting_operator_input",
           { what: `${id} to stop` },
         );
-        expect((await rt.host.store.agents.get(id))?.budget_hold).toMatchObject({ reason: "frozen" });
+        expect((await rt.host.store.agents.get(id))?.budget_hold).toMatchObject({
+          reason: "frozen",
+        });
       }
       // One call each (the one in flight), none after the freeze.
       expect(fake.requests.length - before).toBe(3);
@@ -336,7 +344,9 @@ describe("budgets end to end", () => {
       expect(p.status).toBe(202);
       const child = await waitFor(
         async () =>
-          (await rt.host.store.agents.list()).find((a) => a.budget_hold?.scope.startsWith("reservation:")),
+          (await rt.host.store.agents.list()).find((a) =>
+            a.budget_hold?.scope.startsWith("reservation:"),
+          ),
         { what: "the child's reservation hold" },
       );
       // 12k a round, whole rounds up to the line of 30k.
@@ -356,7 +366,8 @@ describe("budgets end to end", () => {
       });
       expect(r.code, r.stderr).toBe(0);
       await waitFor(
-        async () => (await rt.host.store.agents.get(child.agent_id))?.budget_reservation?.returned_at,
+        async () =>
+          (await rt.host.store.agents.get(child.agent_id))?.budget_reservation?.returned_at,
         {
           what: "the reservation to be returned",
         },
@@ -470,7 +481,9 @@ describe("budgets end to end", () => {
       );
       fake.enqueue(reply.text("hi", { input_tokens: 1000, output_tokens: 100 }));
       const p = await rt.req("POST", "/control/agents/main/prompt", { text: "hello" });
-      await waitFor(async () => (await rt.host.store.messages.get(p.json.message_id))?.status === "processed");
+      await waitFor(
+        async () => (await rt.host.store.messages.get(p.json.message_id))?.status === "processed",
+      );
       const v = (await rt.req("GET", "/agents/main/budget")).json.budget;
       expect(v.time_zone).toBe("Europe/Berlin");
       expect(v.scopes[0].spent.usd).toBeCloseTo((1000 * 2 + 100 * 10) / 1e6, 10);

@@ -34,8 +34,11 @@ describe("prompt-cache health", () => {
       reply.text("done", { input_tokens: 4000, cached_tokens: 0, output_tokens: 1 }),
     );
     expect((await rt.req("POST", "/control/agents/main/prompt", { text: "go" })).status).toBe(202);
-    const events = async () => await rt!.host.store.events.query("main", { limit: 500, order: "asc" });
-    await waitFor(async () => (await events()).some((e) => e.type === "turn_terminal"), { what: "the turn" });
+    const events = async () =>
+      await rt!.host.store.events.query("main", { limit: 500, order: "asc" });
+    await waitFor(async () => (await events()).some((e) => e.type === "turn_terminal"), {
+      what: "the turn",
+    });
 
     const rounds = (await events()).filter((e) => e.type === "provider_round_completed");
     const degraded = (await events()).filter((e) => e.type === "prompt_cache_degraded");
@@ -86,8 +89,11 @@ describe("prompt-cache health", () => {
         reply.text("done", { input_tokens: 600, cached_tokens: 0, output_tokens: 1 }),
       );
       await local.req("POST", "/control/agents/main/prompt", { text: "go" });
-      const events = async () => await local.host.store.events.query("main", { limit: 500, order: "asc" });
-      await waitFor(async () => (await events()).some((e) => e.type === "turn_terminal"), { what: "the turn" });
+      const events = async () =>
+        await local.host.store.events.query("main", { limit: 500, order: "asc" });
+      await waitFor(async () => (await events()).some((e) => e.type === "turn_terminal"), {
+        what: "the turn",
+      });
       expect((await events()).some((e) => e.type === "prompt_cache_degraded")).toBe(false);
     } finally {
       await local.close();

@@ -301,9 +301,9 @@ function settledMessage(rt: TestRuntime, id: string) {
   );
 }
 async function eventsFor(rt: TestRuntime, type: string, messageId: string) {
-  return (await rt.host.store.events
-    .query("main", { limit: 100_000, order: "asc" }))
-    .filter((e) => e.type === type && e.provenance.message_id === messageId);
+  return (await rt.host.store.events.query("main", { limit: 100_000, order: "asc" })).filter(
+    (e) => e.type === type && e.provenance.message_id === messageId,
+  );
 }
 /** The closure stored after the message settled, and the continuation before it ran. */
 async function recordsOf(rt: TestRuntime, messageId: string) {
@@ -378,9 +378,9 @@ describe("closure and continuation end to end", () => {
     expect(await rt.host.store.deadlines.forAgent("main")).toHaveLength(0);
     expect(await eventsFor(rt, "wake_cancelled", m3)).toHaveLength(0); // recorded on the agent, not the message
     expect(
-      (await rt.host.store.events
-        .query("main", { limit: 1000, order: "asc" }))
-        .some((e) => e.type === "wake_cancelled"),
+      (await rt.host.store.events.query("main", { limit: 1000, order: "asc" })).some(
+        (e) => e.type === "wake_cancelled",
+      ),
     ).toBe(true);
 
     // waiting on a task: rest while a promoted command runs, then its result resumes the wait
@@ -412,9 +412,9 @@ describe("closure and continuation end to end", () => {
     fake.enqueue(reply.text("the build finished"));
     writeFileSync(gate, "");
     const result = await waitFor(async () =>
-      (await rt.host.store.messages
-        .recent("main", 20))
-        .find((m) => m.kind === "task_result" && m.status === "processed"),
+      (await rt.host.store.messages.recent("main", 20)).find(
+        (m) => m.kind === "task_result" && m.status === "processed",
+      ),
     );
     r = await recordsOf(rt, result.id);
     expect(r.continuation).toMatchObject({
@@ -485,7 +485,9 @@ describe("sleep deadlines across a crash", () => {
     s.proc.kill("SIGTERM");
     await exited;
     const rt = await startRuntime({ home });
-    const ticks = (await rt.host.store.messages.recent("main", 50)).filter((m) => m.kind === "system_tick");
+    const ticks = (await rt.host.store.messages.recent("main", 50)).filter(
+      (m) => m.kind === "system_tick",
+    );
     expect(ticks).toHaveLength(1);
     const tick = ticks[0]!;
     expect(tick.origin).toEqual({ kind: "system", subsystem: "sleep" });

@@ -84,8 +84,7 @@ afterAll(async () => {
 });
 
 const prompts = async () =>
-  (await rt.host.store.messages
-    .withStatus("main", "queued"))
+  (await rt.host.store.messages.withStatus("main", "queued"))
     .concat(await rt.host.store.messages.withStatus("main", "processed"))
     .filter((m) => m.kind === "operator_prompt");
 
@@ -111,9 +110,9 @@ describe.skipIf(!HAVE_CHROMIUM)("attacks on the console from other pages", () =>
   ] as const) {
     it(`a page on ${name} cannot frame the console, read the API or drive it`, async () => {
       const before = (await prompts()).length;
-      const refusedBefore = (await rt.host.store.events
-        .after("main", 0, 100_000))
-        .filter((e) => e.type === "http_request_refused").length;
+      const refusedBefore = (await rt.host.store.events.after("main", 0, 100_000)).filter(
+        (e) => e.type === "http_request_refused",
+      ).length;
       const attacker = await c.browser.context.newPage();
       await attacker.goto(`http://${host}:${evilPort}/`);
       await attacker.waitForFunction(() => (globalThis as any).results?.done === true);
@@ -131,9 +130,9 @@ describe.skipIf(!HAVE_CHROMIUM)("attacks on the console from other pages", () =>
       // Driving: nothing admitted, nothing stopped; the refusals are on record.
       await waitFor(
         async () =>
-          (await rt.host.store.events
-            .after("main", 0, 100_000))
-            .filter((e) => e.type === "http_request_refused").length >=
+          (await rt.host.store.events.after("main", 0, 100_000)).filter(
+            (e) => e.type === "http_request_refused",
+          ).length >=
           refusedBefore + 3,
         { what: "the refusals to be audited" },
       );
@@ -172,7 +171,7 @@ describe.skipIf(!HAVE_CHROMIUM)("hostile transcripts", () => {
     }
     await waitFor(
       async () =>
-        await rt.host.store.messages.pendingCount("main") === 0 &&
+        (await rt.host.store.messages.pendingCount("main")) === 0 &&
         !(await rt.host.store.agents.get("main"))!.current_run_id &&
         fake.pending() === 0,
       { what: "both turns", timeoutMs: 20_000 },

@@ -217,9 +217,9 @@ describe("console login", () => {
         body: { text: "from the browser" },
       });
       expect(p.status).toBe(202);
-      const msg = (await rt.host.store.messages
-        .withStatus("main", "queued"))
-        .find((m) => m.id === p.json.message_id)!;
+      const msg = (await rt.host.store.messages.withStatus("main", "queued")).find(
+        (m) => m.id === p.json.message_id,
+      )!;
       expect(msg.delivery_surface).toBe("web_console");
       expect(msg.admission_context).toBe("control_authenticated");
       const claimed = await rt.req("POST", "/control/agents/main/prompt", {

@@ -35,7 +35,7 @@ afterAll(() => c?.close());
 const idle = (agent = "main") =>
   waitFor(
     async () =>
-      await rt.host.store.messages.pendingCount(agent) === 0 &&
+      (await rt.host.store.messages.pendingCount(agent)) === 0 &&
       !(await rt.host.store.agents.get(agent))!.current_run_id,
     { what: "an idle agent", timeoutMs: 20_000 },
   );
@@ -66,9 +66,9 @@ describe.skipIf(!HAVE_CHROMIUM)("the web console in a browser", () => {
     await page.click('button[type="submit"]');
     await page.getByText("Hello from the fake model", { exact: false }).first().waitFor();
     await idle();
-    const msg = (await rt.host.store.messages
-      .withStatus("main", "processed"))
-      .find((m) => m.body.type === "text" && m.body.text === "say hello");
+    const msg = (await rt.host.store.messages.withStatus("main", "processed")).find(
+      (m) => m.body.type === "text" && m.body.text === "say hello",
+    );
     expect(msg?.delivery_surface).toBe("web_console");
     expect(msg?.admission_context).toBe("control_authenticated");
 
@@ -232,7 +232,10 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
       terminal_reentry: false,
       summary: "the child's long sleep",
     });
-    await rt.host.services.timers.create(child, { summary: "child check-in", duration_ms: 3_600_000 });
+    await rt.host.services.timers.create(child, {
+      summary: "child check-in",
+      duration_ms: 3_600_000,
+    });
 
     // The public reads keep it hidden, as before; the twins need the operator.
     for (const path of ["tasks", "timers", "work-items", `tasks/${task.id}/output`]) {
@@ -292,7 +295,10 @@ describe.skipIf(!HAVE_CHROMIUM)("a private child in the console", () => {
     await page.locator('[data-testid="task-output"]', { hasText: "child-task-says-hi" }).waitFor();
     await row.locator("button.danger").click();
     await waitFor(
-      async () => !["queued", "running", "cancelling"].includes((await rt.host.store.tasks.get(task.id))!.status),
+      async () =>
+        !["queued", "running", "cancelling"].includes(
+          (await rt.host.store.tasks.get(task.id))!.status,
+        ),
       {
         what: "the child's task to stop",
         timeoutMs: 15_000,

@@ -82,9 +82,12 @@ describe("crash safety", () => {
       ).map((r) => r.event_seq);
       seqs.forEach((s, i) => expect(s).toBe(i + 1));
       // what was mid-turn is recorded as interrupted, not redone
-      for (const id of midTurn) expect((await host.store.messages.get(id))!.status).toBe("interrupted");
+      for (const id of midTurn)
+        expect((await host.store.messages.get(id))!.status).toBe("interrupted");
       // at most the one run the new host just started is in progress
-      expect((await host.store.messages.withStatus("main", "processing")).length).toBeLessThanOrEqual(1);
+      expect(
+        (await host.store.messages.withStatus("main", "processing")).length,
+      ).toBeLessThanOrEqual(1);
     } finally {
       await host.shutdown();
     }

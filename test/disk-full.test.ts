@@ -215,7 +215,8 @@ describe.skipIf(!IS_ROOT)("a full disk under a running host", () => {
       await waitFor(() => explode, { what: "the first turn" });
       // The run's start commits on its own once the executor waits without writing.
       await waitFor(
-        async () => (await rt.host.store.messages.get(first.json.message_id))!.status === "processing",
+        async () =>
+          (await rt.host.store.messages.get(first.json.message_id))!.status === "processing",
         { what: "the first turn's start" },
       );
       const filler = join(mount, "filler");
@@ -234,18 +235,20 @@ describe.skipIf(!IS_ROOT)("a full disk under a running host", () => {
 
       rmSync(filler);
       await waitFor(
-        async () => (await rt.host.store.messages.get(first.json.message_id))!.status === "processed",
+        async () =>
+          (await rt.host.store.messages.get(first.json.message_id))!.status === "processed",
         { what: "the failed turn to be settled", timeoutMs: 20_000 },
       );
-      const failures = (await rt.host.store.briefs
-        .recent("main", 1000))
-        .filter((b) => b.kind === "failure" && b.text.includes("provider exploded"));
+      const failures = (await rt.host.store.briefs.recent("main", 1000)).filter(
+        (b) => b.kind === "failure" && b.text.includes("provider exploded"),
+      );
       expect(failures).toHaveLength(1);
       // Work runs again: a new message gets its turn.
       const next = await rt.req("POST", "/agents/main/enqueue", { text: "next" });
       expect(next.status).toBe(202);
       await waitFor(
-        async () => (await rt.host.store.messages.get(next.json.message_id))!.status === "processed",
+        async () =>
+          (await rt.host.store.messages.get(next.json.message_id))!.status === "processed",
         { what: "the next turn", timeoutMs: 30_000 },
       );
       expect(calls).toBeGreaterThan(1);

@@ -23,11 +23,13 @@ async function episodeTurn(rt: TestRuntime, agent: string, n: number): Promise<v
   fake.enqueue(reply.tools([{ name: "Sleep", arguments: {} }], { text: `Resting ${n}.` }));
   const r = await rt.req("POST", `/control/agents/${agent}/prompt`, { text: `task ${n}` });
   expect(r.status).toBeLessThan(300);
-  await waitFor(async () => await rt.host.store.memory.episodeCount(agent) > before, {
+  await waitFor(async () => (await rt.host.store.memory.episodeCount(agent)) > before, {
     what: `episode ${n}`,
     timeoutMs: 15_000,
   });
-  await waitFor(async () => !(await rt.host.store.agents.get(agent))!.current_run_id, { what: "run over" });
+  await waitFor(async () => !(await rt.host.store.agents.get(agent))!.current_run_id, {
+    what: "run over",
+  });
 }
 
 const ids = (path: string) =>

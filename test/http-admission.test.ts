@@ -64,9 +64,9 @@ describe("public enqueue", () => {
       status: "queued",
       body: { type: "text", text: "hello from slack" },
     });
-    const admitted = (await rt.host.store.events
-      .query("main", { limit: 10, order: "desc" }))
-      .find((e) => e.type === "message_admitted")!;
+    const admitted = (await rt.host.store.events.query("main", { limit: 10, order: "desc" })).find(
+      (e) => e.type === "message_admitted",
+    )!;
     expect(admitted.provenance).toMatchObject({ message_id: m.id, trust: "untrusted_external" });
   });
 

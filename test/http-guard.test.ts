@@ -28,9 +28,9 @@ function messageCount(): number {
 }
 
 async function refusals() {
-  return (await rt.host.store.events
-    .query("main", { limit: 1000, order: "asc" }))
-    .filter((e) => e.type === "http_request_refused");
+  return (await rt.host.store.events.query("main", { limit: 1000, order: "asc" })).filter(
+    (e) => e.type === "http_request_refused",
+  );
 }
 
 describe("a web page in the user's browser", () => {
@@ -366,9 +366,9 @@ describe("refusal audit", () => {
       body: "hi",
     });
     expect(res.status).toBe(415);
-    const events = (await rt.host.store.events
-      .query("helper", { limit: 100, order: "asc" }))
-      .filter((e) => e.type === "http_request_refused");
+    const events = (
+      await rt.host.store.events.query("helper", { limit: 100, order: "asc" })
+    ).filter((e) => e.type === "http_request_refused");
     expect(events.length).toBe(1);
   });
 });

@@ -80,7 +80,9 @@ describe("spend ledger", () => {
     );
     for (const text of ["one", "two"]) {
       const r = await rt.req("POST", "/control/agents/main/prompt", { text });
-      await waitFor(async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed");
+      await waitFor(
+        async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed",
+      );
     }
     await rt.close();
     // As a home from before the ledger: no rows, the backfill still to do.
@@ -105,16 +107,17 @@ describe("spend ledger", () => {
     const host = await RuntimeHost.open({ home: h, clock });
     try {
       const row = async (agent: string) =>
-        await host.store.tx(async () =>
-          await host.services.ledger.record({
-            agent_id: agent,
-            run_id: host.store.ids.next("run"),
-            round: 1,
-            kind: "round",
-            model_ref: "fake/test-model",
-            usage: { input_tokens: 10, output_tokens: 1, total_tokens: 11 },
-            elapsed_ms: 5,
-          }),
+        await host.store.tx(
+          async () =>
+            await host.services.ledger.record({
+              agent_id: agent,
+              run_id: host.store.ids.next("run"),
+              round: 1,
+              kind: "round",
+              model_ref: "fake/test-model",
+              usage: { input_tokens: 10, output_tokens: 1, total_tokens: 11 },
+              elapsed_ms: 5,
+            }),
         );
       await row("main");
       t += 300 * 86_400_000;

@@ -63,9 +63,9 @@ describe("the runtime log's lines", () => {
       },
       { what: "the turn's log line" },
     );
-    const event = (await rt.host.store.events
-      .after("main", 0, 10_000))
-      .find((e) => e.type === "turn_terminal")!;
+    const event = (await rt.host.store.events.after("main", 0, 10_000)).find(
+      (e) => e.type === "turn_terminal",
+    )!;
     const stored = { ...event, payload: event.payload as EventPayload<"turn_terminal"> };
     expect(stored.payload.last_assistant_message.length).toBeGreaterThan(100_000);
 

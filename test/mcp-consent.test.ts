@@ -82,10 +82,18 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     const host = await open(home);
     expect(existsSync(file)).toBe(false);
     expect(existsSync(`${file}.migrated`)).toBe(true);
-    const grant = await host.services.store.approvals.getGrant("mcp_server", root, "good", digest(good));
+    const grant = await host.services.store.approvals.getGrant(
+      "mcp_server",
+      root,
+      "good",
+      digest(good),
+    );
     expect(grant).toMatchObject({ state: "granted", ask_id: "ask_old1" });
     const states = Object.fromEntries(
-      (await host.services.mcp.status(await host.agents.get("main"))).map((v) => [v.name, v.consent]),
+      (await host.services.mcp.status(await host.agents.get("main"))).map((v) => [
+        v.name,
+        v.consent,
+      ]),
     );
     expect(states).toEqual({ good: "approved", other: "denied" });
     // The approved definition's variable is withheld from commands, as before.
@@ -110,7 +118,8 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     // The operator sees literal values hidden in the stored definition.
     expect(JSON.stringify(asks[0]!.details.definition)).toContain("<hidden>");
     expect(
-      (await host.services.store.approvals.getGrant("mcp_server", root, "good", digest(edited)))?.state,
+      (await host.services.store.approvals.getGrant("mcp_server", root, "good", digest(edited)))
+        ?.state,
     ).toBe("pending");
     await host.services.asks.decide(
       asks[0]!.id,
@@ -121,7 +130,8 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
       },
     );
     expect(
-      (await host.services.mcp.status(await host.agents.get("main"))).find((v) => v.name === "good")?.consent,
+      (await host.services.mcp.status(await host.agents.get("main"))).find((v) => v.name === "good")
+        ?.consent,
     ).toBe("approved");
 
     // The next start finds nothing to take in and keeps every decision.
@@ -129,7 +139,10 @@ describe("an old mcp/approvals.json is taken into the consent store", () => {
     const again = await open(home);
     expect(existsSync(file)).toBe(false);
     const after = Object.fromEntries(
-      (await again.services.mcp.status(await again.agents.get("main"))).map((v) => [v.name, v.consent]),
+      (await again.services.mcp.status(await again.agents.get("main"))).map((v) => [
+        v.name,
+        v.consent,
+      ]),
     );
     expect(after).toEqual({ good: "approved", other: "denied" });
     await close(again);

@@ -59,12 +59,9 @@ describe("MCP tools in a turn", () => {
     expect(toolNames(from)).toContain("mcp__everything__get-sum");
     const results = toolResults(from);
     expect(results.some((o) => o.includes("42") && o.includes("external evidence"))).toBe(true);
-    const event = (await rt.host.store.events
-      .after("main", 0, 1_000_000))
-      .find(
-        (e: any) =>
-          e.type === "tool_executed" && e.payload.tool_name === "mcp__everything__get-sum",
-      );
+    const event = (await rt.host.store.events.after("main", 0, 1_000_000)).find(
+      (e: any) => e.type === "tool_executed" && e.payload.tool_name === "mcp__everything__get-sum",
+    );
     expect(event).toBeDefined();
 
     // The next turn sends the same tool list, byte for byte (the cached prefix holds).
@@ -96,9 +93,9 @@ describe("MCP tools in a turn", () => {
       ),
     ).toBe(true);
     // The stored envelope keeps the image's size and digest, not its bytes.
-    const stored = (await rt.host.store.events
-      .after("main", 0, 1_000_000))
-      .filter((e: any) => e.type === "tool_executed" && e.payload.call_id === "i1");
+    const stored = (await rt.host.store.events.after("main", 0, 1_000_000)).filter(
+      (e: any) => e.type === "tool_executed" && e.payload.call_id === "i1",
+    );
     expect(JSON.stringify(stored)).not.toContain("base64");
     expect(JSON.stringify(stored)).toContain("sha256");
   });
@@ -117,9 +114,9 @@ describe("MCP tools in a turn", () => {
     await settled(await prompt("echo, then run a command"));
     // The host's default external_evidence_mode is `ask`: the command is held for an
     // operator's approval, not run.
-    const held = (await rt.host.services.asks
-      .list({ agent_id: "main" }))
-      .filter((a) => a.kind === "approval" && a.state === "pending");
+    const held = (await rt.host.services.asks.list({ agent_id: "main" })).filter(
+      (a) => a.kind === "approval" && a.state === "pending",
+    );
     expect(held).toHaveLength(1);
     expect(JSON.stringify(held[0]!.details)).toContain("tainted-ran");
     expect(existsSync(join(ws, "tainted-ran"))).toBe(false);
@@ -195,7 +192,9 @@ describe("MCP tools in a turn", () => {
 describe("removing a server", () => {
   it("holon mcp remove takes it out of the catalog and stops its process at the next turn", async () => {
     const view = async () =>
-      (await rt.host.services.mcp.status(await rt.host.agents.get("main"))).find((v) => v.name === "everything");
+      (await rt.host.services.mcp.status(await rt.host.agents.get("main"))).find(
+        (v) => v.name === "everything",
+      );
     const pid = (await view())?.pid;
     expect(pid).toBeGreaterThan(0);
     const removed = await cli("mcp", "remove", "everything");
@@ -252,9 +251,12 @@ describe("workspace .mcp.json needs the operator's consent", () => {
       toolResults(after).some((o) => o.includes("pong from ping")),
       JSON.stringify(toolResults(after)) +
         JSON.stringify(
-          (await rt.host.services.mcp
-            .status(await rt.host.agents.get("main")))
-            .map((v) => [v.name, v.consent, v.state, v.last_error]),
+          (await rt.host.services.mcp.status(await rt.host.agents.get("main"))).map((v) => [
+            v.name,
+            v.consent,
+            v.state,
+            v.last_error,
+          ]),
         ),
     ).toBe(true);
     expect(Number(readFileSync(pidFile, "utf8"))).toBeGreaterThan(0);

@@ -67,9 +67,9 @@ describe("an MCP server's elicitation is an input ask", () => {
     // The ask surfaces show it as an input ask; its opening is an event on the agent's stream.
     const list = await cli("asks");
     expect(list.stdout, list.stderr).toMatch(new RegExp(`${ask.id}\\s+main\\s+input`));
-    const opened = (await rt.host.store.events
-      .after("main", 0, 1_000_000))
-      .find((e: any) => e.type === "ask_opened" && e.payload.ask.id === ask.id)!;
+    const opened = (await rt.host.store.events.after("main", 0, 1_000_000)).find(
+      (e: any) => e.type === "ask_opened" && e.payload.ask.id === ask.id,
+    )!;
     const sse = await openSse(
       `${rt.url}/agents/main/events/stream?after_seq=${opened.event_seq - 1}`,
       { authorization: `Bearer ${rt.token}` },
@@ -153,9 +153,9 @@ describe("an MCP server's elicitation is an input ask", () => {
     });
     await waitFor(
       async () =>
-        (await rt.host.services.mcp
-          .status(await rt.host.agents.get("main")))
-          .every((v) => v.calls_in_flight === 0),
+        (await rt.host.services.mcp.status(await rt.host.agents.get("main"))).every(
+          (v) => v.calls_in_flight === 0,
+        ),
       { what: "the call to end" },
     );
     const start = await rt.req("POST", "/control/agents/main/control", { action: "start" });
@@ -218,6 +218,8 @@ describe("elicitation misuse is refused", () => {
       { what: "the out-of-band reply" },
     );
     expect(JSON.parse(last)).toEqual({ action: "decline" });
-    expect((await rt.host.services.asks.list({ state: "all", agent_id: "main" })).length).toBe(before);
+    expect((await rt.host.services.asks.list({ state: "all", agent_id: "main" })).length).toBe(
+      before,
+    );
   });
 });

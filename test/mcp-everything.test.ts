@@ -23,7 +23,10 @@ afterAll(async () => {
   cleanupHomes();
 });
 
-async function openHost(mcp: Record<string, unknown>, env: Record<string, string> = {}): Promise<RuntimeHost> {
+async function openHost(
+  mcp: Record<string, unknown>,
+  env: Record<string, string> = {},
+): Promise<RuntimeHost> {
   const home = tempHome();
   writeMcpConfig(home, mcp);
   const host = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home, ...env } });

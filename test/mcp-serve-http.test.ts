@@ -129,9 +129,9 @@ describe("/mcp on the host", () => {
       kind: "result",
       text: "Three open pull requests, none failing.",
     });
-    const message = (await rt.host.store.messages
-      .recent("remote", 10))
-      .find((m) => m.id === sent.message_id)!;
+    const message = (await rt.host.store.messages.recent("remote", 10)).find(
+      (m) => m.id === sent.message_id,
+    )!;
     expect(message).toMatchObject({
       origin: { kind: "operator", actor_id: "mcp:codex" },
       delivery_surface: "mcp_server",

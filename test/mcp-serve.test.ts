@@ -124,9 +124,9 @@ describe("holon mcp serve (stdio)", () => {
 
     // Admitted as the operator named after the MCP client, through its own surface, as a
     // local process (stdio reaches the host over the Unix socket).
-    const message = (await rt.host.store.messages
-      .recent("worker", 10))
-      .find((m) => m.id === sent.message_id)!;
+    const message = (await rt.host.store.messages.recent("worker", 10)).find(
+      (m) => m.id === sent.message_id,
+    )!;
     expect(message).toMatchObject({
       kind: "operator_prompt",
       origin: { kind: "operator", actor_id: "mcp:claude-code" },
@@ -168,9 +168,9 @@ describe("holon mcp serve (stdio)", () => {
     const itemId = added.work_item.id as string;
     expect(itemId).toMatch(/^wi_/);
     // The work item's record says who asked and how, like a prompt's envelope.
-    const createdEvent = (await rt.host.store.events
-      .after("worker", 0, 10_000))
-      .find((e) => e.type === "work_item_created" && e.payload.work_item_id === itemId)!;
+    const createdEvent = (await rt.host.store.events.after("worker", 0, 10_000)).find(
+      (e) => e.type === "work_item_created" && e.payload.work_item_id === itemId,
+    )!;
     expect(createdEvent.provenance).toMatchObject({
       origin: { kind: "operator", actor_id: "mcp:claude-code" },
       delivery_surface: "mcp_server",

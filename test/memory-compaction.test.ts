@@ -82,18 +82,16 @@ describe("turn-local compaction", () => {
         // compaction changed only the projection: every round's full output is on record
         expect(tools.every((e) => String(e.data.rendered).includes("a".repeat(4096)))).toBe(true);
         expect(entries.filter((e) => e.kind === "assistant_round").length).toBe(ROUNDS + 1);
-        const events = (await store.events
-          .after(agent, 0, 100_000))
-          .filter((e) => e.type === "context_compacted");
+        const events = (await store.events.after(agent, 0, 100_000)).filter(
+          (e) => e.type === "context_compacted",
+        );
         expect(events.length).toBeGreaterThan(1);
         // every full request after the first says why it could not continue incrementally
-        const misses = (await store.events
-          .after(agent, 0, 100_000))
+        const misses = (await store.events.after(agent, 0, 100_000))
           .filter((e) => e.type === "provider_round_completed")
           .map((e) => (e.payload as { continuation?: { reason: string } }).continuation?.reason)
           .filter(Boolean);
-        const intentional = (await store.events
-          .after(agent, 0, 100_000))
+        const intentional = (await store.events.after(agent, 0, 100_000))
           .filter((e) => e.type === "provider_round_completed")
           .map(
             (e) =>
@@ -279,15 +277,14 @@ describe("turn-local compaction", () => {
 
       const store = new Store(join(home, "holon.db"), systemClock, randomIds);
       try {
-        const ev = (await store.events
-          .after(out.agent_id, 0, 10_000))
-          .find((e) => e.type === "context_compacted");
+        const ev = (await store.events.after(out.agent_id, 0, 10_000)).find(
+          (e) => e.type === "context_compacted",
+        );
         expect(ev?.payload).toMatchObject({
           strategy: "remote_compaction",
           remote: { compaction_items: 1, encrypted_bytes: 18 },
         });
-        const rounds = (await store.events
-          .after(out.agent_id, 0, 10_000))
+        const rounds = (await store.events.after(out.agent_id, 0, 10_000))
           .filter((e) => e.type === "provider_round_completed")
           .map((e) => (e.payload as { continuation?: Record<string, unknown> }).continuation);
         expect(rounds).toHaveLength(3);
@@ -300,9 +297,9 @@ describe("turn-local compaction", () => {
         });
         expect(rounds[2]).toBeUndefined(); // incremental
         // the transcript keeps the full output
-        const tool = (await store.transcript
-          .recent(out.agent_id, 100))
-          .find((e) => e.kind === "tool_execution");
+        const tool = (await store.transcript.recent(out.agent_id, 100)).find(
+          (e) => e.kind === "tool_execution",
+        );
         expect(String(tool?.data.rendered)).toContain("b".repeat(20_000));
       } finally {
         store.close();
@@ -374,8 +371,7 @@ describe("turn-local compaction", () => {
     expect(sent.filter((x) => x.path.endsWith("/responses/compact"))).toHaveLength(1);
     const store = new Store(join(home, "holon.db"), systemClock, randomIds);
     try {
-      const skipped = (await store.events
-        .after(out.agent_id, 0, 10_000))
+      const skipped = (await store.events.after(out.agent_id, 0, 10_000))
         .filter((e) => e.type === "remote_compaction_skipped")
         .map((e) => (e.payload as { reason: string }).reason);
       expect(skipped).toEqual(["unsupported_endpoint", "skipped_unsupported_endpoint"]);

@@ -12,16 +12,17 @@ import { reply } from "./fake-provider/server.ts";
 const fake = useFakeProvider();
 
 async function processed(rt: TestRuntime, agentId: string): Promise<number> {
-  return (await rt.host.store.events
-    .after(agentId, 0, 10_000))
-    .filter((e) => e.type === "message_processed").length;
+  return (await rt.host.store.events.after(agentId, 0, 10_000)).filter(
+    (e) => e.type === "message_processed",
+  ).length;
 }
 
 async function prompt(rt: TestRuntime, agent: string, text: string, n: number) {
   const r = await rt.req("POST", `/control/agents/${agent}/prompt`, { text });
   expect(r.status).toBeLessThan(300);
   await waitFor(
-    async () => await processed(rt, agent) >= n && !(await rt.host.store.agents.get(agent))!.current_run_id,
+    async () =>
+      (await processed(rt, agent)) >= n && !(await rt.host.store.agents.get(agent))!.current_run_id,
     { what: `message ${n} processed`, timeoutMs: 15_000 },
   );
 }

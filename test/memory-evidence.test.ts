@@ -33,9 +33,9 @@ describe("tool evidence at the turn boundary", () => {
         { what: "the turn to settle" },
       );
 
-      const failures = (await rt.host.store.events
-        .after(agent, 0, 10_000))
-        .filter((e) => e.type === "runtime_error");
+      const failures = (await rt.host.store.events.after(agent, 0, 10_000)).filter(
+        (e) => e.type === "runtime_error",
+      );
       expect(failures).toEqual([]);
       const wm = (await rt.host.store.memory.workingMemory(agent))!;
       expect(wm.current.commands).toContain("echo evidence-marker");

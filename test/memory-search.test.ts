@@ -73,10 +73,11 @@ async function seed(host: RuntimeHost) {
     kind: "result",
     text: "Rotated the deploy key and updated the CI secret DEPLOY_KEY.",
   });
-  await host.store.tx(async () =>
-    await host.store.memory.addEpisode(
-      episode("ep_fix1", "修复了部署脚本：deploy.sh 使用了过期的 key。Fixed the broken deploy."),
-    ),
+  await host.store.tx(
+    async () =>
+      await host.store.memory.addEpisode(
+        episode("ep_fix1", "修复了部署脚本：deploy.sh 使用了过期的 key。Fixed the broken deploy."),
+      ),
   );
   return { home, brief };
 }
@@ -194,15 +195,16 @@ describe("MemorySearch", () => {
   it("keeps other workspaces' memory out unless asked; agent memory is always in", async () => {
     const host = await openHost();
     await seed(host);
-    await host.store.tx(async () =>
-      await host.store.briefs.insert({
-        id: "brief_other",
-        agent_id: "main",
-        kind: "result",
-        created_at: "2026-03-03T00:00:00.000Z",
-        text: "In the billing repo the deploy key is different.",
-        workspace_id: "ws_billing",
-      }),
+    await host.store.tx(
+      async () =>
+        await host.store.briefs.insert({
+          id: "brief_other",
+          agent_id: "main",
+          kind: "result",
+          created_at: "2026-03-03T00:00:00.000Z",
+          text: "In the billing repo the deploy key is different.",
+          workspace_id: "ws_billing",
+        }),
     );
     const scoped = await call(host, "MemorySearch", { query: "deploy key" });
     expect(refs(scoped)).not.toContain("mem:brief:brief_other");

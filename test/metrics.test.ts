@@ -73,9 +73,9 @@ describe("metrics", () => {
     expect(sent.status).toBe(202);
     await waitFor(
       async () =>
-        (await rt.host.store.events
-          .query("main", { limit: 50, order: "desc" }))
-          .some((e) => e.type === "turn_terminal"),
+        (await rt.host.store.events.query("main", { limit: 50, order: "desc" })).some(
+          (e) => e.type === "turn_terminal",
+        ),
       { what: "the turn to end" },
     );
     const res = await rt.req("GET", "/metrics");

@@ -23,7 +23,12 @@ afterAll(async () => {
 });
 
 async function toolError(name: string, args: Record<string, unknown>) {
-  const out = await dispatch(buildRegistry(), name, JSON.stringify(args), await toolContext(rt.host));
+  const out = await dispatch(
+    buildRegistry(),
+    name,
+    JSON.stringify(args),
+    await toolContext(rt.host),
+  );
   return out.canonical.error!;
 }
 

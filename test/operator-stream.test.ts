@@ -137,7 +137,9 @@ describe("followEvents", () => {
         onEvent: (e) => seen.push(e.event_seq),
         onNotice: (n) => notices.push(n),
       });
-      await waitFor(async () => seen.at(-1) === await store.events.newestSeq("main"), { what: "catch-up" });
+      await waitFor(async () => seen.at(-1) === (await store.events.newestSeq("main")), {
+        what: "catch-up",
+      });
       ctl.abort();
       await done;
       expect(notices[0]).toEqual({

@@ -75,9 +75,9 @@ describe("operator transport bindings", () => {
 
       const delivered = await waitFor(
         async () =>
-          (await rt.host.store.events
-            .after("main", 0, 10_000))
-            .find((e) => e.type === "operator_delivery_recorded"),
+          (await rt.host.store.events.after("main", 0, 10_000)).find(
+            (e) => e.type === "operator_delivery_recorded",
+          ),
         { what: "delivery record", timeoutMs: 15_000 },
       );
       expect(delivered.payload).toMatchObject({
@@ -94,11 +94,9 @@ describe("operator transport bindings", () => {
       expect(cb.received[0]!.body.delivery_intent_id).toBe(last.body.delivery_intent_id);
       expect(last.body).toMatchObject({ binding_id: id, route_id: "route_1", text: "tests pass" });
 
-      const admitted = (await rt.host.store.events
-        .after("main", 0, 10_000))
-        .find(
-          (e) => e.type === "message_admitted" && e.payload.message_id === sent.json.message_id,
-        )!;
+      const admitted = (await rt.host.store.events.after("main", 0, 10_000)).find(
+        (e) => e.type === "message_admitted" && e.payload.message_id === sent.json.message_id,
+      )!;
       expect(admitted.provenance).toMatchObject({
         delivery_surface: "remote_operator_transport",
         admission_context: "operator_transport_authenticated",

@@ -138,9 +138,9 @@ describe("traces", () => {
     // The first turn, the command task's result and the child's result: three main turns.
     await waitFor(
       async () =>
-        (await rt.host.store.messages
-          .withStatus("main", "processed"))
-          .filter((m) => m.kind === "task_result").length >= 2,
+        (await rt.host.store.messages.withStatus("main", "processed")).filter(
+          (m) => m.kind === "task_result",
+        ).length >= 2,
       { what: "both results to come back to main", timeoutMs: 30_000 },
     );
     await waitFor(() => byName(receiver.spans, "invoke_agent main").length >= 3, {
@@ -549,9 +549,9 @@ describe("compaction", () => {
       const compactions = receiver.spans.filter(
         (s) => s.name === "compact_context" && s.parentSpanId === turn.spanId,
       );
-      const recorded = (await rt.host.store.events
-        .query("main", { limit: 1000, order: "asc" }))
-        .filter((e) => e.type === "context_compacted");
+      const recorded = (
+        await rt.host.store.events.query("main", { limit: 1000, order: "asc" })
+      ).filter((e) => e.type === "context_compacted");
       expect(recorded.length).toBeGreaterThan(0);
       expect(compactions).toHaveLength(recorded.length);
       expect(compactions[0]!.attributes).toMatchObject({

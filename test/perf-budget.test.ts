@@ -209,9 +209,12 @@ describe("per-turn cost budgets", () => {
     fake.setFallback(() => reply.text("Warm."));
     for (let i = 0; i < 3; i++) {
       const r = await rt.req("POST", "/control/agents/main/prompt", { text: `warm ${i}` });
-      await waitFor(async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed", {
-        what: "warm-up",
-      });
+      await waitFor(
+        async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed",
+        {
+          what: "warm-up",
+        },
+      );
     }
     fake.setFallback(null);
   }, 60_000);
@@ -406,8 +409,9 @@ describe("per-turn cost budgets", () => {
     const wal0 = walBytes(rt);
     for (let r = 0; r < ROUNDS; r++) {
       await Promise.all(
-        Array.from({ length: CONCURRENT }, async (_, i) =>
-          await rt.host.ingress.admitBatched(draft(`batch ${r}.${i}`)),
+        Array.from(
+          { length: CONCURRENT },
+          async (_, i) => await rt.host.ingress.admitBatched(draft(`batch ${r}.${i}`)),
         ),
       );
     }

@@ -60,7 +60,7 @@ async function prompt(text: string): Promise<string> {
 }
 
 async function lastToolFailure(tool = "ExecCommand") {
-  return [...await allEvents()]
+  return [...(await allEvents())]
     .reverse()
     .find((e: any) => e.type === "tool_execution_failed" && e.payload.tool_name === tool);
 }
@@ -71,7 +71,9 @@ async function allEvents(): Promise<any[]> {
 
 /** The pending approval asks of main (call approvals and hook consents). */
 async function pendingApprovals() {
-  return (await rt.host.services.asks.list({ agent_id: "main" })).filter((a) => a.kind === "approval");
+  return (await rt.host.services.asks.list({ agent_id: "main" })).filter(
+    (a) => a.kind === "approval",
+  );
 }
 
 /** Deny every pending approval ask, and wait until the agent has heard and settled. */
@@ -165,11 +167,10 @@ describe("rules", () => {
     expect((await lastToolFailure()).payload.tool_error.kind).toBe("awaiting_approval");
     expect(fake.requests.length - from).toBe(1); // the turn ended waiting: no second round
     // The call's approval ask and the hook's consent ask both wait for the operator.
-    expect(
-      (await pendingApprovals())
-        .map((a) => a.details.approval)
-        .sort(),
-    ).toEqual(["calls", "consent"]);
+    expect((await pendingApprovals()).map((a) => a.details.approval).sort()).toEqual([
+      "calls",
+      "consent",
+    ]);
     // Confined by the sandbox the mode is enforced; unconfined it is only advisory.
     const sandboxed =
       JSON.parse((await cli("status", "--json")).stdout).sandbox?.state === "enforced";
@@ -242,12 +243,13 @@ describe("taint", () => {
     );
     expect(r.status).toBeLessThan(300);
     const item = await waitFor(async () =>
-      (await rt.host.services.work
-        .list("main", "all", { limit: 50 }))
-        .find?.((i: any) => i.objective === "install the thing"),
+      (await rt.host.services.work.list("main", "all", { limit: 50 })).find?.(
+        (i: any) => i.objective === "install the thing",
+      ),
     );
     expect(
-      (await rt.host.store.workItems.get((item as any).id ?? (item as any).work_item_id))?.policy_authority,
+      (await rt.host.store.workItems.get((item as any).id ?? (item as any).work_item_id))
+        ?.policy_authority,
     ).toBe("external_evidence");
     const failure = await waitFor(
       async () => {
@@ -362,7 +364,9 @@ describe("hooks", () => {
       const failure = await lastToolFailure();
       expect(failure.payload.call_id).toBe(id);
       expect(failure.payload.tool_error.kind).toBe("hook_failed");
-      const recorded = [...await allEvents()].reverse().find((e: any) => e.type === "hook_failed");
+      const recorded = [...(await allEvents())]
+        .reverse()
+        .find((e: any) => e.type === "hook_failed");
       expect(recorded.payload.reason).toBe(reason);
       expect(JSON.stringify(recorded).length).toBeLessThan(10_000);
     }
@@ -416,15 +420,15 @@ describe("hooks", () => {
     const id = await prompt("finish");
     await settled(id);
     const followup = await waitFor(async () =>
-      (await rt.host.store.messages
-        .withStatus("main", "processed"))
-        .find((m: any) => m.metadata?.stop_hook_followup === true),
+      (await rt.host.store.messages.withStatus("main", "processed")).find(
+        (m: any) => m.metadata?.stop_hook_followup === true,
+      ),
     );
     await settled(followup.id);
     expect(
-      (await rt.host.store.messages
-        .withStatus("main", "queued"))
-        .filter((m: any) => m.metadata?.stop_hook_followup === true),
+      (await rt.host.store.messages.withStatus("main", "queued")).filter(
+        (m: any) => m.metadata?.stop_hook_followup === true,
+      ),
     ).toHaveLength(0);
     await setHooks(null);
   });

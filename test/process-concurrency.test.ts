@@ -22,13 +22,17 @@ describe("process concurrency", () => {
   it("20 concurrent processes printing continuously lose no output; host RSS stays bounded", async () => {
     const root = tempDir();
     const before = process.memoryUsage().rss;
-    const handles = await Promise.all(Array.from({ length: 20 }, async (_, i) =>
-      await startProcess({
-        cmd: `seq 1 ${N}; seq 1 ${N} >&2`,
-        cwd: root,
-        dir: join(root, `p${i}`),
-      }),
-    ));
+    const handles = await Promise.all(
+      Array.from(
+        { length: 20 },
+        async (_, i) =>
+          await startProcess({
+            cmd: `seq 1 ${N}; seq 1 ${N} >&2`,
+            cwd: root,
+            dir: join(root, `p${i}`),
+          }),
+      ),
+    );
     const statuses = await Promise.all(handles.map((h) => waitForExit(h, { timeoutMs: 30_000 })));
     const grown = process.memoryUsage().rss - before;
     for (const [i, h] of handles.entries()) {
@@ -47,8 +51,10 @@ describe("process concurrency", () => {
     const root = tempDir();
     const n = 50_000;
     const handles = await Promise.all(
-      Array.from({ length: 3 }, async (_, i) =>
-        await startProcess({ cmd: `seq 1 ${n}`, cwd: root, dir: join(root, `t${i}`), tty: true }),
+      Array.from(
+        { length: 3 },
+        async (_, i) =>
+          await startProcess({ cmd: `seq 1 ${n}`, cwd: root, dir: join(root, `t${i}`), tty: true }),
       ),
     );
     for (const h of handles) {

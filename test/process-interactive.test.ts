@@ -85,7 +85,12 @@ describe("interactive over stdin", () => {
 
   it("delivers input larger than the pipe buffer", async () => {
     const root = tempDir();
-    const h = await startProcess({ cmd: "wc -c", cwd: root, dir: join(root, "p"), acceptsInput: true });
+    const h = await startProcess({
+      cmd: "wc -c",
+      cwd: root,
+      dir: join(root, "p"),
+      acceptsInput: true,
+    });
     const big = "x".repeat(300_000);
     expect(await writeInput(h, big)).toEqual({ accepted: true, bytes_written: 300_000 });
     expect(await closeInput(h)).toMatchObject({ accepted: true });

@@ -96,7 +96,11 @@ describe("spare wrappers", () => {
     process.env["HOLON_SPAWN_HELPER"] = "0";
     try {
       for (let i = 0; i < 3; i++) {
-        const handle = await startProcess({ cmd: "echo cold", cwd: root, dir: join(root, `cold${i}`) });
+        const handle = await startProcess({
+          cmd: "echo cold",
+          cwd: root,
+          dir: join(root, `cold${i}`),
+        });
         expect(readProcStat(handle.pid)?.ppid).toBe(process.pid);
         expect(await waitForExit(handle, { timeoutMs: 10_000 })).toMatchObject({ exit_code: 0 });
         expect(readFileSync(handle.stdout_path, "utf8")).toBe("cold\n");

@@ -32,17 +32,17 @@ function settled(rt: TestRuntime, id: string) {
   );
 }
 async function events(rt: TestRuntime, type: string) {
-  return (await rt.host.store.events
-    .query("main", { limit: 100_000, order: "asc" }))
-    .filter((e) => e.type === type);
+  return (await rt.host.store.events.query("main", { limit: 100_000, order: "asc" })).filter(
+    (e) => e.type === type,
+  );
 }
 /** The message admitted again for `originalId`, once it exists. */
 function retryOf(rt: TestRuntime, originalId: string) {
   return waitFor(
     async () =>
-      (await rt.host.store.messages
-        .recent("main", 50))
-        .find((m) => m.metadata?.provider_retry_of === originalId),
+      (await rt.host.store.messages.recent("main", 50)).find(
+        (m) => m.metadata?.provider_retry_of === originalId,
+      ),
     { what: `the retry of ${originalId}` },
   );
 }
@@ -59,7 +59,10 @@ describe("rate-limited beyond the cap", () => {
       const m1 = await prompt(rt, "summarise the logs");
       await settled(rt, m1);
       const expectedAt = new Date(clock.now().getTime() + 120_000).toISOString();
-      const closure = (await events(rt, "closure_decided")).at(-1)!.payload as Record<string, unknown>;
+      const closure = (await events(rt, "closure_decided")).at(-1)!.payload as Record<
+        string,
+        unknown
+      >;
       expect(closure).toMatchObject({
         outcome: "waiting",
         waiting_reason: "awaiting_timer",

@@ -172,10 +172,11 @@ describe("query plans on a turn's path", () => {
       expect(task.status).toBeLessThan(300);
       const taskId = (task.json.task?.task_id ?? task.json.task_id) as string;
       await waitFor(
-        async () => ["completed", "failed"].includes((await rt.host.store.tasks.get(taskId))?.status ?? ""),
+        async () =>
+          ["completed", "failed"].includes((await rt.host.store.tasks.get(taskId))?.status ?? ""),
         { what: "task to finish" },
       );
-      await waitFor(async () => await rt.host.store.messages.pendingCount("main") === 0, {
+      await waitFor(async () => (await rt.host.store.messages.pendingCount("main")) === 0, {
         what: "queue to drain",
       });
 

@@ -24,10 +24,12 @@ async function snapshot(rt: TestRuntime): Promise<Record<string, number>> {
     ).n;
   }
   for (const a of await rt.host.store.agents.list()) {
-    out[`event_seq:${a.agent_id}`] = (await rt.host.store.events.query(a.agent_id, {
-      limit: 1,
-      order: "desc",
-    }))[0]!.event_seq;
+    out[`event_seq:${a.agent_id}`] = (
+      await rt.host.store.events.query(a.agent_id, {
+        limit: 1,
+        order: "desc",
+      })
+    )[0]!.event_seq;
   }
   return out;
 }
@@ -118,9 +120,9 @@ describe("reads change nothing", () => {
     try {
       const created = await rt.req("POST", "/control/agents/helper/create", {});
       expect(created.status).toBe(201);
-      const types = (await rt.host.store.events
-        .query("helper", { limit: 50, order: "asc" }))
-        .map((e) => e.type);
+      const types = (await rt.host.store.events.query("helper", { limit: 50, order: "asc" })).map(
+        (e) => e.type,
+      );
       expect(types).toContain("external_trigger_provisioned");
       const shown = await rt.req("GET", "/control/agents/helper/external-trigger");
       expect(shown.json.external_trigger.trigger_url).toMatch(/\/callbacks\/wake\//);

@@ -117,15 +117,20 @@ describe("everything under HOLON_HOME has a retention owner", () => {
     );
     const sent = await rt.req("POST", "/agents/main/enqueue", { text: "say hi" });
     expect(sent.status).toBe(202);
-    await waitFor(async () => (await rt.host.store.messages.get(sent.json.message_id))?.status === "processed", {
-      what: "the turn",
-    });
+    await waitFor(
+      async () => (await rt.host.store.messages.get(sent.json.message_id))?.status === "processed",
+      {
+        what: "the turn",
+      },
+    );
     const agent = (await rt.host.store.agents.get("main"))!;
     // The other writers: the log, the episode mirror, the memory index.
     const log = openLog(rt.home);
     log.info("hello");
     await new Promise<void>((r) => log.flush(() => r()));
-    await rt.host.store.tx(async () => await rt.host.store.memory.addEpisode(episodeRecord("main", 1, new Date())));
+    await rt.host.store.tx(
+      async () => await rt.host.store.memory.addEpisode(episodeRecord("main", 1, new Date())),
+    );
     await rt.host.services.continuity.rebuildMirror(agent.agent_home, "main");
     await rt.host.services.memoryIndex.search(agent, "hi");
 
@@ -154,7 +159,8 @@ describe("everything under HOLON_HOME has a retention owner", () => {
     const agent = (await store.agents.get("main"))!;
     const continuity = rt.host.services.continuity;
     await store.tx(async () => {
-      for (let n = 1; n <= 10; n++) await store.memory.addEpisode(episodeRecord("main", n, new Date(T0)));
+      for (let n = 1; n <= 10; n++)
+        await store.memory.addEpisode(episodeRecord("main", n, new Date(T0)));
     });
     clock.set(T0 + 5 * DAY);
     await store.tx(async () => {

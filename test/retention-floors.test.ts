@@ -47,7 +47,9 @@ describe("retention floors of deleted agents", () => {
       for (const agentId of ["scout", "main"]) {
         for (let i = 1; i <= 3; i++) {
           await recordRuntimeFailure(store, { agent_id: agentId, summary: `failure ${i}` });
-          await store.tx(async () => await store.memory.addEpisode(episodeRecord(agentId, i, clock.now())));
+          await store.tx(
+            async () => await store.memory.addEpisode(episodeRecord(agentId, i, clock.now())),
+          );
         }
       }
       const day = { max_age_days: 1 };

@@ -221,11 +221,12 @@ describe("retention", () => {
         )
         .run(newest);
       expect(await store.events.newestSeq("main")).toBe(newest);
-      const e = await store.tx(async () =>
-        await store.appendEvent("main", {
-          type: "wake_requested",
-          payload: { source: "test", disposition: "noop" },
-        }),
+      const e = await store.tx(
+        async () =>
+          await store.appendEvent("main", {
+            type: "wake_requested",
+            payload: { source: "test", disposition: "noop" },
+          }),
       );
       expect(e.event_seq).toBe(newest + 1);
     } finally {
@@ -238,7 +239,11 @@ describe("retention", () => {
     const rt = await startRuntime({ executor: () => parked, clock });
     try {
       const store = rt.host.store;
-      const task = async (id: string, finishedDay: number, status: TaskRecord["status"]): Promise<TaskRecord> =>
+      const task = async (
+        id: string,
+        finishedDay: number,
+        status: TaskRecord["status"],
+      ): Promise<TaskRecord> =>
         await putCommandTask(rt.host, {
           id,
           status,

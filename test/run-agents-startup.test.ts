@@ -62,7 +62,9 @@ describe("finished run agents at host start", () => {
       expect(existsSync(join(mainHome, "memory"))).toBe(true);
       // Not one finished run agent did: no directory was created for any of them.
       const others = runIds.filter((id) => id !== resumed);
-      const homes = await Promise.all(others.map(async (id) => (await store.agents.get(id))!.agent_home));
+      const homes = await Promise.all(
+        others.map(async (id) => (await store.agents.get(id))!.agent_home),
+      );
       const touched = others.filter((_, i) => existsSync(homes[i]!));
       expect(touched, "finished run agents given start-up work").toEqual([]);
       expect(existsSync(join(homeOf(resumed), "memory"))).toBe(false);
@@ -78,7 +80,9 @@ describe("finished run agents at host start", () => {
       expect(existsSync(join(homeOf(resumed), "memory"))).toBe(true);
       expect(host.services.deferredAgents.has(resumed)).toBe(false);
       expect(host.services.deferredAgents.size).toBe(RUNS - 1);
-      const after = await Promise.all(others.map(async (id) => (await store.agents.get(id))!.agent_home));
+      const after = await Promise.all(
+        others.map(async (id) => (await store.agents.get(id))!.agent_home),
+      );
       expect(others.filter((_, i) => existsSync(after[i]!))).toEqual([]);
     } finally {
       await host.shutdown();

@@ -61,7 +61,7 @@ beforeAll(async () => {
   writeFileSync(join(home, "agents", "other", "notes.txt"), "FIXTURE-OTHER-NOTES\n");
   repo = gitRepo({ "file.txt": "inside\n" });
   symlinkSync(outside, join(repo, "planted-link"));
-  ctx = { ...await toolContext(rt.host), execution_root: repo, cwd: repo };
+  ctx = { ...(await toolContext(rt.host)), execution_root: repo, cwd: repo };
 });
 
 afterAll(async () => {

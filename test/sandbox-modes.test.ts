@@ -203,7 +203,7 @@ describe.skipIf(!enabled)("normal work inside the sandbox", () => {
     try {
       const pkg = tempHome("holon-pkg-");
       cpSync(join(REPO_ROOT, "test", "fixtures", "sandbox-pkg"), pkg, { recursive: true });
-      const ctx = { ...await toolContext(rt.host), execution_root: pkg, cwd: pkg };
+      const ctx = { ...(await toolContext(rt.host)), execution_root: pkg, cwd: pkg };
       const out = await dispatch(
         buildRegistry(),
         "ExecCommand",

@@ -72,9 +72,9 @@ async function exec(agentId: string, cmd: string, extra: Record<string, unknown>
 }
 
 async function refusals(agentId: string) {
-  return (await rt.host.store.events
-    .after(agentId, 0, 100_000))
-    .filter((e) => e.type === "sandbox_network_refused");
+  return (await rt.host.store.events.after(agentId, 0, 100_000)).filter(
+    (e) => e.type === "sandbox_network_refused",
+  );
 }
 
 async function setting(agentId: string, key: string, value: unknown) {
@@ -302,7 +302,12 @@ describe.skipIf(!enabled)("where the agent's namespace cannot be joined", () => 
   it("required refuses the command, naming what is missing", async () => {
     const host = await hostWith("required");
     try {
-      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', await toolContext(host));
+      const out = await dispatch(
+        registry,
+        "ExecCommand",
+        '{"cmd":"true"}',
+        await toolContext(host),
+      );
       expect(out.canonical.error).toMatchObject({ kind: "sandbox_unavailable" });
       expect(out.canonical.error!.message).toMatch(/sandbox\.network off.*nsenter/);
     } finally {
@@ -313,7 +318,12 @@ describe.skipIf(!enabled)("where the agent's namespace cannot be joined", () => 
   it("auto runs it on the host's network and says the network is not enforced, and why", async () => {
     const host = await hostWith("auto");
     try {
-      const out = await dispatch(registry, "ExecCommand", '{"cmd":"true"}', await toolContext(host));
+      const out = await dispatch(
+        registry,
+        "ExecCommand",
+        '{"cmd":"true"}',
+        await toolContext(host),
+      );
       expect((out.canonical.result as any).exit_status).toBe(0);
       const s = host.services.sandbox.summary(await host.agents.get("main"));
       expect(s).toMatchObject({

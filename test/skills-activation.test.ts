@@ -99,8 +99,7 @@ describe("skill activation", () => {
     expect(first).not.toContain("NOTES-BODY-MARKER");
     expect(first).not.toContain("LINT-BODY-MARKER");
 
-    const activated = (await rt.host.store.events
-      .after("main", 0, 10_000))
+    const activated = (await rt.host.store.events.after("main", 0, 10_000))
       .filter((e: any) => e.type === "skill_activated")
       .map((e: any) => e.payload);
     expect(activated).toEqual([
@@ -120,7 +119,9 @@ describe("skill activation", () => {
       }),
     ]);
     const states = async () =>
-      Object.fromEntries((await rt.host.services.skills.activations("main")).map((a) => [a.name, a.state]));
+      Object.fromEntries(
+        (await rt.host.services.skills.activations("main")).map((a) => [a.name, a.state]),
+      );
     expect(await states()).toEqual({ deploy: "session_active", lint: "session_active" });
 
     // After a restart the session's skills come back as restored and the prompt says so.
@@ -231,7 +232,11 @@ describe("holon skills install | list | uninstall", () => {
     expect(attach.code, attach.stderr).toBe(0);
     expect(attach.stdout).toMatch(/^attached: ws_\w+ \(git\) /);
     const wsId = /attached: (ws_\w+)/.exec(attach.stdout)![1]!;
-    await rt.host.services.workspaces.use("main", { workspace_id: wsId, mode: "isolated" }, "operator");
+    await rt.host.services.workspaces.use(
+      "main",
+      { workspace_id: wsId, mode: "isolated" },
+      "operator",
+    );
     const list = await runCli(["workspace", "list", "main"], { env });
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toContain(`* ${wsId}`);

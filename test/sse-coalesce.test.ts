@@ -10,11 +10,12 @@ import { EventHub } from "../src/http/sse.ts";
 const decoder = new TextDecoder();
 
 async function commit(store: Store, n: number): Promise<void> {
-  await store.tx(async () =>
-    await store.appendEvent("a", {
-      type: "runtime_error",
-      payload: { run_id: null, phase: "test", summary: `event ${n}` },
-    }),
+  await store.tx(
+    async () =>
+      await store.appendEvent("a", {
+        type: "runtime_error",
+        payload: { run_id: null, phase: "test", summary: `event ${n}` },
+      }),
   );
 }
 
@@ -33,14 +34,14 @@ async function withStream(
   const store = new Store(":memory:", systemClock, randomIds);
   const hub = new EventHub(store, { writeIntervalMs });
   const abort = new AbortController();
-  const reader = (await hub
-    .open(store, "a", {
+  const reader = (
+    await hub.open(store, "a", {
       afterSeq: undefined,
       projection: "operator",
       heartbeatMs: 60_000,
       signal: abort.signal,
-    }))
-    .getReader();
+    })
+  ).getReader();
   try {
     await body(store, reader);
   } finally {

@@ -69,8 +69,13 @@ describe("agent queries at start", () => {
         );
       }
       expect(await store.agents.anyOwnMcpServers()).toBe(false);
-      await store.tx(async () =>
-        await store.agents.put({ ...base, agent_id: "with-mcp", mcp: { servers: { fs: { x: 1 } } } }),
+      await store.tx(
+        async () =>
+          await store.agents.put({
+            ...base,
+            agent_id: "with-mcp",
+            mcp: { servers: { fs: { x: 1 } } },
+          }),
       );
       expect(await store.agents.anyOwnMcpServers()).toBe(true);
       // A list that skips agents leaves their rows undecoded.

@@ -34,7 +34,9 @@ async function turns(rt: TestRuntime, n: number, from: number): Promise<void> {
     });
   }
   // The turn's last records (closure, the state change to asleep) land after its message.
-  await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", { what: "asleep" });
+  await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", {
+    what: "asleep",
+  });
 }
 
 describe("store footprint", () => {

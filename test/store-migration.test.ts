@@ -100,7 +100,10 @@ describe("migration 3", () => {
       expect((await store.transcript.forRun("a", "run_1")).map((e) => e.seq)).toEqual([1, 3]);
 
       await store.tx(async () => {
-        await store.appendEvent("a", { type: "workspace_attached", payload: { workspace_root: "/w" } });
+        await store.appendEvent("a", {
+          type: "workspace_attached",
+          payload: { workspace_root: "/w" },
+        });
         await store.transcript.append({
           id: "tr_4",
           agent_id: "a",

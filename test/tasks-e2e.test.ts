@@ -120,9 +120,9 @@ describe("task plane end to end", () => {
     expect(rejoin).toContain(`Task ${taskId} completed`);
     const host = rt.host;
     const results = await waitFor(async () => {
-      const done = (await host.store.messages
-        .withStatus("main", "processed"))
-        .filter((m) => m.kind === "task_result" && m.task_id === taskId);
+      const done = (await host.store.messages.withStatus("main", "processed")).filter(
+        (m) => m.kind === "task_result" && m.task_id === taskId,
+      );
       return done.length > 0 ? done : null;
     });
     expect(results).toHaveLength(1);

@@ -28,7 +28,8 @@ afterAll(async () => {
 });
 
 const taskCount = async () =>
-  (await rt.host.store.tasks.active()).length + (await rt.host.store.tasks.forAgent("main", 1000)).length;
+  (await rt.host.store.tasks.active()).length +
+  (await rt.host.store.tasks.forAgent("main", 1000)).length;
 
 describe("task HTTP routes", () => {
   it("starts a task in a confined workdir, shows it, and serves its output", async () => {

@@ -28,7 +28,8 @@ afterAll(async () => {
   cleanupHomes();
 });
 
-const processes = async () => join((await rt.host.agents.get("main")).agent_home, ".holon", "processes");
+const processes = async () =>
+  join((await rt.host.agents.get("main")).agent_home, ".holon", "processes");
 
 describe("task ids and output folders", () => {
   it("`holon task` writes its output under processes/<the task's id>", async () => {
@@ -40,9 +41,12 @@ describe("task ids and output folders", () => {
     expect(dirname(task.command.output_path)).toBe(join(await processes(), task.task_id));
     const record = (await rt.host.store.tasks.get(task.task_id))!;
     expect(basename(record.process_dir!)).toBe(task.task_id);
-    await waitFor(async () => (await rt.host.store.tasks.get(task.task_id))!.status === "completed", {
-      what: "the task to complete",
-    });
+    await waitFor(
+      async () => (await rt.host.store.tasks.get(task.task_id))!.status === "completed",
+      {
+        what: "the task to complete",
+      },
+    );
   });
 
   it("a promoted ExecCommand's task is named like its output folder", async () => {

@@ -50,9 +50,9 @@ function readOutput(path: string): string {
 }
 
 async function taskResults(host: RuntimeHost, taskId: string) {
-  return (await host.store.messages
-    .recent("main", 10_000))
-    .filter((m) => m.kind === "task_result" && m.task_id === taskId);
+  return (await host.store.messages.recent("main", 10_000)).filter(
+    (m) => m.kind === "task_result" && m.task_id === taskId,
+  );
 }
 
 describe("task tools", () => {

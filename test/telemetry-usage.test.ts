@@ -69,9 +69,9 @@ describe("usage by work item and as a tree", () => {
     );
     await waitFor(
       async () =>
-        (await rt.host.store.messages
-          .withStatus("main", "processed"))
-          .some((m) => m.kind === "task_result"),
+        (await rt.host.store.messages.withStatus("main", "processed")).some(
+          (m) => m.kind === "task_result",
+        ),
       { what: "the child's result to come back", timeoutMs: 30_000 },
     );
   }, 60_000);

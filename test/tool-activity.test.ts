@@ -240,12 +240,9 @@ describe("tool rows", () => {
     expect(sent.code, sent.stderr).toBe(0);
     await waitFor(
       async () =>
-        (await rt.host.store.events
-          .after("main", 0, 1000))
-          .some(
-            (e) =>
-              e.type === "brief_created" && JSON.stringify(e.payload).includes("all three done"),
-          ),
+        (await rt.host.store.events.after("main", 0, 1000)).some(
+          (e) => e.type === "brief_created" && JSON.stringify(e.payload).includes("all three done"),
+        ),
       { what: "the answer" },
     );
 

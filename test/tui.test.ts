@@ -141,9 +141,9 @@ describe("holon tui", () => {
       await waitFor(() => frame().includes("noted the interjection"), {
         what: "interjected reply",
       });
-      const prompts = (await rt.host.store.messages
-        .recent("main", 20))
-        .filter((m) => m.kind === "operator_prompt");
+      const prompts = (await rt.host.store.messages.recent("main", 20)).filter(
+        (m) => m.kind === "operator_prompt",
+      );
       expect(prompts.find((m) => JSON.stringify(m.body).includes("one more thing"))?.priority).toBe(
         "interject",
       );

@@ -128,7 +128,9 @@ describe("turn control", () => {
     });
     // the interjection was not run again as a turn of its own
     expect(
-      (await rt.host.store.briefs.recent("main", 10)).filter((b) => b.related_message_id === interjection),
+      (await rt.host.store.briefs.recent("main", 10)).filter(
+        (b) => b.related_message_id === interjection,
+      ),
     ).toEqual([]);
     await rt.close();
   });
@@ -139,7 +141,8 @@ describe("turn control", () => {
     const id = await prompt(rt, "think forever");
     const runId = await waitFor(async () => (await rt.host.agents.get("main")).current_run_id);
     await waitFor(
-      async () => fake.requests.length > 0 && (await events(rt)).some((e) => e.type === "turn_context_built"),
+      async () =>
+        fake.requests.length > 0 && (await events(rt)).some((e) => e.type === "turn_context_built"),
     );
     const stale = await rt.req("POST", "/control/agents/main/current-run/abort", {
       run_id: "run_stale",
@@ -174,9 +177,9 @@ describe("turn control", () => {
     );
     const id = await prompt(rt, "print a lot");
     expect(await settled(rt, id)).toBe("processed");
-    const entry = (await rt.host.store.transcript
-      .recent("main", 50))
-      .find((e) => e.kind === "tool_execution")!;
+    const entry = (await rt.host.store.transcript.recent("main", 50)).find(
+      (e) => e.kind === "tool_execution",
+    )!;
     const envelope = entry.data.envelope as any;
     expect(envelope.status).toBe("success");
     expect(envelope.result.truncated).toBe(true);
@@ -205,9 +208,9 @@ describe("turn control", () => {
     );
     const id = await prompt(rt, "try things");
     expect(await settled(rt, id)).toBe("processed");
-    const tools = (await rt.host.store.transcript
-      .recent("main", 50))
-      .filter((e) => e.kind === "tool_execution");
+    const tools = (await rt.host.store.transcript.recent("main", 50)).filter(
+      (e) => e.kind === "tool_execution",
+    );
     const byCall = Object.fromEntries(tools.map((t) => [t.data.call_id, t.data.envelope as any]));
     expect(byCall.bad.error).toMatchObject({ kind: "invalid_tool_input", retryable: false });
     expect(byCall.bad.error.recovery_hint).toBeTruthy();
@@ -269,9 +272,9 @@ describe("turn control", () => {
     const id = await prompt(rt, "rest then check");
     expect(await settled(rt, id)).toBe("processed");
     const tick = await waitFor(async () =>
-      (await rt.host.store.messages
-        .recent("main", 10))
-        .find((m) => m.kind === "system_tick" && m.status === "processed"),
+      (await rt.host.store.messages.recent("main", 10)).find(
+        (m) => m.kind === "system_tick" && m.status === "processed",
+      ),
     );
     expect(tick.origin).toEqual({ kind: "system", subsystem: "sleep" });
     const briefs = (await rt.host.store.briefs.recent("main", 10)).map((b) => b.text);

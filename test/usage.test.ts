@@ -154,7 +154,9 @@ describe("usage and cost", () => {
     try {
       fake.enqueue(reply.text("x", { input_tokens: 10, output_tokens: 5 }));
       const r = await rt.req("POST", "/control/agents/main/prompt", { text: "hi" });
-      await waitFor(async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed");
+      await waitFor(
+        async () => (await rt.host.store.messages.get(r.json.message_id))?.status === "processed",
+      );
       const u = await rt.req("GET", "/agents/main/usage");
       expect(u.json.total).toMatchObject({ rounds: 1, input_tokens: 10, cost_usd: null });
       expect(u.json.unpriced_models).toEqual(["fake/test-model"]);

@@ -15,7 +15,9 @@ async function runtime(): Promise<TestRuntime> {
   const home = tempHome();
   await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
   const rt = await startRuntime({ home });
-  await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep", { what: "main asleep" });
+  await waitFor(async () => (await rt.host.agents.get("main")).status === "asleep", {
+    what: "main asleep",
+  });
   return rt;
 }
 
@@ -34,9 +36,9 @@ async function messages(rt: TestRuntime) {
   return await rt.host.store.messages.recent("main", 1_000);
 }
 async function events(rt: TestRuntime, type: string) {
-  return (await rt.host.store.events
-    .query("main", { limit: 100_000, order: "asc" }))
-    .filter((e) => e.type === type);
+  return (await rt.host.store.events.query("main", { limit: 100_000, order: "asc" })).filter(
+    (e) => e.type === type,
+  );
 }
 function settled(rt: TestRuntime, id: string) {
   return waitFor(
@@ -153,7 +155,9 @@ describe("external trigger capability", () => {
     expect(operatorTick.trust).toBe("trusted_operator");
     await settled(rt, operatorTick.id);
     expect(fake.requests.length).toBe(before);
-    expect((await events(rt, "wake_requested")).at(-1)!.payload).toMatchObject({ disposition: "woken" });
+    expect((await events(rt, "wake_requested")).at(-1)!.payload).toMatchObject({
+      disposition: "woken",
+    });
     await rt.close();
   });
 
@@ -190,7 +194,8 @@ describe("external trigger capability", () => {
     const rt = await runtime();
     const url = await triggerUrl(rt);
     const countOf = async () => (await messages(rt)).length;
-    const deliveries = async () => (await rt.host.services.triggers.current("main"))!.delivery_count;
+    const deliveries = async () =>
+      (await rt.host.services.triggers.current("main"))!.delivery_count;
     const start = await countOf();
 
     const unknown = await deliver(`${rt.url}/callbacks/wake/${"A".repeat(43)}`, "{}", {

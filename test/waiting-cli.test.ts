@@ -58,13 +58,19 @@ describe("holon timer and holon agent trigger", () => {
       expect(list.stdout).toContain("every 3600000 ms");
 
       // holon status shows the timers, and the closure and current item once a turn ran.
-      const item = await rt.host.services.work.create("main", { objective: "ship the release" }, "agent");
+      const item = await rt.host.services.work.create(
+        "main",
+        { objective: "ship the release" },
+        "agent",
+      );
       await rt.host.services.work.pick("main", item.id);
       await rt.host.services.work.update("main", item.id, { blocked_by: "waiting for QA" });
       fake.enqueue(reply.text("Noted."));
       await rt.req("POST", "/control/agents/main/prompt", { text: "hello" });
       await waitFor(
-        async () => (await rt.host.agents.get("main")).closure && !(await rt.host.agents.get("main")).current_run_id,
+        async () =>
+          (await rt.host.agents.get("main")).closure &&
+          !(await rt.host.agents.get("main")).current_run_id,
         { what: "the turn's closure" },
       );
       const url = (await cli("agent", "trigger", "main")).stdout.trim();

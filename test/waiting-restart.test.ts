@@ -69,7 +69,9 @@ describe("timers across a crash", () => {
     await down;
 
     const rt = await startRuntime({ home });
-    const ticks = (await rt.host.store.messages.recent("main", 50)).filter((m) => m.kind === "timer_tick");
+    const ticks = (await rt.host.store.messages.recent("main", 50)).filter(
+      (m) => m.kind === "timer_tick",
+    );
     expect(ticks).toHaveLength(1);
     expect(ticks[0]).toMatchObject({
       origin: { kind: "timer", timer_id: timer.timer_id },

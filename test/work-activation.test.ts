@@ -15,7 +15,7 @@ async function idle(rt: TestRuntime, agentId: string, processed: number) {
   await waitFor(
     async () =>
       (await events(rt, agentId, "message_processed")).length >= processed &&
-      await rt.host.store.messages.pendingCount(agentId) === 0 &&
+      (await rt.host.store.messages.pendingCount(agentId)) === 0 &&
       !(await rt.host.store.agents.get(agentId))!.current_run_id,
     { what: `${processed} processed messages and an idle agent`, timeoutMs: 15_000 },
   );
@@ -30,7 +30,11 @@ describe("work-queue activation", () => {
     const work = rt.host.services.work;
 
     // A blocked item alone: nothing is admitted, nothing runs.
-    const parked = await work.create(agent, { objective: "parked until legal answers" }, "operator");
+    const parked = await work.create(
+      agent,
+      { objective: "parked until legal answers" },
+      "operator",
+    );
     const blocked = await rt.req("POST", `/control/agents/${agent}/work-items/${parked.id}/block`, {
       reason: "waiting for legal",
     });
@@ -47,11 +51,17 @@ describe("work-queue activation", () => {
     const currentId = async () => (await rt.host.store.agents.get(agent))!.current_work_item_id!;
     for (let i = 0; i < 2; i++) {
       fake.enqueue(
-        async () => reply.tools([{ name: "PickWorkItem", arguments: { work_item_id: await oldestQueued() } }]),
         async () =>
-          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: await currentId() } }], {
-            text: `Report for item ${i + 1}.`,
-          }),
+          reply.tools([
+            { name: "PickWorkItem", arguments: { work_item_id: await oldestQueued() } },
+          ]),
+        async () =>
+          reply.tools(
+            [{ name: "CompleteWorkItem", arguments: { work_item_id: await currentId() } }],
+            {
+              text: `Report for item ${i + 1}.`,
+            },
+          ),
         reply.text(`done ${i + 1}`),
       );
     }
@@ -90,7 +100,9 @@ describe("work-queue activation", () => {
     // Only the blocked item is left: the agent rests, the closure says completed.
     const left = await rt.req("GET", `/agents/${agent}/work-items?state=open`);
     expect(left.json.work_items.map((w: { id: string }) => w.id)).toEqual([parked.id]);
-    expect((await rt.host.store.agents.get(agent))!.closure).toMatchObject({ outcome: "completed" });
+    expect((await rt.host.store.agents.get(agent))!.closure).toMatchObject({
+      outcome: "completed",
+    });
     expect((await work.item(agent, parked.id)).state).toBe("open");
 
     // The operator closes the parked item with a note; it becomes the result summary.
@@ -150,7 +162,9 @@ describe("work-queue activation", () => {
       await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "try once more" });
       await idle(rt, agent, 5);
       expect(
-        (await events(rt, agent, "work_activation")).filter((e) => e.payload.disposition === "admitted"),
+        (await events(rt, agent, "work_activation")).filter(
+          (e) => e.payload.disposition === "admitted",
+        ),
       ).toHaveLength(3);
       await work.complete(agent, item.id, { by: "operator", note: "stop" });
       expect((await rt.host.services.asks.get(ask.id)).state).toBe("withdrawn");
@@ -193,9 +207,12 @@ describe("the pre-provider-call hook", () => {
         exec("e2"),
         exec("e3"),
         async () =>
-          reply.tools([{ name: "CompleteWorkItem", arguments: { work_item_id: await current() } }], {
-            text: "README polished.",
-          }),
+          reply.tools(
+            [{ name: "CompleteWorkItem", arguments: { work_item_id: await current() } }],
+            {
+              text: "README polished.",
+            },
+          ),
         reply.text("Done."),
       );
       const res = await rt.req("POST", `/control/agents/${agent}/prompt`, { text: "polish it" });

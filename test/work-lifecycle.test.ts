@@ -25,13 +25,15 @@ function manualClock(start: string): Clock & { advance(ms: number): void } {
   };
 }
 
-const call = (name: string, args: () => Record<string, unknown> | Promise<Record<string, unknown>>) => async () =>
-  reply.tools([{ name, arguments: await args() }]);
+const call =
+  (name: string, args: () => Record<string, unknown> | Promise<Record<string, unknown>>) =>
+  async () =>
+    reply.tools([{ name, arguments: await args() }]);
 
 async function processedCount(rt: TestRuntime, agentId: string): Promise<number> {
-  return (await rt.host.store.events
-    .after(agentId, 0, 10_000))
-    .filter((e) => e.type === "message_processed").length;
+  return (await rt.host.store.events.after(agentId, 0, 10_000)).filter(
+    (e) => e.type === "message_processed",
+  ).length;
 }
 
 async function closure(rt: TestRuntime, agentId: string): Promise<ClosureDecision | undefined> {
@@ -44,8 +46,8 @@ async function settledAfter(rt: TestRuntime, agentId: string, n: number) {
     async () => {
       const a = (await rt.host.store.agents.get(agentId))!;
       return (
-        await processedCount(rt, agentId) >= n &&
-        await rt.host.store.messages.pendingCount(agentId) === 0 &&
+        (await processedCount(rt, agentId)) >= n &&
+        (await rt.host.store.messages.pendingCount(agentId)) === 0 &&
         !a.current_run_id
       );
     },
@@ -60,7 +62,8 @@ describe("a work item from plan to report, across a restart", () => {
     const clock = manualClock("2026-03-01T09:00:00.000Z");
     let rt = await startRuntime({ home, clock });
     const agent = rt.host.defaultAgentId;
-    const itemId = async () => (await rt.host.store.workItems.withState(agent, "open"))[0]?.id ?? "missing";
+    const itemId = async () =>
+      (await rt.host.store.workItems.withState(agent, "open"))[0]?.id ?? "missing";
     const closures: (ClosureDecision | undefined)[] = [];
 
     // Turn 1 (operator prompt): create the item with a plan and todos, pick it, say so.
@@ -104,8 +107,7 @@ describe("a work item from plan to report, across a restart", () => {
     const item = (await rt.host.store.workItems.withState(agent, "open"))[0]!;
 
     // The first turn's closure was continuable (the runtime continued it with a tick).
-    const decided = (await rt.host.store.events
-      .after(agent, 0, 10_000))
+    const decided = (await rt.host.store.events.after(agent, 0, 10_000))
       .filter((e) => e.type === "closure_decided")
       .map((e) => e.payload as unknown as ClosureDecision);
     closures.push(...decided);
@@ -118,7 +120,9 @@ describe("a work item from plan to report, across a restart", () => {
     // After blocking, nothing runnable remains: the turn completed, nothing was continued.
     expect(decided[1]!.outcome).toBe("completed");
     expect(decided[1]!.work_signal).toBeUndefined();
-    const tick = (await rt.host.store.messages.recent(agent, 10)).find((m) => m.kind === "system_tick");
+    const tick = (await rt.host.store.messages.recent(agent, 10)).find(
+      (m) => m.kind === "system_tick",
+    );
     expect(tick?.origin).toEqual({ kind: "system", subsystem: "work_queue" });
     expect(tick?.work_item_id).toBe(item.id);
 
@@ -181,15 +185,14 @@ describe("a work item from plan to report, across a restart", () => {
     expect(recheckPrompt).toContain("waiting for the operator to add the DEPLOY_KEY secret");
 
     // The recheck fired once after start, as a low-priority runtime tick naming the item.
-    const rechecks = (await rt.host.store.events
-      .after(agent, 0, 10_000))
-      .filter((e) => e.type === "work_recheck_due");
+    const rechecks = (await rt.host.store.events.after(agent, 0, 10_000)).filter(
+      (e) => e.type === "work_recheck_due",
+    );
     expect(rechecks).toHaveLength(1);
     expect(rechecks[0]!.payload).toMatchObject({ work_item_ids: [item.id], delivered: true });
     // Each turn that started with the item current was bound to it, and its end committed
     // what the turn left: blocked by its own UpdateWorkItem, then completed by CompleteWorkItem.
-    const commits = (await rt.host.store.events
-      .after(agent, 0, 10_000))
+    const commits = (await rt.host.store.events.after(agent, 0, 10_000))
       .filter((e) => e.type === "work_item_turn_end_committed")
       .map((e) => e.payload);
     expect(commits).toEqual([
@@ -197,13 +200,13 @@ describe("a work item from plan to report, across a restart", () => {
       expect.objectContaining({ work_item_id: item.id, transition: "completed" }),
     ]);
     expect(commits.every((c) => c.runtime_blocker === undefined)).toBe(true);
-    const bound = (await rt.host.store.events
-      .after(agent, 0, 10_000))
-      .filter((e) => e.type === "work_item_bound");
+    const bound = (await rt.host.store.events.after(agent, 0, 10_000)).filter(
+      (e) => e.type === "work_item_bound",
+    );
     expect(bound.map((e) => e.payload.run_id)).toEqual(commits.map((c) => c.run_id));
-    const recheckTick = (await rt.host.store.messages
-      .recent(agent, 10))
-      .find((m) => m.origin.kind === "system" && m.origin.subsystem === "work_recheck");
+    const recheckTick = (await rt.host.store.messages.recent(agent, 10)).find(
+      (m) => m.origin.kind === "system" && m.origin.subsystem === "work_recheck",
+    );
     expect(recheckTick?.priority).toBe("background");
 
     // Completed with the same-round report; no current item; the closure is completed.

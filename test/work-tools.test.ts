@@ -33,7 +33,11 @@ afterAll(async () => {
 });
 
 let runSeq = 0;
-async function ctxFor(host: RuntimeHost, agentId = "main", runId = `run_t${++runSeq}`): Promise<ToolContext> {
+async function ctxFor(
+  host: RuntimeHost,
+  agentId = "main",
+  runId = `run_t${++runSeq}`,
+): Promise<ToolContext> {
   return await toolContext(host, agentId, runId);
 }
 
@@ -44,31 +48,32 @@ async function call(ctx: ToolContext, name: string, args: Record<string, unknown
 
 /** What the turn records before it runs a round's tools: the round's text and calls. */
 async function assistantRound(host: RuntimeHost, ctx: ToolContext, text: string, tools: string[]) {
-  await host.store.tx(async () =>
-    await host.store.transcript.append({
-      id: host.store.ids.next("tr"),
-      agent_id: ctx.agent.agent_id,
-      created_at: host.store.clock.now().toISOString(),
-      kind: "assistant_round",
-      run_id: ctx.run_id,
-      message_id: ctx.message.id,
-      data: {
-        round: 1,
-        text,
-        tool_calls: tools.map((name, i) => ({
-          type: "tool_call",
-          call_id: `c${i}`,
-          name,
-          arguments: "{}",
-        })),
-        stop_reason: "tool_use",
-        model_ref: "fake/test-model",
-        input_tokens: 0,
-        output_tokens: 0,
-        token_usage: null,
-        provider_attempt_timeline: null,
-      },
-    } as never),
+  await host.store.tx(
+    async () =>
+      await host.store.transcript.append({
+        id: host.store.ids.next("tr"),
+        agent_id: ctx.agent.agent_id,
+        created_at: host.store.clock.now().toISOString(),
+        kind: "assistant_round",
+        run_id: ctx.run_id,
+        message_id: ctx.message.id,
+        data: {
+          round: 1,
+          text,
+          tool_calls: tools.map((name, i) => ({
+            type: "tool_call",
+            call_id: `c${i}`,
+            name,
+            arguments: "{}",
+          })),
+          stop_reason: "tool_use",
+          model_ref: "fake/test-model",
+          input_tokens: 0,
+          output_tokens: 0,
+          token_usage: null,
+          provider_attempt_timeline: null,
+        },
+      } as never),
   );
 }
 
@@ -116,8 +121,7 @@ describe("work-item tools", () => {
       todo_list: [{ text: "move fixtures", state: "in_progress" }],
     });
     expect(updated.result.work_item).toMatchObject({ plan_status: "ready", revision: 2 });
-    const change = (await host.store.events
-      .after("main", 0, 1000))
+    const change = (await host.store.events.after("main", 0, 1000))
       .filter((e) => e.type === "work_item_updated")
       .at(-1)!;
     expect(change.payload.changes).toEqual(["plan_status", "todo_list", "plan_artifact"]);
@@ -187,8 +191,9 @@ describe("work-item tools", () => {
     await host.agents.create("other");
     const ctx = await ctxFor(host);
     const mine = (await call(ctx, "CreateWorkItem", { objective: "mine" })).result.work_item;
-    const theirs = (await call(await ctxFor(host, "other"), "CreateWorkItem", { objective: "theirs" }))
-      .result.work_item;
+    const theirs = (
+      await call(await ctxFor(host, "other"), "CreateWorkItem", { objective: "theirs" })
+    ).result.work_item;
 
     const cases: [string, Record<string, unknown>, string][] = [
       ["GetWorkItem", { work_item_id: "wi_nope" }, "unknown_work_item"],
@@ -296,27 +301,29 @@ describe("prompt projection and the stale-progress reminder", () => {
       await staleReminder(host.store, work, settings, { agent: ctx.agent, run_id: ctx.run_id });
     const seen: boolean[] = [];
     for (let r = 0; r < 6; r++) {
-      seen.push(await at() !== undefined);
+      seen.push((await at()) !== undefined);
       await assistantRound(host, ctx, "", ["ExecCommand"]);
     }
     expect(seen).toEqual([false, false, true, false, true, false]);
     const text =
-      await at() ?? (await staleReminder(host.store, work, { ...settings, rounds: 1, cooldown: 1 }, ctx))!;
+      (await at()) ??
+      (await staleReminder(host.store, work, { ...settings, rounds: 1, cooldown: 1 }, ctx))!;
     expect(text.length).toBeLessThanOrEqual(400);
     expect(text).toContain("Long task");
     expect(text).not.toContain("[completed] a");
     // A successful work-item update resets the count.
     await call(ctx, "UpdateWorkItem", { work_item_id: cur.id, plan_status: "ready" });
-    await host.store.tx(async () =>
-      await host.store.transcript.append({
-        id: host.store.ids.next("tr"),
-        agent_id: "main",
-        created_at: new Date().toISOString(),
-        kind: "tool_execution",
-        run_id: ctx.run_id,
-        message_id: ctx.message.id,
-        data: { tool_name: "UpdateWorkItem", envelope: { status: "success" } },
-      } as never),
+    await host.store.tx(
+      async () =>
+        await host.store.transcript.append({
+          id: host.store.ids.next("tr"),
+          agent_id: "main",
+          created_at: new Date().toISOString(),
+          kind: "tool_execution",
+          run_id: ctx.run_id,
+          message_id: ctx.message.id,
+          data: { tool_name: "UpdateWorkItem", envelope: { status: "success" } },
+        } as never),
     );
     expect(await at()).toBeUndefined();
   });
@@ -345,8 +352,7 @@ describe("turn binding and the turn-end commit", () => {
       await work.pick("main", other.id);
       await host.store.tx(async () => await observer.afterRun({ ...info, outcome }));
       await work.pick("main", item.id);
-      const last = (await host.store.events
-        .after("main", 0, 10_000))
+      const last = (await host.store.events.after("main", 0, 10_000))
         .filter((e) => e.payload?.run_id === info.run_id)
         .map((e) => [e.type, e.payload] as [string, Record<string, unknown>]);
       return last;
@@ -393,7 +399,9 @@ describe("turn binding and the turn-end commit", () => {
     const again = await run({ kind: "await_external", detail: "CI" });
     expect(again.at(-1)![1]).toMatchObject({ transition: "blocked" });
     expect(again.at(-1)![1].runtime_blocker).toBeUndefined();
-    expect((await work.item("main", item.id)).blocked_by).toBe("waiting for the operator: which region?");
+    expect((await work.item("main", item.id)).blocked_by).toBe(
+      "waiting for the operator: which region?",
+    );
     // The mid-turn item was never touched by a commit.
     const others = (await work.list("main")).filter((w) => w.id !== item.id);
     expect(others.every((w) => w.blocked_by === undefined && w.state === "open")).toBe(true);
@@ -412,13 +420,18 @@ describe("what counts as progress for the runaway guard", () => {
     );
     const other = await work.create("main", { objective: "other" }, "agent");
     const stalled = async () =>
-      await repo.putAgentState("main", { ...await repo.agentState("main"), continuations_without_progress: 7 });
+      await repo.putAgentState("main", {
+        ...(await repo.agentState("main")),
+        continuations_without_progress: 7,
+      });
     const count = async () => (await repo.agentState("main")).continuations_without_progress;
     const steps: [string, () => Promise<unknown>, number][] = [
       [
         "reworded todo",
         async () =>
-          await work.update("main", item.id, { todo_list: [{ text: "a, reworded", state: "pending" }] }),
+          await work.update("main", item.id, {
+            todo_list: [{ text: "a, reworded", state: "pending" }],
+          }),
         7,
       ],
       [
@@ -437,10 +450,18 @@ describe("what counts as progress for the runaway guard", () => {
         },
         0,
       ],
-      ["objective only", async () => await work.update("main", item.id, { objective: "guarded, renamed" }), 7],
+      [
+        "objective only",
+        async () => await work.update("main", item.id, { objective: "guarded, renamed" }),
+        7,
+      ],
       ["pick", async () => await work.pick("main", item.id), 0],
       ["block", async () => await work.update("main", item.id, { blocked_by: "review" }), 0],
-      ["complete", async () => await work.complete("main", other.id, { by: "operator", note: "x" }), 0],
+      [
+        "complete",
+        async () => await work.complete("main", other.id, { by: "operator", note: "x" }),
+        0,
+      ],
     ];
     for (const [what, step, expected] of steps) {
       await stalled();

@@ -219,7 +219,9 @@ describe("workspaces end to end", () => {
     // A task started now records where it runs.
     const task = await rt.req("POST", "/control/agents/main/tasks", { cmd: "echo dirty > a.txt" });
     expect(task.status).toBe(201);
-    await waitFor(async () => (await rt.host.store.tasks.active()).length === 0, { what: "the task to end" });
+    await waitFor(async () => (await rt.host.store.tasks.active()).length === 0, {
+      what: "the task to end",
+    });
     const record = (await rt.host.store.tasks.forAgent("main", 5))[0]!;
     expect(record.workdir).toBe(path);
     expect(record.execution_snapshot).toMatchObject({

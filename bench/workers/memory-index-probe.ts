@@ -49,7 +49,10 @@ for (let i = 1; i < agentCount; i++) {
 for (const id of agents) {
   for (let n = 1; n <= records; n++) {
     const w = words[n % words.length]!;
-    await recordRuntimeFailure(store, { agent_id: id, summary: `failure ${n}: ${w} ${"z".repeat(200)}` });
+    await recordRuntimeFailure(store, {
+      agent_id: id,
+      summary: `failure ${n}: ${w} ${"z".repeat(200)}`,
+    });
     const episode = episodeRecord(id, n, store.clock.now(), { topic: w });
     await store.tx(async () => await store.memory.addEpisode(episode));
   }
@@ -90,7 +93,10 @@ for (let r = 1; r <= rounds; r++) {
       continue;
     }
     if (rebuild) host.services.memoryIndex.markDirty(agent.agent_home);
-    const found = await host.services.memoryIndex.search(agent, words[(r + searches) % words.length]!);
+    const found = await host.services.memoryIndex.search(
+      agent,
+      words[(r + searches) % words.length]!,
+    );
     searches++;
     const first = found.results[0];
     if (first) await host.services.memoryIndex.get(agent, first.source_ref);

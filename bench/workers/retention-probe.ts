@@ -56,7 +56,9 @@ async function round(agentId: string): Promise<void> {
     channel: "probe",
     failure: `failure ${n}`,
   });
-  await store.tx(async () => await store.memory.addEpisode(episodeRecord(agentId, n, store.clock.now())));
+  await store.tx(
+    async () => await store.memory.addEpisode(episodeRecord(agentId, n, store.clock.now())),
+  );
 }
 
 const mb = (b: number) => (b / 2 ** 20).toFixed(1);

@@ -93,10 +93,8 @@ export class BudgetGate {
     where: { agent_id: string; work_item_id?: string },
   ) => Promise<void> = async () => {};
   /** Called when a hold is cleared: the seam where the budget ask is withdrawn or answered. */
-  onCleared: (
-    scope: string,
-    where: { agent_id: string; work_item_id?: string },
-  ) => Promise<void> = async () => {};
+  onCleared: (scope: string, where: { agent_id: string; work_item_id?: string }) => Promise<void> =
+    async () => {};
 
   constructor(opts: {
     store: Store;
@@ -119,7 +117,7 @@ export class BudgetGate {
   /** The pre-provider-call check. Records the hold itself; the turn ends as the verdict says. */
   async check(request: ProviderRequest, ctx: GateContext): Promise<BudgetVerdict> {
     const store = this.store;
-    const agent = await store.agents.get(ctx.agent.agent_id) ?? ctx.agent;
+    const agent = (await store.agents.get(ctx.agent.agent_id)) ?? ctx.agent;
     const now = store.clock.now();
     if (agent.budget_hold) return { ok: false, action: "hold_agent", hold: agent.budget_hold };
     const checks = await this.scopes(agent, ctx, now);
@@ -189,11 +187,12 @@ export class BudgetGate {
           if (!this.warned.has(key)) {
             this.warned.add(key);
             warning = `Budget note: ${c.scope} has ${fmt(d, spent)} of ${fmt(d, limit)} ${label(d)} spent (${Math.round((100 * spent) / limit)}%). Finish the essential part of the work first; when the budget runs out, the runtime stops before the next model call until the operator raises it.`;
-            await store.tx(async () =>
-              await store.appendEvent(agent.agent_id, {
-                type: "budget_warning",
-                payload: { run_id: ctx.run_id, scope: c.scope, dimension: d, spent, limit },
-              }),
+            await store.tx(
+              async () =>
+                await store.appendEvent(agent.agent_id, {
+                  type: "budget_warning",
+                  payload: { run_id: ctx.run_id, scope: c.scope, dimension: d, spent, limit },
+                }),
             );
           }
         }
@@ -296,7 +295,9 @@ export class BudgetGate {
   }
 
   /** What the agent's carved children still hold: reservation minus their spend, per dimension. */
-  async outstandingReservations(agentId: string): Promise<Partial<Record<Dimension, number>> | undefined> {
+  async outstandingReservations(
+    agentId: string,
+  ): Promise<Partial<Record<Dimension, number>> | undefined> {
     let out: Partial<Record<Dimension, number>> | undefined;
     for (const child of await this.reservedChildren(agentId)) {
       const rec = await this.store.agents.get(child);
@@ -338,11 +339,12 @@ export class BudgetGate {
     const hold: BudgetHold = { scope: c.scope, since: now.toISOString(), ...h };
     if (c.until && h.reason === "exhausted") hold.until = c.until;
     if (c.action === "fail_run") {
-      await this.store.tx(async () =>
-        await this.store.appendEvent(agent.agent_id, {
-          type: "budget_exhausted",
-          payload: { run_id: ctx.run_id, hold },
-        }),
+      await this.store.tx(
+        async () =>
+          await this.store.appendEvent(agent.agent_id, {
+            type: "budget_exhausted",
+            payload: { run_id: ctx.run_id, hold },
+          }),
       );
       return { ok: false, action: "fail_run", hold };
     }
@@ -360,7 +362,11 @@ export class BudgetGate {
     await store.tx(async () => {
       const a = await store.agents.get(agentId);
       if (!a) return;
-      await store.agents.put({ ...a, budget_hold: hold, updated_at: store.clock.now().toISOString() });
+      await store.agents.put({
+        ...a,
+        budget_hold: hold,
+        updated_at: store.clock.now().toISOString(),
+      });
       await store.appendEvent(agentId, {
         type: "budget_exhausted",
         payload: { ...(runId ? { run_id: runId } : {}), hold },
@@ -377,7 +383,12 @@ export class BudgetGate {
     await this.onExhausted(hold, { agent_id: agentId });
   }
 
-  private async holdWorkItem(agentId: string, itemId: string, hold: BudgetHold, runId: string): Promise<void> {
+  private async holdWorkItem(
+    agentId: string,
+    itemId: string,
+    hold: BudgetHold,
+    runId: string,
+  ): Promise<void> {
     const store = this.store;
     await store.tx(async () => {
       const item = await store.workItems.get(itemId);
@@ -401,7 +412,12 @@ export class BudgetGate {
    * Lift the agent's hold (raised, unfrozen, window over) and wake it with a note, in one
    * transaction. No hold: nothing happens (returns false).
    */
-  async clearAgent(agentId: string, reason: string, note: string, only?: (h: BudgetHold) => boolean) {
+  async clearAgent(
+    agentId: string,
+    reason: string,
+    note: string,
+    only?: (h: BudgetHold) => boolean,
+  ) {
     const store = this.store;
     const cleared = await store.tx(async () => {
       const a = await store.agents.get(agentId);
@@ -420,7 +436,12 @@ export class BudgetGate {
     return cleared !== undefined;
   }
 
-  async clearWorkItem(agentId: string, itemId: string, reason: string, note: string): Promise<boolean> {
+  async clearWorkItem(
+    agentId: string,
+    itemId: string,
+    reason: string,
+    note: string,
+  ): Promise<boolean> {
     const store = this.store;
     const cleared = await store.tx(async () => {
       const item = await store.workItems.get(itemId);
@@ -461,13 +482,18 @@ export class BudgetGate {
         draft,
         admitted: async () => {
           const { budget_hold: _h, ...rest } = (await this.store.agents.get(d.agent_id))!;
-          await this.store.agents.put({ ...rest, updated_at: this.store.clock.now().toISOString() });
+          await this.store.agents.put({
+            ...rest,
+            updated_at: this.store.clock.now().toISOString(),
+          });
           await this.store.appendEvent(d.agent_id, {
             type: "budget_hold_cleared",
             payload: { scope: hold.scope, reason: "window_turned_over" },
           });
           // Inside the scheduler's fire: tell the operator side only once the lift committed.
-          this.store.afterCommit(async () => await this.onCleared(hold.scope, { agent_id: d.agent_id }));
+          this.store.afterCommit(
+            async () => await this.onCleared(hold.scope, { agent_id: d.agent_id }),
+          );
         },
       };
     };

@@ -121,7 +121,7 @@ export class RuntimeHost {
     // Builtin templates into ~/.agents/templates; the default agent exists before its group
     // is acquired (its home gets the holon-default AGENTS.md there when it has none).
     host.services.templates.seedBuiltins();
-    if (!await store.agents.get(agents.defaultAgentId)) {
+    if (!(await store.agents.get(agents.defaultAgentId))) {
       await agents.create(agents.defaultAgentId, {}, "default");
     }
     // The sandbox is probed once, now; a namespace a task outlived the last host in gets its

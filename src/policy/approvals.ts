@@ -250,9 +250,9 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
       const agentId = calls[0]!.agent_id;
       const agent = await store.agents.get(agentId);
       if (!agent || agent.status === "stopped") continue;
-      const queued = (await store.messages
-        .withStatus(agentId, "queued"))
-        .some((m) => m.metadata?.ask_id === askId);
+      const queued = (await store.messages.withStatus(agentId, "queued")).some(
+        (m) => m.metadata?.ask_id === askId,
+      );
       if (queued) continue;
       await this.deps.ingress.admit(
         runtimeMessage(
@@ -274,7 +274,9 @@ export class AskApprovalGate implements ApprovalGate, AskEffects {
     extra: Partial<Pick<ApprovalCallRecord, "reason" | "outcome">> = {},
   ): Promise<ApprovalCallRecord | undefined> {
     const next: ApprovalCallRecord = { ...c, ...extra, state: to, updated_at: this.now() };
-    return await this.store.tx(async () => (await this.store.approvals.transition(next, from) ? next : undefined));
+    return await this.store.tx(async () =>
+      (await this.store.approvals.transition(next, from)) ? next : undefined,
+    );
   }
 }
 
@@ -324,7 +326,7 @@ class ApprovedCallGuard implements ToolGuard {
       };
     }
     // Durable before the call starts: a crash from here on can never run it a second time.
-    if (!await this.gate.move(c, "approved", "executing")) {
+    if (!(await this.gate.move(c, "approved", "executing"))) {
       return {
         kind: "result",
         canonical: errorResult(def.name, {

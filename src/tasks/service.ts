@@ -129,7 +129,7 @@ export class TaskService implements AgentOwnedWork {
   /** The id a task adopting `handle` gets: its directory's name when that is a free task id. */
   private async taskIdFor(handle: ProcessHandle): Promise<string> {
     const name = basename(handle.dir);
-    if (TASK_ID.test(name) && !await this.store.tasks.get(name)) return name;
+    if (TASK_ID.test(name) && !(await this.store.tasks.get(name))) return name;
     return this.store.ids.next("task");
   }
 
@@ -222,11 +222,13 @@ export class TaskService implements AgentOwnedWork {
   }
 
   /** The agent's tasks, most recent first: active ones only unless `includeTerminal`. */
-  async list(agentId: string, opts: { includeTerminal?: boolean; limit?: number } = {}): Promise<TaskRecord[]> {
+  async list(
+    agentId: string,
+    opts: { includeTerminal?: boolean; limit?: number } = {},
+  ): Promise<TaskRecord[]> {
     const limit = opts.limit ?? 50;
     if (opts.includeTerminal) return await this.store.tasks.forAgent(agentId, limit);
-    return (await this.store.tasks
-      .forAgent(agentId, 1_000))
+    return (await this.store.tasks.forAgent(agentId, 1_000))
       .filter((t) => !TERMINAL_TASK_STATUSES.has(t.status))
       .slice(0, limit);
   }
@@ -248,7 +250,9 @@ export class TaskService implements AgentOwnedWork {
       await this.settleSafely(task.id, { exit: r.status });
       return undefined;
     }
-    await this.settleSafely(task.id, { lost: `the task's process could not be found: ${r.reason}` });
+    await this.settleSafely(task.id, {
+      lost: `the task's process could not be found: ${r.reason}`,
+    });
     return undefined;
   }
 
@@ -311,14 +315,22 @@ export class TaskService implements AgentOwnedWork {
           "cancelled",
         );
       }
-      return { task: (await this.store.tasks.get(taskId))!, stop_requested: false, escalated: false };
+      return {
+        task: (await this.store.tasks.get(taskId))!,
+        stop_requested: false,
+        escalated: false,
+      };
     }
     this.stopping.add(taskId);
     try {
       const result = await stopProcess(handle, { graceMs });
       if (result.signal_sent === null) {
         await this.settle(taskId, { exit: result.exit });
-        return { task: (await this.store.tasks.get(taskId))!, stop_requested: false, escalated: false };
+        return {
+          task: (await this.store.tasks.get(taskId))!,
+          stop_requested: false,
+          escalated: false,
+        };
       }
       await this.settle(taskId, { exit: result.exit }, "cancelled");
       return {
@@ -502,12 +514,13 @@ export class TaskService implements AgentOwnedWork {
       if (!agents.has(task.agent_id)) continue;
       const r = reattach(task.process_dir);
       if (r.state === "running") {
-        await this.store.tx(async () =>
-          await this.store.appendEvent(task.agent_id, {
-            type: "task_reattached_after_restart",
-            provenance: { task_id: task.id },
-            payload: { task_id: task.id },
-          }),
+        await this.store.tx(
+          async () =>
+            await this.store.appendEvent(task.agent_id, {
+              type: "task_reattached_after_restart",
+              provenance: { task_id: task.id },
+              payload: { task_id: task.id },
+            }),
         );
         this.watch(task.id, r.handle);
       } else if (r.state === "exited") {
@@ -527,7 +540,9 @@ export class TaskService implements AgentOwnedWork {
    * result recorded). Returns the ids it stopped.
    */
   async cancelForAgent(agentId: string, reason: string): Promise<string[]> {
-    const live = (await this.store.tasks.activeForAgent(agentId)).filter((t) => t.kind === "command_task");
+    const live = (await this.store.tasks.activeForAgent(agentId)).filter(
+      (t) => t.kind === "command_task",
+    );
     await Promise.all(
       live.map((t) =>
         this.stop(t.id).catch((err: unknown) => {

@@ -77,7 +77,9 @@ export function useAgentHost(
       await waitFor(
         async () => {
           const m = await host.store.messages.get(messageId);
-          return m?.status === "processed" && (await host.agents.get("main")).status !== "awake_running";
+          return (
+            m?.status === "processed" && (await host.agents.get("main")).status !== "awake_running"
+          );
         },
         { what: `message ${messageId} processed`, timeoutMs: 30_000 },
       );

@@ -40,7 +40,9 @@ export async function historyRound(
     surface: "http_public_enqueue",
     admission: "public_unauthenticated",
   });
-  await store.tx(async () => await store.messages.setStatus(m.id, "processed", store.clock.now().toISOString()));
+  await store.tx(
+    async () => await store.messages.setStatus(m.id, "processed", store.clock.now().toISOString()),
+  );
   await recordRuntimeFailure(store, {
     agent_id: agentId,
     message_id: m.id,

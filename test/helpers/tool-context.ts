@@ -5,7 +5,11 @@ import type { QueuedMessage } from "../../src/domain/message.ts";
 import type { RuntimeHost } from "../../src/host/host.ts";
 import type { ToolContext } from "../../src/tools/registry.ts";
 
-export async function toolContext(host: RuntimeHost, agentId = "main", runId = "run_test"): Promise<ToolContext> {
+export async function toolContext(
+  host: RuntimeHost,
+  agentId = "main",
+  runId = "run_test",
+): Promise<ToolContext> {
   const agent = await host.agents.get(agentId);
   return {
     agent,

@@ -5,9 +5,9 @@ import { waitFor, type TestRuntime } from "./home.ts";
 
 /** How many operator prompts the agent has processed so far. */
 async function promptsProcessed(rt: TestRuntime, agent: string): Promise<number> {
-  return (await rt.host.store.messages
-    .withStatus(agent, "processed"))
-    .filter((m) => m.kind === "operator_prompt").length;
+  return (await rt.host.store.messages.withStatus(agent, "processed")).filter(
+    (m) => m.kind === "operator_prompt",
+  ).length;
 }
 
 /** Prompt `agent` (default `main`) with `text` and wait until that turn has finished. */
@@ -19,7 +19,7 @@ export async function promptAndWait(
   const agent = opts.agent ?? "main";
   const before = await promptsProcessed(rt, agent);
   expect((await rt.req("POST", `/control/agents/${agent}/prompt`, { text })).status).toBe(202);
-  await waitFor(async () => await promptsProcessed(rt, agent) > before, {
+  await waitFor(async () => (await promptsProcessed(rt, agent)) > before, {
     what: `the turn of "${text}" to finish`,
     timeoutMs: opts.timeoutMs ?? 15_000,
   });
