@@ -12,10 +12,10 @@ export type Async<T> = {
 /** Wrap each prototype method of `impl`, looked up on every call (so counting wrappers see it). */
 export function asyncFace<T extends object>(
   impl: T,
-  own: Record<string, unknown> = {},
+  own: Record<string, unknown>,
   /** Whether a call must wait for another caller's open transaction; `queue` runs it then. */
-  busy: () => boolean = () => false,
-  queue: (call: () => unknown) => Promise<unknown> = async (call) => call(),
+  busy: () => boolean,
+  queue: (call: () => unknown) => Promise<unknown>,
 ): Async<T> {
   const face: Record<string, unknown> = { ...own };
   const target = impl as Record<string, (...a: unknown[]) => unknown>;

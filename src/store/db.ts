@@ -1,7 +1,7 @@
 // The durable store: one SQLite database per HOLON_HOME (WAL), versioned migrations,
 // one repository per record family, and transactions that publish their events only
-// after they commit ("durable before visible"). A transaction body is synchronous (`tx`)
-// or async (`txAsync`, held open across awaits that may only be store calls); see the
+// after they commit ("durable before visible"). A transaction body is async (`tx`, held
+// open across awaits that may only be store calls) or synchronous (`txSync`); see the
 // "async transactions" part at the end for how the two share the one connection.
 import { MemoryRepo } from "./memory.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -230,7 +230,7 @@ export class Store {
   /**
    * Run `fn` in one transaction. Nested calls join the outer transaction. Events appended
    * inside are delivered to listeners only after the outermost commit succeeds. The body is
-   * synchronous (an async one is `txAsync`); inside an async transaction's body this joins it.
+   * synchronous (an async one is `tx`); inside an async transaction's body this joins it.
    */
   txSync<T>(fn: () => T): T {
     if (this.depth > 0) {
@@ -244,11 +244,7 @@ export class Store {
         this.depth--;
       }
     }
-    // A file someone else replaced or emptied is never written again (health.ts). The file
-    // is statted only when its watch saw it change, not on every transaction.
-    if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
-      throw this.health.fault("lost", "");
-    }
+    this.refuseLostFile();
     let result: T;
     this.counts.transactions++;
     try {
@@ -270,9 +266,9 @@ export class Store {
 
   /**
    * Run the async `fn` in one transaction that stays open until its promise settles: commit
-   * when it resolves, roll back when it rejects; then, as for `tx`, settle hooks, events to
+   * when it resolves, roll back when it rejects; then, as for `txSync`, settle hooks, events to
    * listeners, afterCommit hooks. The body awaits only store calls (the one rule; see
-   * "async transactions" below). A `tx` or `txAsync` inside the body's async context joins
+   * "async transactions" below). A `tx` or `txSync` inside the body's async context joins
    * it; one from another async context waits its turn (no extra tick when nothing is open);
    * a synchronous store call from another context while it is open fails `tx_interleaved`.
    */
@@ -285,14 +281,12 @@ export class Store {
 
   private async runAsync<T>(fn: () => Promise<T> | T): Promise<T> {
     if (this.open !== null || this.handedOver || this.waiting.length > 0) {
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      await this.yourTurn();
     }
     this.handedOver = false;
     let result: T;
     try {
-      if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
-        throw this.health.fault("lost", "");
-      }
+      this.refuseLostFile();
       const context = (this.context ??= this.startAsync());
       const frame = new AsyncTx();
       let sentinels: [NodeJS.Immediate, NodeJS.Timeout] | undefined;
@@ -326,6 +320,21 @@ export class Store {
     // (which begins only after these hooks, at a later microtask).
     this.committed();
     return result;
+  }
+
+  /** Resolves when the connection is handed to this caller (see handOver), in arrival order. */
+  private yourTurn(): Promise<void> {
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  /**
+   * A file someone else replaced or emptied is never written again (health.ts). The file is
+   * statted only when its watch saw it change, not on every transaction.
+   */
+  private refuseLostFile(): void {
+    if (this.health.state === "lost" || (this.health.mustCheck && !this.health.checkFile())) {
+      throw this.health.fault("lost", "");
+    }
   }
 
   /**
@@ -465,7 +474,7 @@ export class Store {
 
   /** Run `call` once no async transaction holds the connection (in the waiters' order). */
   private async whenFree<T>(call: () => T): Promise<T> {
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    await this.yourTurn();
     this.handedOver = false;
     try {
       return call();
@@ -594,17 +603,17 @@ function txAsyncInSync(): HolonError {
     "an async transaction was started inside a synchronous one: the synchronous transaction would commit before the async body ends",
     {
       status: 500,
-      hint: "make the outer transaction async (store.txAsync) and await the inner one",
+      hint: "make the outer transaction async (store.tx) and await the inner one",
     },
   );
 }
 
-/** A synchronous `tx` whose body returned a Promise: it would commit before the body ends. */
+/** A `txSync` whose body returned a Promise: it would commit before the body ends. */
 function txPromiseInSync(): HolonError {
   return new HolonError(
     "tx_interleaved",
-    "store.tx got a body that returned a Promise: the transaction would commit before the body's awaits",
-    { status: 500, hint: "use store.txAsync for an async body" },
+    "store.txSync got a body that returned a Promise: the transaction would commit before the body's awaits",
+    { status: 500, hint: "use store.tx for an async body" },
   );
 }
 

@@ -7,7 +7,7 @@
 //
 // (a) No floating store promise: an expression statement whose value is a Promise and whose
 //     call is a store call is awaited, returned, assigned or marked `void`.
-// (b) A transaction body (the callback given to `tx`/`txAsync`) awaits only store calls,
+// (b) A transaction body (the callback given to `tx`/`txSync`) awaits only store calls,
 //     transitively: an await (or a returned / expression-body Promise) is allowed when it is
 //     a store call (its callbacks checked the same way), a value that is no Promise,
 //     `Promise.all/allSettled` of allowed calls or of `xs.map(allowed callback)`, or a call
@@ -529,7 +529,7 @@ export function checkStoreRule(
     if (
       ts.isCallExpression(node) &&
       ts.isPropertyAccessExpression(node.expression) &&
-      ["tx", "txSync", "txAsync"].includes(node.expression.name.text) &&
+      ["tx", "txSync"].includes(node.expression.name.text) &&
       storeMethod(node)
     ) {
       const sync = node.expression.name.text === "txSync";
