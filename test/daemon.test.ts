@@ -196,9 +196,13 @@ describe("holon daemon", () => {
     const probe = join(dir, "probe.mjs");
     writeFileSync(
       probe,
-      `import { writeFileSync } from "node:fs";
-setTimeout(() => writeFileSync(${JSON.stringify(dir)} + "/" + process.pid + ".json",
-  JSON.stringify(process.moduleLoadList.some((m) => m.includes("amaro")))), 1500).unref();
+      // Written aside and renamed into place, so the test never reads a half-written file.
+      `import { writeFileSync, renameSync } from "node:fs";
+setTimeout(() => {
+  const f = ${JSON.stringify(dir)} + "/" + process.pid + ".json";
+  writeFileSync(f + ".tmp", JSON.stringify(process.moduleLoadList.some((m) => m.includes("amaro"))));
+  renameSync(f + ".tmp", f);
+}, 1500).unref();
 `,
     );
     const stripped = (pid: number) =>
