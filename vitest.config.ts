@@ -19,12 +19,17 @@ export default defineConfig({
     // A private HOME per test file: hosts seed ~/.agents/templates (docs/agents.md).
     setupFiles: ["test/helpers/isolated-home.ts"],
     // Once for the run: the web console's bundle (the console tests serve it), the package an
-    // installed `holon` runs (test/perf-budget-startup.test.ts runs it), and the sandbox probe
-    // that the helpers put into the homes of the `holon` processes they spawn.
+    // installed `holon` runs (test/perf-budget-startup.test.ts runs it), the sandbox probe
+    // that the helpers put into the homes of the `holon` processes they spawn, and the
+    // directory of the run's Postgres servers (test/helpers/postgres.ts: each worker starts
+    // one when a test first asks for a database; the teardown stops them all). `npm test`
+    // keeps every home on SQLite; `npm run test:pg` (HOLON_TEST_STORE=postgres) runs the same
+    // files with every home on a database of its own.
     globalSetup: [
       "test/helpers/build-ui.ts",
       "test/helpers/build-bundle.ts",
       "test/helpers/probe-cache.ts",
+      "test/helpers/postgres.ts",
     ],
   },
 });

@@ -20,6 +20,8 @@ import { build } from "esbuild";
 //  - ink and react: only the TUI uses them (its own process and bundle, dist/tui/main.js);
 //  - @opentelemetry/*: loaded only when traces or metrics export is on: dozens of modules
 //    that only those pay for, from the package as it is (with its own package.json reads);
+//  - pg: only the Postgres connection's worker thread (dist/store/pg-worker.js) loads it,
+//    and only on a home configured with a database URL;
 //  - yaml and gpt-tokenizer: loaded with `createRequire()` at their first use, out of the
 //    bundler's sight anyway; listed so the choice is written down.
 // Everything else is bundled, the provider and MCP SDKs included (each in chunks of its own,
@@ -34,6 +36,7 @@ export const BUNDLE_EXTERNAL = [
   "@opentelemetry/*",
   "yaml",
   "gpt-tokenizer",
+  "pg",
 ];
 
 // Every chunk starts with this. Bundled CommonJS packages (commander and others) call
@@ -120,10 +123,11 @@ export async function writeToolParameters({ src, out }) {
 /**
  * The programs the CLI starts as processes of their own from a file of the build, each
  * bundled into one file at the place the code that starts it computes: the TUI
- * (cli/tui.ts starts `dist/tui/main.js`) and the PTY supervisor (tasks/process.ts starts
- * `dist/tasks/pty-supervisor.js`). No splitting: each process loads its own file whole.
+ * (cli/tui.ts starts `dist/tui/main.js`), the PTY supervisor (tasks/process.ts starts
+ * `dist/tasks/pty-supervisor.js`) and the Postgres connection's worker thread (store/pg.ts
+ * starts `dist/store/pg-worker.js`). No splitting: each process loads its own file whole.
  */
-export const PROCESS_ENTRIES = ["tui/main", "tasks/pty-supervisor"];
+export const PROCESS_ENTRIES = ["tui/main", "tasks/pty-supervisor", "store/pg-worker"];
 
 export async function bundleProcesses({ src, out }) {
   // Every entry sits one directory below `out`, so a module's URL relative to any of them

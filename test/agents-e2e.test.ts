@@ -2,11 +2,11 @@
 // through SpawnAgent, supervises them with the task tools, gets each result back once as a
 // task_result, stops one, and (in a real `holon serve` process) survives a SIGKILL while a
 // child is mid-turn.
+import { openRecords } from "./helpers/raw-store.ts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import {
   cleanupHomes,
   spawnServe,
@@ -24,7 +24,6 @@ import {
   type FakeProvider,
   type RecordedRequest,
 } from "./fake-provider/server.ts";
-import { homePaths } from "../src/host/paths.ts";
 import { decodeBody } from "../src/store/codec.ts";
 
 let fake: FakeProvider;
@@ -75,7 +74,7 @@ function toolOutputs(req: RecordedRequest): string[] {
 
 /** task_result messages for a task, read from the store of a home no host holds. */
 function taskResults(home: string, taskId: string): { text: string }[] {
-  const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+  const db = openRecords(home);
   try {
     return (db.prepare("SELECT envelope FROM messages").all() as { envelope: unknown }[])
       .map((r) => decodeBody(r.envelope) as any)

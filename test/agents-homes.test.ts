@@ -2,6 +2,7 @@
 // --template`, `holon agent home`, list/status/archive/delete through the real CLI against
 // a real `holon serve`, and template resolution (id, absolute path, git tree URL, broken
 // templates, a diverged builtin) against an in-process host with real HTTP.
+import { openRecords } from "./helpers/raw-store.ts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import {
@@ -14,7 +15,6 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import {
   cleanupHomes,
   runCli,
@@ -302,7 +302,7 @@ describe("holon agent (CLI)", () => {
     expect(gone.code).toBe(1);
     expect(gone.stderr).toContain("unknown_agent");
     // Its audit events stay in the store, beside a tombstone; its live row is gone.
-    const db = new DatabaseSync(join(home, "holon.db"), { readOnly: true });
+    const db = openRecords(home);
     try {
       const tomb = db
         .prepare("SELECT data FROM agent_tombstones WHERE agent_id = 'reviewer'")

@@ -4,7 +4,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+import { cleanupHomes, runCli, tempHome as anyHome } from "./helpers/home.ts";
+
+// These tests are about config.json's own contents (a missing file, exact files): their homes
+// get no database and no `store` section in a Postgres run either.
+const tempHome = (prefix?: string) => anyHome(prefix, { sqlite: true });
 
 afterAll(cleanupHomes);
 

@@ -2,7 +2,11 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHomes, runCli, tempHome } from "./helpers/home.ts";
+import { cleanupHomes, runCli, tempHome as anyHome } from "./helpers/home.ts";
+
+// These tests are about config.json's own contents (a missing file, exact files): their homes
+// get no database and no `store` section in a Postgres run either.
+const tempHome = (prefix?: string) => anyHome(prefix, { sqlite: true });
 
 afterAll(cleanupHomes);
 

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { chmodSync, readFileSync, statSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupHomes, tempHome } from "./helpers/home.ts";
+import { cleanupHomes, tempHome as anyHome } from "./helpers/home.ts";
 import {
   ConfigFileError,
   ConfigSource,
@@ -31,6 +31,10 @@ import {
   type ResolutionInputs,
 } from "../src/providers/resolve.ts";
 import { listModels } from "../src/providers/catalog.ts";
+
+// These tests are about config.json's own contents (a missing file, exact files): their homes
+// get no database and no `store` section in a Postgres run either.
+const tempHome = (prefix?: string) => anyHome(prefix, { sqlite: true });
 
 afterAll(cleanupHomes);
 

@@ -1,7 +1,7 @@
 // Durability: SIGKILL the host while clients enqueue; nothing acknowledged is lost.
+import { openRecords } from "./helpers/raw-store.ts";
 import { afterAll, describe, expect, it } from "vitest";
 import { cleanupHomes, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
-import { DatabaseSync } from "node:sqlite";
 import { RuntimeHost } from "../src/host/host.ts";
 import type { TurnExecutor } from "../src/agent/runtime.ts";
 
@@ -49,7 +49,7 @@ describe("crash safety", () => {
     await Promise.all(clients);
 
     // What the dead host left mid-turn, read before a new host recovers it.
-    const raw = new DatabaseSync(`${home}/holon.db`, { readOnly: true });
+    const raw = openRecords(home);
     const midTurn = (
       raw.prepare("SELECT id FROM messages WHERE status = 'processing'").all() as { id: string }[]
     ).map((r) => r.id);

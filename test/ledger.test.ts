@@ -2,9 +2,9 @@
 // a SIGKILL mid-call loses at most that call and never counts one twice; the first start
 // after the migration fills it from the events still kept; its own retention removes rows
 // past 400 days.
+import { openRecords } from "./helpers/raw-store.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { systemClock, type Clock } from "../src/domain/clock.ts";
 import { RuntimeHost } from "../src/host/host.ts";
@@ -86,7 +86,7 @@ describe("spend ledger", () => {
     }
     await rt.close();
     // As a home from before the ledger: no rows, the backfill still to do.
-    const db = new DatabaseSync(join(h, "holon.db"));
+    const db = openRecords(h, { write: true });
     db.exec("DELETE FROM spend_ledger; UPDATE spend_ledger_meta SET value = 'pending'");
     db.close();
     rt = await startRuntime({ home: h });

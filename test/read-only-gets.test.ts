@@ -3,9 +3,14 @@
 // is minted when a public agent is created (once at start for an agent that never had one),
 // not by the first surface that shows it.
 import { afterAll, describe, expect, it } from "vitest";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { cleanupHomes, startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import {
+  cleanupHomes,
+  startRuntime,
+  tempHome,
+  waitFor,
+  writeHomeConfig,
+  type TestRuntime,
+} from "./helpers/home.ts";
 import { openSse } from "./helpers/sse.ts";
 import type { TurnExecutor } from "../src/agent/runtime.ts";
 
@@ -38,11 +43,7 @@ describe("reads change nothing", () => {
   it("every GET route in /openapi.json leaves row counts and event_seq unchanged", async () => {
     // With metrics on, so /metrics answers too.
     const home = tempHome();
-    writeFileSync(
-      join(home, "config.json"),
-      JSON.stringify({ telemetry: { metrics: { enabled: true } } }),
-      { mode: 0o600 },
-    );
+    writeHomeConfig(home, { telemetry: { metrics: { enabled: true } } }, { mode: 0o600 });
     const rt = await startRuntime({ home, executor: () => parked });
     try {
       await rt.host.lifecycle.control("main", "pause");

@@ -3,14 +3,13 @@
 // days are rolled up without changing what `holon usage` or a budget counts, and tombstones
 // go once the events they explain are gone. Real SQLite in a temp home, real HTTP, the real
 // CLI; time is a fake clock.
-import { existsSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { windowOf, type LedgerRow } from "../src/domain/budget.ts";
 import type { TaskRecord } from "../src/domain/task.ts";
 import { RetentionJob } from "../src/host/retention.ts";
 import { LEDGER_BUCKET_MS } from "../src/store/ledger.ts";
-import { cleanupHomes, runCli, startRuntime, tempHome } from "./helpers/home.ts";
+import { cleanupHomes, runCli, startRuntime, tempHome, writeHomeConfig } from "./helpers/home.ts";
 import {
   episodeRecord,
   fakeClock,
@@ -230,9 +229,9 @@ describe("size caps beside the ages", () => {
       expect(bytesBefore).toBeGreaterThan(1024 * 1024);
 
       // The cap, as a user sets it: 1 MB.
-      writeFileSync(
-        join(home, "config.json"),
-        JSON.stringify({ retention: { ledger: { max_mb: 1, detail_hours: 48 } } }),
+      writeHomeConfig(
+        home,
+        { retention: { ledger: { max_mb: 1, detail_hours: 48 } } },
         { mode: 0o600 },
       );
       const summary = await rt.host.services.retention.runOnce();

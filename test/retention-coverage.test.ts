@@ -2,7 +2,7 @@
 // a working home holds has an owner in retention (host/retention-owners.ts), every retention
 // owner is bounded by age and by size both, and context episodes (the table and each agent's
 // JSONL mirror) and the memory index follow the policy.
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { EpisodeRecord } from "../src/domain/memory.ts";
@@ -13,7 +13,7 @@ import { FILE_KINDS, TABLE_OWNERS, fileKindOf, type Owner } from "../src/host/re
 import { episodesMirrorPath } from "../src/memory/continuity.ts";
 import { indexPaths } from "../src/memory/search.ts";
 import { reply } from "./fake-provider/server.ts";
-import { startRuntime, waitFor } from "./helpers/home.ts";
+import { startRuntime, waitFor, writeHomeConfig } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import { episodeRecord, fakeClock, parked } from "./helpers/history.ts";
 
@@ -174,11 +174,7 @@ describe("everything under HOLON_HOME has a retention owner", () => {
 
     // Past the age (3 days): the day-0 ten go, and what is derived from them follows.
     clock.set(T0 + 6 * DAY);
-    writeFileSync(
-      join(rt.home, "config.json"),
-      JSON.stringify({ retention: { episodes: { max_age_days: 3 } } }),
-      { mode: 0o600 },
-    );
+    writeHomeConfig(rt.home, { retention: { episodes: { max_age_days: 3 } } }, { mode: 0o600 });
     const job = rt.host.services.retention;
     const byAge = await job.runOnce();
     expect(byAge.removed.episodes).toBe(10);

@@ -3,12 +3,10 @@
 // floor, its events', which keeps a re-created agent of that name from repeating an event
 // number; every other floor of a deleted agent goes at the next pass. Real SQLite in a temp
 // home, the real CLI to create and delete agents, the real host's retention job.
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { recordRuntimeFailure } from "../src/agent/briefs.ts";
 import { episodeRecord, fakeClock, parked } from "./helpers/history.ts";
-import { cleanupHomes, runCli, startRuntime } from "./helpers/home.ts";
+import { cleanupHomes, runCli, startRuntime, writeHomeConfig } from "./helpers/home.ts";
 
 afterAll(cleanupHomes);
 
@@ -53,11 +51,9 @@ describe("retention floors of deleted agents", () => {
         }
       }
       const day = { max_age_days: 1 };
-      writeFileSync(
-        join(rt.home, "config.json"),
-        JSON.stringify({
-          retention: { events: day, transcript: day, briefs: day, episodes: day },
-        }),
+      writeHomeConfig(
+        rt.home,
+        { retention: { events: day, transcript: day, briefs: day, episodes: day } },
         { mode: 0o600 },
       );
       rt.host.services.config.refresh(); // read between turns at most once a second otherwise

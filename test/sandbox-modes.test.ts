@@ -3,13 +3,12 @@
 // takes PTY input and stops; `holon status` says what is enforced, and after an upgrade what
 // changed; `holon agent set` changes an agent's mode as an event; `required` without a usable
 // bubblewrap refuses commands with the reason, `auto` runs them and says they are unconfined.
+import { openRecords } from "./helpers/raw-store.ts";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { RuntimeHost } from "../src/host/host.ts";
-import { homePaths } from "../src/host/paths.ts";
 import { readProcessRecord } from "../src/tasks/process.ts";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch } from "../src/tools/registry.ts";
@@ -21,6 +20,7 @@ import {
   startRuntime,
   tempHome,
   waitFor,
+  writeHomeConfig,
 } from "./helpers/home.ts";
 import { toolContext } from "./helpers/tool-context.ts";
 import { sandboxAvailable } from "./helpers/sandbox.ts";
@@ -55,14 +55,14 @@ async function serve(home: string) {
 }
 
 function processDirOf(home: string, taskId: string): string {
-  const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+  const db = openRecords(home);
   const row = db.prepare("SELECT data FROM tasks WHERE id = ?").get(taskId) as { data: string };
   db.close();
   return JSON.parse(row.data).process_dir as string;
 }
 
 function eventsOf(home: string, type: string): number {
-  const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+  const db = openRecords(home);
   const n = (
     db
       .prepare(
@@ -80,7 +80,7 @@ describe.skipIf(!enabled)("the sandbox through the product", () => {
     // A home whose agent predates the sandbox: its record has no sandbox_enabled_at.
     const old = await RuntimeHost.open({ home, env: { ...process.env, HOLON_HOME: home } });
     await old.shutdown();
-    const db = new DatabaseSync(homePaths(home).database);
+    const db = openRecords(home, { write: true });
     const row = db.prepare("SELECT data FROM agents WHERE agent_id = 'main'").get() as {
       data: string;
     };
@@ -230,10 +230,7 @@ describe("without a usable bubblewrap", () => {
 
   async function hostWith(mode: "auto" | "required") {
     const home = tempHome();
-    writeFileSync(
-      join(home, "config.json"),
-      JSON.stringify({ sandbox: { mode, bwrap_path: "/nonexistent/bwrap" } }),
-    );
+    writeHomeConfig(home, { sandbox: { mode, bwrap_path: "/nonexistent/bwrap" } });
     writeFileSync(join(home, "visible-only-unconfined.txt"), "UNCONFINED\n");
     return await startRuntime({ home, env: { ...process.env, HOLON_HOME: home } });
   }

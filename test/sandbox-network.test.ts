@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { spawnSync } from "node:child_process";
 import { buildRegistry } from "../src/tools/builtin.ts";
 import { dispatch, type ToolContext } from "../src/tools/registry.ts";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { RuntimeHost } from "../src/host/host.ts";
 import { join } from "node:path";
 import { readProcStat } from "../src/tasks/process-proc.ts";
@@ -20,6 +20,7 @@ import {
   startRuntime,
   tempHome,
   waitFor,
+  writeHomeConfig,
   type TestRuntime,
 } from "./helpers/home.ts";
 import { toolContext } from "./helpers/tool-context.ts";
@@ -287,12 +288,9 @@ describe.skipIf(!enabled)("where the agent's namespace cannot be joined", () => 
   // No nsenter on this host's PATH (bubblewrap named by its full path): the probe says why.
   async function hostWith(mode: "auto" | "required") {
     const h = tempHome();
-    writeFileSync(
-      join(h, "config.json"),
-      JSON.stringify({
-        sandbox: { mode, network: "off", bwrap_path: probeSandbox("bwrap").bwrap },
-      }),
-    );
+    writeHomeConfig(h, {
+      sandbox: { mode, network: "off", bwrap_path: probeSandbox("bwrap").bwrap },
+    });
     return await RuntimeHost.open({
       home: h,
       env: { ...process.env, HOLON_HOME: h, PATH: "/nonexistent" },

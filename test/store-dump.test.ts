@@ -171,7 +171,7 @@ describe("holon store dump", () => {
     // Types and rowids survived, and the AUTOINCREMENT counter continues past deleted rows.
     const store = new Store(database, systemClock, randomIds);
     try {
-      const db = store.db;
+      const db = store.db as DatabaseSync; // this test is SQLite's (typeof, setReadBigInts)
       const rows = db
         .prepare("SELECT cost_usd, typeof(cost_usd) AS t FROM spend_ledger ORDER BY seq")
         .all() as { cost_usd: number | null; t: string }[];

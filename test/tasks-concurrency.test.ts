@@ -1,11 +1,10 @@
 // 20 command tasks printing continuously under a real `holon serve`: every line reaches its
 // output file, and the host's memory stays bounded (output goes to files, not through the host).
+import { openRecords } from "./helpers/raw-store.ts";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { cleanupHomes, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
-import { DatabaseSync } from "node:sqlite";
-import { homePaths } from "../src/host/paths.ts";
 
 const procs: ChildProcess[] = [];
 afterAll(() => {
@@ -56,7 +55,7 @@ describe("concurrent tasks", () => {
       { what: "all 20 tasks to finish", timeoutMs: 120_000 },
     );
     // Public task views carry no process paths; the output file is read from the store.
-    const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+    const db = openRecords(home);
     const outputPath = (id: string) =>
       JSON.parse(
         (db.prepare("SELECT data FROM tasks WHERE id = ?").get(id) as { data: string }).data,

@@ -1,11 +1,10 @@
 // Restart-proof tasks through the real product: `holon serve` child processes SIGKILLed while a
 // command task runs, then started again on the same home.
+import { openRecords } from "./helpers/raw-store.ts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
-import { DatabaseSync } from "node:sqlite";
-import { homePaths } from "../src/host/paths.ts";
 import { readProcessRecord } from "../src/tasks/process.ts";
 import { scanMembers } from "../src/tasks/process-proc.ts";
 import { cleanupHomes, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
@@ -51,7 +50,7 @@ async function serve(home: string) {
 
 /** task_result messages for a task, read from the store once no host is running. */
 function taskResultCount(home: string, taskId: string): number {
-  const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+  const db = openRecords(home);
   try {
     return (db.prepare("SELECT envelope FROM messages").all() as { envelope: unknown }[])
       .map((r) => decodeBody(r.envelope) as { kind: string; task_id?: string })
@@ -108,7 +107,7 @@ describe("command tasks across host restarts", () => {
     const created = await first.req("POST", "/control/agents/main/tasks", { cmd: "sleep 60" });
     const taskId = created.json.task.task_id as string;
     // The process directory is not in any public view; read it from the store itself.
-    const db = new DatabaseSync(homePaths(home).database, { readOnly: true });
+    const db = openRecords(home);
     const row = db.prepare("SELECT data FROM tasks WHERE id = ?").get(taskId) as { data: string };
     db.close();
     const proc = readProcessRecord(JSON.parse(row.data).process_dir)!;

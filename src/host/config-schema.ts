@@ -42,6 +42,16 @@ export type { CatalogEntry, ProviderEntry } from "../providers/config.ts";
 import { ExternalEvidenceMode, PermissionMode } from "../domain/policy.ts";
 import { HostHooksSchema, HostPermissionsSchema, RuleListSchema } from "../policy/config.ts";
 import { McpFileSchema, effectiveMcp, type McpConfig } from "../mcp/config.ts";
+import { DATABASE_URL_ENV, databaseUrlProblem } from "./database-url.ts";
+
+/** A Postgres URL (store.database_url); the message never repeats the value, a secret. */
+const DatabaseUrl = z.string().superRefine((s, ctx) => {
+  const problem = s.length > 4096 ? "longer than 4096 characters" : databaseUrlProblem(s);
+  if (problem !== null) ctx.addIssue({ code: "custom", message: problem });
+});
+const DatabaseCredential = z
+  .string()
+  .regex(PROFILE_ID_RE, "expected a credential profile id, e.g. postgres:holon");
 
 const ConfigFileBase = z.strictObject({
   model: z
@@ -77,6 +87,13 @@ const ConfigFileBase = z.strictObject({
     .strictObject({ attach_policy: z.enum(["any_readable", "operator_attached"]).optional() })
     .optional(),
   control_token: z.string().min(1).optional(),
+  /** Where the records live: Postgres when a URL is set (host/database-url.ts), else SQLite. */
+  store: z
+    .strictObject({
+      database_url: DatabaseUrl.optional(),
+      database_credential: DatabaseCredential.optional(),
+    })
+    .optional(),
   asks: z.strictObject({ expiry_hours: PositiveInt.optional() }).optional(),
   console: z
     .strictObject({
@@ -247,6 +264,12 @@ export type EffectiveConfig = {
   sandbox: SandboxConfig;
   workspaces: { attach_policy: "any_readable" | "operator_attached" };
   control_token: string | null;
+  /**
+   * The store: a Postgres URL as configured (HOLON_DATABASE_URL wins; a secret, never printed
+   * unmasked) and the credential profile holding its password. Null: the embedded SQLite file.
+   * The URL the host connects with is resolveDatabaseUrl's (host/database-url.ts).
+   */
+  store: { database_url: string | null; database_credential: string | null };
   /** Context management (src/memory/budget.ts ContextSettings). */
   context: { keep_recent_rounds: number; recap_share_percent: number; remote_compaction: boolean };
   tui: { alternate_screen: "auto" | "always" | "never" };
@@ -334,6 +357,14 @@ export function effectiveConfig(
     controlToken = env.HOLON_CONTROL_TOKEN;
     overrides.push({ key: "control_token", env: "HOLON_CONTROL_TOKEN" });
   }
+  // An empty variable is unset; a malformed one is kept, so the host refuses it at start
+  // (resolveDatabaseUrl) instead of quietly falling back to the embedded store.
+  let databaseUrl = file.store?.database_url ?? null;
+  const envDatabaseUrl = env[DATABASE_URL_ENV];
+  if (envDatabaseUrl !== undefined && envDatabaseUrl.trim() !== "") {
+    databaseUrl = envDatabaseUrl;
+    overrides.push({ key: "store.database_url", env: DATABASE_URL_ENV });
+  }
   return {
     values: {
       model: {
@@ -355,6 +386,10 @@ export function effectiveConfig(
       sandbox: effectiveSandbox(file.sandbox),
       workspaces: { attach_policy: file.workspaces?.attach_policy ?? "any_readable" },
       control_token: controlToken,
+      store: {
+        database_url: databaseUrl,
+        database_credential: file.store?.database_credential ?? null,
+      },
       context: {
         keep_recent_rounds: file.context?.keep_recent_rounds ?? 2,
         recap_share_percent: file.context?.recap_share_percent ?? 15,
@@ -597,6 +632,24 @@ export const KEY_DEFS: readonly KeyDef[] = [
     secret: true,
     description: "Bearer token the control plane requires (clients send it too)",
     schema: z.string().min(1),
+  },
+  {
+    key: "store.database_url",
+    type: "url",
+    default: null,
+    env: DATABASE_URL_ENV,
+    secret: true,
+    description:
+      "Keep the records in this Postgres database (postgres://user[:password]@host[:port]/db[?sslmode=...]) instead of <home>/holon.db; read at host start, shown with the password masked, never given to commands",
+    schema: DatabaseUrl,
+  },
+  {
+    key: "store.database_credential",
+    type: "string",
+    default: null,
+    description:
+      "Credential profile whose secret is the database password, used when store.database_url carries none (holon config credentials set <profile> --kind api_key --stdin)",
+    schema: DatabaseCredential,
   },
   {
     key: "tui.alternate_screen",

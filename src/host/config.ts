@@ -22,6 +22,7 @@ import {
   type ValueSource,
 } from "./config-schema.ts";
 import { homePaths } from "./paths.ts";
+import { maskDatabaseUrl, withoutJsonSnippet } from "./database-url.ts";
 import { atomicWrites } from "../store/files.ts";
 import {
   isBuiltinProvider,
@@ -95,6 +96,15 @@ export type LoadedConfig = {
 // ---------------------------------------------------------------------------------------
 // Reading and validation.
 
+/** Paths whose string values are secrets: a problem with one never quotes the value. */
+const SECRET_PATHS = new Set(["control_token", "store"]);
+
+function describeAt(data: unknown, path: PropertyKey[]): string {
+  const v = valueAt(data, path);
+  if (typeof v === "string" && SECRET_PATHS.has(String(path[0]))) return "a string";
+  return describe(v);
+}
+
 function describe(v: unknown): string {
   if (v === undefined) return "nothing";
   if (v === null) return "null";
@@ -134,22 +144,22 @@ function describeIssue(issue: z.core.$ZodIssue, data: unknown): { key: string; p
       };
     }
     case "invalid_type":
-      return { key, problem: `expected ${issue.expected}, got ${describe(valueAt(data, path))}` };
+      return { key, problem: `expected ${issue.expected}, got ${describeAt(data, path)}` };
     case "invalid_value":
       return {
         key,
-        problem: `expected one of ${issue.values.map((v) => String(v)).join(", ")}, got ${describe(valueAt(data, path))}`,
+        problem: `expected one of ${issue.values.map((v) => String(v)).join(", ")}, got ${describeAt(data, path)}`,
       };
     case "too_small":
       if (issue.origin === "number" && Number(issue.minimum) === 0 && !issue.inclusive) {
         return {
           key,
-          problem: `expected a positive integer, got ${describe(valueAt(data, path))}`,
+          problem: `expected a positive integer, got ${describeAt(data, path)}`,
         };
       }
-      return { key, problem: `${issue.message}, got ${describe(valueAt(data, path))}` };
+      return { key, problem: `${issue.message}, got ${describeAt(data, path)}` };
     case "too_big":
-      return { key, problem: `${issue.message}, got ${describe(valueAt(data, path))}` };
+      return { key, problem: `${issue.message}, got ${describeAt(data, path)}` };
     case "invalid_key":
       return {
         key: joinKey(path),
@@ -178,15 +188,17 @@ export function validateConfig(path: string, data: unknown): ConfigFile {
 }
 
 function jsonSyntaxError(path: string, text: string, err: Error): ConfigFileError {
+  // The parser quotes the text around the fault, which may be a secret: never repeated.
+  const message = withoutJsonSnippet(err.message);
   let where = "";
-  const m = /position (\d+)/.exec(err.message);
-  if (m && !/line \d+/.test(err.message)) {
+  const m = /position (\d+)/.exec(message);
+  if (m && !/line \d+/.test(message)) {
     const before = text.slice(0, Number(m[1]));
     const line = before.split("\n").length;
     const col = before.length - before.lastIndexOf("\n");
     where = ` (line ${line}, column ${col})`;
   }
-  return new ConfigFileError(path, "(whole file)", `not valid JSON: ${err.message}${where}`);
+  return new ConfigFileError(path, "(whole file)", `not valid JSON: ${message}${where}`);
 }
 
 /** Read config.json. Missing → `{}`; unparsable or invalid → ConfigFileError. */
@@ -373,8 +385,12 @@ export type SetResult = {
   warnings: string[];
 };
 
-/** Redact a value if its key is secret. */
+/**
+ * Redact a value if its key is secret. A secret URL (the database URL) keeps its shape and
+ * loses its password: `postgres://holon:***@db:5432/holon?sslmode=require`.
+ */
 export function displayValue(def: KeyDef | undefined, value: unknown): unknown {
+  if (def?.secret && def.type === "url" && typeof value === "string") return maskDatabaseUrl(value);
   if (def?.secret && typeof value === "string") return redact(value);
   return value;
 }

@@ -83,21 +83,25 @@ function narrowIfPresent(path: string, mode: number): void {
 /**
  * Make HOLON_HOME ready for a host: the home, `run/` and `logs/` exist as 0700, the database
  * file exists as 0600 before SQLite opens it (SQLite gives its WAL and SHM files the mode of
- * the database), and whatever an older version left with wider modes is narrowed. A home
+ * the database; none for a home whose records are in Postgres), and whatever an older version left with wider modes is narrowed. A home
  * that cannot hold a database (not a directory, the database path taken by something else)
  * fails here with `home_unusable` instead of a raw error from deeper down.
  */
-export function secureHome(home: string): void {
+export function secureHome(home: string, opts: { sqlite?: boolean } = {}): void {
   const paths = homePaths(home);
+  // A home whose records are in Postgres gets no database file.
+  const sqlite = opts.sqlite !== false;
   try {
     const st = statSync(home, { throwIfNoEntry: false });
     if (st && !st.isDirectory()) throw unusable(home, "it exists and is not a directory");
     ensurePrivateDir(home);
     ensurePrivateDir(paths.runDir);
     ensurePrivateDir(paths.logsDir);
-    const db = statSync(paths.database, { throwIfNoEntry: false });
-    if (db && !db.isFile()) throw unusable(home, `${paths.database} is not a regular file`);
-    if (!db) closeSync(openSync(paths.database, "a", PRIVATE_FILE));
+    if (sqlite) {
+      const db = statSync(paths.database, { throwIfNoEntry: false });
+      if (db && !db.isFile()) throw unusable(home, `${paths.database} is not a regular file`);
+      if (!db) closeSync(openSync(paths.database, "a", PRIVATE_FILE));
+    }
     for (const f of [
       paths.database,
       `${paths.database}-wal`,

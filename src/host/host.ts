@@ -15,6 +15,9 @@ import { acquireHomeLock } from "./lock.ts";
 import { homePaths } from "./paths.ts";
 import { buildServices, type CoreServices, type Services } from "./services.ts";
 
+import type { SqlDatabase } from "../store/sql.ts";
+import { resolveDatabaseUrl } from "./database-url.ts";
+
 export type HostOptions = {
   home: string;
   clock?: Clock;
@@ -67,7 +70,7 @@ export class RuntimeHost {
   private readonly acquired = new Set<string>();
   private closed = false;
 
-  private constructor(opts: HostOptions, releaseLock: () => void) {
+  private constructor(opts: HostOptions, releaseLock: () => void, database?: SqlDatabase) {
     this.home = opts.home;
     this.paths = homePaths(opts.home);
     this.releaseLock = releaseLock;
@@ -79,6 +82,7 @@ export class RuntimeHost {
       env: opts.env ?? process.env,
       defaultAgentId: opts.defaultAgentId ?? process.env.HOLON_AGENT_ID ?? "main",
       executor: opts.executor,
+      database,
     });
     this.startedAt = this.services.store.clock.now().toISOString();
   }
@@ -93,12 +97,19 @@ export class RuntimeHost {
 
   private static async openHome(opts: HostOptions): Promise<RuntimeHost> {
     const paths = homePaths(opts.home);
-    secureHome(opts.home); // 0700 home, 0600 files; a home that cannot hold a database fails here
+    // A configured database URL puts the records in Postgres; the backend's code is loaded
+    // only then (an embedded host never loads it).
+    const url = resolveDatabaseUrl(opts.home, opts.env ?? process.env);
+    // 0700 home, 0600 files; a home that cannot hold a database fails here
+    secureHome(opts.home, { sqlite: url === null });
     const release = opts.skipLock ? () => {} : acquireHomeLock(paths.lockFile);
     let host: RuntimeHost;
+    let database: SqlDatabase | undefined;
     try {
-      host = new RuntimeHost(opts, release);
+      if (url !== null) database = (await import("../store/pg-open.ts")).openPostgres(url);
+      host = new RuntimeHost(opts, release, database);
     } catch (err) {
+      database?.close();
       release();
       throw err;
     }

@@ -75,6 +75,8 @@ import { commandEnvOf } from "../tasks/command-policy.ts";
 import { readFileSync } from "node:fs";
 import { patchJournalDir, recoverPatchJournals } from "../tools/workspace/apply-patch-engine.ts";
 
+import type { SqlDatabase } from "../store/sql.ts";
+
 const NO_SPAWN: ReadonlySet<string> = new Set(["SpawnAgent"]);
 const NONE_HIDDEN: ReadonlySet<string> = new Set();
 
@@ -86,6 +88,8 @@ export type ServiceOptions = {
   defaultAgentId: string;
   /** Test seam: a turn executor of the test's own instead of the provider turn. */
   executor?: ((services: CoreServices) => TurnExecutor) | undefined;
+  /** The Postgres connection when the home's records live there (host.ts opens it). */
+  database?: SqlDatabase | undefined;
 };
 
 export type Services = ReturnType<typeof buildServices>;
@@ -97,7 +101,12 @@ export type CoreServices = Pick<
 
 export function buildServices(opts: ServiceOptions) {
   const paths = homePaths(opts.home);
-  const store = new Store(paths.database, opts.clock, opts.ids);
+  const store = new Store(
+    paths.database,
+    opts.clock,
+    opts.ids,
+    opts.database ? { database: opts.database } : {},
+  );
   const config = new ConfigSource({ home: opts.home, env: opts.env });
   const signals = new AgentSignals();
   const ingress = new Ingress(store, signals);

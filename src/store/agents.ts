@@ -1,20 +1,20 @@
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { isPostgres, jsonField, type SqlDatabase, type SqlStatement } from "./sql.ts";
 import { AgentRecord } from "../domain/agent.ts";
 import { readRow } from "./json.ts";
 
 export class AgentsRepo {
-  private readonly getStmt: StatementSync;
-  private readonly putStmt: StatementSync;
-  private readonly listStmt: StatementSync;
-  private readonly removeStmts: StatementSync[];
-  private readonly tombstoneStmt: StatementSync;
-  private readonly tombstonesStmt: StatementSync;
-  private readonly dormantStmt: StatementSync;
-  private readonly legacyStmt: StatementSync;
-  private readonly mcpStmt: StatementSync;
-  private readonly reservedStmt: StatementSync;
-  private readonly groupsStmt: StatementSync;
-  private readonly inGroupsStmt: StatementSync;
+  private readonly getStmt: SqlStatement;
+  private readonly putStmt: SqlStatement;
+  private readonly listStmt: SqlStatement;
+  private readonly removeStmts: SqlStatement[];
+  private readonly tombstoneStmt: SqlStatement;
+  private readonly tombstonesStmt: SqlStatement;
+  private readonly dormantStmt: SqlStatement;
+  private readonly legacyStmt: SqlStatement;
+  private readonly mcpStmt: SqlStatement;
+  private readonly reservedStmt: SqlStatement;
+  private readonly groupsStmt: SqlStatement;
+  private readonly inGroupsStmt: SqlStatement;
   /** The host is the only writer, so records are cached; a rolled-back transaction clears it. */
   private readonly cache = new Map<string, AgentRecord>();
   /** Rows decoded (parsed and validated) so far: what a start costs grows with this. */
@@ -27,7 +27,7 @@ export class AgentsRepo {
   private readonly dirty = new Map<string, AgentRecord>();
   private deferring = false;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.getStmt = db.prepare("SELECT data FROM agents WHERE agent_id = ?");
     // The group column is written once, with the row: a group never changes (`put` refuses).
     this.putStmt = db.prepare(
@@ -37,34 +37,42 @@ export class AgentsRepo {
     // The questions a host start asks of every agent, answered from the stored JSON without
     // decoding each record (every `holon run` leaves one more agent behind). Each is the SQL
     // form of a predicate on AgentRecord, named beside its method.
+    // Queries into the records' JSON: SQLite's json functions, or Postgres's jsonb operators.
+    const pg = isPostgres(db);
+    const field = jsonField(db);
     this.dormantStmt = db.prepare(
-      `SELECT agent_id FROM agents WHERE agent_id GLOB 'run-*'
-         AND json_extract(data, '$.visibility') = 'private'
-         AND json_extract(data, '$.status') = 'stopped'
-         AND IFNULL(json_extract(data, '$.current_run_id'), '') = ''
+      `SELECT agent_id FROM agents WHERE ${pg ? "agent_id LIKE 'run-%'" : "agent_id GLOB 'run-*'"}
+         AND ${field("data", "visibility")} = 'private'
+         AND ${field("data", "status")} = 'stopped'
+         AND COALESCE(${field("data", "current_run_id")}, '') = ''
        ORDER BY agent_id`,
     );
     this.legacyStmt = db.prepare(
       `SELECT agent_id, data FROM agents
-       WHERE IFNULL(json_extract(data, '$.workspace_root'), '') != ''
-         AND json_extract(data, '$.active_workspace') IS NULL
+       WHERE COALESCE(${field("data", "workspace_root")}, '') != ''
+         AND ${field("data", "active_workspace")} IS NULL
        ORDER BY agent_id`,
     );
     this.mcpStmt = db.prepare(
-      `SELECT 1 FROM agents WHERE json_type(data, '$.mcp.servers') = 'object'
-         AND json_extract(data, '$.mcp.servers') != '{}' LIMIT 1`,
+      pg
+        ? `SELECT 1 FROM agents WHERE jsonb_typeof(data::jsonb #> '{mcp,servers}') = 'object'
+             AND (data::jsonb #> '{mcp,servers}') != '{}'::jsonb LIMIT 1`
+        : `SELECT 1 FROM agents WHERE json_type(data, '$.mcp.servers') = 'object'
+             AND json_extract(data, '$.mcp.servers') != '{}' LIMIT 1`,
     );
     this.reservedStmt = db.prepare(
       `SELECT agent_id FROM agents
-       WHERE json_extract(data, '$.budget_reservation.from_agent_id') = ?
-         AND IFNULL(json_extract(data, '$.budget_reservation.returned_at'), '') = ''
+       WHERE ${field("data", "budget_reservation.from_agent_id")} = ?
+         AND COALESCE(${field("data", "budget_reservation.returned_at")}, '') = ''
        ORDER BY agent_id`,
     );
     this.groupsStmt = db.prepare("SELECT DISTINCT group_id FROM agents ORDER BY group_id");
     // Each group's rows come from the index; they are put in agent order afterwards (a
     // start has always gone through the agents in that order).
     this.inGroupsStmt = db.prepare(
-      "SELECT agent_id, data FROM agents WHERE group_id IN (SELECT value FROM json_each(?))",
+      isPostgres(db)
+        ? "SELECT agent_id, data FROM agents WHERE group_id IN (SELECT jsonb_array_elements_text(?::jsonb))"
+        : "SELECT agent_id, data FROM agents WHERE group_id IN (SELECT value FROM json_each(?))",
     );
     // Deletion removes the live rows and the agent's own state, which an agent created later
     // under the same id must not inherit (its working memory, work state, active skills,

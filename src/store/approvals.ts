@@ -2,7 +2,7 @@
 // their execution state, and the operator's consent grants for workspace-level definitions.
 // A call row changes state only through `transition`, a compare-and-set: the step from
 // `approved` to `executing` happens once, whatever else runs.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import {
   ApprovalCallRecord,
   ConsentGrant,
@@ -12,18 +12,18 @@ import {
 import { readRow } from "./json.ts";
 
 export class ApprovalsRepo {
-  private readonly putCallStmt: StatementSync;
-  private readonly casStmt: StatementSync;
-  private readonly getCallStmt: StatementSync;
-  private readonly ofAskStmt: StatementSync;
-  private readonly agentStateStmt: StatementSync;
-  private readonly stateStmt: StatementSync;
-  private readonly putGrantStmt: StatementSync;
-  private readonly getGrantStmt: StatementSync;
-  private readonly grantsByAskStmt: StatementSync;
-  private readonly grantsInStmt: StatementSync;
+  private readonly putCallStmt: SqlStatement;
+  private readonly casStmt: SqlStatement;
+  private readonly getCallStmt: SqlStatement;
+  private readonly ofAskStmt: SqlStatement;
+  private readonly agentStateStmt: SqlStatement;
+  private readonly stateStmt: SqlStatement;
+  private readonly putGrantStmt: SqlStatement;
+  private readonly getGrantStmt: SqlStatement;
+  private readonly grantsByAskStmt: SqlStatement;
+  private readonly grantsInStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.putCallStmt = db.prepare(
       `INSERT INTO approval_calls (ask_id, call_id, agent_id, state, created_at, data)
        VALUES (?, ?, ?, ?, ?, ?)`,

@@ -3,25 +3,25 @@
 // through small indexes, so the loop's gate check and the work plane's lookups stay cheap.
 // Bounded: an agent holds at most ASKS_PER_AGENT_KEPT closed asks; older ones are pruned
 // whenever an ask closes (`pruneClosed`).
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import { AskRecord } from "../domain/ask.ts";
 import { readRow } from "./json.ts";
 
 export const ASKS_PER_AGENT_KEPT = 200;
 
 export class AsksRepo {
-  private readonly getStmt: StatementSync;
-  private readonly putStmt: StatementSync;
-  private readonly gateStmt: StatementSync;
-  private readonly holdingForItemStmt: StatementSync;
-  private readonly holdingForAgentStmt: StatementSync;
-  private readonly byStateStmt: StatementSync;
-  private readonly recentStmt: StatementSync;
-  private readonly recentForAgentStmt: StatementSync;
-  private readonly pruneStmt: StatementSync;
-  private readonly pruneCallsStmt: StatementSync;
+  private readonly getStmt: SqlStatement;
+  private readonly putStmt: SqlStatement;
+  private readonly gateStmt: SqlStatement;
+  private readonly holdingForItemStmt: SqlStatement;
+  private readonly holdingForAgentStmt: SqlStatement;
+  private readonly byStateStmt: SqlStatement;
+  private readonly recentStmt: SqlStatement;
+  private readonly recentForAgentStmt: SqlStatement;
+  private readonly pruneStmt: SqlStatement;
+  private readonly pruneCallsStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.getStmt = db.prepare("SELECT data FROM asks WHERE id = ?");
     this.putStmt = db.prepare(
       `INSERT INTO asks (id, agent_id, state, holding, gates_agent, work_item_id, created_at, data)

@@ -1,22 +1,22 @@
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import { BriefRecord } from "../domain/brief.ts";
 import { encodeBody } from "./codec.ts";
 import { BOUNDS_SQL, DecodedRows, readBody, RecentIds } from "./json.ts";
 
 export class BriefsRepo {
-  private readonly insertStmt: StatementSync;
-  private readonly recentStmt: StatementSync;
-  private readonly dataStmt: StatementSync;
-  private readonly afterStmt: StatementSync;
-  private readonly seqStmt: StatementSync;
-  private readonly newestStmt: StatementSync;
+  private readonly insertStmt: SqlStatement;
+  private readonly recentStmt: SqlStatement;
+  private readonly dataStmt: SqlStatement;
+  private readonly afterStmt: SqlStatement;
+  private readonly seqStmt: SqlStatement;
+  private readonly newestStmt: SqlStatement;
   /** Briefs never change; the prompt reads an agent's recent ones on every turn. */
   private readonly decoded = new DecodedRows<BriefRecord>(1024);
-  private readonly boundsStmt: StatementSync;
+  private readonly boundsStmt: SqlStatement;
   /** The newest ids of an agent as last listed (see `recent`). */
   private readonly recentIds = new RecentIds();
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.insertStmt = db.prepare("INSERT INTO briefs (id, agent_id, data) VALUES (?, ?, ?)");
     this.recentStmt = db.prepare(
       "SELECT id FROM briefs WHERE agent_id = ? ORDER BY seq DESC LIMIT ?",

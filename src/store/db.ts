@@ -6,6 +6,7 @@
 import { MemoryRepo } from "./memory.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { DatabaseSync } from "node:sqlite";
+import type { SqlDatabase } from "./sql.ts";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Clock, IdSource } from "../domain/clock.ts";
@@ -82,7 +83,10 @@ export type SyncRepos = {
 };
 
 export class Store {
-  readonly db: DatabaseSync;
+  /** The connection: SQLite's, or a Postgres one (pg.ts) behind the same interface. */
+  readonly db: SqlDatabase;
+  /** Which backend holds the records. */
+  readonly kind: "sqlite" | "postgres";
   readonly clock: Clock;
   readonly ids: IdSource;
   readonly agents: Async<AgentsRepo>;
@@ -138,36 +142,40 @@ export class Store {
     path: string,
     clock: Clock,
     ids: IdSource,
-    opts: { checkpoint?: Partial<CheckpointOptions>; txGuard?: boolean } = {},
+    opts: {
+      checkpoint?: Partial<CheckpointOptions>;
+      txGuard?: boolean;
+      /**
+       * A Postgres connection with its schema in place (pg-open.ts): the store keeps its
+       * records there instead of in the SQLite file at `path`.
+       */
+      database?: SqlDatabase;
+    } = {},
   ) {
     this.txGuard = opts.txGuard ?? process.env.HOLON_TX_GUARD === "1";
-    if (path !== ":memory:") {
-      // Owner-only from the first byte: SQLite gives its WAL and SHM files the database's mode.
-      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-      closeSync(openSync(path, "a", 0o600));
-    }
-    this.health = new StorageHealth(path === ":memory:" ? null : path, () => clock.now());
-    this.db = new DatabaseSync(path);
-    try {
-      this.db.exec("PRAGMA journal_mode = WAL");
-    } catch (err) {
-      this.db.close();
-      throw unreadable(path, err);
-    }
-    this.db.exec("PRAGMA synchronous = NORMAL");
-    this.db.exec("PRAGMA busy_timeout = 5000");
-    // 2 MB (SQLite's default): the turn path reads through indexes and the recent tail of each
-    // table, and the operating system caches the rest of the file. A larger cache only
-    // filled up slowly with cold pages (8 MB cost 3 MB more RSS under load and no speed).
-    this.db.exec("PRAGMA cache_size = -2000");
-    this.db.exec("PRAGMA foreign_keys = ON");
-    // A checkpointed WAL shrinks back to this instead of keeping its largest size.
-    this.db.exec("PRAGMA journal_size_limit = 67108864");
     this.clock = clock;
     this.ids = ids;
-    prepareIncrementalVacuum(this.db);
-    migrate(this.db);
-    enableIncrementalVacuum(this.db);
+    if (opts.database) {
+      this.kind = "postgres";
+      this.db = opts.database;
+      this.health = new StorageHealth(null, () => clock.now());
+      this.checkpointer = null;
+    } else {
+      this.kind = "sqlite";
+      const db = openSqlite(path);
+      this.db = db;
+      this.health = new StorageHealth(path === ":memory:" ? null : path, () => clock.now());
+      this.checkpointer =
+        path === ":memory:"
+          ? null
+          : new Checkpointer(
+              path,
+              { ...DEFAULT_CHECKPOINT_OPTIONS, ...opts.checkpoint },
+              (pages) => db.exec(`PRAGMA wal_autocheckpoint = ${Math.floor(pages)}`),
+              () => this.health.state !== "lost",
+            );
+    }
+    // The repositories: one set for both backends (their SQL is SQLite's; pg.ts translates).
     this.sync.agents = new AgentsRepo(this.db);
     this.agents = this.face(this.sync.agents);
     this.sync.messages = new MessagesRepo(this.db);
@@ -216,15 +224,6 @@ export class Store {
     this.ledger = this.face(this.sync.ledger);
     this.sync.approvals = new ApprovalsRepo(this.db);
     this.approvals = this.face(this.sync.approvals);
-    this.checkpointer =
-      path === ":memory:"
-        ? null
-        : new Checkpointer(
-            path,
-            { ...DEFAULT_CHECKPOINT_OPTIONS, ...opts.checkpoint },
-            (pages) => this.db.exec(`PRAGMA wal_autocheckpoint = ${Math.floor(pages)}`),
-            () => this.health.state !== "lost",
-          );
   }
 
   /**
@@ -288,30 +287,37 @@ export class Store {
     try {
       this.refuseLostFile();
       const context = (this.context ??= this.startAsync());
-      const frame = new AsyncTx();
-      let sentinels: [NodeJS.Immediate, NodeJS.Timeout] | undefined;
-      this.counts.transactions++;
-      try {
-        this.db.exec("BEGIN IMMEDIATE");
-        this.depth = 1;
-        this.open = frame;
-        if (this.txGuard) sentinels = armSentinels(frame);
-        this.sync.agents.defer();
-        result = await context.run(frame, fn);
-        if (frame.yielded) throw txYielded();
-        if (frame.joined > 0) throw txUnawaited();
-        this.sync.agents.flush();
-        this.db.exec("COMMIT");
-      } catch (err) {
-        this.open = null;
-        throw this.rolledBack(err);
-      } finally {
-        if (sentinels) {
-          clearImmediate(sentinels[0]);
-          clearTimeout(sentinels[1]);
+      // Postgres may end a transaction with a serialization failure or a deadlock another
+      // session caused; the body awaits only store calls, so running it again is safe.
+      for (let attempt = 1; ; attempt++) {
+        const frame = new AsyncTx();
+        let sentinels: [NodeJS.Immediate, NodeJS.Timeout] | undefined;
+        this.counts.transactions++;
+        try {
+          this.db.exec("BEGIN IMMEDIATE");
+          this.depth = 1;
+          this.open = frame;
+          if (this.txGuard) sentinels = armSentinels(frame);
+          this.sync.agents.defer();
+          result = await context.run(frame, fn);
+          if (frame.yielded) throw txYielded();
+          if (frame.joined > 0) throw txUnawaited();
+          this.sync.agents.flush();
+          this.db.exec("COMMIT");
+          break;
+        } catch (err) {
+          this.open = null;
+          const failed = this.rolledBack(err);
+          if (attempt < TX_ATTEMPTS && isRetryable(failed)) continue;
+          throw failed;
+        } finally {
+          if (sentinels) {
+            clearImmediate(sentinels[0]);
+            clearTimeout(sentinels[1]);
+          }
+          this.depth = 0;
+          this.open = null;
         }
-        this.depth = 0;
-        this.open = null;
       }
     } finally {
       this.handOver();
@@ -608,6 +614,15 @@ function txAsyncInSync(): HolonError {
   );
 }
 
+/** How many times a transaction runs when Postgres keeps failing it retryably. */
+const TX_ATTEMPTS = 3;
+
+/** Postgres's serialization failure (40001) and deadlock (40P01): the body may run again. */
+function isRetryable(err: unknown): boolean {
+  const code = (err as { pgCode?: unknown } | null)?.pgCode;
+  return code === "40001" || code === "40P01";
+}
+
 /** A `txSync` whose body returned a Promise: it would commit before the body ends. */
 function txPromiseInSync(): HolonError {
   return new HolonError(
@@ -720,6 +735,35 @@ function enableIncrementalVacuum(db: DatabaseSync): void {
       `holon: could not switch the database to incremental vacuum (${err instanceof Error ? err.message : String(err)}); freed space is reused but not returned`,
     );
   }
+}
+
+/** A SQLite database file opened as the store wants it: WAL, migrated, incremental vacuum. */
+function openSqlite(path: string): DatabaseSync {
+  if (path !== ":memory:") {
+    // Owner-only from the first byte: SQLite gives its WAL and SHM files the database's mode.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, "a", 0o600));
+  }
+  const db = new DatabaseSync(path);
+  try {
+    db.exec("PRAGMA journal_mode = WAL");
+  } catch (err) {
+    db.close();
+    throw unreadable(path, err);
+  }
+  db.exec("PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA busy_timeout = 5000");
+  // 2 MB (SQLite's default): the turn path reads through indexes and the recent tail of each
+  // table, and the operating system caches the rest of the file. A larger cache only
+  // filled up slowly with cold pages (8 MB cost 3 MB more RSS under load and no speed).
+  db.exec("PRAGMA cache_size = -2000");
+  db.exec("PRAGMA foreign_keys = ON");
+  // A checkpointed WAL shrinks back to this instead of keeping its largest size.
+  db.exec("PRAGMA journal_size_limit = 67108864");
+  prepareIncrementalVacuum(db);
+  migrate(db);
+  enableIncrementalVacuum(db);
+  return db;
 }
 
 function migrate(db: DatabaseSync): void {

@@ -1,6 +1,6 @@
 // Deadlines: due times owned by agents, read by the deadline scheduler (waiting/).
 // A keyed deadline replaces the previous one with the same key.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import type { Deadline } from "../domain/deadline.ts";
 
 type Row = {
@@ -14,15 +14,15 @@ type Row = {
 };
 
 export class DeadlinesRepo {
-  private readonly putStmt: StatementSync;
-  private readonly dropKeyStmt: StatementSync;
-  private readonly byKeyStmt: StatementSync;
-  private readonly deleteStmt: StatementSync;
-  private readonly nextStmt: StatementSync;
-  private readonly dueStmt: StatementSync;
-  private readonly forAgentStmt: StatementSync;
+  private readonly putStmt: SqlStatement;
+  private readonly dropKeyStmt: SqlStatement;
+  private readonly byKeyStmt: SqlStatement;
+  private readonly deleteStmt: SqlStatement;
+  private readonly nextStmt: SqlStatement;
+  private readonly dueStmt: SqlStatement;
+  private readonly forAgentStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.putStmt = db.prepare(
       "INSERT INTO deadlines (id, agent_id, kind, key, due_at, payload, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );

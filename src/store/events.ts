@@ -4,7 +4,7 @@
 // far it went, so numbering never restarts and replay can tell a client what is gone.
 // Stored compactly: `ts` as epoch milliseconds, `type` as an id into `event_types`; rows
 // read back carry the ISO time and the type name as always.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import type { EventEnvelope } from "../domain/events.ts";
 import { decodeBody, encodeBody, encodeMessageBody } from "./codec.ts";
 
@@ -27,18 +27,18 @@ export type EventQuery = {
 const COLUMNS = "agent_id, event_seq, id, ts, type_id, body";
 
 export class EventsRepo {
-  private readonly db: DatabaseSync;
-  private readonly maxStmt: StatementSync;
-  private readonly floorStmt: StatementSync;
-  private readonly insertStmt: StatementSync;
-  private readonly afterStmt: StatementSync;
-  private readonly queryStmts = new Map<string, StatementSync>();
+  private readonly db: SqlDatabase;
+  private readonly maxStmt: SqlStatement;
+  private readonly floorStmt: SqlStatement;
+  private readonly insertStmt: SqlStatement;
+  private readonly afterStmt: SqlStatement;
+  private readonly queryStmts = new Map<string, SqlStatement>();
   /** Newest event_seq per agent, kept in memory; cleared when a transaction rolls back. */
   private readonly newest = new Map<string, number>();
   /** Event type names by id and ids by name; reloaded after a rollback (a new type may be gone). */
   readonly types: EventTypes;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.db = db;
     this.maxStmt = db.prepare("SELECT MAX(event_seq) AS m FROM events WHERE agent_id = ?");
     this.floorStmt = db.prepare(
@@ -132,13 +132,13 @@ export class EventsRepo {
 
 /** The `event_types` table: each event type name stored once, referenced by a small id. */
 export class EventTypes {
-  private readonly listStmt: StatementSync;
-  private readonly addStmt: StatementSync;
+  private readonly listStmt: SqlStatement;
+  private readonly addStmt: SqlStatement;
   private byName = new Map<string, number>();
   private byId = new Map<number, string>();
   private loaded = false;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.listStmt = db.prepare("SELECT id, name FROM event_types");
     this.addStmt = db.prepare("INSERT INTO event_types (name) VALUES (?)");
   }

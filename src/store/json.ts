@@ -1,5 +1,5 @@
 // Rows hold JSON documents; reading one back validates it against its schema.
-import type { StatementSync } from "node:sqlite";
+import type { SqlStatement } from "./sql.ts";
 import type { z } from "zod";
 import { bodyText } from "./codec.ts";
 
@@ -107,7 +107,7 @@ export class RecentIds {
     { lo: number; hi: number; ids: string[]; full: boolean }
   >();
 
-  get(agentId: string, limit: number, bounds: StatementSync, list: StatementSync): string[] {
+  get(agentId: string, limit: number, bounds: SqlStatement, list: SqlStatement): string[] {
     const [low, high] = bounds.all(agentId, agentId) as { s: number | null }[];
     const b = { lo: low?.s ?? null, hi: high?.s ?? null };
     if (b.lo === null || b.hi === null) return [];

@@ -9,7 +9,7 @@
 // report's day.
 // Sums per scope are read here once (at start, per scope); src/budget/ keeps the running
 // totals after.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import { emptyTotals, type LedgerRow, type SpendTotals } from "../domain/budget.ts";
 
 /** A scope's rows: an agent with its descendants, a work item with its children's, a run. */
@@ -68,11 +68,11 @@ export function pathOf(ids: string[]): string {
 }
 
 export class LedgerRepo {
-  private readonly db: DatabaseSync;
-  private readonly insertStmt: StatementSync;
-  private readonly stmts = new Map<string, StatementSync>();
+  private readonly db: SqlDatabase;
+  private readonly insertStmt: SqlStatement;
+  private readonly stmts = new Map<string, SqlStatement>();
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.db = db;
     this.insertStmt = db.prepare(
       `INSERT INTO spend_ledger (ts, agent_id, run_id, round, kind, work_item_id, agent_path,
@@ -82,7 +82,7 @@ export class LedgerRepo {
     );
   }
 
-  private stmt(sql: string): StatementSync {
+  private stmt(sql: string): SqlStatement {
     let s = this.stmts.get(sql);
     if (!s) {
       s = this.db.prepare(sql);

@@ -1,27 +1,27 @@
 // Working memory (one row per agent) and context episodes (append-only, immutable).
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import { EpisodeRecord, WorkingMemoryRecord } from "../domain/memory.ts";
 import { BOUNDS_SQL, DecodedByText, DecodedRows, readRow, RecentIds } from "./json.ts";
 
 export class MemoryRepo {
-  private readonly db: DatabaseSync;
-  private readonly getStmt: StatementSync;
-  private readonly putStmt: StatementSync;
-  private readonly addEpisodeStmt: StatementSync;
-  private readonly recentEpisodesStmt: StatementSync;
-  private readonly episodeDataStmt: StatementSync;
-  private readonly episodesAfterStmt: StatementSync;
-  private readonly episodeStmt: StatementSync;
-  private readonly countStmt: StatementSync;
+  private readonly db: SqlDatabase;
+  private readonly getStmt: SqlStatement;
+  private readonly putStmt: SqlStatement;
+  private readonly addEpisodeStmt: SqlStatement;
+  private readonly recentEpisodesStmt: SqlStatement;
+  private readonly episodeDataStmt: SqlStatement;
+  private readonly episodesAfterStmt: SqlStatement;
+  private readonly episodeStmt: SqlStatement;
+  private readonly countStmt: SqlStatement;
   /** The prompt, the recent history and the turn boundary each read these on every turn. */
   private readonly decodedMemory = new DecodedByText<WorkingMemoryRecord>(256);
   /** Episodes never change once written. */
   private readonly decodedEpisodes = new DecodedRows<EpisodeRecord>(1024);
-  private readonly episodeBoundsStmt: StatementSync;
+  private readonly episodeBoundsStmt: SqlStatement;
   /** The newest episode ids of an agent as last listed (see `recentEpisodes`). */
   private readonly recentIds = new RecentIds();
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.db = db;
     this.getStmt = db.prepare("SELECT data FROM working_memory WHERE agent_id = ?");
     this.putStmt = db.prepare(

@@ -1,5 +1,5 @@
 // The durable queue. Dequeue order: priority band first, then admission order (FIFO).
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import {
   MessageEnvelope,
   PRIORITY_RANK,
@@ -19,19 +19,19 @@ type Row = {
 };
 
 export class MessagesRepo {
-  private readonly insertStmt: StatementSync;
-  private readonly nextStmt: StatementSync;
-  private readonly getStmt: StatementSync;
-  private readonly setStatusStmt: StatementSync;
-  private readonly countStmt: StatementSync;
-  private readonly byStatusStmt: StatementSync;
-  private readonly queuedAtStmt: StatementSync;
-  private readonly recentStmt: StatementSync;
-  private readonly recentStatusStmt: StatementSync;
+  private readonly insertStmt: SqlStatement;
+  private readonly nextStmt: SqlStatement;
+  private readonly getStmt: SqlStatement;
+  private readonly setStatusStmt: SqlStatement;
+  private readonly countStmt: SqlStatement;
+  private readonly byStatusStmt: SqlStatement;
+  private readonly queuedAtStmt: SqlStatement;
+  private readonly recentStmt: SqlStatement;
+  private readonly recentStatusStmt: SqlStatement;
   /** Envelopes never change once admitted; the prompt reads the recent ones every turn. */
   private readonly decoded = new DecodedRows<MessageEnvelope>(1024);
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.insertStmt = db.prepare(
       "INSERT INTO messages (id, agent_id, priority_rank, status, created_at, envelope) VALUES (?, ?, ?, 'queued', ?, ?)",
     );

@@ -7,7 +7,7 @@
 // and transcript entries that prefix is also a prefix of each agent's own sequence, which
 // is what lets replay say "everything up to N is gone" (`retention_floors.removed_through`).
 // Nothing here runs on the turn path; the job in host/retention.ts drives it.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { isPostgres, jsonField, type SqlDatabase, type SqlStatement } from "./sql.ts";
 import { bodyText } from "./codec.ts";
 import { EventTypes } from "./events.ts";
 
@@ -84,30 +84,30 @@ const PAGE_SQL: Record<HistoryFamily, string> = {
 };
 
 export class RetentionRepo {
-  private readonly db: DatabaseSync;
-  private readonly pageStmts: Record<HistoryFamily, StatementSync>;
-  private readonly deleteStmts: Record<HistoryFamily, StatementSync>;
-  private readonly maxRowidStmts: Record<HistoryFamily, StatementSync>;
-  private readonly tallyStmt: StatementSync;
+  private readonly db: SqlDatabase;
+  private readonly pageStmts: Record<HistoryFamily, SqlStatement>;
+  private readonly deleteStmts: Record<HistoryFamily, SqlStatement>;
+  private readonly maxRowidStmts: Record<HistoryFamily, SqlStatement>;
+  private readonly tallyStmt: SqlStatement;
   private readonly types: EventTypes;
-  private readonly floorStmt: StatementSync;
-  private readonly floorsStmt: StatementSync;
-  private readonly tasksPageStmt: StatementSync;
-  private readonly deleteTaskStmt: StatementSync;
-  private readonly taskBytesStmt: StatementSync;
-  private readonly episodeBytesStmt: StatementSync;
-  private readonly episodesPageStmt: StatementSync;
-  private readonly deleteEpisodeStmt: StatementSync;
-  private readonly tombstonesStmt: StatementSync;
-  private readonly deletedFloorsStmt: StatementSync;
-  private freelistStmt: StatementSync | undefined;
+  private readonly floorStmt: SqlStatement;
+  private readonly floorsStmt: SqlStatement;
+  private readonly tasksPageStmt: SqlStatement;
+  private readonly deleteTaskStmt: SqlStatement;
+  private readonly taskBytesStmt: SqlStatement;
+  private readonly episodeBytesStmt: SqlStatement;
+  private readonly episodesPageStmt: SqlStatement;
+  private readonly deleteEpisodeStmt: SqlStatement;
+  private readonly tombstonesStmt: SqlStatement;
+  private readonly deletedFloorsStmt: SqlStatement;
+  private freelistStmt: SqlStatement | undefined;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.db = db;
     const each = (f: (family: HistoryFamily) => string) =>
       Object.fromEntries(HISTORY_FAMILIES.map((fam) => [fam, db.prepare(f(fam))])) as Record<
         HistoryFamily,
-        StatementSync
+        SqlStatement
       >;
     this.pageStmts = each((fam) => PAGE_SQL[fam]);
     this.deleteStmts = each((fam) => `DELETE FROM ${fam} WHERE rowid = ?`);
@@ -122,10 +122,11 @@ export class RetentionRepo {
          removed_count = removed_count + excluded.removed_count,
          updated_at = excluded.updated_at`,
     );
+    const field = jsonField(db);
     this.tasksPageStmt = db.prepare(
       `SELECT rowid AS rowid, id, agent_id, status,
-         COALESCE(json_extract(data, '$.finished_at'), json_extract(data, '$.updated_at')) AS finished_at,
-         json_extract(data, '$.process_dir') AS process_dir, ${TASK_BYTES} AS bytes
+         COALESCE(${field("data", "finished_at")}, ${field("data", "updated_at")}) AS finished_at,
+         ${field("data", "process_dir")} AS process_dir, ${TASK_BYTES} AS bytes
        FROM tasks WHERE rowid > ? ORDER BY rowid LIMIT ?`,
     );
     this.taskBytesStmt = db.prepare(`SELECT COALESCE(SUM(${TASK_BYTES}), 0) AS bytes FROM tasks`);
@@ -134,7 +135,7 @@ export class RetentionRepo {
       `SELECT COALESCE(SUM(${EPISODE_BYTES}), 0) AS bytes FROM context_episodes`,
     );
     this.episodesPageStmt = db.prepare(
-      `SELECT seq, agent_id, json_extract(data, '$.created_at') AS at_iso, ${EPISODE_BYTES} AS bytes
+      `SELECT seq, agent_id, ${field("data", "created_at")} AS at_iso, ${EPISODE_BYTES} AS bytes
        FROM context_episodes WHERE seq > ? ORDER BY seq LIMIT ?`,
     );
     this.deleteEpisodeStmt = db.prepare("DELETE FROM context_episodes WHERE seq = ?");
@@ -320,8 +321,9 @@ export class RetentionRepo {
     return this.floorsStmt.all() as ReturnType<RetentionRepo["floors"]>;
   }
 
-  /** Free pages waiting to be returned to the file system. */
+  /** Free pages waiting to be returned to the file system (Postgres: its autovacuum's job). */
   freePages(): number {
+    if (isPostgres(this.db)) return 0;
     // One statement for the life of the repo: a pass asks this in a loop, and a statement
     // prepared per call holds native memory until V8 happens to collect its wrapper.
     this.freelistStmt ??= this.db.prepare("PRAGMA freelist_count");
@@ -330,10 +332,12 @@ export class RetentionRepo {
 
   /** Return up to `pages` free pages to the file system (needs auto_vacuum = INCREMENTAL). */
   vacuumStep(pages: number): void {
+    if (isPostgres(this.db)) return;
     this.db.exec(`PRAGMA incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
   }
 
   checkpoint(): void {
+    if (isPostgres(this.db)) return;
     this.db.exec("PRAGMA wal_checkpoint(PASSIVE)");
   }
 }

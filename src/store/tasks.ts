@@ -1,16 +1,16 @@
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import type { z } from "zod";
 import { TaskRecord } from "../domain/task.ts";
 import { readRow } from "./json.ts";
 
 export class TasksRepo {
-  private readonly getStmt: StatementSync;
-  private readonly putStmt: StatementSync;
-  private readonly byAgentStmt: StatementSync;
-  private readonly activeStmt: StatementSync;
-  private readonly activeForAgentStmt: StatementSync;
+  private readonly getStmt: SqlStatement;
+  private readonly putStmt: SqlStatement;
+  private readonly byAgentStmt: SqlStatement;
+  private readonly activeStmt: SqlStatement;
+  private readonly activeForAgentStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.getStmt = db.prepare("SELECT data FROM tasks WHERE id = ?");
     this.putStmt = db.prepare(
       "INSERT INTO tasks (id, agent_id, status, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",

@@ -1,19 +1,19 @@
 // Timers: one row per timer, the record as JSON beside the columns its reads need. Active
 // timers are bounded per agent by the waiting plane; finished ones (fired one-shots,
 // cancelled) are pruned to the newest few per agent whenever one finishes.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import { TimerRecord } from "../domain/waiting.ts";
 import { readRow } from "./json.ts";
 
 export class TimersRepo {
-  private readonly putStmt: StatementSync;
-  private readonly getStmt: StatementSync;
-  private readonly activeStmt: StatementSync;
-  private readonly finishedStmt: StatementSync;
-  private readonly activeCountStmt: StatementSync;
-  private readonly pruneStmt: StatementSync;
+  private readonly putStmt: SqlStatement;
+  private readonly getStmt: SqlStatement;
+  private readonly activeStmt: SqlStatement;
+  private readonly finishedStmt: SqlStatement;
+  private readonly activeCountStmt: SqlStatement;
+  private readonly pruneStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.putStmt = db.prepare(
       `INSERT INTO timers (id, agent_id, status, next_fire_at, updated_at, data) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, next_fire_at = excluded.next_fire_at,

@@ -3,7 +3,7 @@
 // it. Only tracing (src/telemetry/) writes or reads these rows; a key is `<kind>:<id>`.
 // Retention (`retention.trace_links`, host/retention.ts) removes them by age and by total
 // size, oldest first; work that re-enters after its link is gone starts without the link.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 
 /** Bytes a row counts for under `retention.trace_links.max_mb`: key, value and its time. */
 const ROW_BYTES = "octet_length(key) + octet_length(value) + 16";
@@ -12,13 +12,13 @@ const ROW_BYTES = "octet_length(key) + octet_length(value) + 16";
 export type TraceLinkRow = { key: string; created_at: number; bytes: number };
 
 export class TraceLinksRepo {
-  private readonly putStmt: StatementSync;
-  private readonly getStmt: StatementSync;
-  private readonly bytesStmt: StatementSync;
-  private readonly oldestStmt: StatementSync;
-  private readonly deleteStmt: StatementSync;
+  private readonly putStmt: SqlStatement;
+  private readonly getStmt: SqlStatement;
+  private readonly bytesStmt: SqlStatement;
+  private readonly oldestStmt: SqlStatement;
+  private readonly deleteStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.putStmt = db.prepare(
       "INSERT INTO trace_links (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at",
     );

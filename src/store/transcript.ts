@@ -1,7 +1,7 @@
 // Transcript entries: per agent, `seq` strictly increasing. The entry's identity and time (epoch
 // milliseconds) are columns; its kind, message id and data are one encoded body (store/codec.ts). Retention
 // removes an agent's oldest entries; `retention_floors` keeps numbering from restarting.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import {
   StoredTranscriptEntry,
   type NewTranscriptEntry,
@@ -21,15 +21,15 @@ type Row = {
 const COLUMNS = "agent_id, seq, id, created_at, run_id, body";
 
 export class TranscriptRepo {
-  private readonly maxStmt: StatementSync;
-  private readonly floorStmt: StatementSync;
-  private readonly insertStmt: StatementSync;
-  private readonly recentStmt: StatementSync;
-  private readonly byRunStmt: StatementSync;
+  private readonly maxStmt: SqlStatement;
+  private readonly floorStmt: SqlStatement;
+  private readonly insertStmt: SqlStatement;
+  private readonly recentStmt: SqlStatement;
+  private readonly byRunStmt: SqlStatement;
   /** Newest seq per agent; cleared when a transaction rolls back. */
   private readonly newest = new Map<string, number>();
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.maxStmt = db.prepare("SELECT MAX(seq) AS m FROM transcript WHERE agent_id = ?");
     this.floorStmt = db.prepare(
       "SELECT removed_through FROM retention_floors WHERE agent_id = ? AND family = 'transcript'",

@@ -1,18 +1,18 @@
 // External trigger capabilities: one row per capability, found by the agent (its active
 // one) or by the hash of the presented token (never by the token itself). Revoked rows are
 // kept for audit, pruned to the newest few per agent whenever one is revoked.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import { ExternalTriggerRecord } from "../domain/waiting.ts";
 import { readRow } from "./json.ts";
 
 export class TriggersRepo {
-  private readonly putStmt: StatementSync;
-  private readonly activeStmt: StatementSync;
-  private readonly byHashStmt: StatementSync;
-  private readonly revokedStmt: StatementSync;
-  private readonly pruneStmt: StatementSync;
+  private readonly putStmt: SqlStatement;
+  private readonly activeStmt: SqlStatement;
+  private readonly byHashStmt: SqlStatement;
+  private readonly revokedStmt: SqlStatement;
+  private readonly pruneStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.putStmt = db.prepare(
       `INSERT INTO external_triggers (id, agent_id, status, token_hash, created_at, data) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data`,

@@ -1,7 +1,7 @@
 // Model rounds for usage and cost reports. They are read from the `provider_round_completed`
 // events (each recorded model round, with its model and token usage), per agent; the
 // events' own retention bounds them. A report is on demand, never on a turn's path.
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { isPostgres, type SqlDatabase, type SqlStatement } from "./sql.ts";
 import type { TokenUsage } from "../domain/provider.ts";
 import { decodeBody } from "./codec.ts";
 
@@ -15,15 +15,23 @@ export type ModelRoundUsage = {
 };
 
 export class UsageRepo {
-  private readonly roundsStmt: StatementSync;
+  private readonly roundsStmt: SqlStatement;
   /** Whether times are epoch milliseconds (the compact layout) rather than ISO text. */
   private readonly epochTimes: boolean;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     // The events' physical layout is the events repository's: a type name or an id into
     // `event_types`, ISO or epoch-millisecond times. Read whichever this database has.
     const columns = new Set(
-      (db.prepare("PRAGMA table_info(events)").all() as { name: string }[]).map((c) => c.name),
+      (
+        db
+          .prepare(
+            isPostgres(db)
+              ? "SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'events'"
+              : "PRAGMA table_info(events)",
+          )
+          .all() as { name: string }[]
+      ).map((c) => c.name),
     );
     const byId = columns.has("type_id");
     this.epochTimes = byId;

@@ -2,7 +2,7 @@
 // state. Bounded: an agent holds at most WORK_LIMITS.open_items open items (the service
 // refuses more) and keeps its newest WORK_LIMITS.completed_kept completed ones; older
 // completed items go with their reports (`pruneCompleted`, run when an item completes).
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SqlDatabase, SqlStatement } from "./sql.ts";
 import { z } from "zod";
 import { DeliverySummaryRecord, WorkItemRecord, type WorkItemState } from "../domain/work-item.ts";
 import { readRow } from "./json.ts";
@@ -26,22 +26,22 @@ export const WorkAgentState = z.object({
 export type WorkAgentState = z.infer<typeof WorkAgentState>;
 
 export class WorkItemsRepo {
-  private readonly getStmt: StatementSync;
-  private readonly putStmt: StatementSync;
-  private readonly byStateStmt: StatementSync;
-  private readonly recentByStateStmt: StatementSync;
-  private readonly countStmt: StatementSync;
-  private readonly anyStmt: StatementSync;
-  private readonly oldCompletedStmt: StatementSync;
-  private readonly deleteStmt: StatementSync;
-  private readonly summaryInsertStmt: StatementSync;
-  private readonly summaryGetStmt: StatementSync;
-  private readonly summaryNewestStmt: StatementSync;
-  private readonly summaryDeleteStmt: StatementSync;
-  private readonly stateGetStmt: StatementSync;
-  private readonly statePutStmt: StatementSync;
+  private readonly getStmt: SqlStatement;
+  private readonly putStmt: SqlStatement;
+  private readonly byStateStmt: SqlStatement;
+  private readonly recentByStateStmt: SqlStatement;
+  private readonly countStmt: SqlStatement;
+  private readonly anyStmt: SqlStatement;
+  private readonly oldCompletedStmt: SqlStatement;
+  private readonly deleteStmt: SqlStatement;
+  private readonly summaryInsertStmt: SqlStatement;
+  private readonly summaryGetStmt: SqlStatement;
+  private readonly summaryNewestStmt: SqlStatement;
+  private readonly summaryDeleteStmt: SqlStatement;
+  private readonly stateGetStmt: SqlStatement;
+  private readonly statePutStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.getStmt = db.prepare("SELECT data FROM work_items WHERE id = ?");
     this.putStmt = db.prepare(
       "INSERT INTO work_items (id, agent_id, state, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data",

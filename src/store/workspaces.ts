@@ -2,7 +2,7 @@
 // managed worktrees, and skill activations. Bounds: attached workspaces and live worktrees
 // are capped per agent by the workspace service; removed worktrees leave no row; skill
 // activations are capped per agent here (oldest dropped).
-import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { isPostgres, type SqlDatabase, type SqlStatement } from "./sql.ts";
 import {
   AttachedWorkspace,
   SkillActivation,
@@ -12,19 +12,19 @@ import {
 import { readRow } from "./json.ts";
 
 export class WorkspacesRepo {
-  private readonly putStmt: StatementSync;
-  private readonly getStmt: StatementSync;
-  private readonly byAnchorStmt: StatementSync;
-  private readonly attachStmt: StatementSync;
-  private readonly detachStmt: StatementSync;
-  private readonly attachedStmt: StatementSync;
-  private readonly attachedOneStmt: StatementSync;
-  private readonly putWorktreeStmt: StatementSync;
-  private readonly getWorktreeStmt: StatementSync;
-  private readonly dropWorktreeStmt: StatementSync;
-  private readonly worktreesStmt: StatementSync;
+  private readonly putStmt: SqlStatement;
+  private readonly getStmt: SqlStatement;
+  private readonly byAnchorStmt: SqlStatement;
+  private readonly attachStmt: SqlStatement;
+  private readonly detachStmt: SqlStatement;
+  private readonly attachedStmt: SqlStatement;
+  private readonly attachedOneStmt: SqlStatement;
+  private readonly putWorktreeStmt: SqlStatement;
+  private readonly getWorktreeStmt: SqlStatement;
+  private readonly dropWorktreeStmt: SqlStatement;
+  private readonly worktreesStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.putStmt = db.prepare(
       "INSERT INTO workspaces (workspace_id, anchor, data) VALUES (?, ?, ?) ON CONFLICT (workspace_id) DO UPDATE SET data = excluded.data",
     );
@@ -110,14 +110,14 @@ export class WorkspacesRepo {
 export const MAX_SKILL_ACTIVATIONS = 128;
 
 export class SkillActivationsRepo {
-  private readonly putStmt: StatementSync;
-  private readonly listStmt: StatementSync;
-  private readonly dropStmt: StatementSync;
-  private readonly promoteStmt: StatementSync;
-  private readonly restoreStmt: StatementSync;
-  private readonly dropTurnStmt: StatementSync;
+  private readonly putStmt: SqlStatement;
+  private readonly listStmt: SqlStatement;
+  private readonly dropStmt: SqlStatement;
+  private readonly promoteStmt: SqlStatement;
+  private readonly restoreStmt: SqlStatement;
+  private readonly dropTurnStmt: SqlStatement;
 
-  constructor(db: DatabaseSync) {
+  constructor(db: SqlDatabase) {
     this.putStmt = db.prepare(
       "INSERT INTO agent_skills (agent_id, skill_id, state, updated_at, data) VALUES (?, ?, ?, ?, ?) ON CONFLICT (agent_id, skill_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, data = excluded.data",
     );
@@ -125,11 +125,17 @@ export class SkillActivationsRepo {
       "SELECT data FROM agent_skills WHERE agent_id = ? ORDER BY agent_id, skill_id",
     );
     this.dropStmt = db.prepare("DELETE FROM agent_skills WHERE agent_id = ? AND skill_id = ?");
+    // The record's copy of its state changes with the column (Postgres: a jsonb merge).
+    const pg = isPostgres(db);
     this.promoteStmt = db.prepare(
-      "UPDATE agent_skills SET state = 'session_active', data = json_set(data, '$.state', 'session_active', '$.updated_at', ?), updated_at = ? WHERE agent_id = ? AND state = 'turn_active'",
+      pg
+        ? "UPDATE agent_skills SET state = 'session_active', data = (data::jsonb || jsonb_build_object('state', 'session_active', 'updated_at', ?::text))::text, updated_at = ? WHERE agent_id = ? AND state = 'turn_active'"
+        : "UPDATE agent_skills SET state = 'session_active', data = json_set(data, '$.state', 'session_active', '$.updated_at', ?), updated_at = ? WHERE agent_id = ? AND state = 'turn_active'",
     );
     this.restoreStmt = db.prepare(
-      "UPDATE agent_skills SET state = 'restored', data = json_set(data, '$.state', 'restored') WHERE state = 'session_active'",
+      pg
+        ? `UPDATE agent_skills SET state = 'restored', data = (data::jsonb || '{"state": "restored"}'::jsonb)::text WHERE state = 'session_active'`
+        : "UPDATE agent_skills SET state = 'restored', data = json_set(data, '$.state', 'restored') WHERE state = 'session_active'",
     );
     this.dropTurnStmt = db.prepare("DELETE FROM agent_skills WHERE state = 'turn_active'");
   }

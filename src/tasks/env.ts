@@ -8,7 +8,12 @@
 //   - any name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD (any case),
 //   - the OpenTelemetry exporter headers (OTEL_EXPORTER_OTLP_HEADERS and its per-signal
 //     OTEL_EXPORTER_OTLP_<SIGNAL>_HEADERS), which carry collector keys,
-// except the names a config allowlist (`runtime.command_env_allow`) passes through. The
+//   - when the home keeps its records in Postgres, the variables Postgres clients take a
+//     password from (DATABASE_URL, PGPASSWORD, PGPASSFILE, PGSERVICEFILE; the policy names them),
+// except the names a config allowlist (`runtime.command_env_allow`) passes through. Two rules
+// no allowlist relaxes: HOLON_DATABASE_URL is always removed, and so is any variable whose
+// value is the database password or contains the database URL or its password (the policy's
+// secretValues and secretFragments), whatever it is called. The
 // variables the `holon` launcher set for its own Node process (listed in HOLON_LAUNCHER_ENV,
 // which goes too: malloc tuning, see bin/holon.js) are removed as well, so commands start
 // with the user's environment, not the host's tuning.
@@ -23,9 +28,15 @@ export type CommandEnvPolicy = {
   secretNames: readonly string[];
   /** Exact variable names to keep even when a rule would remove them. */
   allow: readonly string[];
+  /** Values no variable may have, whatever its name; the allowlist does not apply. */
+  secretValues?: readonly string[];
+  /** Strings no variable's value may contain, whatever its name; the allowlist does not apply. */
+  secretFragments?: readonly string[];
 };
 
 const ALWAYS_SECRET = new Set(["HOLON_CONTROL_TOKEN"]);
+/** Removed even when the allowlist names them: the database URL is the whole store. */
+const NEVER_PASSED = new Set(["HOLON_DATABASE_URL"]);
 /** Names the launcher (bin/holon.js) set for the Node process it started, space-separated. */
 const LAUNCHER_ENV = "HOLON_LAUNCHER_ENV";
 const SECRET_SUFFIX = /(?:_API_KEY|_TOKEN|_SECRET|_PASSWORD)$/i;
@@ -33,6 +44,7 @@ const OTLP_HEADERS = /^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?HEADERS$/i;
 
 /** Whether a variable is withheld from commands under `policy`. */
 export function isSecretName(name: string, policy: CommandEnvPolicy): boolean {
+  if (NEVER_PASSED.has(name)) return true;
   if (policy.allow.includes(name)) return false;
   return (
     ALWAYS_SECRET.has(name) ||
@@ -40,6 +52,16 @@ export function isSecretName(name: string, policy: CommandEnvPolicy): boolean {
     OTLP_HEADERS.test(name) ||
     policy.secretNames.includes(name)
   );
+}
+
+/** Whether a variable's value carries a secret `policy` withholds by value (any name). */
+export function isSecretValue(value: string, policy: CommandEnvPolicy): boolean {
+  if (value === "") return false;
+  if (policy.secretValues?.includes(value)) return true;
+  for (const fragment of policy.secretFragments ?? []) {
+    if (fragment !== "" && value.includes(fragment)) return true;
+  }
+  return false;
 }
 
 /** A copy of `env` without the variables `policy` withholds. The one scrubbing function. */
@@ -52,6 +74,7 @@ export function scrubEnv(
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || isSecretName(name, policy) || launcher.has(name)) continue;
+    if (isSecretValue(value, policy)) continue;
     out[name] = value;
   }
   return out;

@@ -1,29 +1,210 @@
 // Test helpers: temp homes, in-process hosts with real HTTP, spawned `holon` processes.
-import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import {
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
+import { afterAll } from "vitest";
 import { RuntimeHost, type HostOptions } from "../../src/host/host.ts";
 import { startServer, type RunningServer, type ServeOptions } from "../../src/http/server.ts";
 import { readGeneratedToken } from "../../src/host/files.ts";
 import { seedProbeCache } from "./probe-cache.ts";
+import { dropDatabases, freshDatabaseUrl, testStore } from "./postgres.ts";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "../..");
 export const HOLON_BIN = join(REPO_ROOT, "bin/holon.js");
 
 const homes: string[] = [];
-export function tempHome(prefix = "holon-test-"): string {
+
+/**
+ * The prefixes of tempHome directories that are scratch space, not a HOLON_HOME: workspaces,
+ * user homes (HOME), template and skill sources, dump directories. In a Postgres run they get
+ * no database (and no config.json in the middle of a workspace); every other prefix, the
+ * default's above all, is a home.
+ */
+const SCRATCH_PREFIXES = new Set([
+  "codex-",
+  "holon-agent-",
+  "holon-bad-",
+  "holon-bare-",
+  "holon-bundle-ws-",
+  "holon-doomed-",
+  "holon-dumpdir-",
+  "holon-dumps-",
+  "holon-empty-",
+  "holon-go-",
+  "holon-gone-",
+  "holon-legacy-",
+  "holon-log-debug-",
+  "holon-logs-",
+  "holon-mcp-other-",
+  "holon-mcp-tmp-",
+  "holon-outside-",
+  "holon-patch-crash-",
+  "holon-pkg-",
+  "holon-plain-",
+  "holon-project-",
+  "holon-projects-",
+  "holon-prompt-",
+  "holon-pty-",
+  "holon-skill-",
+  "holon-skill-src-",
+  "holon-tmux-",
+  "holon-tok-",
+  "holon-tpl-",
+  "holon-tui-ws-",
+  "holon-user-",
+  "holon-userwt-",
+  "holon-ws-",
+]);
+
+/** Postgres run: each home's database (dropped with the home). */
+const databases = new Map<string, string>();
+/** Postgres run: the directories that must never get a SQLite file (all but `sqlite` ones). */
+const guarded = new Set<string>();
+
+export type TempHomeOptions = {
+  /**
+   * Keep this home on SQLite in a Postgres run too: no database, no config.json. For tests
+   * about the SQLite file itself (`new Store(join(home, "holon.db"))`) and about config.json's
+   * own contents; the guard below leaves such a home alone.
+   */
+  sqlite?: boolean;
+};
+
+/**
+ * A temporary directory, removed by cleanupHomes(). In a Postgres run (HOLON_TEST_STORE=
+ * postgres, `npm run test:pg`) a home gets a database of its own, a copy of the migrated
+ * template on this worker's test server, named in its config.json (0600) as a user would
+ * configure it: every host started on the home, in this process or a spawned `holon`, runs on
+ * Postgres. Tests that write config.json keep that key (writeHomeConfig).
+ */
+export function tempHome(prefix = "holon-test-", opts: TempHomeOptions = {}): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   homes.push(dir);
+  if (testStore() === "postgres" && !opts.sqlite) {
+    guarded.add(dir);
+    if (!SCRATCH_PREFIXES.has(prefix)) {
+      const url = freshDatabaseUrl();
+      databases.set(dir, url);
+      writeFileSync(
+        join(dir, "config.json"),
+        JSON.stringify({ store: { database_url: url } }, null, 2) + "\n",
+        { mode: 0o600 },
+      );
+    }
+  }
   return dir;
 }
+
+/** The `store` section tempHome put into a home's config.json (Postgres run), if any. */
+export function homeStoreConfig(home: string): Record<string, unknown> | undefined {
+  const url = databases.get(home);
+  return url === undefined ? undefined : { database_url: url };
+}
+
+/**
+ * Write a home's config.json as a test sets it up: `config` replaces the file's contents
+ * (`mode` applies to a new file, as writeFileSync's does), except that the `store` section
+ * tempHome gave the home in a Postgres run stays unless `config` names one itself.
+ */
+export function writeHomeConfig(
+  home: string,
+  config: Record<string, unknown>,
+  opts: { mode?: number } = {},
+): void {
+  const store = homeStoreConfig(home);
+  const data = store && config.store === undefined ? { ...config, store } : config;
+  writeFileSync(
+    join(home, "config.json"),
+    JSON.stringify(data),
+    opts.mode !== undefined ? { mode: opts.mode } : {},
+  );
+}
+
 export function cleanupHomes(): void {
   const gone = homes.splice(0);
   killLeftovers(gone);
+  const fellBack = sqliteFiles(gone);
   // Retried: the spawn helper outlives a test's host in the worker (one per process) and may
   // still be making or removing a spare sandbox's directory in a home as it is removed, which
   // makes one pass fail with ENOTEMPTY.
   for (const h of gone) rmSync(h, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+  dropHomeDatabases(gone);
+  for (const h of gone) guarded.delete(h);
+  failOnSqlite(fellBack);
+}
+
+function dropHomeDatabases(gone: string[]): void {
+  const urls: string[] = [];
+  for (const h of gone) {
+    const url = databases.get(h);
+    if (url === undefined) continue;
+    urls.push(url);
+    databases.delete(h);
+  }
+  dropDatabases(urls);
+}
+
+/**
+ * The guard of a Postgres run against a silent fallback: a SQLite database (holon.db) in a
+ * home, or one level below it (a HOLON_HOME inside it, ~/.holon of a user home), means a host
+ * or a command opened SQLite where the run meant Postgres.
+ */
+function sqliteFiles(dirs: string[]): string[] {
+  const found: string[] = [];
+  const isFile = (p: string) => {
+    try {
+      return lstatSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  for (const d of dirs) {
+    if (!guarded.has(d)) continue;
+    if (isFile(join(d, "holon.db"))) found.push(join(d, "holon.db"));
+    let entries: string[] = [];
+    try {
+      entries = readdirSync(d);
+    } catch {
+      continue;
+    }
+    for (const e of entries) if (isFile(join(d, e, "holon.db"))) found.push(join(d, e, "holon.db"));
+  }
+  return found;
+}
+
+function failOnSqlite(files: string[]): void {
+  if (files.length === 0) return;
+  throw new Error(
+    `HOLON_TEST_STORE=postgres, yet SQLite databases were made: ${files.join(", ")}. ` +
+      "Something opened SQLite instead of the home's Postgres database; a test that means " +
+      "SQLite asks for it with tempHome(prefix, { sqlite: true }).",
+  );
+}
+
+// Postgres run: at the end of the test file, the homes it never cleaned up get the same check
+// (and their databases are dropped when nothing uses them). Registered by the file's first
+// import of this module, so it runs after the file's own afterAll hooks.
+if (testStore() === "postgres") {
+  try {
+    afterAll(() => {
+      const left = [...guarded];
+      const fellBack = sqliteFiles(left);
+      dropHomeDatabases(left);
+      guarded.clear();
+      failOnSqlite(fellBack);
+    });
+  } catch {
+    // imported inside a test: the file's hooks are already set
+  }
 }
 
 /**

@@ -1,0 +1,551 @@
+// A real Postgres for the tests: one private server per vitest worker, a database per home.
+//
+// The suite runs on SQLite (`npm test`) and again on Postgres (`npm run test:pg`, which sets
+// HOLON_TEST_STORE=postgres): then every home tempHome() makes gets a database of its own,
+// named in its config.json as a user would (test/helpers/home.ts). Tests that are about
+// Postgres itself ask for a database directly (freshDatabaseUrl, emptyDatabaseUrl) in either
+// run, and skip without a server locally (requirePostgres).
+//
+// A server is never the distribution's own service: the first test file of a worker that asks
+// for a database initialises a cluster under the run's directory in the system temp dir
+// (data directory and unix socket there), starts it as the `postgres` user (Postgres refuses
+// root) on a random free port of 127.0.0.1 only, with fsync and full-page writes off for speed
+// but synchronous_commit on (the backend refuses a server that acknowledges commits before
+// they are durable), and migrates a template database once (openPostgres, in a child process,
+// which leaves no connection behind). Every database after that is a copy of the template:
+// one CREATE DATABASE … TEMPLATE, no migrations per home.
+//
+// Vitest runs each test file in a fresh fork and imports this module anew there, so what a
+// server is lives in files: the run's directory (made by the global setup below, which stops
+// every server in it when the run ends) holds one directory per worker slot (VITEST_POOL_ID,
+// 1…maxWorkers, never two files at once) with the server's state.json. A watchdog stops a
+// server whose run died without its teardown, and the next run sweeps what such a run left.
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { inject } from "vitest";
+import type { TestProject } from "vitest/node";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The run's directory of Postgres servers (see test/helpers/postgres.ts). */
+    pgRunDir: string;
+  }
+}
+
+const REPO_ROOT = resolve(import.meta.dirname, "../..");
+const RUN_PREFIX = "holon-pg-";
+const TEMPLATE = "holon_template";
+/** The superuser the servers are initialised with; tests connect as it, without a password. */
+const SUPERUSER = "postgres";
+
+export type TestStoreKind = "sqlite" | "postgres";
+
+/** The store this run puts its homes on: HOLON_TEST_STORE, `sqlite` unless it says `postgres`. */
+export function testStore(): TestStoreKind {
+  const v = process.env.HOLON_TEST_STORE;
+  if (v === undefined || v === "" || v === "sqlite") return "sqlite";
+  if (v === "postgres") return "postgres";
+  throw new Error(`HOLON_TEST_STORE=${v}: expected sqlite or postgres`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The binaries and the user the servers run as.
+
+type Tools = {
+  /** The directory of initdb, pg_ctl, postgres, createdb, psql. */
+  bin: string;
+  /** runuser, when we are root (Postgres refuses to run as root); else the servers run as us. */
+  runuser: string | null;
+  /** uid and gid of the servers' user (the postgres user, or us). */
+  uid: number;
+  gid: number;
+};
+
+let tools: Tools | null | undefined;
+let missing = "";
+
+function findBin(): string | undefined {
+  const has = (dir: string) =>
+    ["initdb", "pg_ctl", "postgres", "createdb", "psql"].every((b) => existsSync(join(dir, b)));
+  const debian = "/usr/lib/postgresql";
+  try {
+    const versions = readdirSync(debian)
+      .filter((v) => /^\d+$/.test(v))
+      .sort((a, b) => Number(b) - Number(a));
+    for (const v of versions) if (has(join(debian, v, "bin"))) return join(debian, v, "bin");
+  } catch {
+    // not Debian's layout
+  }
+  for (const dir of (process.env.PATH ?? "").split(":")) if (dir && has(dir)) return dir;
+  return undefined;
+}
+
+function findTools(): Tools | null {
+  if (tools !== undefined) return tools;
+  tools = null;
+  const bin = findBin();
+  if (!bin) {
+    missing = "no initdb/pg_ctl/postgres/createdb/psql found (install the `postgresql` package)";
+    return null;
+  }
+  if (process.getuid?.() !== 0) {
+    tools = { bin, runuser: null, uid: process.getuid!(), gid: process.getgid!() };
+    return tools;
+  }
+  const runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"].find(existsSync);
+  if (!runuser) {
+    missing = "running as root and no runuser to start Postgres as the postgres user";
+    return null;
+  }
+  try {
+    const uid = Number(execFileSync("id", ["-u", SUPERUSER], { encoding: "utf8" }).trim());
+    const gid = Number(execFileSync("id", ["-g", SUPERUSER], { encoding: "utf8" }).trim());
+    execFileSync(runuser, ["-u", SUPERUSER, "--", join(bin, "postgres"), "--version"], {
+      cwd: "/",
+      stdio: "ignore",
+    });
+    tools = { bin, runuser, uid, gid };
+  } catch {
+    missing = "no `postgres` user to run the servers as (install the `postgresql` package)";
+  }
+  return tools;
+}
+
+/** Whether this machine can run a test server: the binaries are there and we can runuser. */
+export function postgresAvailable(): boolean {
+  return findTools() !== null;
+}
+
+let warned = false;
+
+/**
+ * For tests that need a server in either run: true when one can start. Under CI a missing
+ * Postgres is a failure (the script installs it); locally the test skips, with one line.
+ */
+export function requirePostgres(): boolean {
+  if (postgresAvailable()) return true;
+  const why = `Postgres tests need PostgreSQL: ${missing}`;
+  if (process.env.CI) throw new Error(why);
+  if (!warned) console.warn(`${why}; skipping them`);
+  warned = true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running commands.
+
+/** The environment of every Postgres command: no PG* variable of the machine's leaks in. */
+function pgEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PG")) env[k] = v;
+  env.PGCONNECT_TIMEOUT = "10";
+  env.LC_ALL = "C";
+  return env;
+}
+
+function failure(what: string, err: unknown): Error {
+  const e = err as { stderr?: Buffer | string; stdout?: Buffer | string; message?: string };
+  const out = `${e.stderr?.toString() ?? ""}${e.stdout?.toString() ?? ""}`.trim();
+  return new Error(`${what} failed: ${out || e.message || String(err)}`);
+}
+
+/** A server-side command (initdb, pg_ctl) as the servers' user, in `cwd`. */
+function asServerUser(t: Tools, cmd: string, args: string[], cwd: string): string {
+  const [file, argv] = t.runuser
+    ? [t.runuser, ["-u", SUPERUSER, "--", join(t.bin, cmd), ...args]]
+    : [join(t.bin, cmd), args];
+  try {
+    return execFileSync(file, argv, { cwd, env: pgEnv(), encoding: "utf8", stdio: "pipe" });
+  } catch (err) {
+    throw failure(`${cmd} ${args.join(" ")}`, err);
+  }
+}
+
+/** A client command (createdb, psql) over the server's unix socket. */
+function client(s: ServerState, cmd: string, args: string[], input?: string): string {
+  const t = findTools()!;
+  try {
+    return execFileSync(
+      join(t.bin, cmd),
+      ["-h", s.socketDir, "-p", String(s.port), "-U", SUPERUSER, "-w", ...args],
+      {
+        env: pgEnv(),
+        encoding: "utf8",
+        stdio: "pipe",
+        ...(input !== undefined ? { input } : {}),
+      },
+    );
+  } catch (err) {
+    throw failure(`${cmd} ${args.join(" ")}`, err);
+  }
+}
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run's directory (global setup) and the servers in it.
+
+type ServerState = {
+  port: number;
+  /** The postmaster's pid. */
+  pid: number;
+  /** The watchdog that stops the server when the run's main process is gone. */
+  watchdog: number;
+  dataDir: string;
+  socketDir: string;
+  /** Milliseconds the start took: initdb, the server, the migrated template. */
+  startMs: number;
+};
+
+/** The global setup: the run's directory, and a teardown that stops every server in it. */
+export default async function setup(project: TestProject): Promise<() => void> {
+  sweepStaleRuns();
+  const dir = newRunDir();
+  project.provide("pgRunDir", dir);
+  return () => stopRun(dir);
+}
+
+function newRunDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), RUN_PREFIX));
+  // Traversable by the postgres user, who owns the server directories inside.
+  chmodSync(dir, 0o711);
+  writeFileSync(join(dir, "owner"), String(process.pid));
+  return dir;
+}
+
+/** Stop every server of a run (immediately: nothing in a test database is kept) and remove it. */
+function stopRun(dir: string): void {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
+  const pids: number[] = [];
+  for (const e of entries) {
+    if (!e.startsWith("w")) continue;
+    const state = readState(join(dir, e));
+    if (state) {
+      try {
+        process.kill(state.watchdog, "SIGKILL");
+      } catch {}
+    }
+    // A server whose start did not finish has no state yet, but may have a postmaster.pid.
+    const pid = state?.pid ?? postmasterPid(join(dir, e, "data"));
+    if (pid && alive(pid)) {
+      try {
+        process.kill(pid, "SIGQUIT"); // immediate shutdown: the postmaster ends its children
+        pids.push(pid);
+      } catch {}
+    }
+  }
+  const deadline = Date.now() + 10_000;
+  for (const pid of pids) {
+    while (alive(pid) && Date.now() < deadline) sleepSync(20);
+    if (alive(pid)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
+  }
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+}
+
+/** Stop what runs that died without their teardown left behind (their main process is gone). */
+function sweepStaleRuns(): void {
+  const root = tmpdir();
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    if (!e.startsWith(RUN_PREFIX)) continue;
+    const dir = join(root, e);
+    let owner = 0;
+    try {
+      owner = Number(readFileSync(join(dir, "owner"), "utf8"));
+    } catch {
+      continue; // not one of ours, or being made right now
+    }
+    if (owner > 0 && alive(owner)) continue;
+    stopRun(dir);
+  }
+}
+
+function postmasterPid(dataDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+    return pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function readState(serverDir: string): ServerState | undefined {
+  try {
+    return JSON.parse(readFileSync(join(serverDir, "state.json"), "utf8")) as ServerState;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The run's directory: the global setup's, or (a config without it) one of this process's. */
+function runDir(): string {
+  let dir: string | undefined;
+  try {
+    dir = inject("pgRunDir");
+  } catch {
+    dir = undefined;
+  }
+  if (dir) return dir;
+  // Without the global setup: a run of this process alone, stopped when it exits.
+  if (!ownRun) {
+    const mine = newRunDir();
+    process.once("exit", () => stopRun(mine));
+    ownRun = mine;
+  }
+  return ownRun;
+}
+let ownRun: string | undefined;
+
+let server: ServerState | undefined;
+
+/** This worker's server: started (with its template) on first use, else read from its state. */
+function ensureServer(): ServerState {
+  if (server && alive(server.pid)) return server;
+  const t = findTools();
+  if (!t) throw new Error(`no Postgres for the tests: ${missing}`);
+  const run = runDir();
+  const dir = join(run, `w${process.env.VITEST_POOL_ID ?? "0"}`);
+  let mine = false;
+  try {
+    mkdirSync(dir, { mode: 0o700 }); // the claim: whoever makes it starts the server
+    mine = true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+  if (mine) {
+    chownSync(dir, t.uid, t.gid);
+    server = startServer(t, run, dir);
+    return server;
+  }
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const s = readState(dir);
+    if (s) {
+      if (!alive(s.pid)) throw new Error(`the test Postgres of ${dir} is gone; see ${dir}/log`);
+      server = s;
+      return s;
+    }
+    if (Date.now() > deadline) throw new Error(`the test Postgres of ${dir} never started`);
+    sleepSync(50);
+  }
+}
+
+function startServer(t: Tools, run: string, dir: string): ServerState {
+  const started = Date.now();
+  const dataDir = join(dir, "data");
+  asServerUser(
+    t,
+    "initdb",
+    [
+      "-D",
+      dataDir,
+      "-U",
+      SUPERUSER,
+      "--auth=trust",
+      "--no-sync",
+      "--encoding=UTF8",
+      "--locale=C",
+      "--no-instructions",
+    ],
+    dir,
+  );
+  const log = join(dir, "log");
+  let port = 0;
+  for (let attempt = 0; ; attempt++) {
+    port = 20_000 + Math.floor(Math.random() * 40_000);
+    const options = [
+      `-p ${port}`,
+      `-k ${dir}`,
+      "-c listen_addresses=127.0.0.1",
+      "-c fsync=off",
+      "-c full_page_writes=off",
+      "-c synchronous_commit=on",
+      "-c max_connections=200",
+      "-c autovacuum=off",
+      "-c shared_buffers=64MB",
+    ].join(" ");
+    try {
+      asServerUser(
+        t,
+        "pg_ctl",
+        ["start", "-D", dataDir, "-l", log, "-w", "-t", "60", "-s", "-o", options],
+        dir,
+      );
+      break;
+    } catch (err) {
+      // Another process took the port between our pick and the bind: pick again.
+      const text = existsSync(log) ? readFileSync(log, "utf8") : "";
+      if (attempt < 10 && /could not (bind|create any TCP)/i.test(text)) continue;
+      throw new Error(`${(err as Error).message}\n${text.slice(-2000)}`);
+    }
+  }
+  const pid = postmasterPid(dataDir)!;
+  const owner = Number(readFileSync(join(run, "owner"), "utf8"));
+  // Stops the server when the run's main process is gone without its teardown (killed).
+  const watchdog = spawn(
+    "sh",
+    [
+      "-c",
+      `while kill -0 ${owner} 2>/dev/null && kill -0 ${pid} 2>/dev/null; do sleep 1; done; kill -QUIT ${pid} 2>/dev/null`,
+    ],
+    { cwd: "/", detached: true, stdio: "ignore" },
+  );
+  watchdog.unref();
+  const partial: ServerState = {
+    port,
+    pid,
+    watchdog: watchdog.pid ?? 0,
+    dataDir,
+    socketDir: dir,
+    startMs: 0,
+  };
+  // The state goes down first, so that the teardown stops the server even if the template fails.
+  writeState(dir, partial);
+  buildTemplate(partial);
+  const state = { ...partial, startMs: Date.now() - started };
+  writeState(dir, state);
+  return state;
+}
+
+function writeState(dir: string, state: ServerState): void {
+  const tmp = join(dir, `.state.${process.pid}.json`);
+  writeFileSync(tmp, JSON.stringify(state));
+  renameSync(tmp, join(dir, "state.json"));
+}
+
+/** The migrated template: openPostgres creates the schema; no connection stays open on it. */
+function buildTemplate(s: ServerState): void {
+  client(s, "createdb", [TEMPLATE]);
+  const node = existsSync(join(REPO_ROOT, "node_modules/.bin/node"))
+    ? join(REPO_ROOT, "node_modules/.bin/node")
+    : process.execPath;
+  const mod = pathToFileURL(join(REPO_ROOT, "src/store/pg-open.ts")).href;
+  // A CommonJS script: `openPostgres` from the top-level await of an ESM `-e` script never got
+  // its connection's worker thread going (Node 24), from a callback it does.
+  const script = `import(${JSON.stringify(mod)}).then(({ openPostgres }) => openPostgres(${JSON.stringify(urlOf(s, TEMPLATE))}).close()).catch((e) => { console.error(e); process.exit(1); });`;
+  try {
+    execFileSync(node, ["-e", script], {
+      cwd: REPO_ROOT,
+      env: pgEnv(),
+      stdio: "pipe",
+      timeout: 60_000,
+    });
+  } catch (err) {
+    throw failure("migrating the template database", err);
+  }
+  // A template nobody can connect to: a copy never waits on (or fails over) a session on it.
+  psql(s, "postgres", `ALTER DATABASE ${TEMPLATE} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`);
+}
+
+function urlOf(s: ServerState, db: string): string {
+  return `postgres://${SUPERUSER}@127.0.0.1:${s.port}/${db}`;
+}
+
+function psql(s: ServerState, db: string, sql: string): string {
+  return client(s, "psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Databases.
+
+function newName(kind: string): string {
+  return `${kind}_${randomBytes(6).toString("hex")}`;
+}
+
+/**
+ * A new database on this worker's server, with the store's schema (a copy of the migrated
+ * template); the server and the template start on first use. Synchronous, for tempHome().
+ */
+export function freshDatabaseUrl(): string {
+  const s = ensureServer();
+  const name = newName("h");
+  client(s, "createdb", ["-T", TEMPLATE, name]);
+  return urlOf(s, name);
+}
+
+/** A new database without any schema (what `holon store import` wants). */
+export function emptyDatabaseUrl(): string {
+  const s = ensureServer();
+  const name = newName("e");
+  client(s, "createdb", ["-T", "template0", name]);
+  return urlOf(s, name);
+}
+
+/** Run SQL on a database of this worker's server (by URL); psql's unaligned rows, trimmed. */
+export function psqlQuery(url: string, sql: string): string {
+  const s = ensureServer();
+  const u = new URL(url);
+  if (Number(u.port) !== s.port) throw new Error(`${url} is not on this worker's test server`);
+  return psql(s, decodeURIComponent(u.pathname.slice(1)), sql).trim();
+}
+
+/** This worker's server (started if need be): its port, socket directory and postmaster pid. */
+export function testServer(): Readonly<ServerState> {
+  return ensureServer();
+}
+
+/**
+ * Drop the databases of homes that are gone, when nothing is connected to them any more (a
+ * database still in use, say by a host a test left open, is left to the server's end).
+ * Best effort: a failure here never fails a test.
+ */
+export function dropDatabases(urls: string[]): void {
+  if (urls.length === 0 || !server) return;
+  const s = server;
+  const names = urls
+    .map((url) => new URL(url))
+    .filter((u) => Number(u.port) === s.port)
+    .map((u) => decodeURIComponent(u.pathname.slice(1)))
+    .filter((n) => /^[a-z0-9_]+$/.test(n));
+  if (names.length === 0) return;
+  const list = names.map((n) => `'${n}'`).join(",");
+  const script =
+    `SELECT format('DROP DATABASE %I', d) FROM unnest(ARRAY[${list}]) AS d ` +
+    "WHERE EXISTS (SELECT 1 FROM pg_database WHERE datname = d) " +
+    "AND NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = d) \\gexec\n";
+  try {
+    client(s, "psql", ["-X", "-q", "-d", "postgres", "-f", "-"], script);
+  } catch {
+    // left to the server's end
+  }
+}

@@ -1,0 +1,29 @@
+// A home's records read directly, for tests that look at what a killed host left before a
+// new host recovers it. The connection is the backend's own: SQLite's file (read-only by
+// default) or, for a home configured with a database URL, a Postgres connection without the
+// host lock (so it works beside a running host) and without creating any schema.
+import { DatabaseSync } from "node:sqlite";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { homePaths } from "../../src/host/paths.ts";
+import { PgDatabase } from "../../src/store/pg.ts";
+import type { SqlDatabase } from "../../src/store/sql.ts";
+
+/** The database URL a home's config.json names, if any. */
+export function homeDatabaseUrl(home: string): string | null {
+  try {
+    const cfg = JSON.parse(readFileSync(join(home, "config.json"), "utf8")) as {
+      store?: { database_url?: string };
+    };
+    return cfg.store?.database_url ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** The home's records, on whichever backend holds them; close it when done. */
+export function openRecords(home: string, opts: { write?: boolean } = {}): SqlDatabase {
+  const url = homeDatabaseUrl(home);
+  if (url) return new PgDatabase(url);
+  return new DatabaseSync(homePaths(home).database, { readOnly: !opts.write });
+}

@@ -1,0 +1,220 @@
+// The Postgres backend's own guarantees, on a real server (test/helpers/postgres.ts): what a
+// store of record must refuse (a second host, a server that acknowledges commits before they
+// are durable, a database that is not Holon's or is at another schema level), the schema it
+// creates from the migrations, a retried serialization failure, and the bytes a turn costs.
+import { afterAll, describe, expect, it } from "vitest";
+import { reply } from "./fake-provider/server.ts";
+import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import {
+  emptyDatabaseUrl,
+  freshDatabaseUrl,
+  psqlQuery,
+  requirePostgres,
+} from "./helpers/postgres.ts";
+import { Store } from "../src/store/db.ts";
+import { openPostgres } from "../src/store/pg-open.ts";
+import { PgDatabase } from "../src/store/pg.ts";
+import { MIGRATIONS } from "../src/store/migrations.ts";
+import { HolonError } from "../src/domain/errors.ts";
+import { systemClock, randomIds } from "../src/domain/clock.ts";
+
+const pg = requirePostgres();
+const fake = useFakeProvider();
+
+afterAll(() => cleanupHomes());
+
+function refusal(fn: () => unknown): HolonError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof HolonError) return err;
+    throw err;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe.skipIf(!pg)("the Postgres store", () => {
+  it("an empty database gets the whole schema, at the migrations' level", () => {
+    const url = emptyDatabaseUrl();
+    openPostgres(url).close();
+    const versions = psqlQuery(url, "SELECT version FROM schema_migrations ORDER BY version")
+      .split("\n")
+      .map(Number);
+    expect(versions).toEqual(MIGRATIONS.map((m) => m.version).sort((a, b) => a - b));
+    // The same tables SQLite has, text sorted bytewise, the bodies tagged bytea.
+    const tables = psqlQuery(
+      url,
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1",
+    ).split("\n");
+    expect(tables).toEqual(
+      expect.arrayContaining(["agents", "messages", "events", "transcript", "spend_ledger"]),
+    );
+    expect(
+      psqlQuery(
+        url,
+        "SELECT collation_name FROM information_schema.columns WHERE table_name = 'agents' AND column_name = 'agent_id'",
+      ),
+    ).toBe("C");
+    expect(
+      psqlQuery(
+        url,
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'body'",
+      ),
+    ).toBe("bytea");
+    // Opening again finds it in place.
+    openPostgres(url).close();
+  });
+
+  it("a second host on the same database is refused with database_locked until the first closes", () => {
+    const url = freshDatabaseUrl();
+    const first = openPostgres(url);
+    try {
+      const e = refusal(() => openPostgres(url));
+      expect(e.kind).toBe("database_locked");
+      expect(e.status).toBe(409);
+    } finally {
+      first.close();
+    }
+    openPostgres(url).close();
+  });
+
+  it("a database whose commits are not durable is refused", () => {
+    const url = freshDatabaseUrl();
+    const name = new URL(url).pathname.slice(1);
+    psqlQuery(url, `ALTER DATABASE "${name}" SET synchronous_commit = off`);
+    const e = refusal(() => openPostgres(url));
+    expect(e.kind).toBe("database_not_durable");
+    expect(e.message).not.toContain("password");
+  });
+
+  it("someone else's database, and a schema from another version, are refused untouched", () => {
+    const other = emptyDatabaseUrl();
+    psqlQuery(other, "CREATE TABLE invoices (id int)");
+    expect(refusal(() => openPostgres(other)).kind).toBe("database_not_empty");
+    expect(
+      psqlQuery(
+        other,
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+      ),
+    ).toBe("1");
+
+    const newer = freshDatabaseUrl();
+    psqlQuery(
+      newer,
+      "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 'x')",
+    );
+    expect(refusal(() => openPostgres(newer)).kind).toBe("database_schema_newer");
+    const older = freshDatabaseUrl();
+    psqlQuery(older, `DELETE FROM schema_migrations WHERE version = ${MIGRATIONS.at(-1)!.version}`);
+    expect(refusal(() => openPostgres(older)).kind).toBe("database_schema_older");
+  });
+
+  it("an unreachable server is one clear error, without the password", () => {
+    const e = refusal(() => new PgDatabase("postgres://holon:s3cret-pw@127.0.0.1:1/nowhere"));
+    expect(e.kind).toBe("database_unavailable");
+    expect(e.message).not.toContain("s3cret-pw");
+    expect(e.message).toContain("***");
+  });
+
+  it("a transaction Postgres fails with a serialization failure runs again, and commits once", async () => {
+    const url = freshDatabaseUrl();
+    // The first insert into trace_links fails as a serialization failure would (a sequence
+    // is not rolled back, so only the first attempt trips it).
+    psqlQuery(
+      url,
+      `CREATE SEQUENCE trip;
+       CREATE FUNCTION trip_once() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF nextval('trip') = 1 THEN RAISE EXCEPTION 'conflict' USING ERRCODE = '40001'; END IF; RETURN NEW; END $$;
+       CREATE TRIGGER trip_once BEFORE INSERT ON trace_links FOR EACH ROW EXECUTE FUNCTION trip_once();`,
+    );
+    const store = new Store("", systemClock, randomIds, { database: openPostgres(url) });
+    try {
+      const before = store.counts.transactions;
+      let runs = 0;
+      await store.tx(async () => {
+        runs++;
+        store.db
+          .prepare("INSERT INTO trace_links (key, value, created_at) VALUES (?, ?, ?)")
+          .run("k", "v", 1);
+      });
+      expect(runs).toBe(2);
+      expect(store.counts.transactions - before).toBe(2);
+      expect(store.db.prepare("SELECT value FROM trace_links WHERE key = 'k'").all()).toEqual([
+        { value: "v" },
+      ]);
+      // Any other error is not retried.
+      await expect(
+        store.tx(async () => {
+          runs++;
+          store.db
+            .prepare("INSERT INTO trace_links (key, value, created_at) VALUES (?, ?, ?)")
+            .run("k2", null, 1);
+        }),
+      ).rejects.toThrow(/null value/);
+      expect(runs).toBe(3);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("bytes a one-round text turn adds, reported (the SQLite footprint test's counterpart)", async () => {
+    const home = tempHome();
+    const url = freshDatabaseUrl();
+    await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
+    const rt = await startRuntime({ home, env: { ...process.env, HOLON_DATABASE_URL: url } });
+    const rowBytes = () =>
+      Number(
+        psqlQuery(
+          url,
+          `SELECT ${[
+            "agents",
+            "messages",
+            "events",
+            "transcript",
+            "briefs",
+            "spend_ledger",
+            "context_episodes",
+            "working_memory",
+          ]
+            .map((t) => `(SELECT COALESCE(SUM(pg_column_size(x.*)), 0) FROM ${t} x)`)
+            .join(" + ")}`,
+        ),
+      );
+    try {
+      const turns = async (from: number, n: number) => {
+        for (let i = from; i < from + n; i++) {
+          fake.enqueue(
+            reply.text(`Answer ${i}: the build passed and nothing else needs attention today.`, {
+              input_tokens: 1200,
+              output_tokens: 20,
+            }),
+          );
+          const r = await rt.req("POST", "/control/agents/main/prompt", {
+            text: `Question ${i}: did the nightly build pass?`,
+          });
+          expect(r.status).toBe(202);
+          const id = r.json.message_id as string;
+          await waitFor(
+            async () => (await rt.host.store.messages.get(id))?.status === "processed",
+            { what: `turn ${i}` },
+          );
+        }
+        await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", {
+          what: "asleep",
+        });
+      };
+      await turns(0, 3);
+      const before = rowBytes();
+      await turns(3, 10);
+      const perTurn = (rowBytes() - before) / 10;
+      console.log(`postgres: ${perTurn.toFixed(0)} bytes of rows per one-round text turn`);
+      // Rows only (indexes and page overhead come on top): the same records SQLite keeps in
+      // about 4 KB with its indexes.
+      expect(perTurn).toBeGreaterThan(500);
+      expect(perTurn).toBeLessThan(8000);
+    } finally {
+      await rt.close();
+    }
+  });
+});
