@@ -1,9 +1,7 @@
 // The calls an approval ask held are bounded with their ask: pruning an agent's old closed
 // asks removes their settled calls, and never a call that was approved but has not run yet.
-import { join } from "node:path";
+import { openHomeStore } from "./helpers/raw-store.ts";
 import { afterAll, describe, expect, it } from "vitest";
-import { Store } from "../src/store/db.ts";
-import { randomIds, systemClock } from "../src/domain/clock.ts";
 import type { AskRecord } from "../src/domain/ask.ts";
 import type { ApprovalCallRecord, ApprovalCallState } from "../src/domain/approval.ts";
 import { cleanupHomes, tempHome } from "./helpers/home.ts";
@@ -51,7 +49,7 @@ function call(askId: string, state: ApprovalCallState, i: number): ApprovalCallR
 
 describe("approval calls under retention", () => {
   it("go with their pruned ask once settled; an approved call still owed a run stays", async () => {
-    const store = new Store(join(tempHome(), "holon.db"), systemClock, randomIds);
+    const store = openHomeStore(tempHome());
     try {
       const states: ApprovalCallState[] = ["completed", "denied", "approved", "void"];
       states.forEach((s, i) => {

@@ -2,10 +2,8 @@
 // tool rounds, each with 4 KB of command output, through the real `holon run`. Every request
 // must fit the window (the fake refuses any that does not, as a real provider would), the
 // final answer must arrive, and the transcript must keep every round in full.
+import { openHomeStore } from "./helpers/raw-store.ts";
 import { describe, expect, it } from "vitest";
-import { Store } from "../src/store/db.ts";
-import { randomIds, systemClock } from "../src/domain/clock.ts";
-import { join } from "node:path";
 import { runCli, tempHome } from "./helpers/home.ts";
 import { fault, reply, type RecordedRequest } from "./fake-provider/server.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
@@ -73,7 +71,7 @@ describe("turn-local compaction", () => {
       expect(JSON.stringify(sent.at(-1)!.body.input)).toContain(`round ${ROUNDS}`);
       expect(last).toMatch(/Rounds 1–\d+/);
 
-      const store = new Store(join(home, "holon.db"), systemClock, randomIds);
+      const store = openHomeStore(home);
       try {
         const agent = out.agent_id as string;
         const entries = await store.transcript.recent(agent, 100_000);
@@ -275,7 +273,7 @@ describe("turn-local compaction", () => {
         { type: "function_call_output", call_id: "c_small", output: expect.any(String) },
       ]);
 
-      const store = new Store(join(home, "holon.db"), systemClock, randomIds);
+      const store = openHomeStore(home);
       try {
         const ev = (await store.events.after(out.agent_id, 0, 10_000)).find(
           (e) => e.type === "context_compacted",
@@ -369,7 +367,7 @@ describe("turn-local compaction", () => {
     const out = JSON.parse(r.stdout);
     const sent = fake.requests.slice(before);
     expect(sent.filter((x) => x.path.endsWith("/responses/compact"))).toHaveLength(1);
-    const store = new Store(join(home, "holon.db"), systemClock, randomIds);
+    const store = openHomeStore(home);
     try {
       const skipped = (await store.events.after(out.agent_id, 0, 10_000))
         .filter((e) => e.type === "remote_compaction_skipped")

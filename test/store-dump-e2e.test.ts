@@ -29,7 +29,9 @@ type Event = { event_seq: number; id: string; type: string; payload: any };
 
 describe("holon store export | import | verify", () => {
   it("a home exported, its database removed and imported, continues the same agent", async () => {
-    const home = tempHome();
+    // About the SQLite file itself (removed and imported again); store-pg-move-e2e.test.ts is
+    // the Postgres counterpart.
+    const home = tempHome("holon-test-", { sqlite: true });
     const dumps = tempHome("holon-dumps-");
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const cli = (...args: string[]) => runCli(args, { env: { HOLON_HOME: home } });

@@ -129,7 +129,10 @@ export async function serve(flags: ServeFlags): Promise<void> {
   try {
     host = await RuntimeHost.open({ home });
   } catch (err) {
-    if (err instanceof HolonError) throw new CliError(err.message, err.operatorHint ?? err.hint);
+    // With its kind, which scripts and supervisors match on (database_locked, home_locked…).
+    if (err instanceof HolonError) {
+      throw new CliError(`${err.message} (${err.kind})`, err.operatorHint ?? err.hint);
+    }
     throw err;
   }
 

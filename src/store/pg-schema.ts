@@ -73,9 +73,10 @@ function table(t: Master): string {
 }
 
 function trigger(t: Master): string[] {
-  const m = /^CREATE TRIGGER (\w+) (AFTER|BEFORE) (INSERT|UPDATE|DELETE) ON "?(\w+)"? BEGIN\s*(.*?)\s*END$/is.exec(
-    t.sql.trim(),
-  );
+  const m =
+    /^CREATE TRIGGER (\w+) (AFTER|BEFORE) (INSERT|UPDATE|DELETE) ON "?(\w+)"? BEGIN\s*(.*?)\s*END$/is.exec(
+      t.sql.trim(),
+    );
   if (!m) throw new Error(`pg schema: trigger ${t.name} is not in a form this translates`);
   const [, name, when, event, on, body] = m;
   const fn = `${name}_fn`;
@@ -112,7 +113,11 @@ export function postgresSchema(): { ddl: string[]; seed: SeedRows[] } {
         stmt.setReturnArrays(true);
         const data = stmt.all() as unknown as unknown[][];
         if (data.length > 0) {
-          seed.push({ table: unquote(r.name), columns: stmt.columns().map((c) => c.name), rows: data });
+          seed.push({
+            table: unquote(r.name),
+            columns: stmt.columns().map((c) => c.name),
+            rows: data,
+          });
         }
       } else if (r.type === "index") out.push(r.sql);
       else if (r.type === "trigger") out.push(...trigger(r));

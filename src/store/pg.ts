@@ -71,7 +71,7 @@ function splitTop(list: string): string[] {
 /**
  * A statement in SQLite's dialect, in Postgres's: numbered parameters, `BEGIN` for
  * `BEGIN IMMEDIATE`, `ON CONFLICT DO NOTHING` for `INSERT OR IGNORE`, GREATEST for the
- * two-argument MAX, and RETURNING rowid where the caller may read lastInsertRowid. The few
+ * two-argument MAX, LIMIT ALL for LIMIT -1, and RETURNING rowid where the caller may read lastInsertRowid. The few
  * statements that need more (JSON functions, PRAGMAs) branch on `isPostgres` where they live.
  */
 export function translate(sql: string): PgTranslation {
@@ -83,6 +83,8 @@ export function translate(sql: string): PgTranslation {
     return "INSERT INTO";
   });
   text = text.replace(/\bMAX\(([^(),]+),([^(),]+)\)/g, "GREATEST($1,$2)");
+  // SQLite's "no limit" (LIMIT -1, used with OFFSET) is Postgres's LIMIT ALL.
+  text = text.replace(/\bLIMIT -1\b/gi, "LIMIT ALL");
   // Which parameters land in a body column.
   const tagged: number[] = [];
   const insert = /^INSERT INTO\s+"?(\w+)"?\s*\(([^)]*)\)\s*VALUES\s*\(/i.exec(text);

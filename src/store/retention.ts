@@ -118,8 +118,8 @@ export class RetentionRepo {
       `INSERT INTO retention_floors (agent_id, family, removed_through, removed_count, updated_at)
        VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (agent_id, family) DO UPDATE SET
-         removed_through = MAX(removed_through, excluded.removed_through),
-         removed_count = removed_count + excluded.removed_count,
+         removed_through = MAX(retention_floors.removed_through, excluded.removed_through),
+         removed_count = retention_floors.removed_count + excluded.removed_count,
          updated_at = excluded.updated_at`,
     );
     const field = jsonField(db);

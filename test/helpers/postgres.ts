@@ -221,6 +221,8 @@ type ServerState = {
   socketDir: string;
   /** Milliseconds the start took: initdb, the server, the migrated template. */
   startMs: number;
+  /** The template is in place: databases can be made. */
+  ready: boolean;
 };
 
 /** The global setup: the run's directory, and a teardown that stops every server in it. */
@@ -345,28 +347,43 @@ function ensureServer(): ServerState {
   if (!t) throw new Error(`no Postgres for the tests: ${missing}`);
   const run = runDir();
   const dir = join(run, `w${process.env.VITEST_POOL_ID ?? "0"}`);
-  let mine = false;
-  try {
-    mkdirSync(dir, { mode: 0o700 }); // the claim: whoever makes it starts the server
-    mine = true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-  }
-  if (mine) {
-    chownSync(dir, t.uid, t.gid);
-    server = startServer(t, run, dir);
-    return server;
-  }
   const deadline = Date.now() + 90_000;
   for (;;) {
-    const s = readState(dir);
-    if (s) {
-      if (!alive(s.pid)) throw new Error(`the test Postgres of ${dir} is gone; see ${dir}/log`);
-      server = s;
-      return s;
+    try {
+      mkdirSync(dir, { mode: 0o700 }); // the claim: whoever makes it starts the server
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const failed = readFailure(dir);
+      if (failed) throw new Error(`the test Postgres of ${dir} failed to start: ${failed}`);
+      const s = readState(dir);
+      if (s?.ready && alive(s.pid)) {
+        server = s;
+        return s;
+      }
+      // Being started, or dead (its watchdog then removes the directory, and we start another).
+      if (Date.now() > deadline) {
+        throw new Error(`the test Postgres of ${dir} is not running; see ${join(dir, "log")}`);
+      }
+      sleepSync(50);
+      continue;
     }
-    if (Date.now() > deadline) throw new Error(`the test Postgres of ${dir} never started`);
-    sleepSync(50);
+    try {
+      chownSync(dir, t.uid, t.gid);
+      server = startServer(t, run, dir);
+      return server;
+    } catch (err) {
+      // Said once: the worker's later test files fail at once with it, not after a wait.
+      writeFileSync(join(dir, "failed"), (err as Error).message);
+      throw err;
+    }
+  }
+}
+
+function readFailure(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, "failed"), "utf8");
+  } catch {
+    return undefined;
   }
 }
 
@@ -421,15 +438,16 @@ function startServer(t: Tools, run: string, dir: string): ServerState {
   }
   const pid = postmasterPid(dataDir)!;
   const owner = Number(readFileSync(join(run, "owner"), "utf8"));
-  // Stops the server when the run's main process is gone without its teardown (killed).
-  const watchdog = spawn(
-    "sh",
-    [
-      "-c",
-      `while kill -0 ${owner} 2>/dev/null && kill -0 ${pid} 2>/dev/null; do sleep 1; done; kill -QUIT ${pid} 2>/dev/null`,
-    ],
-    { cwd: "/", detached: true, stdio: "ignore" },
-  );
+  // Stops the server when the run's main process is gone without its teardown (killed), and
+  // removes its directory once it is down (or once it died on its own: the worker's next test
+  // file then starts another).
+  const script = [
+    `while kill -0 ${owner} 2>/dev/null && kill -0 ${pid} 2>/dev/null; do sleep 1; done`,
+    `kill -QUIT ${pid} 2>/dev/null`,
+    `i=0; while kill -0 ${pid} 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done`,
+    `kill -KILL ${pid} 2>/dev/null; rm -rf '${dir}'`,
+  ].join("; ");
+  const watchdog = spawn("sh", ["-c", script], { cwd: "/", detached: true, stdio: "ignore" });
   watchdog.unref();
   const partial: ServerState = {
     port,
@@ -438,11 +456,12 @@ function startServer(t: Tools, run: string, dir: string): ServerState {
     dataDir,
     socketDir: dir,
     startMs: 0,
+    ready: false,
   };
   // The state goes down first, so that the teardown stops the server even if the template fails.
   writeState(dir, partial);
   buildTemplate(partial);
-  const state = { ...partial, startMs: Date.now() - started };
+  const state = { ...partial, startMs: Date.now() - started, ready: true };
   writeState(dir, state);
   return state;
 }

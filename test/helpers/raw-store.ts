@@ -8,6 +8,9 @@ import { join } from "node:path";
 import { homePaths } from "../../src/host/paths.ts";
 import { PgDatabase } from "../../src/store/pg.ts";
 import type { SqlDatabase } from "../../src/store/sql.ts";
+import { Store } from "../../src/store/db.ts";
+import { openPostgres } from "../../src/store/pg-open.ts";
+import { randomIds, systemClock, type Clock, type IdSource } from "../../src/domain/clock.ts";
 
 /** The database URL a home's config.json names, if any. */
 export function homeDatabaseUrl(home: string): string | null {
@@ -26,4 +29,22 @@ export function openRecords(home: string, opts: { write?: boolean } = {}): SqlDa
   const url = homeDatabaseUrl(home);
   if (url) return new PgDatabase(url);
   return new DatabaseSync(homePaths(home).database, { readOnly: !opts.write });
+}
+
+/**
+ * The home's store, opened as a host would open it (the test's own, with no host running):
+ * its SQLite file, or the Postgres database its config.json names.
+ */
+export function openHomeStore(
+  home: string,
+  clock: Clock = systemClock,
+  ids: IdSource = randomIds,
+): Store {
+  const url = homeDatabaseUrl(home);
+  return new Store(
+    homePaths(home).database,
+    clock,
+    ids,
+    url ? { database: openPostgres(url) } : {},
+  );
 }
