@@ -3,6 +3,8 @@
 // database from before groups gets them by walking the chain. A host recovers and runs
 // agents a group at a time (`acquire`): a group's interrupted turns are recovered when it is
 // acquired, and another group's are left alone until that one is.
+import { openRecords } from "./helpers/raw-store.ts";
+import { jsonField } from "../src/store/sql.ts";
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -129,8 +131,11 @@ describe("agent groups", () => {
     const cliStatus = await runCli(["agent", "status", grandchild.agent_id], { env });
     expect(cliStatus.code, cliStatus.stderr).toBe(0);
     expect(cliStatus.stdout).toMatch(/^group: +main$/m);
-    const rows = r.host.store.db
-      .prepare("SELECT agent_id, group_id, json_extract(data, '$.group_id') AS json FROM agents")
+    const db = r.host.store.db;
+    const rows = db
+      .prepare(
+        `SELECT agent_id, group_id, ${jsonField(db)("data", "group_id")} AS json FROM agents`,
+      )
       .all() as { agent_id: string; group_id: string; json: string }[];
     expect(rows.map((r) => r.agent_id)).toHaveLength(8);
     for (const row of rows) expect(row.json, row.agent_id).toBe(row.group_id);
@@ -153,7 +158,9 @@ describe("agent groups", () => {
   }, 90_000);
 
   it("a database from before groups gets each agent's group by walking the supervision chain", async () => {
-    const home = tempHome();
+    // A SQLite layout migration: the database is built at migration 13 by hand (Postgres
+    // starts at the current schema; store-pg.test.ts covers its schema).
+    const home = tempHome("holon-test-", { sqlite: true });
     const path = join(home, "holon.db");
     const db = new DatabaseSync(path);
     db.exec(
@@ -276,7 +283,7 @@ describe("agent groups", () => {
       expect(res.status, await res.clone().text()).toBeLessThan(300);
     };
     const processing = () => {
-      const raw = new DatabaseSync(join(home, "holon.db"), { readOnly: true });
+      const raw = openRecords(home);
       try {
         return raw
           .prepare(

@@ -37,7 +37,7 @@ function writeConfig(home: string, config: unknown): void {
 
 /** A home whose config.json holds `store` and nothing else; no provider variables leak in. */
 function homeWith(store?: Record<string, unknown>): string {
-  const home = tempHome();
+  const home = tempHome("holon-test-", { sqlite: true });
   if (store) writeConfig(home, { store });
   return home;
 }
@@ -162,7 +162,7 @@ describe("resolveDatabaseUrl", () => {
   });
 
   it("a config.json that does not parse is refused when it names a database, else ignored", () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     writeFileSync(
       join(home, "config.json"),
       '{"store": {"database_url": "postgres://u:pw-NOTSHOWN@h/d" oops}}',
@@ -174,7 +174,7 @@ describe("resolveDatabaseUrl", () => {
     expect(resolveDatabaseUrl(home, { HOLON_DATABASE_URL: "postgres://u@h/d" })).toBe(
       "postgres://u@h/d",
     );
-    const plain = tempHome();
+    const plain = tempHome("holon-test-", { sqlite: true });
     writeFileSync(join(plain, "config.json"), "{ not json");
     expect(resolveDatabaseUrl(plain, {})).toBeNull();
   });
@@ -208,7 +208,7 @@ describe("holon config with a database URL", () => {
   const masked = "postgres://holon:***@db.internal:5432/holon?sslmode=require";
 
   it("set, get and list show the URL with its password masked", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     const set = await holon(home, ["set", "store.database_url", url]);
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toContain(masked);
@@ -259,7 +259,7 @@ describe("holon config with a database URL", () => {
   });
 
   it("the password can come from a credential profile", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     const stored = await runCli(
       ["config", "credentials", "set", "postgres:holon", "--kind", "api_key", "--stdin"],
       { env: { HOLON_HOME: home }, input: `${PASSWORD}\n` },
@@ -282,7 +282,7 @@ describe("holon config with a database URL", () => {
   });
 
   it("a URL that is not Postgres's is refused and nothing is written", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     for (const bad of ["mysql://u:pw-NOTSHOWN@h/d", "pw-NOTSHOWN", "http://u:pw-NOTSHOWN@h/d"]) {
       const r = await holon(home, ["set", "store.database_url", bad]);
       expect(r.code).toBe(1);
@@ -305,7 +305,7 @@ describe("holon config with a database URL", () => {
   });
 
   it("a broken config.json is reported without quoting the URL", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     writeFileSync(
       join(home, "config.json"),
       '{"store": {"database_url": postgres://holon:pw-NOTSHOWN@db/holon}}',
@@ -336,7 +336,7 @@ describe("commands never inherit the database URL", () => {
   });
 
   it("the host's policy removes the URL, its password and the PG variables, by name and by value", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     writeConfig(home, { runtime: { command_env_allow: ["HOLON_DATABASE_URL", "APP_DSN"] } });
     const hostEnv = { HOLON_DATABASE_URL: URL_ };
     const policy = await commandEnvPolicy(new ConfigSource({ home, env: hostEnv }));
@@ -357,7 +357,9 @@ describe("commands never inherit the database URL", () => {
     expect(JSON.stringify(out)).not.toContain(SECRET);
 
     // Without a database URL the PG variables are the user's business.
-    const sqlite = await commandEnvPolicy(new ConfigSource({ home: tempHome(), env: {} }));
+    const sqlite = await commandEnvPolicy(
+      new ConfigSource({ home: tempHome("holon-test-", { sqlite: true }), env: {} }),
+    );
     expect(scrubEnv({ PGPASSFILE: "/p", DATABASE_URL: "postgres://x@y/z" }, sqlite)).toEqual({
       PGPASSFILE: "/p",
       DATABASE_URL: "postgres://x@y/z",
@@ -365,7 +367,7 @@ describe("commands never inherit the database URL", () => {
   });
 
   it("a password from a credential profile is withheld too; a short one only as a whole", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     writeConfig(home, {
       store: { database_url: "postgres://holon@db/holon", database_credential: "db" },
     });

@@ -115,7 +115,10 @@ describe("retention", () => {
       });
       expect(await store.events.removedThrough("main")).toBe(oldThrough);
       expect(summary.pages_returned).toBeGreaterThanOrEqual(0);
-      expect(store.db.prepare("PRAGMA freelist_count").get()).toEqual({ freelist_count: 0 });
+      // Incremental vacuum is SQLite's (Postgres's autovacuum frees its space).
+      if (store.kind === "sqlite") {
+        expect(store.db.prepare("PRAGMA freelist_count").get()).toEqual({ freelist_count: 0 });
+      }
 
       // A second pass finds nothing more and says nothing.
       const again = await new RetentionJob({ store, policy: all30 }).runOnce();
@@ -185,7 +188,10 @@ describe("retention", () => {
         (store.db.prepare("SELECT bytes FROM store_stats WHERE family = 'events'").get() as any)
           .bytes as number;
       const cap = Math.floor(tally() / 2);
-      const pages = () => (store.db.prepare("PRAGMA page_count").get() as any).page_count as number;
+      // Pages returned to the file system: SQLite's incremental vacuum only.
+      const sqlite = store.kind === "sqlite";
+      const pages = () =>
+        sqlite ? ((store.db.prepare("PRAGMA page_count").get() as any).page_count as number) : 0;
       const pagesBefore = pages();
       const capped: () => RetentionPolicy = () => ({
         ...policy({})(),
@@ -194,8 +200,10 @@ describe("retention", () => {
       const summary = await new RetentionJob({ store, policy: capped, batchSize: 7 }).runOnce();
       expect(tally()).toBeLessThanOrEqual(cap + 2_000); // plus the retention_applied event
       // The freed pages went back to the file system, not just to a free list.
-      expect(summary.pages_returned).toBeGreaterThan(0);
-      expect(pages()).toBeLessThan(pagesBefore);
+      if (sqlite) {
+        expect(summary.pages_returned).toBeGreaterThan(0);
+        expect(pages()).toBeLessThan(pagesBefore);
+      }
       const removedThrough = await store.events.removedThrough("main");
       expect(summary.by_agent.main!.events_removed_through).toBe(removedThrough);
       const seqs = (await rows(rt)).eventSeqs;
