@@ -149,6 +149,28 @@ describe("architecture", () => {
     expect(bad).toEqual([]);
   });
 
+  it("only the Postgres connection's worker imports pg, and the backend loads only on demand", () => {
+    // `pg` itself: only in the worker thread (store/pg-worker.ts).
+    const pgPackage = all
+      .filter((i) => i.spec === "pg" || i.spec.startsWith("pg/"))
+      .map((i) => relative(SRC, i.from));
+    expect(pgPackage).toEqual(["store/pg-worker.ts"]);
+    // The backend's modules: statically only from each other (and type-only elsewhere);
+    // everything else reaches them with `await import()`, so an embedded host never loads them.
+    const backend = /(^|\/)pg(-open|-schema|-worker)?\.ts$/;
+    const bad: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      if (backend.test(file)) continue;
+      const text = readFileSync(file, "utf8");
+      for (const m of text.matchAll(/^import\s+(type\s+)?[^;]*?from\s+["']([^"']+)["']/gm)) {
+        if (!m[1] && backend.test(m[2]!)) bad.push(`${relative(SRC, file)} -> ${m[2]}`);
+      }
+    }
+    expect(bad).toEqual([]);
+    const dynamic = all.filter((i) => backend.test(i.spec) && !backend.test(i.from));
+    expect(dynamic.length).toBeGreaterThan(0); // the check sees the dynamic imports
+  });
+
   it("the edges do not reach into agent, turn or tool internals; tools do not reach the store", () => {
     const bad: string[] = [];
     for (const { from, spec } of all) {
