@@ -175,7 +175,7 @@ describe("holon daemon", () => {
   });
 
   it("a runtime that fails at startup is reported with a pointer to the logs", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true }); // fails on the SQLite file's path
     // A database path that is a directory makes the host refuse to open.
     const { mkdirSync } = await import("node:fs");
     mkdirSync(join(home, "holon.db"), { recursive: true });
@@ -220,7 +220,8 @@ setTimeout(() => {
         timeoutMs: 60_000,
       });
 
-    const home = tempHome();
+    // The embedded path's start-up, on both test runs.
+    const home = tempHome("holon-test-", { sqlite: true });
     const started = await launch(
       join(dir, "cache-a"),
       "daemon",
@@ -243,7 +244,16 @@ setTimeout(() => {
     // The probe can tell: a host started in the foreground on an empty cache strips itself.
     const fg = spawn(
       process.execPath,
-      ["--import", probe, HOLON_BIN, "serve", "--port", "0", "--home", tempHome()],
+      [
+        "--import",
+        probe,
+        HOLON_BIN,
+        "serve",
+        "--port",
+        "0",
+        "--home",
+        tempHome("holon-test-", { sqlite: true }),
+      ],
       { env: { ...process.env, NODE_COMPILE_CACHE: join(dir, "cache-b") }, stdio: "ignore" },
     );
     try {

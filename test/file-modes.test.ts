@@ -1,3 +1,4 @@
+// SQLite only, on both test runs: the modes of the database file and its WAL (a Postgres home has none).
 // Private files: everything Holon itself keeps under HOLON_HOME is owner-only (files 0600,
 // directories 0700), whether the host or the CLI wrote it, and state left with wider modes is
 // narrowed at start. Agent and workspace content keeps its modes.
@@ -60,7 +61,7 @@ async function stopServe(s: { proc: import("node:child_process").ChildProcess })
 
 describe("file modes", () => {
   it("a home created by the CLI and used by the host holds only owner-only files", async () => {
-    const parent = tempHome();
+    const parent = tempHome("holon-test-", { sqlite: true });
     const home = join(parent, "state");
     const cfg = await runCli(["config", "set", "runtime.default_tool_output_tokens", "4000"], {
       env: { HOLON_HOME: home },
@@ -121,7 +122,7 @@ describe("file modes", () => {
   });
 
   it("state left with wide modes is narrowed at start; agent and workspace content is not", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     const s = await spawnServe(home);
     await stopServe(s);
     const agentHome = join(home, "agents", "main");
@@ -156,7 +157,7 @@ describe("file modes", () => {
 
 describe("a HOLON_HOME that cannot hold a database", () => {
   it("is refused at start with a clear error, not a stack trace", async () => {
-    const parent = tempHome();
+    const parent = tempHome("holon-test-", { sqlite: true });
     const file = join(parent, "not-a-dir");
     writeFileSync(file, "x");
     const asFile = await runCli(["serve", "--port", "0", "--home", file]);

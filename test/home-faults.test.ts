@@ -61,7 +61,11 @@ describe("home faults", () => {
   });
 
   it("a truncated database file: writes are refused with storage_lost, the file is never written again", async () => {
-    const rt = await startRuntime({ executor: () => parked });
+    // The SQLite file itself, on both test runs.
+    const rt = await startRuntime({
+      home: tempHome("holon-test-", { sqlite: true }),
+      executor: () => parked,
+    });
     const db = rt.host.paths.database;
     try {
       expect((await rt.req("POST", "/agents/main/enqueue", { text: "before" })).status).toBe(202);
@@ -84,7 +88,11 @@ describe("home faults", () => {
   });
 
   it("a database file replaced by another: refused, and the new file is left exactly as it is", async () => {
-    const rt = await startRuntime({ executor: () => parked });
+    // The SQLite file itself, on both test runs.
+    const rt = await startRuntime({
+      home: tempHome("holon-test-", { sqlite: true }),
+      executor: () => parked,
+    });
     const db = rt.host.paths.database;
     const other = join(rt.home, "other.db");
     try {
@@ -106,7 +114,7 @@ describe("home faults", () => {
   });
 
   it("a database file that is not a database: the host refuses to start with a clear error", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true }); // the SQLite file itself
     writeFileSync(join(home, "holon.db"), "not a database at all".repeat(300), { mode: 0o600 });
     const r = await runCli(["serve", "--port", "0", "--home", home]);
     expect(r.code).not.toBe(0);

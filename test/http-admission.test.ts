@@ -337,7 +337,7 @@ describe("a HOLON_HOME that cannot hold a database", () => {
     const { tempHome } = await import("./helpers/home.ts");
     const { mkdirSync, writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const parent = tempHome();
+    const parent = tempHome("holon-test-", { sqlite: true }); // the SQLite file's path
     const file = join(parent, "file");
     writeFileSync(file, "");
     const dbTaken = join(parent, "home");

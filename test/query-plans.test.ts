@@ -1,3 +1,4 @@
+// SQLite only, on both test runs: SQLite's plans (query-plans-pg.test.ts is the Postgres counterpart).
 // Nothing on a turn's path may get slower as history grows. This test records every SQL
 // statement a real host executes while it works (operator prompts with and without a tool
 // round, a public enqueue, a command task, the inspection reads and an SSE replay), then
@@ -141,7 +142,7 @@ afterAll(async () => {
 
 describe("query plans on a turn's path", () => {
   it("no statement a working host executes scans or sorts a growing table", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     record();
     const rt = await startRuntime({ home });

@@ -2,6 +2,7 @@
 // table's row count and every agent's event_seq as they were. The default external trigger
 // is minted when a public agent is created (once at start for an agent that never had one),
 // not by the first surface that shows it.
+import { tableNames } from "./helpers/raw-store.ts";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   cleanupHomes,
@@ -20,10 +21,7 @@ const parked: TurnExecutor = { run: () => new Promise(() => {}) };
 async function snapshot(rt: TestRuntime): Promise<Record<string, number>> {
   const db = rt.host.store.db;
   const out: Record<string, number> = {};
-  const tables = db
-    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-    .all() as { name: string }[];
-  for (const { name } of tables) {
+  for (const name of tableNames(db)) {
     out[`rows:${name}`] = (
       db.prepare(`SELECT COUNT(*) AS n FROM "${name}"`).get() as { n: number }
     ).n;

@@ -61,8 +61,8 @@ function freshEnv(extra: Record<string, string>): Record<string, string> {
 }
 
 beforeAll(() => {
-  userHome = tempHome("holon-user-");
-  holonHome = join(tempHome(), "holon-demo");
+  userHome = tempHome("holon-user-", { sqlite: true });
+  holonHome = join(tempHome("holon-test-", { sqlite: true }), "holon-demo");
   shimDir = join(userHome, ".local", "bin");
 });
 
@@ -104,7 +104,7 @@ describe("README", () => {
   it("the quickstart runs top to bottom as written and does what it says", async () => {
     expect(existsSync(join(shimDir, "holon")), "the fast-path test runs first").toBe(true);
     fake.setFallback(() => reply.text("Here is what I found."));
-    const project = tempHome("holon-project-");
+    const project = tempHome("holon-project-", { sqlite: true });
     writeFileSync(join(project, "notes.md"), "# notes\n");
     writeFileSync(
       join(project, "package.json"),

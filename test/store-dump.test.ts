@@ -1,3 +1,4 @@
+// SQLite only, on both test runs: the dump of the SQLite file (store-dump-pg.test.ts is the Postgres counterpart).
 // The portable dump on real database files: a round trip keeps every row, rowid, type and
 // AUTOINCREMENT counter; an online export reads a snapshot; verify reports what differs; and
 // every bad dump or target is refused with a stable kind before anything is written.
@@ -36,7 +37,7 @@ const BIG = 9_007_199_254_740_993n; // 2^53 + 1: not a JavaScript number
 
 /** A home whose database holds rows of every awkward kind, written through a real Store. */
 function populatedHome(): { home: string; database: string } {
-  const home = tempHome("holon-dump-");
+  const home = tempHome("holon-dump-", { sqlite: true });
   const database = join(home, "holon.db");
   const store = new Store(database, systemClock, randomIds);
   const db = store.db;
@@ -114,7 +115,7 @@ function rewriteConsistently(dir: string, table: string, text: string): void {
 describe("holon store dump", () => {
   it("round trip: export, import at the same path, export again gives byte-identical tables", async () => {
     const { home, database } = populatedHome();
-    const one = join(tempHome("holon-dumpdir-"), "one");
+    const one = join(tempHome("holon-dumpdir-", { sqlite: true }), "one");
     const m1 = exportTo(home, one);
 
     // Private: the directory 0700, every file 0600.
@@ -159,7 +160,7 @@ describe("holon store dump", () => {
     expect(readdirSync(home).filter((f) => f.includes("import"))).toEqual([]);
     expect((await verifyStore({ dir: one, home, database, online: false })).identical).toBe(true);
 
-    const two = join(tempHome("holon-dumpdir-"), "two");
+    const two = join(tempHome("holon-dumpdir-", { sqlite: true }), "two");
     const m2 = exportTo(home, two);
     for (const t of m1.tables) {
       expect(readFileSync(join(two, t.file)).equals(readFileSync(join(one, t.file))), t.name).toBe(
@@ -222,13 +223,17 @@ describe("holon store dump", () => {
       // A write still in the WAL (the store holds the database open).
       store.db.exec("INSERT INTO agents (agent_id, data) VALUES ('late', '{}')");
       expect(existsSync(database + "-wal")).toBe(true);
-      const dir = join(tempHome("holon-dumpdir-"), "online");
+      const dir = join(tempHome("holon-dumpdir-", { sqlite: true }), "online");
       const m = exportTo(home, dir, true);
       expect(m.taken).toBe("online");
       expect(m.tables.find((t) => t.name === "agents")!.rows).toBe(3);
       expect(readdirSync(home).filter((f) => f.startsWith(".store-snapshot"))).toEqual([]);
       // Read directly (as after a crash that left the newest rows in the WAL): the same rows.
-      const direct = exportTo(home, join(tempHome("holon-dumpdir-"), "direct"), false);
+      const direct = exportTo(
+        home,
+        join(tempHome("holon-dumpdir-", { sqlite: true }), "direct"),
+        false,
+      );
       expect(direct.tables.map((t) => [t.name, t.sha256])).toEqual(
         m.tables.map((t) => [t.name, t.sha256]),
       );
@@ -239,7 +244,7 @@ describe("holon store dump", () => {
 
   it("verify lists what differs and says so", async () => {
     const { home, database } = populatedHome();
-    const dir = join(tempHome("holon-dumpdir-"), "d");
+    const dir = join(tempHome("holon-dumpdir-", { sqlite: true }), "d");
     exportTo(home, dir);
     const db = new DatabaseSync(database);
     db.prepare(
@@ -266,7 +271,7 @@ describe("holon store dump", () => {
   });
 
   it("a dump from an older schema is imported at its level; the next open migrates it", async () => {
-    const home = tempHome("holon-dump-old-");
+    const home = tempHome("holon-dump-old-", { sqlite: true });
     const database = join(home, "holon.db");
     // A database as a build without migrations 15 and 18 left it.
     const versions = MIGRATIONS.map((m) => m.version).filter((v) => v !== 15 && v !== 18);
@@ -278,7 +283,7 @@ describe("holon store dump", () => {
        VALUES (1, 'main', 'round', '/main/', '/', 'fake/m', 10, 0, 0, 5, 0, 0.5, 3)`,
     );
     raw.close();
-    const dir = join(tempHome("holon-dumpdir-"), "old");
+    const dir = join(tempHome("holon-dumpdir-", { sqlite: true }), "old");
     const m = exportTo(home, dir);
     expect(m.migrations).not.toContain(15);
     expect(m.tables.find((t) => t.name === "trace_links")).toBeUndefined();
@@ -302,7 +307,7 @@ describe("holon store dump", () => {
   describe("refusals (nothing is written)", () => {
     const fixture = () => {
       const { home, database } = populatedHome();
-      const dir = join(tempHome("holon-dumpdir-"), "d");
+      const dir = join(tempHome("holon-dumpdir-", { sqlite: true }), "d");
       exportTo(home, dir);
       renameSync(database, join(home, "old.db"));
       return { home, database, dir };
@@ -423,7 +428,7 @@ describe("holon store dump", () => {
 
     it("a different home path, with the rule in the message", async () => {
       const { dir } = fixture();
-      const other = tempHome("holon-dump-other-");
+      const other = tempHome("holon-dump-other-", { sqlite: true });
       const database = join(other, "holon.db");
       const err = await refused(importStore({ dir, home: other, database }), "dump_home_mismatch");
       expect(err.message).toContain("the paths must match");
@@ -433,13 +438,16 @@ describe("holon store dump", () => {
 
     it("export refuses a directory that is not empty, and leaves it as it was", async () => {
       const { home } = populatedHome();
-      const dir = tempHome("holon-dumpdir-");
+      const dir = tempHome("holon-dumpdir-", { sqlite: true });
       writeFileSync(join(dir, "keep.txt"), "mine");
       await refused(() => exportTo(home, dir), "dump_dir_not_empty");
       expect(readdirSync(dir)).toEqual(["keep.txt"]);
-      await refused(() => exportTo(tempHome("holon-nodb-"), join(dir, "x")), "store_empty");
+      await refused(
+        () => exportTo(tempHome("holon-nodb-", { sqlite: true }), join(dir, "x")),
+        "store_empty",
+      );
       expect(existsSync(join(dir, "x"))).toBe(false);
-      const notDb = tempHome("holon-notdb-");
+      const notDb = tempHome("holon-notdb-", { sqlite: true });
       writeFileSync(join(notDb, "holon.db"), "this is not a database, just text ".repeat(200));
       await refused(() => exportTo(notDb, join(dir, "y")), "database_unreadable");
       expect(existsSync(join(dir, "y"))).toBe(false);

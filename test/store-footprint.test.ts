@@ -1,3 +1,4 @@
+// SQLite only, on both test runs: SQLite's pages (store-pg.test.ts reports the bytes per turn on Postgres).
 // What a turn costs on disk (issue 19 set 4 KB for a one-round turn; the spend ledger's row
 // per provider call, with its four indexes, adds some 100-250 bytes: 4.3 KB). A real host, the
 // scripted model answering with a short text, operator prompts over HTTP; the database's used
@@ -41,7 +42,7 @@ async function turns(rt: TestRuntime, n: number, from: number): Promise<void> {
 
 describe("store footprint", () => {
   it("a one-round turn takes at most 4.3 KB of database", async () => {
-    const home = tempHome();
+    const home = tempHome("holon-test-", { sqlite: true });
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const rt = await startRuntime({ home });
     try {

@@ -1,3 +1,4 @@
+// SQLite only, on both test runs: SQLite layout migrations (store-pg.test.ts: the Postgres schema from an empty database; store-dump-pg and store-pg-move-e2e: from an imported dump).
 // Upgrading a database written before migration 3: the history reads back exactly as it
 // was written, numbering continues, the size tallies start right, and the file switches to
 // incremental vacuum.
@@ -59,7 +60,7 @@ function oldDatabase(path: string): void {
 
 describe("migration 3", () => {
   it("keeps every event and transcript entry readable, in order, and continues their numbering", async () => {
-    const path = join(tempHome(), "holon.db");
+    const path = join(tempHome("holon-test-", { sqlite: true }), "holon.db");
     oldDatabase(path);
     const store = new Store(path, clock, randomIds);
     try {
@@ -132,7 +133,11 @@ describe("migration 3", () => {
   });
 
   it("a new database starts in incremental-vacuum mode", () => {
-    const store = new Store(join(tempHome(), "holon.db"), clock, randomIds);
+    const store = new Store(
+      join(tempHome("holon-test-", { sqlite: true }), "holon.db"),
+      clock,
+      randomIds,
+    );
     try {
       expect(store.db.prepare("PRAGMA auto_vacuum").get()).toEqual({ auto_vacuum: 2 });
     } finally {

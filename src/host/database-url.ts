@@ -173,7 +173,9 @@ function readStoreSection(home: string): StoreSection {
   try {
     text = readFileSync(path, "utf8");
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
+    // No file, or a home that is not a directory (which opening the home reports itself).
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return {};
     throw unreadable(path, `cannot read: ${(err as Error).message}`);
   }
   if (text.trim() === "") return {};

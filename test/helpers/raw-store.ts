@@ -48,3 +48,12 @@ export function openHomeStore(
     url ? { database: openPostgres(url) } : {},
   );
 }
+
+/** The store's own tables (SQLite's internal ones left out), by name, on either backend. */
+export function tableNames(db: SqlDatabase): string[] {
+  const sql =
+    db.dialect === "postgres"
+      ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY name"
+      : "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name";
+  return (db.prepare(sql).all() as { name: string }[]).map((r) => r.name);
+}
