@@ -158,6 +158,48 @@ describe.skipIf(!pg)("the Postgres store", () => {
     }
   });
 
+  it("a lost connection is replaced between transactions, with the lock; a transaction it cut off commits nothing", async () => {
+    const url = freshDatabaseUrl();
+    const store = new Store("", systemClock, randomIds, { database: openPostgres(url) });
+    const db = new URL(url).pathname.slice(1);
+    const kill = () =>
+      psqlQuery(
+        url,
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db}' AND application_name LIKE 'holon %'`,
+      );
+    const put = (key: string) =>
+      store.db
+        .prepare("INSERT INTO trace_links (key, value, created_at) VALUES (?, ?, ?)")
+        .run(key, "v", 1);
+    const keys = () =>
+      (store.db.prepare("SELECT key FROM trace_links ORDER BY key").all() as { key: string }[]).map(
+        (r) => r.key,
+      );
+    try {
+      await store.tx(async () => put("a"));
+      // Killed between transactions (a server restart): the next one runs on a new connection.
+      kill();
+      await store.tx(async () => put("b"));
+      expect(keys()).toEqual(["a", "b"]);
+      // The new connection holds the one-host lock again.
+      expect(refusal(() => openPostgres(url)).kind).toBe("database_locked");
+      // Killed inside a transaction: what it wrote before is gone with the old connection, and
+      // nothing after it is written on a new one (no half transaction commits).
+      await expect(
+        store.tx(async () => {
+          put("c");
+          kill();
+          put("d");
+        }),
+      ).rejects.toThrow();
+      expect(keys()).toEqual(["a", "b"]);
+      await store.tx(async () => put("e"));
+      expect(keys()).toEqual(["a", "b", "e"]);
+    } finally {
+      store.close();
+    }
+  });
+
   it("bytes a one-round text turn adds, reported (the SQLite footprint test's counterpart)", async () => {
     const home = tempHome();
     const url = freshDatabaseUrl();

@@ -18,7 +18,7 @@ export type OpenPostgresOptions = {
  * one-host lock, and create the schema in an empty database (or check an existing one's).
  */
 export function openPostgres(url: string, opts: OpenPostgresOptions = {}): PgDatabase {
-  const db = new PgDatabase(url);
+  const db = new PgDatabase(url, opts.lock !== false ? { lockKey: HOST_LOCK_KEY } : {});
   try {
     const sync = db.prepare("SELECT current_setting('synchronous_commit') AS v").get() as {
       v: string;
@@ -32,21 +32,6 @@ export function openPostgres(url: string, opts: OpenPostgresOptions = {}): PgDat
           hint: "set synchronous_commit to on (or local, remote_write, remote_apply) for this database or role",
         },
       );
-    }
-    if (opts.lock !== false) {
-      const got = db.prepare("SELECT pg_try_advisory_lock(?) AS ok").get(HOST_LOCK_KEY) as {
-        ok: number;
-      };
-      if (got.ok !== 1) {
-        throw new HolonError(
-          "database_locked",
-          `another Holon host is using the database at ${db.where}`,
-          {
-            status: 409,
-            hint: "stop the other host first; several hosts on one database need cluster mode, which does not exist yet",
-          },
-        );
-      }
     }
     ensureSchema(db);
     return db;

@@ -10,7 +10,8 @@ import type { MessagePort } from "node:worker_threads";
 import pg from "pg";
 
 export type PgRequest =
-  | { op: "connect" }
+  /** `lockKey`: hold this advisory lock on the connection, and on every one that replaces it. */
+  | { op: "connect"; lockKey?: number }
   | { op: "exec"; text: string }
   | {
       op: "query";
@@ -75,14 +76,39 @@ function parsers(exact: boolean) {
 const NUMBERS = parsers(false);
 const EXACT = parsers(true);
 
+/** SQLSTATE this worker answers with when the one-host lock is held by someone else. */
+export const LOCK_REFUSED = "HOLON_LOCKED";
+
 function start({ url, port, flag, applicationName }: Start): void {
   const signal = new Int32Array(flag);
-  const client = new pg.Client({ connectionString: url, application_name: applicationName });
-  // A dropped connection is reported on the next statement, not as an uncaught error here.
+  let client: pg.Client | null = null;
+  // A dropped connection (a server restart, a failover, an idle timeout) is reported on the
+  // next statement, not as an uncaught error here; see handle() for how it is replaced.
   let lost: Error | null = null;
-  client.on("error", (err) => {
-    lost = err;
-  });
+  /** Inside BEGIN … COMMIT/ROLLBACK, as the host's exec calls say. */
+  let inTx = false;
+  /** The advisory lock the host holds, taken again on a new connection. */
+  let lockKey: number | null = null;
+
+  async function connect(): Promise<void> {
+    const c = new pg.Client({ connectionString: url, application_name: applicationName });
+    c.on("error", (err) => {
+      if (client === c) lost = err;
+    });
+    await c.connect();
+    if (lockKey !== null) {
+      const r = await c.query("SELECT pg_try_advisory_lock($1) AS ok", [lockKey]);
+      if (r.rows[0]?.ok !== true) {
+        await c.end().catch(() => {});
+        throw Object.assign(new Error("another host holds the database's lock"), {
+          code: LOCK_REFUSED,
+        });
+      }
+    }
+    client = c;
+    lost = null;
+  }
+
   const reply = (r: PgReply) => {
     port.postMessage(r);
     Atomics.store(signal, 0, 1);
@@ -104,18 +130,44 @@ function start({ url, port, flag, applicationName }: Start): void {
     void handle(req).then(reply, (err: unknown) => reply(fail(err)));
   });
 
+  /**
+   * Before a statement: a lost connection is replaced, but never inside a transaction: the
+   * statements it already ran went with the old connection, so the rest of the body fails
+   * until the host's ROLLBACK ends it (answered here, the server having rolled it back).
+   * Outside one, a new connection (with the lock taken again) serves the statement.
+   */
+  async function ready(): Promise<pg.Client> {
+    if (lost || !client) {
+      if (inTx) throw lost ?? new Error("the Postgres connection was lost");
+      await connect();
+    }
+    return client!;
+  }
+
   async function handle(req: PgRequest): Promise<PgReply> {
-    if (lost && req.op !== "close") throw lost;
     switch (req.op) {
       case "connect":
-        await client.connect();
+        lockKey = req.lockKey ?? null;
+        await connect();
         return { ok: true };
-      case "exec":
-        await client.query(req.text);
+      case "exec": {
+        const word = /^\s*(\w+)/.exec(req.text)?.[1]?.toUpperCase();
+        if (lost && inTx && word === "ROLLBACK" && !/^\s*ROLLBACK\s+TO\b/i.test(req.text)) {
+          inTx = false;
+          return { ok: true };
+        }
+        const c = await ready();
+        await c.query(req.text);
+        if (word === "BEGIN" || word === "START") inTx = true;
+        else if (word === "COMMIT" || word === "END" || word === "ROLLBACK") {
+          if (!/^\s*ROLLBACK\s+TO\b/i.test(req.text)) inTx = false;
+        }
         return { ok: true };
+      }
       case "query": {
+        const c = await ready();
         const values = req.values.map((v) => (v instanceof Uint8Array ? Buffer.from(v) : v));
-        const r = await client.query({
+        const r = await c.query({
           ...(req.name ? { name: req.name } : {}),
           text: req.text,
           values,
@@ -130,7 +182,7 @@ function start({ url, port, flag, applicationName }: Start): void {
         };
       }
       case "close":
-        await client.end().catch(() => {});
+        await client?.end().catch(() => {});
         setImmediate(() => process.exit(0));
         return { ok: true };
     }

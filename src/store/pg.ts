@@ -10,6 +10,9 @@ import type { SQLInputValue } from "node:sqlite";
 import { HolonError } from "../domain/errors.ts";
 import type { SqlDatabase, SqlRow, SqlStatement } from "./sql.ts";
 import type { PgReply, PgRequest } from "./pg-worker.ts";
+
+/** pg-worker.ts's answer when the one-host lock is held elsewhere (not imported: that module loads pg). */
+const LOCK_REFUSED = "HOLON_LOCKED";
 import { maskDatabaseUrl } from "./url.ts";
 
 const TAG_TEXT = 0;
@@ -282,13 +285,21 @@ export class PgDatabase implements SqlDatabase {
     return !this.closed;
   }
 
-  constructor(url: string) {
+  /**
+   * `lockKey`: hold that advisory lock for as long as this connection lives, taken again by
+   * any connection that replaces a lost one (`database_locked` when another session has it).
+   */
+  constructor(url: string, opts: { lockKey?: number } = {}) {
     this.where = maskDatabaseUrl(url);
     this.conn = startWorker(url);
     try {
-      this.request({ op: "connect" });
+      this.request({
+        op: "connect",
+        ...(opts.lockKey !== undefined ? { lockKey: opts.lockKey } : {}),
+      });
     } catch (err) {
       this.conn.end();
+      if (err instanceof HolonError) throw err;
       throw new HolonError(
         "database_unavailable",
         `cannot connect to Postgres at ${this.where}: ${err instanceof Error ? err.message : String(err)}`,
@@ -303,7 +314,19 @@ export class PgDatabase implements SqlDatabase {
   request(req: PgRequest): { rows: unknown[]; rowCount: number; fields?: string[] } {
     if (this.closed) throw new Error("the Postgres connection is closed");
     const r = this.conn.post(req);
-    if (!r.ok) throw new PgError(r.error);
+    if (!r.ok) {
+      if (r.error.code === LOCK_REFUSED) {
+        throw new HolonError(
+          "database_locked",
+          `another Holon host is using the database at ${this.where}`,
+          {
+            status: 409,
+            hint: "stop the other host first; several hosts on one database need cluster mode, which does not exist yet",
+          },
+        );
+      }
+      throw new PgError(r.error);
+    }
     return {
       rows: r.rows ?? [],
       rowCount: r.rowCount ?? 0,
