@@ -1,6 +1,7 @@
 // Troubleshooting: `holon debug latency` (where a run's time went, per phase, from the
 // events) and the runtime half of `holon config doctor` (daemon, store files and disk,
 // checked locally without opening the database: only the host opens it).
+import { maskDatabaseUrl, resolveDatabaseUrl } from "../host/database-url.ts";
 import { existsSync, readFileSync, statSync, statfsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseEvent, type EventEnvelope } from "../domain/events.ts";
@@ -214,7 +215,15 @@ export async function runtimeChecks(home: string): Promise<RuntimeCheck[]> {
       );
   }
 
-  if (!existsSync(paths.database))
+  let databaseUrl: string | null = null;
+  try {
+    databaseUrl = resolveDatabaseUrl(home, process.env);
+  } catch (err) {
+    add("store", "fail", err instanceof Error ? err.message : String(err));
+  }
+  if (databaseUrl !== null)
+    add("store", "ok", `records in Postgres at ${maskDatabaseUrl(databaseUrl)}`);
+  else if (!existsSync(paths.database))
     add("store", "ok", "no database yet (the first start creates it)");
   else {
     const st = statSync(paths.database);
