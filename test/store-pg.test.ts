@@ -14,7 +14,8 @@ import {
 } from "./helpers/postgres.ts";
 import { Store } from "../src/store/db.ts";
 import { openPostgres } from "../src/store/pg-open.ts";
-import { PgDatabase } from "../src/store/pg.ts";
+import { PgDatabase, workerExecArgv } from "../src/store/pg.ts";
+import { spawnSync } from "node:child_process";
 import { MIGRATIONS } from "../src/store/migrations.ts";
 import { HolonError } from "../src/domain/errors.ts";
 import { systemClock, randomIds } from "../src/domain/clock.ts";
@@ -108,6 +109,29 @@ describe.skipIf(!pg)("the Postgres store", () => {
     const older = freshDatabaseUrl();
     psqlQuery(older, `DELETE FROM schema_migrations WHERE version = ${MIGRATIONS.at(-1)!.version}`);
     expect(refusal(() => openPostgres(older)).kind).toBe("database_schema_older");
+  });
+
+  it("opens from a host run as an eval'd module too (its worker does not inherit the script)", () => {
+    expect(
+      workerExecArgv([
+        "--input-type=module",
+        "-e",
+        "code",
+        "--max-old-space-size=64",
+        "--eval",
+        "x",
+        "--input-type",
+        "module",
+      ]),
+    ).toEqual(["--max-old-space-size=64"]);
+    const url = freshDatabaseUrl();
+    const script = `const { openPostgres } = await import(${JSON.stringify(new URL("../src/store/pg-open.ts", import.meta.url).href)});
+openPostgres(${JSON.stringify(url)}).close(); console.log("opened");`;
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(r.stdout.trim(), r.stderr).toBe("opened");
   });
 
   it("an unreachable server is one clear error, without the password", () => {

@@ -24,12 +24,16 @@ export type PgRequest =
     }
   | { op: "close" };
 
-export type PgReply =
+export type PgReply = (
   | { ok: true; rows?: unknown[]; rowCount?: number; fields?: string[] }
   | {
       ok: false;
       error: { message: string; code?: string; detail?: string; severity?: string };
-    };
+    }
+) & {
+  /** The request's id, echoed. */
+  id?: number | undefined;
+};
 
 type Start = { url: string; port: MessagePort; flag: SharedArrayBuffer; applicationName: string };
 
@@ -126,8 +130,16 @@ function start({ url, port, flag, applicationName }: Start): void {
       },
     };
   };
-  port.on("message", (req: PgRequest) => {
-    void handle(req).then(reply, (err: unknown) => reply(fail(err)));
+  port.on("message", (req: PgRequest & { id?: number }) => {
+    const answer = (r: PgReply) => {
+      try {
+        reply({ ...r, id: req.id });
+      } catch (err) {
+        // An answer that cannot cross to the host thread is an error of that request.
+        reply({ ...fail(err), id: req.id });
+      }
+    };
+    void handle(req).then(answer, (err: unknown) => answer(fail(err)));
   });
 
   /**

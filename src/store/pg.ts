@@ -172,6 +172,25 @@ export class PgError extends Error {
   }
 }
 
+/**
+ * The host's Node flags for the worker, without the ones that give Node a script to run
+ * (`-e`/`--eval`/`-p`/`--print` and their code, `--input-type`): a worker inherits them, and
+ * would run the host's own eval'd script instead of waiting on its port.
+ */
+export function workerExecArgv(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (["-e", "--eval", "-p", "--print", "-pe", "--input-type"].includes(a)) {
+      i++; // and its value
+      continue;
+    }
+    if (/^--(eval|print|input-type)=/.test(a)) continue;
+    out.push(a);
+  }
+  return out;
+}
+
 type Started = {
   post(req: PgRequest): PgReply;
   end(): void;
@@ -191,6 +210,7 @@ function startWorker(url: string): Started {
       holonPg: { url, port: port2, flag: shared, applicationName: `holon ${process.pid}` },
     },
     transferList: [port2],
+    execArgv: workerExecArgv(process.execArgv),
     // It needs none of the host's environment: the URL carries the connection.
     env: {},
     stdout: false,
@@ -199,6 +219,7 @@ function startWorker(url: string): Started {
   worker.unref();
   port1.unref();
   let dead: Error | null = null;
+  let lastId = 0;
   worker.on("error", (err) => {
     dead = err;
   });
@@ -208,20 +229,29 @@ function startWorker(url: string): Started {
   return {
     post(req) {
       if (dead) throw dead;
-      Atomics.store(flag, 0, 0);
-      port1.postMessage(req);
-      const waited = Atomics.wait(flag, 0, 0, STATEMENT_WAIT_MS);
-      const msg = receiveMessageOnPort(port1);
-      if (!msg) {
-        throw new HolonError(
-          "database_unavailable",
-          waited === "timed-out"
-            ? `Postgres did not answer within ${STATEMENT_WAIT_MS / 1000} s`
-            : "the Postgres connection thread stopped",
-          { status: 503 },
-        );
+      // Each request carries an id its answer echoes: an answer that comes after its request
+      // gave up waiting is dropped, never taken for the next one's. The flag only says "look":
+      // a wake-up can be late (the notify of an answer already taken), so the port is drained
+      // after the flag is cleared, and the wait goes on until this request's answer is there.
+      const id = (lastId = (lastId % 0x7fffffff) + 1);
+      port1.postMessage({ ...req, id });
+      const deadline = performance.now() + STATEMENT_WAIT_MS;
+      for (;;) {
+        Atomics.store(flag, 0, 0);
+        for (let m = receiveMessageOnPort(port1); m; m = receiveMessageOnPort(port1)) {
+          const reply = m.message as PgReply & { id?: number };
+          if (reply.id === id) return reply;
+        }
+        if (dead) throw dead;
+        const left = deadline - performance.now();
+        if (left <= 0 || Atomics.wait(flag, 0, 0, left) === "timed-out") {
+          throw new HolonError(
+            "database_unavailable",
+            `Postgres did not answer within ${STATEMENT_WAIT_MS / 1000} s`,
+            { status: 503 },
+          );
+        }
       }
-      return msg.message as PgReply;
     },
     end() {
       void worker.terminate();
