@@ -4,7 +4,7 @@
 // creates from the migrations, a retried serialization failure, and the bytes a turn costs.
 import { afterAll, describe, expect, it } from "vitest";
 import { reply } from "./fake-provider/server.ts";
-import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { HOLON_BIN, cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import {
   emptyDatabaseUrl,
@@ -15,7 +15,9 @@ import {
 import { Store } from "../src/store/db.ts";
 import { openPostgres } from "../src/store/pg-open.ts";
 import { PgDatabase, workerExecArgv } from "../src/store/pg.ts";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { MIGRATIONS } from "../src/store/migrations.ts";
 import { HolonError } from "../src/domain/errors.ts";
 import { systemClock, randomIds } from "../src/domain/clock.ts";
@@ -112,18 +114,8 @@ describe.skipIf(!pg)("the Postgres store", () => {
   });
 
   it("opens from a host run as an eval'd module too (its worker does not inherit the script)", () => {
-    expect(
-      workerExecArgv([
-        "--input-type=module",
-        "-e",
-        "code",
-        "--max-old-space-size=64",
-        "--eval",
-        "x",
-        "--input-type",
-        "module",
-      ]),
-    ).toEqual(["--max-old-space-size=64"]);
+    expect(workerExecArgv(["--input-type=module", "-e", "code"])).toEqual([]);
+    expect(workerExecArgv(["--max-old-space-size=64"])).toBeUndefined();
     const url = freshDatabaseUrl();
     const script = `const { openPostgres } = await import(${JSON.stringify(new URL("../src/store/pg-open.ts", import.meta.url).href)});
 openPostgres(${JSON.stringify(url)}).close(); console.log("opened");`;
@@ -132,6 +124,35 @@ openPostgres(${JSON.stringify(url)}).close(); console.log("opened");`;
       timeout: 30_000,
     });
     expect(r.stdout.trim(), r.stderr).toBe("opened");
+  });
+
+  it("a host started through the launcher (with its heap flags) runs on Postgres", async () => {
+    const home = tempHome("holon-test-", { sqlite: true });
+    const url = freshDatabaseUrl();
+    const proc = spawn("/bin/sh", [HOLON_BIN, "serve", "--port", "0", "--home", home], {
+      env: {
+        ...process.env,
+        HOLON_DATABASE_URL: url,
+        PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+      },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let err = "";
+    proc.stderr!.on("data", (d) => (err += String(d)));
+    try {
+      await waitFor(() => err.includes("listening on"), {
+        what: "the host to listen",
+        timeoutMs: 30_000,
+      });
+      // The launcher's flags reached Node, and the store's worker started under them.
+      expect(readFileSync(`/proc/${proc.pid}/cmdline`, "utf8")).toContain("--max-old-space-size");
+      expect(psqlQuery(url, "SELECT count(*) FROM agents")).toBe("1");
+      expect(existsSync(join(home, "holon.db"))).toBe(false);
+    } finally {
+      const gone = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGTERM");
+      await gone;
+    }
   });
 
   it("an unreachable server is one clear error, without the password", () => {

@@ -173,22 +173,18 @@ export class PgError extends Error {
 }
 
 /**
- * The host's Node flags for the worker, without the ones that give Node a script to run
- * (`-e`/`--eval`/`-p`/`--print` and their code, `--input-type`): a worker inherits them, and
- * would run the host's own eval'd script instead of waiting on its port.
+ * The worker's Node flags: the host's, inherited (undefined), unless they give Node a script
+ * to run (`-e`/`--eval`/`-p`/`--print`, `--input-type`): a worker inherits those too, and
+ * would run the host's eval'd script instead of waiting on its port. Then it gets none (a
+ * worker refuses an explicit list holding the host's V8 heap flags, and needs no other).
  */
-export function workerExecArgv(argv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (["-e", "--eval", "-p", "--print", "-pe", "--input-type"].includes(a)) {
-      i++; // and its value
-      continue;
-    }
-    if (/^--(eval|print|input-type)=/.test(a)) continue;
-    out.push(a);
-  }
-  return out;
+export function workerExecArgv(argv: readonly string[]): string[] | undefined {
+  const script = argv.some(
+    (a) =>
+      ["-e", "--eval", "-p", "--print", "-pe", "--input-type"].includes(a) ||
+      /^--(eval|print|input-type)=/.test(a),
+  );
+  return script ? [] : undefined;
 }
 
 type Started = {
@@ -205,12 +201,13 @@ function startWorker(url: string): Started {
   const source = fileURLToPath(
     new URL(import.meta.url.endsWith(".ts") ? "./pg-worker.ts" : "./pg-worker.js", import.meta.url),
   );
+  const execArgv = workerExecArgv(process.execArgv);
   const worker = new Worker(source, {
     workerData: {
       holonPg: { url, port: port2, flag: shared, applicationName: `holon ${process.pid}` },
     },
     transferList: [port2],
-    execArgv: workerExecArgv(process.execArgv),
+    ...(execArgv ? { execArgv } : {}),
     // It needs none of the host's environment: the URL carries the connection.
     env: {},
     stdout: false,
