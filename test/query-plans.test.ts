@@ -8,12 +8,12 @@
 //   - an index search that leaves some of the query's equality conditions to be checked
 //     row by row, without a LIMIT to stop it (it walks every row of that index prefix).
 // A statement may be excused only in ALLOWED, with the reason its input stays bounded.
+import { turnPathWorkload } from "./helpers/workload.ts";
 import { StatementSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
+import { cleanupHomes, startRuntime, tempHome } from "./helpers/home.ts";
 import { configureFakeProvider } from "./helpers/provider.ts";
-import { openSse } from "./helpers/sse.ts";
-import { reply, startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
+import { startFakeProvider, type FakeProvider } from "./fake-provider/server.ts";
 
 /** Tables whose size does not grow with history (one row per agent, per pending deadline, …). */
 const BOUNDED = new Set([
@@ -147,52 +147,7 @@ describe("query plans on a turn's path", () => {
     record();
     const rt = await startRuntime({ home });
     try {
-      const prompt = async (text: string) => {
-        const res = await rt.req("POST", "/control/agents/main/prompt", { text });
-        expect(res.status).toBe(202);
-        return res.json.message_id as string;
-      };
-      const settled = (id: string) =>
-        waitFor(async () => (await rt.host.store.messages.get(id))?.status === "processed", {
-          what: `message ${id} processed`,
-        });
-      fake.enqueue(reply.text("first answer"));
-      await settled(await prompt("hello"));
-      fake.enqueue(
-        reply.tools([{ name: "ExecCommand", arguments: { cmd: "true" }, call_id: "c1" }]),
-        reply.text("ran it"),
-      );
-      await settled(await prompt("run true"));
-      fake.enqueue(reply.text("noted"));
-      const enq = await rt.req("POST", "/agents/main/enqueue", { text: "a channel event" });
-      expect(enq.status).toBe(202);
-      await settled(enq.json.message_id);
-
-      fake.setFallback(() => reply.text("task seen"));
-      const task = await rt.req("POST", "/control/agents/main/tasks", { cmd: "true" });
-      expect(task.status).toBeLessThan(300);
-      const taskId = (task.json.task?.task_id ?? task.json.task_id) as string;
-      await waitFor(
-        async () =>
-          ["completed", "failed"].includes((await rt.host.store.tasks.get(taskId))?.status ?? ""),
-        { what: "task to finish" },
-      );
-      await waitFor(async () => (await rt.host.store.messages.pendingCount("main")) === 0, {
-        what: "queue to drain",
-      });
-
-      for (const path of ["status", "state", "briefs", "transcript", "tasks", "events?limit=5"]) {
-        expect((await rt.req("GET", `/agents/main/${path}`)).status).toBe(200);
-      }
-      await rt.req("GET", "/agents/main/events?after_seq=3&order=asc&limit=5");
-      await rt.req("GET", `/agents/main/tasks/${taskId}/output`);
-      const sse = await openSse(`${rt.url}/agents/main/events/stream?after_seq=1`, {
-        authorization: `Bearer ${rt.token}`,
-      });
-      for await (const _ of sse.frames) break;
-      sse.close();
-      const runId = (await rt.host.store.transcript.recent("main", 1))[0]!.run_id!;
-      await rt.host.store.transcript.forRun("main", runId);
+      await turnPathWorkload(rt, fake);
     } finally {
       await rt.close();
       restore();

@@ -3,9 +3,9 @@
 // per provider call, with its four indexes, adds some 100-250 bytes: 4.3 KB). A real host, the
 // scripted model answering with a short text, operator prompts over HTTP; the database's used
 // pages (WAL checkpointed, free pages not counted) before and after a batch of turns.
+import { textTurns } from "./helpers/turns.ts";
 import { describe, expect, it } from "vitest";
-import { reply } from "./fake-provider/server.ts";
-import { startRuntime, tempHome, waitFor, type TestRuntime } from "./helpers/home.ts";
+import { startRuntime, tempHome, type TestRuntime } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 
 const fake = useFakeProvider();
@@ -17,28 +17,7 @@ function usedBytes(rt: TestRuntime): number {
   return (one("PRAGMA page_count") - one("PRAGMA freelist_count")) * one("PRAGMA page_size");
 }
 
-async function turns(rt: TestRuntime, n: number, from: number): Promise<void> {
-  for (let i = from; i < from + n; i++) {
-    fake.enqueue(
-      reply.text(`Answer ${i}: the build passed and nothing else needs attention today.`, {
-        input_tokens: 1200,
-        output_tokens: 20,
-      }),
-    );
-    const r = await rt.req("POST", "/control/agents/main/prompt", {
-      text: `Question ${i}: did the nightly build pass?`,
-    });
-    expect(r.status).toBe(202);
-    const id = r.json.message_id as string;
-    await waitFor(async () => (await rt.host.store.messages.get(id))?.status === "processed", {
-      what: `turn ${i}`,
-    });
-  }
-  // The turn's last records (closure, the state change to asleep) land after its message.
-  await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", {
-    what: "asleep",
-  });
-}
+const turns = (rt: TestRuntime, n: number, from: number) => textTurns(rt, fake, n, from);
 
 describe("store footprint", () => {
   it("a one-round turn takes at most 4.3 KB of database", async () => {

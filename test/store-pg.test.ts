@@ -2,8 +2,8 @@
 // store of record must refuse (a second host, a server that acknowledges commits before they
 // are durable, a database that is not Holon's or is at another schema level), the schema it
 // creates from the migrations, a retried serialization failure, and the bytes a turn costs.
+import { textTurns } from "./helpers/turns.ts";
 import { afterAll, describe, expect, it } from "vitest";
-import { reply } from "./fake-provider/server.ts";
 import { HOLON_BIN, cleanupHomes, startRuntime, tempHome, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import {
@@ -269,28 +269,7 @@ openPostgres(${JSON.stringify(url)}).close(); console.log("opened");`;
         ),
       );
     try {
-      const turns = async (from: number, n: number) => {
-        for (let i = from; i < from + n; i++) {
-          fake.enqueue(
-            reply.text(`Answer ${i}: the build passed and nothing else needs attention today.`, {
-              input_tokens: 1200,
-              output_tokens: 20,
-            }),
-          );
-          const r = await rt.req("POST", "/control/agents/main/prompt", {
-            text: `Question ${i}: did the nightly build pass?`,
-          });
-          expect(r.status).toBe(202);
-          const id = r.json.message_id as string;
-          await waitFor(
-            async () => (await rt.host.store.messages.get(id))?.status === "processed",
-            { what: `turn ${i}` },
-          );
-        }
-        await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", {
-          what: "asleep",
-        });
-      };
+      const turns = (from: number, n: number) => textTurns(rt, fake, n, from);
       await turns(0, 3);
       const before = rowBytes();
       await turns(3, 10);

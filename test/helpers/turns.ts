@@ -2,6 +2,7 @@
 // processed that prompt (its turn is over), so the next step sees the turn's effects.
 import { expect } from "vitest";
 import { waitFor, type TestRuntime } from "./home.ts";
+import { reply, type FakeProvider } from "../fake-provider/server.ts";
 
 /** How many operator prompts the agent has processed so far. */
 async function promptsProcessed(rt: TestRuntime, agent: string): Promise<number> {
@@ -22,5 +23,37 @@ export async function promptAndWait(
   await waitFor(async () => (await promptsProcessed(rt, agent)) > before, {
     what: `the turn of "${text}" to finish`,
     timeoutMs: opts.timeoutMs ?? 15_000,
+  });
+}
+
+/**
+ * `n` one-round text turns of `main` (numbered from `from`), each a short question and a
+ * short scripted answer, then the agent asleep: the turn the footprint tests measure.
+ */
+export async function textTurns(
+  rt: TestRuntime,
+  fake: FakeProvider,
+  n: number,
+  from: number,
+): Promise<void> {
+  for (let i = from; i < from + n; i++) {
+    fake.enqueue(
+      reply.text(`Answer ${i}: the build passed and nothing else needs attention today.`, {
+        input_tokens: 1200,
+        output_tokens: 20,
+      }),
+    );
+    const r = await rt.req("POST", "/control/agents/main/prompt", {
+      text: `Question ${i}: did the nightly build pass?`,
+    });
+    expect(r.status).toBe(202);
+    const id = r.json.message_id as string;
+    await waitFor(async () => (await rt.host.store.messages.get(id))?.status === "processed", {
+      what: `turn ${i}`,
+    });
+  }
+  // The turn's last records (closure, the state change to asleep) land after its message.
+  await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", {
+    what: "asleep",
   });
 }
