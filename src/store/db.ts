@@ -1,8 +1,11 @@
-// The durable store: one SQLite database per HOLON_HOME (WAL), versioned migrations,
-// one repository per record family, and transactions that publish their events only
-// after they commit ("durable before visible"). A transaction body is async (`tx`, held
-// open across awaits that may only be store calls) or synchronous (`txSync`); see the
-// "async transactions" part at the end for how the two share the one connection.
+// The durable store: one SQLite database per HOLON_HOME (WAL), or the Postgres database a
+// configured URL names (pg-open.ts; the same repositories over pg.ts's connection),
+// versioned migrations, one repository per record family, and transactions that publish
+// their events only after they commit ("durable before visible"). A transaction body is
+// async (`tx`, held open across awaits that may only be store calls) or synchronous
+// (`txSync`); see the "async transactions" part at the end for how the two share the one
+// connection. On Postgres a failing statement ends its whole transaction (SQLite's ends only
+// the statement): no body may catch a store error and go on writing in the same transaction.
 import { MemoryRepo } from "./memory.ts";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { DatabaseSync } from "node:sqlite";
