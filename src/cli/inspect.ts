@@ -236,11 +236,16 @@ export async function tail(
     const text = flags.json ? JSON.stringify(e) : eventText(e, level, paint);
     if (text !== undefined) process.stdout.write(text + "\n");
   };
-  for (const e of events) print(e);
-  if (!flags.follow) return;
+  if (!flags.follow) {
+    for (const e of events) print(e);
+    return;
+  }
+  // Ctrl-C ends the follow cleanly from the first line printed on: a watcher that sees output
+  // may press it at once, before the stream is open.
   const controller = new AbortController();
   process.once("SIGINT", () => controller.abort());
   process.once("SIGTERM", () => controller.abort());
+  for (const e of events) print(e);
   const note = (text: string) =>
     process.stderr.write(painter(process.stderr)("meta", `holon: ${text}`) + "\n");
   await followEvents({
