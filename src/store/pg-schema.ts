@@ -8,26 +8,9 @@
 // schema stands for, as on SQLite.
 import { DatabaseSync } from "node:sqlite";
 import { MIGRATIONS, migrationsTable, applyMigration } from "./migrations.ts";
-import { BODY_COLUMNS, NO_ROWID } from "./pg.ts";
+import { BODY_COLUMNS, NO_ROWID, splitTop } from "./pg.ts";
 
 type Master = { type: string; name: string; tbl_name: string; sql: string };
-
-function splitTop(list: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < list.length; i++) {
-    const c = list[i];
-    if (c === "(") depth++;
-    else if (c === ")") depth--;
-    else if (c === "," && depth === 0) {
-      out.push(list.slice(start, i).trim());
-      start = i + 1;
-    }
-  }
-  out.push(list.slice(start).trim());
-  return out.filter((s) => s.length > 0);
-}
 
 const unquote = (name: string) => name.replace(/^"|"$/g, "");
 

@@ -50,7 +50,7 @@ export type PgTranslation = {
 };
 
 /** Split a comma list at depth 0 (outside parentheses and quotes). */
-function splitTop(list: string): string[] {
+export function splitTop(list: string): string[] {
   const out: string[] = [];
   let depth = 0;
   let quote: string | null = null;
@@ -285,17 +285,6 @@ class PgStatement implements SqlStatement {
     const r = this.db.query(this.name, this.t.text, this.values(params));
     const row = this.t.returnsRowid ? (r.rows[0] as { rowid?: number } | undefined) : undefined;
     return { changes: r.rowCount, lastInsertRowid: row?.rowid ?? 0 };
-  }
-
-  /** Every row, integers as bigints, as arrays; with the column names (the dump's read). */
-  exact(...params: SQLInputValue[]): { fields: string[]; rows: unknown[][] } {
-    const r = this.db.request({
-      op: "query",
-      text: this.t.text,
-      values: this.values(params),
-      exact: true,
-    });
-    return { fields: r.fields ?? [], rows: r.rows as unknown[][] };
   }
 }
 
