@@ -9,6 +9,7 @@ import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
 import {
   emptyDatabaseUrl,
   freshDatabaseUrl,
+  psqlAlongside,
   psqlQuery,
   requirePostgres,
 } from "./helpers/postgres.ts";
@@ -240,6 +241,62 @@ openPostgres(${JSON.stringify(url)}).close(); console.log("opened");`;
       expect(keys()).toEqual(["a", "b"]);
       await store.tx(async () => put("e"));
       expect(keys()).toEqual(["a", "b", "e"]);
+      // Killed just before COMMIT: it fails, and the next transaction runs on a new connection.
+      await expect(
+        store.tx(async () => {
+          put("f");
+          kill();
+        }),
+      ).rejects.toThrow();
+      await store.tx(async () => put("g"));
+      expect(keys()).toEqual(["a", "b", "e", "g"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("a statement cut off outside a transaction: a read is sent again on a new connection, a write fails and is not", async () => {
+    const url = freshDatabaseUrl();
+    psqlQuery(url, "CREATE SEQUENCE nap");
+    const store = new Store("", systemClock, randomIds, { database: openPostgres(url) });
+    // Ends the session running a statement that names `marker`, once it is seen running; the
+    // statement sleeps the first time only (the sequence outlives the session).
+    const cutOff = (marker: string) =>
+      psqlAlongside(
+        url,
+        `DO $$ BEGIN LOOP
+           PERFORM pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND state = 'active'
+               AND pid <> pg_backend_pid() AND query LIKE '%${marker}%';
+           EXIT WHEN FOUND OR clock_timestamp() > now() + interval '60 s';
+           PERFORM pg_sleep(0.02);
+         END LOOP; END $$`,
+      );
+    const nap = "pg_sleep(CASE WHEN nextval('nap') % 2 = 1 THEN 60 ELSE 0 END)";
+    try {
+      let killer = cutOff("slow_read");
+      const rows = store.db.prepare(`SELECT 'slow_read' AS k, ${nap} AS z`).all();
+      await killer;
+      expect(rows).toEqual([{ k: "slow_read", z: "" }]);
+      expect(psqlQuery(url, "SELECT last_value FROM nap")).toBe("2");
+      killer = cutOff("slow_write");
+      expect(() =>
+        store.db
+          .prepare(
+            `INSERT INTO trace_links (key, value, created_at) SELECT 'slow_write', 'v', 1 FROM ${nap} x`,
+          )
+          .run(),
+      ).toThrow(/terminat/);
+      await killer;
+      // Not sent again: the one attempt went with its session, and the next statement runs.
+      expect(psqlQuery(url, "SELECT last_value FROM nap")).toBe("3");
+      expect(store.db.prepare("SELECT key FROM trace_links").all()).toEqual([]);
+      await store.tx(async () => {
+        store.db
+          .prepare("INSERT INTO trace_links (key, value, created_at) VALUES (?, ?, ?)")
+          .run("after", "v", 1);
+      });
+      expect(psqlQuery(url, "SELECT key FROM trace_links")).toBe("after");
     } finally {
       store.close();
     }

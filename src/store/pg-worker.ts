@@ -83,6 +83,20 @@ const EXACT = parsers(true);
 /** SQLSTATE this worker answers with when the one-host lock is held by someone else. */
 export const LOCK_REFUSED = "HOLON_LOCKED";
 
+/** How long a replacement connection waits for the lost session's lock to be let go. */
+const REPLACE_PATIENCE_MS = 5_000;
+
+/**
+ * Whether a failed statement failed because its connection is gone: the server ended the
+ * session (SQLSTATE class 57P, an administrator or a shutdown; class 08, the connection), or
+ * the socket closed under it.
+ */
+function connectionLost(err: unknown): boolean {
+  const code = String((err as { code?: unknown })?.code ?? "");
+  if (/^(57P|08)/.test(code) || /^(ECONNRESET|EPIPE|ETIMEDOUT)$/.test(code)) return true;
+  return /Connection terminated|not queryable/i.test(String((err as Error)?.message));
+}
+
 function start({ url, port, flag, applicationName }: Start): void {
   const signal = new Int32Array(flag);
   let client: pg.Client | null = null;
@@ -94,19 +108,31 @@ function start({ url, port, flag, applicationName }: Start): void {
   /** The advisory lock the host holds, taken again on a new connection. */
   let lockKey: number | null = null;
 
-  async function connect(): Promise<void> {
+  /**
+   * `patience`: how long to keep asking for the lock. A replacement connection waits a while,
+   * since the lost session's lock goes only when its server process has finished exiting.
+   */
+  async function connect(patience = 0): Promise<void> {
     const c = new pg.Client({ connectionString: url, application_name: applicationName });
     c.on("error", (err) => {
       if (client === c) lost = err;
     });
+    c.on("end", () => {
+      if (client === c) lost ??= new Error("the Postgres connection ended");
+    });
     await c.connect();
     if (lockKey !== null) {
-      const r = await c.query("SELECT pg_try_advisory_lock($1) AS ok", [lockKey]);
-      if (r.rows[0]?.ok !== true) {
-        await c.end().catch(() => {});
-        throw Object.assign(new Error("another host holds the database's lock"), {
-          code: LOCK_REFUSED,
-        });
+      const until = Date.now() + patience;
+      for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+        const r = await c.query("SELECT pg_try_advisory_lock($1) AS ok", [lockKey]);
+        if (r.rows[0]?.ok === true) break;
+        if (Date.now() + wait > until) {
+          await c.end().catch(() => {});
+          throw Object.assign(new Error("another host holds the database's lock"), {
+            code: LOCK_REFUSED,
+          });
+        }
+        await new Promise((r) => setTimeout(r, wait));
       }
     }
     client = c;
@@ -151,9 +177,28 @@ function start({ url, port, flag, applicationName }: Start): void {
   async function ready(): Promise<pg.Client> {
     if (lost || !client) {
       if (inTx) throw lost ?? new Error("the Postgres connection was lost");
-      await connect();
+      await connect(client ? REPLACE_PATIENCE_MS : 0);
     }
     return client!;
+  }
+
+  /**
+   * Runs one statement. The loss of a connection may be learnt only from the statement sent
+   * on it (the server's farewell not yet read), so a loss is recorded here too. Outside a
+   * transaction, a statement that cannot have changed anything (a BEGIN, a SELECT) is sent
+   * again on a new connection; any other fails, since it may or may not have run.
+   */
+  async function run<T>(text: string, send: (c: pg.Client) => Promise<T>): Promise<T> {
+    const wasInTx = inTx;
+    const c = await ready();
+    try {
+      return await send(c);
+    } catch (err) {
+      if (!connectionLost(err)) throw err;
+      if (client === c) lost ??= err as Error;
+      if (wasInTx || !/^\s*(BEGIN|START|SELECT)\b/i.test(text)) throw err;
+      return send(await ready());
+    }
   }
 
   async function handle(req: PgRequest): Promise<PgReply> {
@@ -164,28 +209,39 @@ function start({ url, port, flag, applicationName }: Start): void {
         return { ok: true };
       case "exec": {
         const word = /^\s*(\w+)/.exec(req.text)?.[1]?.toUpperCase();
-        if (lost && inTx && word === "ROLLBACK" && !/^\s*ROLLBACK\s+TO\b/i.test(req.text)) {
+        const ends =
+          (word === "COMMIT" || word === "END" || word === "ROLLBACK") &&
+          !/^\s*ROLLBACK\s+TO\b/i.test(req.text);
+        if (lost && inTx && word === "ROLLBACK" && ends) {
           inTx = false;
           return { ok: true };
         }
-        const c = await ready();
-        await c.query(req.text);
-        if (word === "BEGIN" || word === "START") inTx = true;
-        else if (word === "COMMIT" || word === "END" || word === "ROLLBACK") {
-          if (!/^\s*ROLLBACK\s+TO\b/i.test(req.text)) inTx = false;
+        try {
+          await run(req.text, (c) => c.query(req.text));
+        } catch (err) {
+          // A COMMIT or ROLLBACK whose connection went: the transaction went with it (the
+          // server rolls back what it had not committed), so the next BEGIN may reconnect.
+          if (lost && ends) {
+            inTx = false;
+            if (word === "ROLLBACK") return { ok: true };
+          }
+          throw err;
         }
+        if (word === "BEGIN" || word === "START") inTx = true;
+        else if (ends) inTx = false;
         return { ok: true };
       }
       case "query": {
-        const c = await ready();
         const values = req.values.map((v) => (v instanceof Uint8Array ? Buffer.from(v) : v));
-        const r = await c.query({
-          ...(req.name ? { name: req.name } : {}),
-          text: req.text,
-          values,
-          types: req.exact ? EXACT : NUMBERS,
-          ...(req.exact ? { rowMode: "array" as const } : {}),
-        });
+        const r = await run(req.text, (c) =>
+          c.query({
+            ...(req.name ? { name: req.name } : {}),
+            text: req.text,
+            values,
+            types: req.exact ? EXACT : NUMBERS,
+            ...(req.exact ? { rowMode: "array" as const } : {}),
+          }),
+        );
         return {
           ok: true,
           rows: r.rows,

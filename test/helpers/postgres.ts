@@ -600,6 +600,30 @@ export function psqlQuery(url: string, sql: string): string {
   return psql(s, decodeURIComponent(u.pathname.slice(1)), sql).trim();
 }
 
+/**
+ * psqlQuery in a process of its own, started now: it runs while the caller's thread is blocked
+ * in a synchronous store call (to end that call's connection under it, say).
+ */
+export function psqlAlongside(url: string, sql: string): Promise<string> {
+  const s = ensureServer();
+  const u = new URL(url);
+  if (Number(u.port) !== s.port) throw new Error(`${url} is not on this worker's test server`);
+  const t = findTools()!;
+  const args = ["-h", s.socketDir, "-p", String(s.port), "-U", SUPERUSER, "-w", "-X", "-q"];
+  args.push("-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", decodeURIComponent(u.pathname.slice(1)));
+  const child = spawn(join(t.bin, "psql"), [...args, "-c", sql], { env: pgEnv() });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+  child.stderr.on("data", (b: Buffer) => (err += b.toString()));
+  return new Promise((res, rej) => {
+    child.on("error", rej);
+    child.on("close", (code) =>
+      code === 0 ? res(out.trim()) : rej(new Error(`psql exited ${code}: ${err}`)),
+    );
+  });
+}
+
 /** This worker's server (started if need be): its port, socket directory and postmaster pid. */
 export function testServer(): Readonly<ServerState> {
   return ensureServer();
