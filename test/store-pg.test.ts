@@ -280,13 +280,15 @@ openPostgres(${JSON.stringify(url)}).close(); console.log("opened");`;
       expect(rows).toEqual([{ k: "slow_read", z: "" }]);
       expect(psqlQuery(url, "SELECT last_value FROM nap")).toBe("2");
       killer = cutOff("slow_write");
-      expect(() =>
+      const cut = refusal(() =>
         store.db
           .prepare(
             `INSERT INTO trace_links (key, value, created_at) SELECT 'slow_write', 'v', 1 FROM ${nap} x`,
           )
           .run(),
-      ).toThrow(/terminat/);
+      );
+      expect(cut.kind).toBe("database_unavailable");
+      expect(cut.message).toMatch(/terminat/);
       await killer;
       // Not sent again: the one attempt went with its session, and the next statement runs.
       expect(psqlQuery(url, "SELECT last_value FROM nap")).toBe("3");

@@ -359,11 +359,18 @@ export class OperatorTransportService {
     const t = setTimeout(() => {
       this.timers.delete(t);
       if (this.closed) return;
-      // Decided or withdrawn meanwhile: nothing left to ask. (A failed read is not caught:
-      // fatal, as the synchronous read's throw in this timer was.)
-      void this.store.asks.get(ask.id).then((current) => {
-        if (current?.state === "pending") void this.attemptAsk(b, ask, n + 1);
-      });
+      // Decided or withdrawn meanwhile: nothing left to ask. A read that fails (the database
+      // unreachable for a moment) does not stop the delivery: the bridge takes the ask id as
+      // its idempotency key, so one attempt too many costs nothing.
+      void this.store.asks
+        .get(ask.id)
+        .then(
+          (current) => current?.state === "pending",
+          () => true,
+        )
+        .then((pending) => {
+          if (pending) void this.attemptAsk(b, ask, n + 1);
+        });
     }, delay);
     t.unref?.();
     this.timers.add(t);

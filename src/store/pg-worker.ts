@@ -28,7 +28,14 @@ export type PgReply = (
   | { ok: true; rows?: unknown[]; rowCount?: number; fields?: string[] }
   | {
       ok: false;
-      error: { message: string; code?: string; detail?: string; severity?: string };
+      error: {
+        message: string;
+        code?: string;
+        detail?: string;
+        severity?: string;
+        /** The statement failed for want of a connection (lost, or none to be had). */
+        lost?: true;
+      };
     }
 ) & {
   /** The request's id, echoed. */
@@ -83,6 +90,9 @@ const EXACT = parsers(true);
 /** SQLSTATE this worker answers with when the one-host lock is held by someone else. */
 export const LOCK_REFUSED = "HOLON_LOCKED";
 
+/** How long one attempt to connect may take. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** How long a replacement connection waits for the lost session's lock to be let go. */
 const REPLACE_PATIENCE_MS = 5_000;
 
@@ -95,6 +105,13 @@ function connectionLost(err: unknown): boolean {
   const code = String((err as { code?: unknown })?.code ?? "");
   if (/^(57P|08)/.test(code) || /^(ECONNRESET|EPIPE|ETIMEDOUT)$/.test(code)) return true;
   return /Connection terminated|not queryable/i.test(String((err as Error)?.message));
+}
+
+/** Errors of statements that failed for want of a connection (see PgReply's `lost`). */
+const unreachable = new WeakSet<object>();
+function noConnection(err: unknown): unknown {
+  if (err !== null && typeof err === "object") unreachable.add(err);
+  return err;
 }
 
 function start({ url, port, flag, applicationName }: Start): void {
@@ -113,7 +130,13 @@ function start({ url, port, flag, applicationName }: Start): void {
    * since the lost session's lock goes only when its server process has finished exiting.
    */
   async function connect(patience = 0): Promise<void> {
-    const c = new pg.Client({ connectionString: url, application_name: applicationName });
+    // A server that cannot be reached fails the attempt in seconds, not at the TCP timeout:
+    // the host thread waits on each statement, reconnection included.
+    const c = new pg.Client({
+      connectionString: url,
+      application_name: applicationName,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
     c.on("error", (err) => {
       if (client === c) lost = err;
     });
@@ -153,6 +176,7 @@ function start({ url, port, flag, applicationName }: Start): void {
         ...(e?.code ? { code: e.code } : {}),
         ...(e?.detail ? { detail: e.detail } : {}),
         ...(e?.severity ? { severity: e.severity } : {}),
+        ...(unreachable.has(err as object) ? { lost: true as const } : {}),
       },
     };
   };
@@ -176,8 +200,12 @@ function start({ url, port, flag, applicationName }: Start): void {
    */
   async function ready(): Promise<pg.Client> {
     if (lost || !client) {
-      if (inTx) throw lost ?? new Error("the Postgres connection was lost");
-      await connect(client ? REPLACE_PATIENCE_MS : 0);
+      if (inTx) throw noConnection(lost ?? new Error("the Postgres connection was lost"));
+      try {
+        await connect(client ? REPLACE_PATIENCE_MS : 0);
+      } catch (err) {
+        throw (err as { code?: string })?.code === LOCK_REFUSED ? err : noConnection(err);
+      }
     }
     return client!;
   }
@@ -196,8 +224,10 @@ function start({ url, port, flag, applicationName }: Start): void {
     } catch (err) {
       if (!connectionLost(err)) throw err;
       if (client === c) lost ??= err as Error;
-      if (wasInTx || !/^\s*(BEGIN|START|SELECT)\b/i.test(text)) throw err;
-      return send(await ready());
+      if (wasInTx || !/^\s*(BEGIN|START|SELECT)\b/i.test(text)) throw noConnection(err);
+      return send(await ready()).catch((again: unknown) => {
+        throw connectionLost(again) ? noConnection(again) : again;
+      });
     }
   }
 

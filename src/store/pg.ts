@@ -341,6 +341,18 @@ export class PgDatabase implements SqlDatabase {
           },
         );
       }
+      if (r.error.lost) {
+        // The server went away (a restart, a failover, a network cut) or refuses connections
+        // for now: the same statement may well work in a moment.
+        throw new HolonError(
+          "database_unavailable",
+          `no connection to Postgres at ${this.where}: ${r.error.message}`,
+          {
+            status: 503,
+            hint: "the database server is down or unreachable; the host reconnects on its own, try again",
+          },
+        );
+      }
       throw new PgError(r.error);
     }
     return {
