@@ -15,8 +15,9 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import { runCli, spawnServe, tempHome } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { cliTurns } from "./helpers/turns.ts";
 import { reply } from "./fake-provider/server.ts";
 
 const fake = useFakeProvider();
@@ -24,8 +25,6 @@ const procs: ChildProcess[] = [];
 afterAll(() => {
   for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
 });
-
-type Event = { event_seq: number; id: string; type: string; payload: any };
 
 describe("holon store export | import | verify", () => {
   it("a home exported, its database removed and imported, continues the same agent", async () => {
@@ -35,24 +34,7 @@ describe("holon store export | import | verify", () => {
     const dumps = tempHome("holon-dumps-");
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const cli = (...args: string[]) => runCli(args, { env: { HOLON_HOME: home } });
-    const events = async (): Promise<Event[]> => {
-      const t = await cli("tail", "--json", "-n", "1000");
-      expect(t.code, t.stderr).toBe(0);
-      return JSON.parse(t.stdout) as Event[];
-    };
-    /** Prompt `main` and wait until the message is processed. */
-    const turn = async (text: string) => {
-      const r = await cli("prompt", "--json", text);
-      expect(r.code, r.stderr).toBe(0);
-      const { message_id } = JSON.parse(r.stdout) as { message_id: string };
-      await waitFor(
-        async () =>
-          (await events()).some(
-            (e) => e.type === "message_processed" && e.payload.message_id === message_id,
-          ),
-        { what: `the turn for "${text}"`, timeoutMs: 30_000 },
-      );
-    };
+    const { events, turn } = cliTurns(cli);
 
     const first = await spawnServe(home);
     procs.push(first.proc);

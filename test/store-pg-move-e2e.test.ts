@@ -7,8 +7,9 @@ import type { ChildProcess } from "node:child_process";
 import { existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
+import { runCli, spawnServe, tempHome } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { cliTurns } from "./helpers/turns.ts";
 import { emptyDatabaseUrl, psqlQuery, requirePostgres } from "./helpers/postgres.ts";
 import { reply } from "./fake-provider/server.ts";
 
@@ -19,8 +20,6 @@ afterAll(() => {
   for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
 });
 
-type Event = { event_seq: number; id: string; type: string; payload: any };
-
 describe.skipIf(!pg)("a home moved from SQLite to Postgres", () => {
   it("continues the same agent on Postgres, and a second host on the database is refused", async () => {
     const home = tempHome("holon-test-", { sqlite: true });
@@ -28,23 +27,7 @@ describe.skipIf(!pg)("a home moved from SQLite to Postgres", () => {
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     let env: Record<string, string> = { HOLON_HOME: home };
     const cli = (...args: string[]) => runCli(args, { env });
-    const events = async (): Promise<Event[]> => {
-      const t = await cli("tail", "--json", "-n", "1000");
-      expect(t.code, t.stderr).toBe(0);
-      return JSON.parse(t.stdout) as Event[];
-    };
-    const turn = async (text: string) => {
-      const r = await cli("prompt", "--json", text);
-      expect(r.code, r.stderr).toBe(0);
-      const { message_id } = JSON.parse(r.stdout) as { message_id: string };
-      await waitFor(
-        async () =>
-          (await events()).some(
-            (e) => e.type === "message_processed" && e.payload.message_id === message_id,
-          ),
-        { what: `the turn for "${text}"`, timeoutMs: 30_000 },
-      );
-    };
+    const { events, turn } = cliTurns(cli);
 
     const first = await spawnServe(home);
     procs.push(first.proc);

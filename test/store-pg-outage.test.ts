@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { runCli, spawnServe, tempHome, waitFor } from "./helpers/home.ts";
 import { configureFakeProvider, useFakeProvider } from "./helpers/provider.ts";
+import { cliTurns } from "./helpers/turns.ts";
 import { freshDatabaseUrl, psqlQuery, requirePostgres } from "./helpers/postgres.ts";
 import { reply } from "./fake-provider/server.ts";
 
@@ -19,8 +20,6 @@ const procs: ChildProcess[] = [];
 afterAll(() => {
   for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
 });
-
-type Event = { event_seq: number; type: string; payload: any };
 
 /** A bridge's delivery callback; `onAsk` runs on each ask delivered, and says the status. */
 async function bridge(onAsk: (n: number) => number) {
@@ -46,23 +45,7 @@ describe.skipIf(!pg)("a Postgres outage under a running host", () => {
     await configureFakeProvider(home, "openai_responses", fake.baseUrl("openai"));
     const env = { HOLON_HOME: home, HOLON_DATABASE_URL: url };
     const cli = (...args: string[]) => runCli(args, { env, timeoutMs: 30_000 });
-    const events = async (): Promise<Event[]> => {
-      const t = await cli("tail", "--json", "-n", "1000");
-      expect(t.code, t.stderr).toBe(0);
-      return JSON.parse(t.stdout) as Event[];
-    };
-    const turn = async (text: string) => {
-      const r = await cli("prompt", "--json", text);
-      expect(r.code, r.stderr).toBe(0);
-      const { message_id } = JSON.parse(r.stdout) as { message_id: string };
-      await waitFor(
-        async () =>
-          (await events()).some(
-            (e) => e.type === "message_processed" && e.payload.message_id === message_id,
-          ),
-        { what: `the turn for "${text}"`, timeoutMs: 30_000 },
-      );
-    };
+    const { events, turn } = cliTurns(cli);
     const outage = (on: boolean) => {
       psqlQuery(admin, `ALTER DATABASE "${db}" ALLOW_CONNECTIONS ${on ? "false" : "true"}`);
       if (on) {

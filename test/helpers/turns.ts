@@ -1,7 +1,7 @@
 // Driving an agent turn by turn over the control API: prompt it, then wait until the host has
 // processed that prompt (its turn is over), so the next step sees the turn's effects.
 import { expect } from "vitest";
-import { waitFor, type TestRuntime } from "./home.ts";
+import { waitFor, type runCli, type TestRuntime } from "./home.ts";
 import { reply, type FakeProvider } from "../fake-provider/server.ts";
 
 /** How many operator prompts the agent has processed so far. */
@@ -56,4 +56,32 @@ export async function textTurns(
   await waitFor(async () => (await rt.host.store.agents.get("main"))?.status === "asleep", {
     what: "asleep",
   });
+}
+
+/** An event as `holon tail --json` prints it. */
+export type TailEvent = { event_seq: number; id: string; type: string; payload: any };
+
+/**
+ * Turns of `main` through the CLI, as a user drives a `holon serve`: `events()` reads the
+ * log with `holon tail --json`, `turn(text)` prompts and waits until that message is processed.
+ */
+export function cliTurns(cli: (...args: string[]) => ReturnType<typeof runCli>) {
+  const events = async (): Promise<TailEvent[]> => {
+    const t = await cli("tail", "--json", "-n", "1000");
+    expect(t.code, t.stderr).toBe(0);
+    return JSON.parse(t.stdout) as TailEvent[];
+  };
+  const turn = async (text: string): Promise<void> => {
+    const r = await cli("prompt", "--json", text);
+    expect(r.code, r.stderr).toBe(0);
+    const { message_id } = JSON.parse(r.stdout) as { message_id: string };
+    await waitFor(
+      async () =>
+        (await events()).some(
+          (e) => e.type === "message_processed" && e.payload.message_id === message_id,
+        ),
+      { what: `the turn for "${text}"`, timeoutMs: 30_000 },
+    );
+  };
+  return { events, turn };
 }
