@@ -87,8 +87,9 @@ function parsers(exact: boolean) {
 const NUMBERS = parsers(false);
 const EXACT = parsers(true);
 
-/** SQLSTATE this worker answers with when the one-host lock is held by someone else. */
-export const LOCK_REFUSED = "HOLON_LOCKED";
+/** The code this worker answers with when the one-host lock is held by someone else (pg.ts
+ * knows it by value: importing it from here would load pg into the host thread). */
+const LOCK_REFUSED = "HOLON_LOCKED";
 
 /** How long one attempt to connect may take. */
 const CONNECT_TIMEOUT_MS = 10_000;

@@ -10,10 +10,10 @@ import type { SQLInputValue } from "node:sqlite";
 import { HolonError } from "../domain/errors.ts";
 import type { SqlDatabase, SqlRow, SqlStatement } from "./sql.ts";
 import type { PgReply, PgRequest } from "./pg-worker.ts";
+import { maskDatabaseUrl } from "./url.ts";
 
 /** pg-worker.ts's answer when the one-host lock is held elsewhere (not imported: that module loads pg). */
 const LOCK_REFUSED = "HOLON_LOCKED";
-import { maskDatabaseUrl } from "./url.ts";
 
 const TAG_TEXT = 0;
 const TAG_BYTES = 1;

@@ -181,16 +181,12 @@ function asServerUser(t: Tools, cmd: string, args: string[], cwd: string): strin
 function client(s: ServerState, cmd: string, args: string[], input?: string): string {
   const t = findTools()!;
   try {
-    return execFileSync(
-      join(t.bin, cmd),
-      ["-h", s.socketDir, "-p", String(s.port), "-U", SUPERUSER, "-w", ...args],
-      {
-        env: pgEnv(),
-        encoding: "utf8",
-        stdio: "pipe",
-        ...(input !== undefined ? { input } : {}),
-      },
-    );
+    return execFileSync(join(t.bin, cmd), [...serverArgs(s), ...args], {
+      env: pgEnv(),
+      encoding: "utf8",
+      stdio: "pipe",
+      ...(input !== undefined ? { input } : {}),
+    });
   } catch (err) {
     throw failure(`${cmd} ${args.join(" ")}`, err);
   }
@@ -546,8 +542,25 @@ function urlOf(s: ServerState, db: string): string {
   return `postgres://${SUPERUSER}@127.0.0.1:${s.port}/${db}`;
 }
 
+/** How a client program reaches this worker's server, as its superuser. */
+function serverArgs(s: ServerState): string[] {
+  return ["-h", s.socketDir, "-p", String(s.port), "-U", SUPERUSER, "-w"];
+}
+
+/** psql's arguments to run `sql` in `db`, printing bare values and stopping at an error. */
+function psqlArgs(db: string, sql: string): string[] {
+  return ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql];
+}
+
 function psql(s: ServerState, db: string, sql: string): string {
-  return client(s, "psql", ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql]);
+  return client(s, "psql", psqlArgs(db, sql));
+}
+
+/** The database `url` names on this worker's server (one on another server is an error). */
+function databaseOf(s: ServerState, url: string): string {
+  const u = new URL(url);
+  if (Number(u.port) !== s.port) throw new Error(`${url} is not on this worker's test server`);
+  return decodeURIComponent(u.pathname.slice(1));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,9 +608,7 @@ export function emptyDatabaseUrl(): string {
 /** Run SQL on a database of this worker's server (by URL); psql's unaligned rows, trimmed. */
 export function psqlQuery(url: string, sql: string): string {
   const s = ensureServer();
-  const u = new URL(url);
-  if (Number(u.port) !== s.port) throw new Error(`${url} is not on this worker's test server`);
-  return psql(s, decodeURIComponent(u.pathname.slice(1)), sql).trim();
+  return psql(s, databaseOf(s, url), sql).trim();
 }
 
 /**
@@ -606,12 +617,8 @@ export function psqlQuery(url: string, sql: string): string {
  */
 export function psqlAlongside(url: string, sql: string): Promise<string> {
   const s = ensureServer();
-  const u = new URL(url);
-  if (Number(u.port) !== s.port) throw new Error(`${url} is not on this worker's test server`);
-  const t = findTools()!;
-  const args = ["-h", s.socketDir, "-p", String(s.port), "-U", SUPERUSER, "-w", "-X", "-q"];
-  args.push("-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", decodeURIComponent(u.pathname.slice(1)));
-  const child = spawn(join(t.bin, "psql"), [...args, "-c", sql], { env: pgEnv() });
+  const args = [...serverArgs(s), ...psqlArgs(databaseOf(s, url), sql)];
+  const child = spawn(join(findTools()!.bin, "psql"), args, { env: pgEnv() });
   let out = "";
   let err = "";
   child.stdout.on("data", (b: Buffer) => (out += b.toString()));
